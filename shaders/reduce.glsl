@@ -1,0 +1,36 @@
+// Workgroup-wide float sum over a 1-D workgroup of KV_WG invocations (a power
+// of two). The including shader defines KV_WG and declares local_size_x = KV_WG.
+// With KV_SUBGROUP the sum goes through subgroupAdd and one shared slot per
+// subgroup; without it, a shared-memory tree. Every invocation gets the same
+// value. Call it from uniform control flow (it contains barriers).
+#ifdef KV_SUBGROUP
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
+
+shared float kv_red[KV_WG];
+
+float kv_wg_sum(float v)
+{
+#ifdef KV_SUBGROUP
+    float s = subgroupAdd(v);
+    if (subgroupElect()) kv_red[gl_SubgroupID] = s;
+    barrier();
+    // Every invocation adds the partials in the same order: all get the same sum.
+    float t = 0.0;
+    for (uint i = 0u; i < gl_NumSubgroups; i++) t += kv_red[i];
+    barrier(); // kv_red is reused by the next call
+    return t;
+#else
+    uint i = gl_LocalInvocationIndex;
+    kv_red[i] = v;
+    barrier();
+    for (uint s = uint(KV_WG) / 2u; s > 0u; s >>= 1u) {
+        if (i < s) kv_red[i] += kv_red[i + s];
+        barrier();
+    }
+    float t = kv_red[0];
+    barrier();
+    return t;
+#endif
+}

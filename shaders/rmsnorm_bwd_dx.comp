@@ -1,0 +1,29 @@
+#version 450
+// dx[b,k] = r[b] * (dy[b,k]*w[k] - x[b,k] * s[b]*r[b]^2/D), s[b] = sum_i dy*x*w.
+// One workgroup per row, grid-stride over rows.
+#define KV_WG 256
+layout(local_size_x = KV_WG) in;
+
+layout(std430, set = 0, binding = 0) readonly buffer X { float x[]; };
+layout(std430, set = 0, binding = 1) readonly buffer W { float w[]; };
+layout(std430, set = 0, binding = 2) readonly buffer DY { float dy[]; };
+layout(std430, set = 0, binding = 3) readonly buffer R { float r[]; };
+layout(std430, set = 0, binding = 4) writeonly buffer DX { float dx[]; };
+layout(push_constant) uniform Push { uint rows; uint dim; } p;
+
+#include "reduce.glsl"
+
+void main()
+{
+    for (uint row = gl_WorkGroupID.x; row < p.rows; row += gl_NumWorkGroups.x) {
+        uint base = row * p.dim;
+        float rb = r[row];
+        float acc = 0.0;
+        for (uint i = gl_LocalInvocationID.x; i < p.dim; i += KV_WG)
+            acc += dy[base + i] * x[base + i] * w[i];
+        float s = kv_wg_sum(acc);
+        float coeff = s * rb * rb / float(p.dim);
+        for (uint k = gl_LocalInvocationID.x; k < p.dim; k += KV_WG)
+            dx[base + k] = rb * (dy[base + k] * w[k] - x[base + k] * coeff);
+    }
+}

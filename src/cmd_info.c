@@ -1,0 +1,94 @@
+/* `kverify list [--abi]` and `kverify devices`. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "spirv.h"
+
+static void list_abi(const struct kv_kernel *k)
+{
+    for (int s = 0; s < k->n_stages; s++) {
+        const struct kv_stage_def *sd = &k->stages[s];
+        struct kv_spirv_iface iface;
+        memset(&iface, 0, sizeof iface);
+        kv_spirv_reflect(sd->name, sd->fallback.words, sd->fallback.bytes / 4, &iface);
+        printf("  stage %s  (built-in workgroup %ux%ux%u)\n", sd->name, iface.local[0], iface.local[1],
+               iface.local[2]);
+        for (int b = 0; b < sd->n_bindings; b++) {
+            int t = sd->bindings[b];
+            const struct kv_tensor_def *td = &k->tensors[t];
+            int writes = td->role == KV_OUTPUT && td->stage == s;
+            printf("    set 0 binding %d: %-4s %s %s  storage buffer, %s\n", b, kv_dtype_info(td->dtype)->name,
+                   td->name, td->shape, writes ? "written" : "read-only");
+        }
+        printf("    push constants (%u bytes): %s\n", sd->push_size, sd->push_doc);
+        printf("    dispatch: %s\n", sd->dispatch_doc);
+    }
+}
+
+int cmd_list(int argc, char **argv)
+{
+    int abi = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--abi")) abi = 1;
+        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: kverify list [--abi]\nlists kernels, stages, outputs and parameters; "
+                   "--abi adds each stage's shader interface for --shader\n");
+            return 0;
+        } else {
+            fprintf(stderr, "kverify: list: unknown option '%s'\n", argv[i]);
+            return 2;
+        }
+    }
+    for (int i = 0; kv_kernels[i]; i++) {
+        const struct kv_kernel *k = kv_kernels[i];
+        printf("%s: %s\n  stages:", k->name, k->summary);
+        for (int s = 0; s < k->n_stages; s++) printf(" %s", k->stages[s].name);
+        printf("\n  inputs:");
+        for (int t = 0; t < k->n_tensors; t++)
+            if (k->tensors[t].role == KV_INPUT)
+                printf(" %s %s%s", k->tensors[t].name, kv_dtype_info(k->tensors[t].dtype)->name, k->tensors[t].shape);
+        printf("\n  outputs:");
+        for (int t = 0; t < k->n_tensors; t++)
+            if (k->tensors[t].role == KV_OUTPUT)
+                printf(" %s %s%s (stage %s)", k->tensors[t].name, kv_dtype_info(k->tensors[t].dtype)->name,
+                       k->tensors[t].shape, k->stages[k->tensors[t].stage].name);
+        printf("\n  parameters:");
+        for (int p = 0; p < k->n_params; p++) printf(" --%s [default: %s]", k->params[p].name, k->params[p].def);
+        printf("\n  sweep:");
+        for (int s = 0; k->sweep && k->sweep[s]; s++) printf(" {%s}", k->sweep[s]);
+        printf(" x %d seeds\n", k->sweep_seeds);
+        if (abi) list_abi(k);
+    }
+    return 0;
+}
+
+int cmd_devices(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: kverify devices\nlists the usable Vulkan devices and their capabilities\n");
+            return 0;
+        }
+        fprintf(stderr, "kverify: devices: unknown option '%s'\n", argv[i]);
+        return 2;
+    }
+    struct kv_vk_info *d = NULL;
+    uint32_t n = 0;
+    enum kv_status st = kv_vk_list(&d, &n);
+    if (st) {
+        fprintf(stderr, "kverify: %s\n", kv_error_msg());
+        return (int)st;
+    }
+    printf("%-5s %-36s %-10s %-8s %-8s %-5s %-5s %-5s %-5s %-7s %s\n", "index", "name", "type", "vulkan",
+           "subgroup", "f16", "int8", "bf16", "coop", "maxbuf", "driver");
+    for (uint32_t i = 0; i < n; i++)
+        printf("%-5u %-36s %-10s %-8s %-8u %-5s %-5s %-5s %-5s %-7s %s\n", d[i].index, d[i].name, d[i].type,
+               d[i].api, d[i].subgroup_size, d[i].float16 ? "yes" : "no", d[i].int8 ? "yes" : "no",
+               d[i].bfloat16 ? "yes" : "no", d[i].coopmat ? "yes" : "no",
+               d[i].max_storage_range >= (1ull << 30) ? "4G" : d[i].max_storage_range >= (1ull << 20) ? "MiB" : "small",
+               d[i].driver);
+    free(d);
+    return 0;
+}

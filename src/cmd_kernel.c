@@ -1,0 +1,229 @@
+/* `kverify <kernel> [options]`: build the cases, run them, report. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "run.h"
+
+enum {
+    OPT_SEED = 1000, OPT_SEEDS, OPT_SWEEP, OPT_REPEAT, OPT_JSON, OPT_DEVICE, OPT_SHADER, OPT_NO_SUBGROUP,
+    OPT_LAMBDA, OPT_MAX_ULP, OPT_RTOL, OPT_ATOL, OPT_MAX_NMSE, OPT_VERBOSE, OPT_HELP, OPT_PARAM = 2000,
+};
+
+static const struct option common_opts[] = {
+    {"seed", required_argument, NULL, OPT_SEED},
+    {"seeds", required_argument, NULL, OPT_SEEDS},
+    {"sweep", no_argument, NULL, OPT_SWEEP},
+    {"repeat", required_argument, NULL, OPT_REPEAT},
+    {"json", required_argument, NULL, OPT_JSON},
+    {"device", required_argument, NULL, OPT_DEVICE},
+    {"shader", required_argument, NULL, OPT_SHADER},
+    {"no-subgroup", no_argument, NULL, OPT_NO_SUBGROUP},
+    {"lambda", required_argument, NULL, OPT_LAMBDA},
+    {"max-ulp", required_argument, NULL, OPT_MAX_ULP},
+    {"rtol", required_argument, NULL, OPT_RTOL},
+    {"atol", required_argument, NULL, OPT_ATOL},
+    {"max-nmse", required_argument, NULL, OPT_MAX_NMSE},
+    {"verbose", no_argument, NULL, OPT_VERBOSE},
+    {"help", no_argument, NULL, OPT_HELP},
+};
+
+static void kernel_usage(const struct kv_kernel *k, FILE *f)
+{
+    fprintf(f, "usage: kverify %s [options]\n%s\n\nkernel parameters:\n", k->name, k->summary);
+    for (int i = 0; i < k->n_params; i++) {
+        const struct kv_param_def *p = &k->params[i];
+        char flag[64];
+        snprintf(flag, sizeof flag, "--%s %s", p->name,
+                 p->type == KV_PARAM_CHOICE ? p->choices : p->type == KV_PARAM_INT ? "N" : "X");
+        fprintf(f, "  %-28s %s [default: %s]\n", flag, p->help, p->def);
+    }
+    fprintf(f, "\ncases:\n"
+               "  --seed S                     first seed [default: 1]\n"
+               "  --seeds N                    seeds per shape: S, S+1, ... [default: 1; with --sweep: %d]\n"
+               "  --sweep                      run the kernel's built-in shapes (kverify list)\n"
+               "  --repeat N                   run the device N times, fail on any difference [default: 1]\n"
+               "  --shader STAGE=FILE          replace a stage's shader (.comp or .spv; kverify list --abi)\n"
+               "  --no-subgroup                use the shared-memory reduction shaders\n"
+               "\ntolerance (metrics.md; any override replaces the default bound):\n"
+               "  --lambda X                   probabilistic bound factor [default: 8]\n"
+               "  --max-ulp X                  pass when max ULP error <= X\n"
+               "  --rtol X, --atol X           pass when |c-y| <= atol + rtol*|y|\n"
+               "  --max-nmse X                 pass when NMSE <= X\n"
+               "\noutput:\n"
+               "  --json FILE                  write the JSON report (schema 1); - for stdout\n"
+               "  --device N|NAME              pick a device (kverify devices) [default: best GPU, else CPU]\n"
+               "  --verbose                    print where the time went, to stderr\n"
+               "  --help                       this help\n"
+               "\nexit: 0 pass, 1 out of tolerance, 2 usage, 3 bad input data, 4 device error, 77 no device\n",
+            k->sweep_seeds);
+}
+
+struct kopts {
+    struct kv_run_opts run;
+    uint64_t seed, seeds;
+    int seeds_given, sweep, verbose;
+    const char *json, *device;
+    const char *set[KV_MAX_PARAMS];
+};
+
+static enum kv_status parse(const struct kv_kernel *k, int argc, char **argv, struct kopts *o, int *help)
+{
+    enum kv_status st = KV_OK;
+    struct option opts[64];
+    int n = 0;
+    for (size_t i = 0; i < sizeof common_opts / sizeof *common_opts; i++) opts[n++] = common_opts[i];
+    for (int i = 0; i < k->n_params; i++)
+        opts[n++] = (struct option){k->params[i].name, required_argument, NULL, OPT_PARAM + i};
+    opts[n] = (struct option){0, 0, 0, 0};
+    int64_t v;
+    optind = 1;
+    opterr = 0;
+    for (;;) {
+        int prev = optind;
+        int c = getopt_long(argc, argv, ":hv", opts, NULL);
+        if (c == -1) break;
+        const char *arg = optarg;
+        switch (c) {
+        case OPT_SEED:
+            KV_TRY(kv_parse_i64("--seed", arg, 0, INT64_MAX, &v));
+            o->seed = (uint64_t)v;
+            break;
+        case OPT_SEEDS:
+            KV_TRY(kv_parse_i64("--seeds", arg, 1, 100000, &v));
+            o->seeds = (uint64_t)v;
+            o->seeds_given = 1;
+            break;
+        case OPT_SWEEP: o->sweep = 1; break;
+        case OPT_REPEAT:
+            KV_TRY(kv_parse_i64("--repeat", arg, 1, 64, &v));
+            o->run.repeat = (int)v;
+            break;
+        case OPT_JSON: o->json = arg; break;
+        case OPT_DEVICE: o->device = arg; break;
+        case OPT_SHADER: {
+            const char *eq = strchr(arg, '=');
+            KV_CHECK(eq && eq != arg && eq[1], KV_EUSAGE, "--shader: '%s' is not STAGE=FILE", arg);
+            int s;
+            for (s = 0; s < k->n_stages; s++)
+                if (strlen(k->stages[s].name) == (size_t)(eq - arg) && !strncmp(k->stages[s].name, arg, (size_t)(eq - arg)))
+                    break;
+            KV_CHECK(s < k->n_stages, KV_EUSAGE, "--shader: %s has no stage '%.*s' (see kverify list)", k->name,
+                     (int)(eq - arg), arg);
+            o->run.shader[s] = eq + 1;
+            break;
+        }
+        case OPT_NO_SUBGROUP: o->run.no_subgroup = 1; break;
+        case OPT_LAMBDA: KV_TRY(kv_parse_f64("--lambda", arg, 0, 1e6, &o->run.crit.lambda)); break;
+        case OPT_MAX_ULP: KV_TRY(kv_parse_f64("--max-ulp", arg, 0, 1e30, &o->run.crit.max_ulp)); break;
+        case OPT_RTOL: KV_TRY(kv_parse_f64("--rtol", arg, 0, 1e30, &o->run.crit.rtol)); break;
+        case OPT_ATOL: KV_TRY(kv_parse_f64("--atol", arg, 0, 1e30, &o->run.crit.atol)); break;
+        case OPT_MAX_NMSE: KV_TRY(kv_parse_f64("--max-nmse", arg, 0, 1e30, &o->run.crit.max_nmse)); break;
+        case 'v':
+        case OPT_VERBOSE: o->verbose = 1; break;
+        case 'h':
+        case OPT_HELP: *help = 1; break;
+        case ':': KV_CHECK(0, KV_EUSAGE, "%s: missing value for %s", k->name, argv[prev]); break;
+        case '?':
+            KV_CHECK(0, KV_EUSAGE, "%s: unknown option '%s' (see kverify %s --help)", k->name, argv[prev], k->name);
+            break;
+        default:
+            if (c >= OPT_PARAM && c < OPT_PARAM + k->n_params) o->set[c - OPT_PARAM] = arg;
+            break;
+        }
+    }
+    KV_CHECK(optind >= argc, KV_EUSAGE, "%s: unexpected argument '%s'", k->name, argv[optind]);
+cleanup:
+    return st;
+}
+
+/* Build every case (validated, before any device work). */
+static enum kv_status build_cases(const struct kv_kernel *k, const struct kopts *o, struct kv_case **out, size_t *n)
+{
+    enum kv_status st = KV_OK;
+    const char *const none[] = {"", NULL};
+    const char *const *shapes = o->sweep ? k->sweep : none;
+    size_t n_shapes = 0;
+    while (shapes[n_shapes]) n_shapes++;
+    uint64_t seeds = o->seeds_given ? o->seeds : o->sweep ? (uint64_t)k->sweep_seeds : 1;
+    *n = 0;
+    *out = calloc(n_shapes * seeds, sizeof **out);
+    KV_CHECK(*out, KV_EUSAGE, "too many cases");
+    for (size_t s = 0; s < n_shapes; s++)
+        for (uint64_t j = 0; j < seeds; j++) {
+            struct kv_case *c = &(*out)[(*n)++];
+            KV_TRY(kv_case_init(c, k, o->seed + j));
+            for (int i = 0; i < k->n_params; i++)
+                if (o->set[i]) KV_TRY(kv_param_set(c, i, o->set[i]));
+            if (shapes[s][0]) KV_TRY(kv_param_apply(c, shapes[s]));
+            kv_case_name(c);
+            KV_TRY(kv_case_check(c, NULL));
+        }
+cleanup:
+    return st;
+}
+
+int cmd_kernel(const struct kv_kernel *k, int argc, char **argv)
+{
+    enum kv_status st = KV_OK;
+    struct kopts o;
+    memset(&o, 0, sizeof o);
+    kv_criteria_default(&o.run.crit);
+    o.run.repeat = 1;
+    o.seed = 1;
+    int help = 0;
+    struct kv_case *cases = NULL;
+    size_t n_cases = 0;
+    struct kv_vk_device *dev = NULL;
+    struct kv_runner runner;
+    memset(&runner, 0, sizeof runner);
+    struct kv_report report;
+    memset(&report, 0, sizeof report);
+    double t_start = kv_now_ms();
+
+    KV_TRY(parse(k, argc, argv, &o, &help));
+    if (help) {
+        kernel_usage(k, stdout);
+        return 0;
+    }
+    KV_TRY(build_cases(k, &o, &cases, &n_cases));
+    KV_TRY(kv_vk_open(o.device, &dev));
+    double t_dev = kv_now_ms();
+    report.has_device = 1;
+    report.device = dev->info;
+    KV_TRY(kv_runner_init(&runner, dev, k, &o.run));
+
+    printf("device %u: %s (%s, %s)\n", dev->info.index, dev->info.name, dev->info.type, dev->info.driver);
+    kv_table_header(stdout);
+    double sum[6] = {0};
+    for (size_t i = 0; i < n_cases; i++) {
+        struct kv_case_result *res = kv_report_add(&report);
+        KV_CHECK(res, KV_EDEVICE, "out of host memory for the report");
+        kv_run_case(&runner, &cases[i], &o.run, res);
+        kv_table_case(stdout, res);
+        fflush(stdout);
+        double parts[6] = {res->ms.inputs, res->ms.oracle, res->ms.upload, res->ms.device, res->ms.download, res->ms.compare};
+        for (int j = 0; j < 6; j++) sum[j] += parts[j];
+    }
+    kv_table_summary(stdout, &report);
+    if (o.verbose)
+        fprintf(stderr,
+                "kverify: time: start-up %.1f ms, pipelines %.1f ms, inputs %.1f ms, oracle %.1f ms, "
+                "upload %.2f ms, device %.2f ms, download %.2f ms, compare %.1f ms, total %.1f ms\n",
+                t_dev - t_start, runner.pipeline_ms, sum[0], sum[1], sum[2], sum[3], sum[4], sum[5],
+                kv_now_ms() - t_start);
+    if (o.json) KV_TRY(kv_report_write_json(&report, o.json));
+cleanup:
+    kv_runner_free(&runner);
+    kv_vk_close(dev);
+    free(cases);
+    if (!st && kv_vk_validation_errors())
+        st = kv_error(KV_EDEVICE, "the validation layer reported %u errors", kv_vk_validation_errors());
+    int code = st ? (int)st : kv_report_exit_code(&report);
+    if (st) fprintf(stderr, "kverify: %s\n", kv_error_msg());
+    kv_report_free(&report);
+    return code;
+}

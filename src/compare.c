@@ -1,0 +1,143 @@
+#include "compare.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void kv_criteria_default(struct kv_criteria *c)
+{
+    c->lambda = 8.0;
+    c->max_ulp = c->rtol = c->atol = c->max_nmse = -1.0;
+}
+
+static void swapd(double *a, double *b)
+{
+    double t = *a;
+    *a = *b;
+    *b = t;
+}
+
+double kv_quantile(double *v, size_t n, double q)
+{
+    if (n == 0) return 0.0;
+    size_t kk = (size_t)ceil(q * (double)n);
+    kk = kk == 0 ? 0 : kk - 1;
+    if (kk >= n) kk = n - 1;
+    /* Wirth's selection: expected linear time, fine with many equal keys. */
+    ptrdiff_t k = (ptrdiff_t)kk, l = 0, r = (ptrdiff_t)n - 1;
+    while (l < r) {
+        double x = v[k];
+        ptrdiff_t i = l, j = r;
+        do {
+            while (v[i] < x) i++;
+            while (x < v[j]) j--;
+            if (i <= j) {
+                swapd(&v[i], &v[j]);
+                i++;
+                j--;
+            }
+        } while (i <= j);
+        if (j < k) l = i;
+        if (k < i) r = j;
+    }
+    return v[k];
+}
+
+static void note_worst(struct kv_metrics *m, size_t i, double c, double y)
+{
+    m->worst_index = i;
+    m->worst_c = c;
+    m->worst_y = y;
+    m->has_worst = 1;
+}
+
+enum kv_status kv_compare(enum kv_dtype t, const void *cand, const double *y,
+                          const double *S, size_t n, const struct kv_bound *b,
+                          const struct kv_criteria *crit, struct kv_metrics *m)
+{
+    memset(m, 0, sizeof *m);
+    m->elements = n;
+    double *ulps = malloc((n ? n : 1) * sizeof *ulps);
+    if (!ulps) return kv_error(KV_EDEVICE, "out of host memory comparing %zu elements", n);
+
+    const double floor_rel = ldexp(1.0, kv_dtype_info(t)->emin);
+    const double c1 = crit->lambda * sqrt(b->n) * b->u_acc, c2 = b->k_op * b->u_acc;
+    double sum_ulp = 0, sum_e2 = 0, sum_y2 = 0, worst_ratio = -1;
+    size_t fails_bound = 0, fails_tol = 0, first_mismatch = (size_t)-1;
+
+    for (size_t i = 0; i < n; i++) {
+        double c = kv_load_f64(t, cand, i), yi = y[i];
+        if (!isfinite(c) || !isfinite(yi)) {
+            if (isnan(c) && isnan(yi)) { m->nan_match++; continue; }
+            if (isinf(c) && c == yi) { m->inf_match++; continue; }
+            if (isnan(c) || isnan(yi)) m->nan_mismatch++;
+            else m->inf_mismatch++;
+            if (first_mismatch == (size_t)-1) first_mismatch = i;
+            continue;
+        }
+        double e = fabs(c - yi);
+        double ulp = kv_ulp(t, yi);
+        double allowed = c1 * S[i] + c2 * S[i] + 0.5 * ulp * b->rho;
+        double ratio = e / allowed;
+        double u = e / ulp;
+        ulps[m->compared++] = u;
+        sum_ulp += u;
+        sum_e2 += e * e;
+        sum_y2 += yi * yi;
+        if (u > m->max_ulp) m->max_ulp = u;
+        if (e > m->max_abs) m->max_abs = e;
+        if (fabs(yi) >= floor_rel) {
+            double rel = e / fabs(yi);
+            if (rel > m->max_rel) m->max_rel = rel;
+        } else {
+            m->rel_skipped++;
+        }
+        if (ratio > 1.0) fails_bound++;
+        if (crit->rtol >= 0 || crit->atol >= 0) {
+            double rt = crit->rtol > 0 ? crit->rtol : 0, at = crit->atol > 0 ? crit->atol : 0;
+            if (e > at + rt * fabs(yi)) fails_tol++;
+        }
+        if (ratio > worst_ratio) {
+            worst_ratio = ratio;
+            if (first_mismatch == (size_t)-1) note_worst(m, i, c, yi);
+        }
+    }
+    if (first_mismatch != (size_t)-1)
+        note_worst(m, first_mismatch, kv_load_f64(t, cand, first_mismatch), y[first_mismatch]);
+    m->max_bound_ratio = worst_ratio < 0 ? 0 : worst_ratio;
+    m->mean_ulp = m->compared ? sum_ulp / (double)m->compared : 0;
+    m->p99_ulp = kv_quantile(ulps, m->compared, 0.99);
+    m->nmse = sum_y2 > 0 ? sum_e2 / sum_y2 : (sum_e2 > 0 ? INFINITY : 0);
+    if (m->compared) {
+        double k = (double)m->compared;
+        m->rmse_ratio = sqrt(sum_e2 / k) / (sqrt(sum_y2 / k) + 1e-30);
+    }
+    free(ulps);
+
+    int mismatches = m->nan_mismatch + m->inf_mismatch > 0;
+    int overridden = crit->max_ulp >= 0 || crit->rtol >= 0 || crit->atol >= 0 || crit->max_nmse >= 0;
+    if (!overridden) {
+        m->pass = !mismatches && fails_bound == 0;
+        snprintf(m->criterion, sizeof m->criterion, "bound_ratio<=1 (lambda=%g)", crit->lambda);
+    } else {
+        int ok = !mismatches;
+        size_t o = 0;
+        m->criterion[0] = '\0';
+        if (crit->max_ulp >= 0) {
+            ok = ok && m->max_ulp <= crit->max_ulp;
+            o += (size_t)snprintf(m->criterion + o, sizeof m->criterion - o, "max_ulp<=%g ", crit->max_ulp);
+        }
+        if (crit->rtol >= 0 || crit->atol >= 0) {
+            ok = ok && fails_tol == 0;
+            o += (size_t)snprintf(m->criterion + o, sizeof m->criterion - o, "|c-y|<=atol+rtol*|y| ");
+        }
+        if (crit->max_nmse >= 0 && o < sizeof m->criterion) {
+            ok = ok && m->nmse <= crit->max_nmse;
+            snprintf(m->criterion + o, sizeof m->criterion - o, "nmse<=%g", crit->max_nmse);
+        }
+        m->pass = ok;
+    }
+    return KV_OK;
+}

@@ -1,0 +1,41 @@
+/* Element types, their bit-exact conversions and unit-in-the-last-place. */
+#ifndef KV_DTYPE_H
+#define KV_DTYPE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum kv_dtype { KV_F32, KV_F64, KV_F16, KV_BF16, KV_U8, KV_I32, KV_DTYPE_COUNT };
+
+struct kv_dtype_info {
+    const char *name;  /* "f32", as in reports and fixtures */
+    size_t size;       /* bytes per element */
+    int is_float;
+    int precision;     /* significand bits including the implicit one */
+    int emin;          /* exponent of the smallest normal */
+};
+
+const struct kv_dtype_info *kv_dtype_info(enum kv_dtype t);
+/* Look up by name; returns -1 if unknown. */
+int kv_dtype_from_name(const char *name);
+
+/* Round-to-nearest-even conversions. NaN stays NaN (quiet), signs kept,
+ * overflow goes to +-Inf, underflow to subnormals and signed zero. */
+uint16_t kv_f32_to_f16(float f);
+float kv_f16_to_f32(uint16_t h);
+uint16_t kv_f32_to_bf16(float f);
+float kv_bf16_to_f32(uint16_t b);
+float kv_f32_from_bits(uint32_t u);
+uint32_t kv_f32_bits(float f);
+
+/* Spacing of dtype t at y (metrics.md): 2^(max(floor(log2|y|), emin) - p + 1).
+ * y = 0 uses the spacing at emin. Infinite or NaN y gives NaN. */
+double kv_ulp(enum kv_dtype t, double y);
+
+/* Read element i of a buffer of dtype t, widened to float64. */
+double kv_load_f64(enum kv_dtype t, const void *data, size_t i);
+/* Store v into element i, rounding to t (RNE for floats; integers saturate,
+ * NaN stores as 0). */
+void kv_store_f64(enum kv_dtype t, void *data, size_t i, double v);
+
+#endif

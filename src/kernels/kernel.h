@@ -1,0 +1,136 @@
+/* A kernel describes itself as data: parameters, tensors, stages (each a
+ * compute shader with a documented interface), the input generator and the
+ * float64 oracle. The runner (run.c) does everything else generically, so
+ * adding a kernel is one C file, its shaders and one registry line. */
+#ifndef KV_KERNEL_H
+#define KV_KERNEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../compare.h"
+#include "../status.h"
+#include "../tensor.h"
+#include "../vk/vk.h"
+
+#define KV_MAX_PARAMS 16
+#define KV_MAX_TENSORS 16
+#define KV_MAX_STAGES 8
+
+enum kv_param_type { KV_PARAM_INT, KV_PARAM_FLOAT, KV_PARAM_CHOICE };
+
+struct kv_param_def {
+    const char *name;     /* the flag is --name; also the report key */
+    enum kv_param_type type;
+    const char *def;      /* default value as text */
+    double min, max;      /* inclusive range for INT and FLOAT */
+    const char *choices;  /* "normal|uniform" for CHOICE */
+    const char *help;
+    int in_name;          /* always part of the case name (else only when not default) */
+};
+
+struct kv_pval {
+    int64_t i;
+    double f;
+    int c;  /* index into choices */
+};
+
+enum kv_role { KV_INPUT, KV_OUTPUT };
+
+struct kv_tensor_def {
+    const char *name;
+    enum kv_dtype dtype;
+    enum kv_role role;
+    int stage;            /* producing stage of an output */
+    const char *shape;    /* for documentation: "[rows, dim]" */
+};
+
+struct kv_spirv_blob {
+    const uint32_t *words;
+    size_t bytes;
+};
+
+struct kv_case;
+
+struct kv_stage_def {
+    const char *name;
+    struct kv_spirv_blob subgroup;  /* built with subgroup arithmetic */
+    struct kv_spirv_blob fallback;  /* shared-memory reductions only */
+    int n_bindings;
+    int bindings[KV_VK_MAX_BINDINGS]; /* tensor index bound at binding i */
+    uint32_t push_size;
+    const char *push_doc;      /* the push-constant block, as GLSL */
+    const char *dispatch_doc;  /* how groups are counted, for list --abi */
+    /* Fill the push constants and group counts for case c, given the shader's
+     * workgroup size and the device's group-count limits. */
+    void (*launch)(const struct kv_case *c, const uint32_t local[3],
+                   const uint32_t max_groups[3], void *push, uint32_t groups[3]);
+};
+
+struct kv_kernel {
+    const char *name;
+    const char *summary;
+    const struct kv_param_def *params;
+    int n_params;
+    const struct kv_tensor_def *tensors;
+    int n_tensors;
+    const struct kv_stage_def *stages;
+    int n_stages;
+    const char *const *sweep;  /* NULL-terminated "k=v,k=v" overrides */
+    int sweep_seeds;           /* seeds per sweep shape unless --seeds says otherwise */
+    /* Validate parameters and set every tensor's dtype and shape (c->t). */
+    enum kv_status (*shape)(struct kv_case *c);
+    /* Fill the input tensors (already allocated) from c->seed. */
+    enum kv_status (*inputs)(struct kv_case *c);
+    /* Fill c->y, c->S (allocated, one per element) and c->bound for every
+     * output, from the inputs the device sees. Intermediates that later stages
+     * consume must be computed from the output rounded to its dtype, as the
+     * runner feeds that rounded value to the device (stage isolation). */
+    enum kv_status (*oracle)(struct kv_case *c);
+};
+
+struct kv_case {
+    const struct kv_kernel *k;
+    struct kv_pval p[KV_MAX_PARAMS];
+    uint64_t seed;
+    char name[256];
+    struct kv_tensor t[KV_MAX_TENSORS];
+    double *y[KV_MAX_TENSORS];
+    double *S[KV_MAX_TENSORS];
+    struct kv_bound bound[KV_MAX_TENSORS];
+    /* Extra k_op (units of u_acc) for the chained result of an output whose
+     * stage consumes device intermediates: it carries their allowed error. */
+    double k_chain[KV_MAX_TENSORS];
+};
+
+/* The registry: every kernel, NULL-terminated. */
+extern const struct kv_kernel *const kv_kernels[];
+const struct kv_kernel *kv_kernel_find(const char *name);
+
+/* Index of a parameter or tensor by name, -1 if none. */
+int kv_param_index(const struct kv_kernel *k, const char *name);
+int kv_tensor_index(const struct kv_kernel *k, const char *name);
+/* Set parameter i of c from text (range-checked); KV_EUSAGE names --flag. */
+enum kv_status kv_param_set(struct kv_case *c, int i, const char *text);
+/* Apply "k=v,k=v" overrides (a sweep entry). */
+enum kv_status kv_param_apply(struct kv_case *c, const char *list);
+/* Initialise c with the kernel's defaults. */
+enum kv_status kv_case_init(struct kv_case *c, const struct kv_kernel *k, uint64_t seed);
+/* Build the stable case name from the parameters and seed. */
+void kv_case_name(struct kv_case *c);
+/* Format parameter i's value as text. */
+void kv_param_str(const struct kv_case *c, int i, char *buf, size_t size);
+void kv_case_free(struct kv_case *c);
+
+/* Ceiling division and the capped group count for grid-stride loops. */
+static inline uint32_t kv_groups(uint64_t items, uint32_t per_group, uint32_t max)
+{
+    uint64_t g = (items + per_group - 1) / per_group;
+    if (g < 1) g = 1;
+    return g > max ? max : (uint32_t)g;
+}
+
+#define KV_SPIRV(arr) {arr, sizeof(arr)}
+#define KV_COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+#endif

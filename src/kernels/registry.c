@@ -1,0 +1,136 @@
+/* The kernel registry and the parameter plumbing every kernel shares. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../cli.h"
+#include "kernel.h"
+
+extern const struct kv_kernel kv_kernel_rmsnorm_bwd;
+
+const struct kv_kernel *const kv_kernels[] = {
+    &kv_kernel_rmsnorm_bwd,
+    NULL,
+};
+
+const struct kv_kernel *kv_kernel_find(const char *name)
+{
+    for (int i = 0; kv_kernels[i]; i++)
+        if (strcmp(kv_kernels[i]->name, name) == 0) return kv_kernels[i];
+    return NULL;
+}
+
+int kv_param_index(const struct kv_kernel *k, const char *name)
+{
+    for (int i = 0; i < k->n_params; i++)
+        if (strcmp(k->params[i].name, name) == 0) return i;
+    return -1;
+}
+
+int kv_tensor_index(const struct kv_kernel *k, const char *name)
+{
+    for (int i = 0; i < k->n_tensors; i++)
+        if (strcmp(k->tensors[i].name, name) == 0) return i;
+    return -1;
+}
+
+enum kv_status kv_param_set(struct kv_case *c, int i, const char *text)
+{
+    const struct kv_param_def *d = &c->k->params[i];
+    char what[64];
+    snprintf(what, sizeof what, "--%s", d->name);
+    switch (d->type) {
+    case KV_PARAM_INT:
+        return kv_parse_i64(what, text, (int64_t)d->min, (int64_t)d->max, &c->p[i].i);
+    case KV_PARAM_FLOAT:
+        return kv_parse_f64(what, text, d->min, d->max, &c->p[i].f);
+    case KV_PARAM_CHOICE: {
+        const char *s = d->choices;
+        size_t len = strlen(text);
+        for (int n = 0; s && *s; n++) {
+            size_t w = strcspn(s, "|");
+            if (w == len && strncmp(s, text, len) == 0) {
+                c->p[i].c = n;
+                return KV_OK;
+            }
+            s += w + (s[w] == '|');
+        }
+        return kv_error(KV_EUSAGE, "%s: '%s' is not one of %s", what, text, d->choices);
+    }
+    }
+    return KV_EUSAGE;
+}
+
+enum kv_status kv_param_apply(struct kv_case *c, const char *list)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", list);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(tok, '=');
+        if (!eq) return kv_error(KV_EUSAGE, "parameter list '%s': '%s' is not name=value", list, tok);
+        *eq = '\0';
+        int i = kv_param_index(c->k, tok);
+        if (i < 0) return kv_error(KV_EUSAGE, "parameter list '%s': %s has no parameter '%s'",
+                                   list, c->k->name, tok);
+        enum kv_status st = kv_param_set(c, i, eq + 1);
+        if (st) return st;
+    }
+    return KV_OK;
+}
+
+enum kv_status kv_case_init(struct kv_case *c, const struct kv_kernel *k, uint64_t seed)
+{
+    memset(c, 0, sizeof *c);
+    c->k = k;
+    c->seed = seed;
+    for (int i = 0; i < k->n_params; i++) {
+        enum kv_status st = kv_param_set(c, i, k->params[i].def);
+        if (st) return st;
+    }
+    return KV_OK;
+}
+
+void kv_param_str(const struct kv_case *c, int i, char *buf, size_t size)
+{
+    const struct kv_param_def *d = &c->k->params[i];
+    switch (d->type) {
+    case KV_PARAM_INT: snprintf(buf, size, "%lld", (long long)c->p[i].i); break;
+    case KV_PARAM_FLOAT: snprintf(buf, size, "%g", c->p[i].f); break;
+    case KV_PARAM_CHOICE: {
+        const char *s = d->choices;
+        for (int n = 0; n < c->p[i].c && s; n++) {
+            s = strchr(s, '|');
+            if (s) s++;
+        }
+        snprintf(buf, size, "%.*s", s ? (int)strcspn(s, "|") : 0, s ? s : "");
+        break;
+    }
+    }
+}
+
+void kv_case_name(struct kv_case *c)
+{
+    size_t o = (size_t)snprintf(c->name, sizeof c->name, "%s[", c->k->name);
+    struct kv_case def;
+    kv_case_init(&def, c->k, 0);
+    for (int i = 0; i < c->k->n_params && o < sizeof c->name; i++) {
+        char v[64], dv[64];
+        kv_param_str(c, i, v, sizeof v);
+        kv_param_str(&def, i, dv, sizeof dv);
+        if (!c->k->params[i].in_name && strcmp(v, dv) == 0) continue;
+        o += (size_t)snprintf(c->name + o, sizeof c->name - o, "%s=%s,", c->k->params[i].name, v);
+    }
+    if (o < sizeof c->name)
+        snprintf(c->name + o, sizeof c->name - o, "seed=%llu]", (unsigned long long)c->seed);
+}
+
+void kv_case_free(struct kv_case *c)
+{
+    for (int i = 0; i < KV_MAX_TENSORS; i++) {
+        kv_tensor_free(&c->t[i]);
+        free(c->y[i]);
+        free(c->S[i]);
+        c->y[i] = c->S[i] = NULL;
+    }
+}

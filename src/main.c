@@ -1,0 +1,61 @@
+/* kverify: the command table and the only exit(). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "version.h"
+
+struct command {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *help;
+};
+
+static const struct command commands[] = {
+    {"list", cmd_list, "kernels, stages, outputs, parameters (--abi: stage interfaces)"},
+    {"devices", cmd_devices, "usable Vulkan devices and what they support"},
+};
+
+void kv_usage(FILE *f)
+{
+    fprintf(f, "usage: kverify COMMAND [options]\n"
+               "Verifies GPU training kernels on a Vulkan device against a float64 oracle.\n\n"
+               "kernels (kverify KERNEL --help for options):\n");
+    for (int i = 0; kv_kernels[i]; i++) fprintf(f, "  %-14s %s\n", kv_kernels[i]->name, kv_kernels[i]->summary);
+    fprintf(f, "\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        fprintf(f, "  %-14s %s\n", commands[i].name, commands[i].help);
+    fprintf(f, "\noptions:\n  --help         this help\n  --version      print the version\n"
+               "\nexample: kverify rmsnorm-bwd --rows 512 --dim 4096 --json report.json\n"
+               "exit: 0 pass, 1 out of tolerance, 2 usage, 3 bad input data, 4 device error, 77 no device\n"
+               "environment: KVERIFY_VALIDATE=1 enables the Khronos validation layer (errors exit 4)\n");
+}
+
+static int dispatch(int argc, char **argv)
+{
+    if (argc < 2) {
+        kv_usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+        kv_usage(stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "--version") || !strcmp(cmd, "-V")) {
+        printf("kverify %s\n", KV_VERSION);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        if (!strcmp(cmd, commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
+    const struct kv_kernel *k = kv_kernel_find(cmd);
+    if (k) return cmd_kernel(k, argc - 1, argv + 1);
+    fprintf(stderr, "kverify: unknown command '%s' (see kverify --help)\n", cmd);
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    exit(dispatch(argc, argv));
+}

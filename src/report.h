@@ -1,0 +1,79 @@
+/* The in-memory result of one invocation. Every writer (table, JSON, and
+ * later JUnit and Markdown) is a small file that reads only this. */
+#ifndef KV_REPORT_H
+#define KV_REPORT_H
+
+#include <stdio.h>
+
+#include "compare.h"
+#include "kernels/kernel.h"
+#include "vk/vk.h"
+
+struct kv_output_result {
+    char name[64];         /* "dx", or "dx.chained" */
+    const char *stage;
+    int chained;
+    enum kv_dtype dtype;
+    int ndim;
+    int64_t shape[KV_MAX_DIMS];
+    const char *oracle;    /* "spec" or "exact" */
+    struct kv_metrics m;
+    int64_t worst_idx[KV_MAX_DIMS];
+    size_t guard_bad;      /* guard words changed: writes past the end */
+    size_t nondet;         /* elements that differed between --repeat runs */
+    int pass;
+};
+
+enum kv_case_status { KV_CASE_PASS, KV_CASE_FAIL, KV_CASE_ERROR, KV_CASE_SKIP };
+
+struct kv_case_result {
+    char name[256];
+    const char *kernel;
+    uint64_t seed;
+    int n_params;
+    char pname[KV_MAX_PARAMS][32];
+    char pval[KV_MAX_PARAMS][64];
+    int pnumeric[KV_MAX_PARAMS];
+    enum kv_case_status status;
+    enum kv_status error_code;
+    char error[512];
+    int n_outputs;
+    struct kv_output_result out[2 * KV_MAX_TENSORS];
+    struct {
+        double inputs, upload, device, download, oracle, compare;
+    } ms;
+    int n_stages;
+    const char *stage_name[KV_MAX_STAGES];
+    double stage_ms[KV_MAX_STAGES]; /* median device time per stage */
+};
+
+struct kv_report {
+    int has_device;
+    struct kv_vk_info device;
+    struct kv_case_result *cases;
+    size_t n, cap;
+};
+
+/* Append a zeroed case; NULL when out of memory. */
+struct kv_case_result *kv_report_add(struct kv_report *r);
+void kv_report_free(struct kv_report *r);
+void kv_report_counts(const struct kv_report *r, size_t *passed, size_t *failed,
+                      size_t *errors, size_t *skipped);
+/* The process exit code for this report (design.md): an error's own code,
+ * else 1 for any failure, 77 when every case was skipped, else 0. */
+int kv_report_exit_code(const struct kv_report *r);
+const char *kv_case_status_str(enum kv_case_status s);
+
+/* Terminal table: a header, then rows as cases finish. */
+void kv_table_header(FILE *f);
+void kv_table_case(FILE *f, const struct kv_case_result *c);
+void kv_table_summary(FILE *f, const struct kv_report *r);
+
+/* JSON report (schema 1), written whole or not at all; "-" is stdout. */
+enum kv_status kv_report_write_json(const struct kv_report *r, const char *path);
+
+/* Write a whole buffer to path through a temporary file and rename(), so the
+ * file is either the old one or the complete new one. "-" writes to stdout. */
+enum kv_status kv_write_atomic(const char *path, const char *data, size_t size);
+
+#endif

@@ -1,0 +1,134 @@
+/* The JSON report, schema 1 (design.md). Non-finite numbers are written as
+ * the strings "NaN", "Infinity", "-Infinity". */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report.h"
+#include "version.h"
+
+static cJSON *num(double v)
+{
+    if (isnan(v)) return cJSON_CreateString("NaN");
+    if (isinf(v)) return cJSON_CreateString(v > 0 ? "Infinity" : "-Infinity");
+    return cJSON_CreateNumber(v);
+}
+
+static void add_num(cJSON *o, const char *k, double v) { cJSON_AddItemToObject(o, k, num(v)); }
+
+static cJSON *device_json(const struct kv_report *r)
+{
+    if (!r->has_device) return cJSON_CreateNull();
+    const struct kv_vk_info *d = &r->device;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "index", d->index);
+    cJSON_AddStringToObject(o, "name", d->name);
+    cJSON_AddStringToObject(o, "type", d->type);
+    cJSON_AddStringToObject(o, "driver", d->driver);
+    cJSON_AddStringToObject(o, "api", d->api);
+    cJSON_AddNumberToObject(o, "subgroup_size", d->subgroup_size);
+    return o;
+}
+
+static cJSON *output_json(const struct kv_output_result *x)
+{
+    const struct kv_metrics *m = &x->m;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", x->name);
+    cJSON_AddStringToObject(o, "stage", x->stage);
+    cJSON_AddBoolToObject(o, "chained", x->chained);
+    cJSON_AddStringToObject(o, "dtype", kv_dtype_info(x->dtype)->name);
+    cJSON *shape = cJSON_AddArrayToObject(o, "shape");
+    for (int d = 0; d < x->ndim; d++) cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)x->shape[d]));
+    cJSON_AddStringToObject(o, "oracle", x->oracle);
+    cJSON_AddNumberToObject(o, "elements", (double)m->elements);
+    add_num(o, "max_ulp", m->max_ulp);
+    add_num(o, "mean_ulp", m->mean_ulp);
+    add_num(o, "p99_ulp", m->p99_ulp);
+    add_num(o, "max_abs", m->max_abs);
+    add_num(o, "max_rel", m->max_rel);
+    cJSON_AddNumberToObject(o, "rel_skipped", (double)m->rel_skipped);
+    add_num(o, "nmse", m->nmse);
+    add_num(o, "rmse_ratio", m->rmse_ratio);
+    add_num(o, "max_bound_ratio", m->max_bound_ratio);
+    cJSON_AddNumberToObject(o, "nan_mismatch", (double)m->nan_mismatch);
+    cJSON_AddNumberToObject(o, "inf_mismatch", (double)m->inf_mismatch);
+    cJSON_AddNumberToObject(o, "nan_match", (double)m->nan_match);
+    cJSON_AddNumberToObject(o, "inf_match", (double)m->inf_match);
+    cJSON_AddNumberToObject(o, "guard_overwritten", (double)x->guard_bad);
+    cJSON_AddNumberToObject(o, "nondeterministic", (double)x->nondet);
+    if (m->has_worst) {
+        cJSON *w = cJSON_AddObjectToObject(o, "worst");
+        cJSON *idx = cJSON_AddArrayToObject(w, "index");
+        for (int d = 0; d < x->ndim; d++) cJSON_AddItemToArray(idx, cJSON_CreateNumber((double)x->worst_idx[d]));
+        add_num(w, "device", m->worst_c);
+        add_num(w, "oracle", m->worst_y);
+    } else {
+        cJSON_AddNullToObject(o, "worst");
+    }
+    cJSON *tol = cJSON_AddObjectToObject(o, "tolerance");
+    cJSON_AddNumberToObject(tol, "bound_ratio", 1.0);
+    cJSON_AddStringToObject(tol, "criterion", m->criterion);
+    cJSON_AddBoolToObject(o, "pass", x->pass);
+    return o;
+}
+
+static cJSON *case_json(const struct kv_case_result *c)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", c->name);
+    cJSON_AddStringToObject(o, "kernel", c->kernel);
+    cJSON *params = cJSON_AddObjectToObject(o, "params");
+    for (int i = 0; i < c->n_params; i++) {
+        if (c->pnumeric[i]) cJSON_AddItemToObject(params, c->pname[i], num(strtod(c->pval[i], NULL)));
+        else cJSON_AddStringToObject(params, c->pname[i], c->pval[i]);
+    }
+    cJSON_AddNumberToObject(o, "seed", (double)c->seed);
+    cJSON_AddStringToObject(o, "status", kv_case_status_str(c->status));
+    if (c->status == KV_CASE_ERROR || c->status == KV_CASE_SKIP) cJSON_AddStringToObject(o, "error", c->error);
+    else cJSON_AddNullToObject(o, "error");
+    cJSON *outs = cJSON_AddArrayToObject(o, "outputs");
+    for (int i = 0; i < c->n_outputs; i++) cJSON_AddItemToArray(outs, output_json(&c->out[i]));
+    cJSON *t = cJSON_AddObjectToObject(o, "time_ms");
+    add_num(t, "inputs", c->ms.inputs);
+    add_num(t, "upload", c->ms.upload);
+    add_num(t, "device", c->ms.device);
+    add_num(t, "download", c->ms.download);
+    add_num(t, "oracle", c->ms.oracle);
+    add_num(t, "compare", c->ms.compare);
+    cJSON *st = cJSON_AddObjectToObject(t, "stages");
+    for (int i = 0; i < c->n_stages; i++) add_num(st, c->stage_name[i], c->stage_ms[i]);
+    return o;
+}
+
+enum kv_status kv_report_write_json(const struct kv_report *r, const char *path)
+{
+    enum kv_status st = KV_OK;
+    char *text = NULL;
+    cJSON *root = cJSON_CreateObject();
+    KV_CHECK(root, KV_EDATA, "%s: out of memory building the report", path);
+    cJSON *kv = cJSON_AddObjectToObject(root, "kverify");
+    cJSON_AddStringToObject(kv, "version", KV_VERSION);
+    cJSON_AddNumberToObject(kv, "schema", 1);
+    cJSON_AddItemToObject(root, "device", device_json(r));
+    cJSON *cases = cJSON_AddArrayToObject(root, "cases");
+    for (size_t i = 0; i < r->n; i++) cJSON_AddItemToArray(cases, case_json(&r->cases[i]));
+    size_t p, f, e, s;
+    kv_report_counts(r, &p, &f, &e, &s);
+    cJSON *sum = cJSON_AddObjectToObject(root, "summary");
+    cJSON_AddNumberToObject(sum, "cases", (double)r->n);
+    cJSON_AddNumberToObject(sum, "passed", (double)p);
+    cJSON_AddNumberToObject(sum, "failed", (double)f);
+    cJSON_AddNumberToObject(sum, "errors", (double)e);
+    cJSON_AddNumberToObject(sum, "skipped", (double)s);
+    text = cJSON_Print(root);
+    KV_CHECK(text, KV_EDATA, "%s: out of memory printing the report", path);
+    size_t len = strlen(text);
+    KV_TRY(kv_write_atomic(path, text, len));
+    if (strcmp(path, "-") == 0) fputc('\n', stdout);
+cleanup:
+    free(text);
+    cJSON_Delete(root);
+    return st;
+}

@@ -1,0 +1,54 @@
+/* The terminal table: one row per output, printed as each case finishes. */
+#include <inttypes.h>
+#include <string.h>
+
+#include "report.h"
+
+void kv_table_header(FILE *f)
+{
+    fprintf(f, "%-12s %9s %8s %8s %9s %9s %6s %9s %9s %8s %7s  %-34s %s\n", "output", "max_ulp",
+            "mean_ulp", "p99_ulp", "max_abs", "max_rel", "skip", "nmse", "rmse_rat", "bound", "nan/inf",
+            "worst [index] device vs oracle", "result");
+}
+
+static void index_str(const struct kv_output_result *o, char *buf, size_t size)
+{
+    size_t n = (size_t)snprintf(buf, size, "[");
+    for (int d = 0; d < o->ndim && n < size; d++)
+        n += (size_t)snprintf(buf + n, size - n, "%s%" PRId64, d ? "," : "", o->worst_idx[d]);
+    if (n < size) snprintf(buf + n, size - n, "]");
+}
+
+void kv_table_case(FILE *f, const struct kv_case_result *c)
+{
+    fprintf(f, "%s  %s\n", c->name, kv_case_status_str(c->status));
+    if (c->status == KV_CASE_ERROR || c->status == KV_CASE_SKIP) {
+        fprintf(f, "  %s: %s\n", c->status == KV_CASE_ERROR ? "error" : "skipped", c->error);
+        return;
+    }
+    for (int i = 0; i < c->n_outputs; i++) {
+        const struct kv_output_result *o = &c->out[i];
+        const struct kv_metrics *m = &o->m;
+        char worst[96] = "-", idx[48];
+        if (m->has_worst) {
+            index_str(o, idx, sizeof idx);
+            snprintf(worst, sizeof worst, "%s %.9g vs %.9g", idx, m->worst_c, m->worst_y);
+        }
+        char nonfinite[24];
+        snprintf(nonfinite, sizeof nonfinite, "%zu/%zu", m->nan_mismatch, m->inf_mismatch);
+        fprintf(f, "  %-10s %9.3g %8.3g %8.3g %9.3g %9.3g %6zu %9.3g %9.3g %8.3g %7s  %-34s %s", o->name,
+                m->max_ulp, m->mean_ulp, m->p99_ulp, m->max_abs, m->max_rel, m->rel_skipped, m->nmse,
+                m->rmse_ratio, m->max_bound_ratio, nonfinite, worst, o->pass ? "pass" : "FAIL");
+        if (o->guard_bad) fprintf(f, "  (%zu guard words overwritten: write past the end)", o->guard_bad);
+        if (o->nondet) fprintf(f, "  (%zu elements differ between repeats)", o->nondet);
+        if (m->nan_match + m->inf_match) fprintf(f, "  (%zu NaN, %zu Inf match the oracle)", m->nan_match, m->inf_match);
+        fputc('\n', f);
+    }
+}
+
+void kv_table_summary(FILE *f, const struct kv_report *r)
+{
+    size_t p, fl, e, s;
+    kv_report_counts(r, &p, &fl, &e, &s);
+    fprintf(f, "%zu cases: %zu passed, %zu failed, %zu errors, %zu skipped\n", r->n, p, fl, e, s);
+}

@@ -1,0 +1,20 @@
+/* Counter-based random numbers: Philox4x32-10 (Salmon et al., SC'11).
+ * Element i of stream s under seed k is a pure function of (k, s, i), so a case
+ * is defined by (kernel, params, seed) on every machine, in any order, on any
+ * number of threads. Everything here uses only IEEE-754 +,-,*,/ and sqrt
+ * (correctly rounded everywhere); no libm transcendental enters a sample. */
+#ifndef KV_RNG_H
+#define KV_RNG_H
+
+#include <stdint.h>
+
+void kv_philox4x32(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);
+
+/* Uniform double in [0, 1) with 53 random bits. */
+double kv_rng_uniform(uint64_t seed, uint32_t stream, uint64_t i);
+/* Standard normal sample (Marsaglia's polar method on Philox draws). */
+double kv_rng_normal(uint64_t seed, uint32_t stream, uint64_t i);
+/* Natural logarithm from IEEE operations only, within 1 ulp of log(). */
+double kv_rng_log(double x);
+
+#endif

@@ -1,0 +1,419 @@
+#include "run.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "shader.h"
+#include "spirv.h"
+
+/* Unwritten outputs read as NaN in f32, f16 and bf16 alike; the guard words
+ * after each output keep the same pattern unless something writes past the end. */
+#define KV_SENTINEL 0x7FC17FC1u
+#define KV_GUARD_BYTES 64
+
+double kv_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+enum kv_status kv_runner_init(struct kv_runner *r, struct kv_vk_device *d, const struct kv_kernel *k,
+                              const struct kv_run_opts *o)
+{
+    enum kv_status st = KV_OK;
+    double t0 = kv_now_ms();
+    uint32_t *user = NULL;
+    memset(r, 0, sizeof *r);
+    r->d = d;
+    r->k = k;
+    int subgroup = d->info.subgroup_arith && !o->no_subgroup;
+    for (int s = 0; s < k->n_stages; s++) {
+        const struct kv_stage_def *sd = &k->stages[s];
+        const uint32_t *words;
+        size_t bytes;
+        char what[1100];
+        if (o->shader[s]) {
+            KV_TRY(kv_shader_load(o->shader[s], subgroup, &user, &bytes));
+            words = user;
+            snprintf(what, sizeof what, "%s (stage %s)", o->shader[s], sd->name);
+        } else {
+            const struct kv_spirv_blob *b = subgroup ? &sd->subgroup : &sd->fallback;
+            words = b->words;
+            bytes = b->bytes;
+            snprintf(what, sizeof what, "built-in %s stage %s", k->name, sd->name);
+        }
+        struct kv_spirv_iface iface;
+        KV_TRY(kv_spirv_reflect(what, words, bytes / 4, &iface));
+        KV_TRY(kv_spirv_check(what, &iface, (uint32_t)sd->n_bindings, sd->push_size));
+        uint64_t inv = (uint64_t)iface.local[0] * iface.local[1] * iface.local[2];
+        KV_CHECK(inv <= d->info.max_invocations, KV_EDATA,
+                 "%s: workgroup of %llu invocations exceeds the device's %u", what,
+                 (unsigned long long)inv, d->info.max_invocations);
+        memcpy(r->local[s], iface.local, sizeof iface.local);
+        KV_TRY(kv_vk_pipeline_create(d, what, words, bytes, (uint32_t)sd->n_bindings, sd->push_size,
+                                     &r->pipe[s]));
+        free(user);
+        user = NULL;
+    }
+    r->pipeline_ms = kv_now_ms() - t0;
+cleanup:
+    free(user);
+    if (st) kv_runner_free(r);
+    return st;
+}
+
+void kv_runner_free(struct kv_runner *r)
+{
+    if (!r->d) return;
+    for (int s = 0; s < KV_MAX_STAGES; s++) kv_vk_pipeline_destroy(r->d, &r->pipe[s]);
+    memset(r, 0, sizeof *r);
+}
+
+enum kv_status kv_case_check(struct kv_case *c, const struct kv_vk_info *dev)
+{
+    const struct kv_kernel *k = c->k;
+    enum kv_status st = k->shape(c);
+    if (st) return st;
+    for (int t = 0; t < k->n_tensors; t++) {
+        size_t n;
+        st = kv_shape_count(k->tensors[t].name, c->t[t].dtype, c->t[t].ndim, c->t[t].shape, &n);
+        if (st) return st;
+        size_t bytes = n * kv_dtype_info(c->t[t].dtype)->size;
+        if (dev && bytes > dev->max_storage_range)
+            return kv_error(KV_EUSAGE, "%s: tensor %s needs %zu bytes, more than this device's "
+                            "maxStorageBufferRange (%llu bytes)", c->name, k->tensors[t].name, bytes,
+                            (unsigned long long)dev->max_storage_range);
+    }
+    return KV_OK;
+}
+
+/* Which tensors a stage reads that another stage produces. */
+static int consumes_intermediate(const struct kv_kernel *k, int s)
+{
+    const struct kv_stage_def *sd = &k->stages[s];
+    for (int b = 0; b < sd->n_bindings; b++) {
+        const struct kv_tensor_def *td = &k->tensors[sd->bindings[b]];
+        if (td->role == KV_OUTPUT && td->stage != s) return 1;
+    }
+    return 0;
+}
+
+static int is_intermediate(const struct kv_kernel *k, int t)
+{
+    if (k->tensors[t].role != KV_OUTPUT) return 0;
+    for (int s = 0; s < k->n_stages; s++)
+        if (s != k->tensors[t].stage)
+            for (int b = 0; b < k->stages[s].n_bindings; b++)
+                if (k->stages[s].bindings[b] == t) return 1;
+    return 0;
+}
+
+static size_t round4(size_t n) { return (n + 3) & ~(size_t)3; }
+
+/* Device-side state of one case. */
+struct plan {
+    struct kv_vk_buffer dev[KV_MAX_TENSORS];   /* inputs; outputs as their stage writes them */
+    struct kv_vk_buffer iso[KV_MAX_TENSORS];   /* oracle-rounded intermediates */
+    struct kv_vk_buffer chain[KV_MAX_TENSORS]; /* outputs of stages fed device intermediates */
+    struct kv_vk_buffer up, down;
+    size_t up_off[2][KV_MAX_TENSORS];          /* [0] dev inputs, [1] iso */
+    size_t down_off[2][KV_MAX_TENSORS];        /* [0] dev outputs, [1] chain */
+    struct kv_tensor iso_host[KV_MAX_TENSORS];
+    void *chained[KV_MAX_TENSORS];             /* host copies of chain outputs */
+    int has_chain[KV_MAX_TENSORS];
+};
+
+static void plan_free(struct kv_vk_device *d, struct plan *p)
+{
+    for (int t = 0; t < KV_MAX_TENSORS; t++) {
+        kv_vk_buffer_destroy(d, &p->dev[t]);
+        kv_vk_buffer_destroy(d, &p->iso[t]);
+        kv_vk_buffer_destroy(d, &p->chain[t]);
+        kv_tensor_free(&p->iso_host[t]);
+        free(p->chained[t]);
+    }
+    kv_vk_buffer_destroy(d, &p->up);
+    kv_vk_buffer_destroy(d, &p->down);
+}
+
+static enum kv_status plan_make(struct kv_vk_device *d, const struct kv_kernel *k, struct kv_case *c,
+                                struct plan *p)
+{
+    enum kv_status st = KV_OK;
+    size_t up = 0, down = 0;
+    for (int s = 0; s < k->n_stages; s++)
+        if (consumes_intermediate(k, s))
+            for (int t = 0; t < k->n_tensors; t++)
+                if (k->tensors[t].role == KV_OUTPUT && k->tensors[t].stage == s) p->has_chain[t] = 1;
+    for (int t = 0; t < k->n_tensors; t++) {
+        size_t bytes = kv_tensor_bytes(&c->t[t]);
+        if (k->tensors[t].role == KV_INPUT) {
+            KV_TRY(kv_vk_buffer_create(d, round4(bytes), KV_MEM_DEVICE, &p->dev[t]));
+            p->up_off[0][t] = up;
+            up += round4(bytes);
+            continue;
+        }
+        size_t padded = round4(bytes) + KV_GUARD_BYTES;
+        KV_TRY(kv_vk_buffer_create(d, padded, KV_MEM_DEVICE, &p->dev[t]));
+        p->down_off[0][t] = down;
+        down += padded;
+        if (is_intermediate(k, t)) {
+            struct kv_tensor *h = &p->iso_host[t];
+            KV_TRY(kv_tensor_alloc(h, k->tensors[t].name, c->t[t].dtype, c->t[t].ndim, c->t[t].shape));
+            for (size_t i = 0; i < h->count; i++) kv_store_f64(h->dtype, h->data, i, c->y[t][i]);
+            KV_TRY(kv_vk_buffer_create(d, round4(bytes), KV_MEM_DEVICE, &p->iso[t]));
+            p->up_off[1][t] = up;
+            up += round4(bytes);
+        }
+        if (p->has_chain[t]) {
+            KV_TRY(kv_vk_buffer_create(d, padded, KV_MEM_DEVICE, &p->chain[t]));
+            p->chained[t] = malloc(bytes ? bytes : 1);
+            KV_CHECK(p->chained[t], KV_EDEVICE, "out of host memory");
+            p->down_off[1][t] = down;
+            down += padded;
+        }
+    }
+    KV_TRY(kv_vk_buffer_create(d, up ? up : 4, KV_MEM_UPLOAD, &p->up));
+    KV_TRY(kv_vk_buffer_create(d, down ? down : 4, KV_MEM_READBACK, &p->down));
+    for (int t = 0; t < k->n_tensors; t++) {
+        if (k->tensors[t].role == KV_INPUT)
+            memcpy((char *)p->up.map + p->up_off[0][t], c->t[t].data, kv_tensor_bytes(&c->t[t]));
+        else if (p->iso[t].buf)
+            memcpy((char *)p->up.map + p->up_off[1][t], p->iso_host[t].data, kv_tensor_bytes(&c->t[t]));
+    }
+    KV_TRY(kv_vk_buffer_flush(d, &p->up));
+cleanup:
+    return st;
+}
+
+static struct kv_vk_range whole(const struct kv_vk_buffer *b, size_t size)
+{
+    return (struct kv_vk_range){b, 0, size};
+}
+
+/* Record and run every stage once: isolated stages, then chained reruns. */
+static enum kv_status plan_run(struct kv_runner *r, struct kv_case *c, struct plan *p, double *stage_ms,
+                               double *upload_ms, double *download_ms)
+{
+    enum kv_status st = KV_OK;
+    const struct kv_kernel *k = r->k;
+    struct kv_vk_device *d = r->d;
+    struct kv_vk_batch b;
+    int n_disp = 2 * k->n_stages;
+    KV_TRY(kv_vk_batch_begin(d, (uint32_t)n_disp, (uint32_t)n_disp + 4, &b));
+    int t_start = kv_vk_batch_stamp(&b);
+    for (int t = 0; t < k->n_tensors; t++) {
+        size_t bytes = kv_tensor_bytes(&c->t[t]);
+        if (k->tensors[t].role == KV_INPUT) {
+            kv_vk_batch_copy(&b, (struct kv_vk_range){&p->up, p->up_off[0][t], bytes}, whole(&p->dev[t], bytes));
+            continue;
+        }
+        kv_vk_batch_fill(&b, whole(&p->dev[t], p->dev[t].size), KV_SENTINEL);
+        if (p->chain[t].buf) kv_vk_batch_fill(&b, whole(&p->chain[t], p->chain[t].size), KV_SENTINEL);
+        if (p->iso[t].buf)
+            kv_vk_batch_copy(&b, (struct kv_vk_range){&p->up, p->up_off[1][t], bytes}, whole(&p->iso[t], bytes));
+    }
+    kv_vk_batch_barrier(&b, KV_BARRIER_TRANSFER_TO_COMPUTE);
+    int t_prev = kv_vk_batch_stamp(&b), t_uploaded = t_prev;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int s = 0; s < k->n_stages; s++) {
+            const struct kv_stage_def *sd = &k->stages[s];
+            if (pass == 1 && !consumes_intermediate(k, s)) continue;
+            struct kv_vk_range bind[KV_VK_MAX_BINDINGS];
+            for (int i = 0; i < sd->n_bindings; i++) {
+                int t = sd->bindings[i];
+                size_t bytes = kv_tensor_bytes(&c->t[t]);
+                const struct kv_tensor_def *td = &k->tensors[t];
+                const struct kv_vk_buffer *buf = &p->dev[t];
+                if (td->role == KV_OUTPUT && td->stage != s) buf = pass == 0 ? &p->iso[t] : &p->dev[t];
+                else if (td->role == KV_OUTPUT && pass == 1) buf = &p->chain[t];
+                bind[i] = whole(buf, bytes ? bytes : 4);
+            }
+            unsigned char push[256] = {0};
+            uint32_t groups[3];
+            sd->launch(c, r->local[s], d->info.max_groups, push, groups);
+            KV_TRY(kv_vk_batch_dispatch(&b, &r->pipe[s], bind, push, groups));
+            kv_vk_batch_barrier(&b, KV_BARRIER_COMPUTE_TO_COMPUTE);
+            t_prev = kv_vk_batch_stamp(&b);
+        }
+    }
+    int t_computed = t_prev;
+    kv_vk_batch_barrier(&b, KV_BARRIER_COMPUTE_TO_TRANSFER);
+    for (int t = 0; t < k->n_tensors; t++) {
+        if (k->tensors[t].role != KV_OUTPUT) continue;
+        kv_vk_batch_copy(&b, whole(&p->dev[t], p->dev[t].size),
+                         (struct kv_vk_range){&p->down, p->down_off[0][t], p->dev[t].size});
+        if (p->chain[t].buf)
+            kv_vk_batch_copy(&b, whole(&p->chain[t], p->chain[t].size),
+                             (struct kv_vk_range){&p->down, p->down_off[1][t], p->chain[t].size});
+    }
+    kv_vk_batch_barrier(&b, KV_BARRIER_TRANSFER_TO_HOST);
+    int t_end = kv_vk_batch_stamp(&b);
+    KV_TRY(kv_vk_batch_submit(&b));
+    KV_TRY(kv_vk_buffer_invalidate(d, &p->down));
+    /* Stamps t_uploaded+s .. t_uploaded+s+1 bracket isolated stage s. */
+    for (int s = 0; s < k->n_stages; s++)
+        stage_ms[s] = t_uploaded < 0 ? 0 : kv_vk_batch_ms(&b, t_uploaded + s, t_uploaded + s + 1);
+    *upload_ms = kv_vk_batch_ms(&b, t_start, t_uploaded);
+    *download_ms = kv_vk_batch_ms(&b, t_computed, t_end);
+cleanup:
+    kv_vk_batch_destroy(&b);
+    return st;
+}
+
+static size_t guard_check(const void *base, size_t bytes, size_t padded)
+{
+    const unsigned char *g = (const unsigned char *)base + bytes;
+    size_t bad = 0;
+    for (size_t i = 0; i < padded - bytes; i++) {
+        uint32_t word = KV_SENTINEL;
+        unsigned char want = ((unsigned char *)&word)[(bytes + i) % 4];
+        if (g[i] != want) bad++;
+    }
+    return bad;
+}
+
+static size_t count_diff(const void *a, const void *b, size_t n, size_t esize)
+{
+    size_t diff = 0;
+    for (size_t i = 0; i < n; i++)
+        if (memcmp((const char *)a + i * esize, (const char *)b + i * esize, esize) != 0) diff++;
+    return diff;
+}
+
+static void fill_params(const struct kv_case *c, struct kv_case_result *res)
+{
+    snprintf(res->name, sizeof res->name, "%s", c->name);
+    res->kernel = c->k->name;
+    res->seed = c->seed;
+    res->n_params = c->k->n_params;
+    for (int i = 0; i < c->k->n_params; i++) {
+        snprintf(res->pname[i], sizeof res->pname[i], "%s", c->k->params[i].name);
+        kv_param_str(c, i, res->pval[i], sizeof res->pval[i]);
+        res->pnumeric[i] = c->k->params[i].type != KV_PARAM_CHOICE;
+    }
+    res->n_stages = c->k->n_stages;
+    for (int s = 0; s < c->k->n_stages; s++) res->stage_name[s] = c->k->stages[s].name;
+}
+
+static enum kv_status compare_one(struct kv_case *c, int t, const void *data, int chained, size_t guard_bad,
+                                  size_t nondet, const struct kv_run_opts *o, struct kv_case_result *res)
+{
+    const struct kv_kernel *k = c->k;
+    struct kv_output_result *out = &res->out[res->n_outputs++];
+    snprintf(out->name, sizeof out->name, "%s%s", k->tensors[t].name, chained ? ".chained" : "");
+    out->stage = k->stages[k->tensors[t].stage].name;
+    out->chained = chained;
+    out->dtype = c->t[t].dtype;
+    out->ndim = c->t[t].ndim;
+    memcpy(out->shape, c->t[t].shape, sizeof out->shape);
+    out->oracle = "spec";
+    out->guard_bad = guard_bad;
+    out->nondet = nondet;
+    struct kv_bound bound = c->bound[t];
+    if (chained) bound.k_op += c->k_chain[t];
+    enum kv_status st = kv_compare(c->t[t].dtype, data, c->y[t], c->S[t], c->t[t].count, &bound, &o->crit, &out->m);
+    if (st) return st;
+    if (out->m.has_worst) kv_tensor_unravel(&c->t[t], out->m.worst_index, out->worst_idx);
+    out->pass = out->m.pass && guard_bad == 0 && nondet == 0;
+    return KV_OK;
+}
+
+static enum kv_status run_case(struct kv_runner *r, struct kv_case *c, const struct kv_run_opts *o,
+                               struct kv_case_result *res)
+{
+    enum kv_status st = KV_OK;
+    const struct kv_kernel *k = c->k;
+    struct plan p;
+    memset(&p, 0, sizeof p);
+    void *first[KV_MAX_TENSORS][2] = {{0}};
+
+    KV_TRY(kv_case_check(c, &r->d->info));
+    double t0 = kv_now_ms();
+    for (int t = 0; t < k->n_tensors; t++) {
+        struct kv_tensor shape = c->t[t];
+        KV_TRY(kv_tensor_alloc(&c->t[t], k->tensors[t].name, shape.dtype, shape.ndim, shape.shape));
+        if (k->tensors[t].role == KV_OUTPUT) {
+            c->y[t] = calloc(c->t[t].count, sizeof(double));
+            c->S[t] = calloc(c->t[t].count, sizeof(double));
+            KV_CHECK(c->y[t] && c->S[t], KV_EDEVICE, "out of host memory for the oracle of %s", k->tensors[t].name);
+        }
+    }
+    KV_TRY(k->inputs(c));
+    double t1 = kv_now_ms();
+    KV_TRY(k->oracle(c));
+    double t2 = kv_now_ms();
+    res->ms.inputs = t1 - t0;
+    res->ms.oracle = t2 - t1;
+
+    KV_TRY(plan_make(r->d, k, c, &p));
+    double stage_runs[64][KV_MAX_STAGES];
+    int repeat = o->repeat < 1 ? 1 : o->repeat > 64 ? 64 : o->repeat;
+    size_t nondet[KV_MAX_TENSORS][2] = {{0}};
+    for (int rep = 0; rep < repeat; rep++) {
+        double up_ms, down_ms;
+        KV_TRY(plan_run(r, c, &p, stage_runs[rep], &up_ms, &down_ms));
+        if (rep == 0) res->ms.upload = up_ms, res->ms.download = down_ms;
+        for (int t = 0; t < k->n_tensors; t++) {
+            if (k->tensors[t].role != KV_OUTPUT) continue;
+            for (int ch = 0; ch < 2; ch++) {
+                if (ch == 1 && !p.has_chain[t]) continue;
+                const char *src = (const char *)p.down.map + p.down_off[ch][t];
+                size_t padded = ch ? p.chain[t].size : p.dev[t].size;
+                if (rep == 0) {
+                    first[t][ch] = malloc(padded);
+                    KV_CHECK(first[t][ch], KV_EDEVICE, "out of host memory");
+                    memcpy(first[t][ch], src, padded);
+                } else {
+                    nondet[t][ch] += count_diff(first[t][ch], src, c->t[t].count, kv_dtype_info(c->t[t].dtype)->size);
+                }
+            }
+        }
+    }
+    for (int s = 0; s < k->n_stages; s++) {
+        double v[64];
+        for (int rep = 0; rep < repeat; rep++) v[rep] = stage_runs[rep][s];
+        res->stage_ms[s] = kv_quantile(v, (size_t)repeat, 0.5);
+        res->ms.device += res->stage_ms[s];
+    }
+
+    double t3 = kv_now_ms();
+    int all_pass = 1;
+    for (int ch = 0; ch < 2; ch++)
+        for (int t = 0; t < k->n_tensors; t++) {
+            if (k->tensors[t].role != KV_OUTPUT || (ch == 1 && !p.has_chain[t])) continue;
+            size_t bytes = kv_tensor_bytes(&c->t[t]);
+            size_t padded = ch ? p.chain[t].size : p.dev[t].size;
+            size_t bad = guard_check(first[t][ch], bytes, padded);
+            if (ch == 0) memcpy(c->t[t].data, first[t][ch], bytes);
+            KV_TRY(compare_one(c, t, first[t][ch], ch, bad, nondet[t][ch], o, res));
+            all_pass = all_pass && res->out[res->n_outputs - 1].pass;
+        }
+    res->ms.compare = kv_now_ms() - t3;
+    res->status = all_pass ? KV_CASE_PASS : KV_CASE_FAIL;
+cleanup:
+    for (int t = 0; t < KV_MAX_TENSORS; t++) free(first[t][0]), free(first[t][1]);
+    plan_free(r->d, &p);
+    return st;
+}
+
+void kv_run_case(struct kv_runner *r, struct kv_case *c, const struct kv_run_opts *o,
+                 struct kv_case_result *res)
+{
+    fill_params(c, res);
+    kv_error_clear();
+    enum kv_status st = run_case(r, c, o, res);
+    if (st == KV_ENODEV) {
+        res->status = KV_CASE_SKIP;
+        snprintf(res->error, sizeof res->error, "%s", kv_error_msg());
+    } else if (st != KV_OK) {
+        res->status = KV_CASE_ERROR;
+        res->error_code = st;
+        res->n_outputs = 0;
+        snprintf(res->error, sizeof res->error, "%s", kv_error_msg());
+    }
+    kv_case_free(c);
+}

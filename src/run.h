@@ -1,0 +1,40 @@
+/* Running one case of a kernel: inputs, oracle, device stages, comparison. */
+#ifndef KV_RUN_H
+#define KV_RUN_H
+
+#include "kernels/kernel.h"
+#include "report.h"
+#include "vk/vk.h"
+
+struct kv_run_opts {
+    struct kv_criteria crit;
+    int repeat;                         /* device runs per case (>= 1) */
+    const char *shader[KV_MAX_STAGES];  /* user shader per stage, or NULL */
+    int no_subgroup;                    /* force the shared-memory reduction shaders */
+};
+
+/* Pipelines for one kernel on one device, created once per process. */
+struct kv_runner {
+    struct kv_vk_device *d;
+    const struct kv_kernel *k;
+    struct kv_vk_pipeline pipe[KV_MAX_STAGES];
+    uint32_t local[KV_MAX_STAGES][3];
+    double pipeline_ms;
+};
+
+/* Build every stage's pipeline (user shaders compiled and checked against the
+ * stage's interface). KV_EDATA for a bad user shader, KV_EDEVICE otherwise. */
+enum kv_status kv_runner_init(struct kv_runner *r, struct kv_vk_device *d, const struct kv_kernel *k,
+                              const struct kv_run_opts *o);
+void kv_runner_free(struct kv_runner *r);
+
+/* Check a case's shapes against the kernel and the device's limits. */
+enum kv_status kv_case_check(struct kv_case *c, const struct kv_vk_info *dev);
+
+/* Run one case and fill res; never fails: errors are recorded in res. */
+void kv_run_case(struct kv_runner *r, struct kv_case *c, const struct kv_run_opts *o,
+                 struct kv_case_result *res);
+
+double kv_now_ms(void);
+
+#endif

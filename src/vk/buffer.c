@@ -1,0 +1,85 @@
+/* Buffers and their memory: live for one case. */
+#include <string.h>
+
+#include "vk.h"
+
+static int pick_memory(const struct kv_vk_device *d, uint32_t type_bits,
+                       VkMemoryPropertyFlags want, VkMemoryPropertyFlags avoid)
+{
+    for (uint32_t i = 0; i < d->mem.memoryTypeCount; i++) {
+        VkMemoryPropertyFlags f = d->mem.memoryTypes[i].propertyFlags;
+        if ((type_bits & (1u << i)) && (f & want) == want && !(f & avoid)) return (int)i;
+    }
+    return -1;
+}
+
+enum kv_status kv_vk_buffer_create(struct kv_vk_device *d, VkDeviceSize size,
+                                   enum kv_vk_mem kind, struct kv_vk_buffer *out)
+{
+    enum kv_status st = KV_OK;
+    memset(out, 0, sizeof *out);
+    VkBufferUsageFlags usage = kind == KV_MEM_DEVICE
+        ? VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT
+        : kind == KV_MEM_UPLOAD ? VK_BUFFER_USAGE_TRANSFER_SRC_BIT : VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+    VkBufferCreateInfo bi = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+                             .size = size ? size : 4, .usage = usage,
+                             .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
+    VK_TRY(vkCreateBuffer(d->dev, &bi, NULL, &out->buf));
+    VkMemoryRequirements req;
+    vkGetBufferMemoryRequirements(d->dev, out->buf, &req);
+    int type;
+    if (kind == KV_MEM_DEVICE) {
+        type = pick_memory(d, req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0);
+        if (type < 0) type = pick_memory(d, req.memoryTypeBits, 0, 0);
+    } else {
+        /* Readback prefers cached memory: reading uncached memory is slow. */
+        VkMemoryPropertyFlags host = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT;
+        VkMemoryPropertyFlags extra = kind == KV_MEM_READBACK ? VK_MEMORY_PROPERTY_HOST_CACHED_BIT
+                                                              : VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+        type = pick_memory(d, req.memoryTypeBits, host | extra, 0);
+        if (type < 0) type = pick_memory(d, req.memoryTypeBits, host, 0);
+    }
+    KV_CHECK(type >= 0, KV_EDEVICE, "no suitable memory type for a %llu-byte buffer",
+             (unsigned long long)size);
+    out->coherent = (d->mem.memoryTypes[type].propertyFlags & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT) != 0;
+    VkMemoryAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+                               .allocationSize = req.size, .memoryTypeIndex = (uint32_t)type};
+    VK_TRY(vkAllocateMemory(d->dev, &ai, NULL, &out->mem));
+    VK_TRY(vkBindBufferMemory(d->dev, out->buf, out->mem, 0));
+    out->size = size;
+    if (kind != KV_MEM_DEVICE) VK_TRY(vkMapMemory(d->dev, out->mem, 0, VK_WHOLE_SIZE, 0, &out->map));
+cleanup:
+    if (st) kv_vk_buffer_destroy(d, out);
+    return st;
+}
+
+void kv_vk_buffer_destroy(struct kv_vk_device *d, struct kv_vk_buffer *b)
+{
+    if (!b || !d) return;
+    if (b->map) vkUnmapMemory(d->dev, b->mem);
+    if (b->buf) vkDestroyBuffer(d->dev, b->buf, NULL);
+    if (b->mem) vkFreeMemory(d->dev, b->mem, NULL);
+    memset(b, 0, sizeof *b);
+}
+
+enum kv_status kv_vk_buffer_flush(struct kv_vk_device *d, struct kv_vk_buffer *b)
+{
+    enum kv_status st = KV_OK;
+    if (b->coherent) return KV_OK;
+    VkMappedMemoryRange r = {.sType = VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE, .memory = b->mem,
+                             .size = VK_WHOLE_SIZE};
+    VK_TRY(vkFlushMappedMemoryRanges(d->dev, 1, &r));
+cleanup:
+    return st;
+}
+
+enum kv_status kv_vk_buffer_invalidate(struct kv_vk_device *d, struct kv_vk_buffer *b)
+{
+    enum kv_status st = KV_OK;
+    if (b->coherent) return KV_OK;
+    VkMappedMemoryRange r = {.sType = VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE, .memory = b->mem,
+                             .size = VK_WHOLE_SIZE};
+    VK_TRY(vkInvalidateMappedMemoryRanges(d->dev, 1, &r));
+cleanup:
+    return st;
+}

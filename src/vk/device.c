@@ -1,0 +1,459 @@
+/* Instance, device choice and the logical device: lives for the process. */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "vk.h"
+
+static unsigned validation_errors;
+
+unsigned kv_vk_validation_errors(void) { return validation_errors; }
+
+const char *kv_vk_result_str(VkResult r)
+{
+    switch (r) {
+#define C(x) case x: return #x;
+    C(VK_SUCCESS) C(VK_NOT_READY) C(VK_TIMEOUT) C(VK_INCOMPLETE)
+    C(VK_ERROR_OUT_OF_HOST_MEMORY) C(VK_ERROR_OUT_OF_DEVICE_MEMORY)
+    C(VK_ERROR_INITIALIZATION_FAILED) C(VK_ERROR_DEVICE_LOST)
+    C(VK_ERROR_MEMORY_MAP_FAILED) C(VK_ERROR_LAYER_NOT_PRESENT)
+    C(VK_ERROR_EXTENSION_NOT_PRESENT) C(VK_ERROR_FEATURE_NOT_PRESENT)
+    C(VK_ERROR_INCOMPATIBLE_DRIVER) C(VK_ERROR_TOO_MANY_OBJECTS)
+    C(VK_ERROR_FORMAT_NOT_SUPPORTED) C(VK_ERROR_FRAGMENTED_POOL)
+    C(VK_ERROR_OUT_OF_POOL_MEMORY) C(VK_ERROR_INVALID_SHADER_NV)
+    C(VK_ERROR_UNKNOWN)
+#undef C
+    default: return "VK_ERROR_(unlisted)";
+    }
+}
+
+enum kv_status kv_vk_check(VkResult r, const char *what)
+{
+    if (r == VK_SUCCESS) return KV_OK;
+    if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY)
+        return kv_error(KV_EDEVICE, "out of memory (%s in %s)", kv_vk_result_str(r), what);
+    if (r == VK_ERROR_DEVICE_LOST)
+        return kv_error(KV_EDEVICE, "device lost (%s in %s)", kv_vk_result_str(r), what);
+    return kv_error(KV_EDEVICE, "%s failed: %s (%d)", what, kv_vk_result_str(r), (int)r);
+}
+
+static VKAPI_ATTR VkBool32 VKAPI_CALL on_validation(
+    VkDebugUtilsMessageSeverityFlagBitsEXT sev, VkDebugUtilsMessageTypeFlagsEXT type,
+    const VkDebugUtilsMessengerCallbackDataEXT *data, void *user)
+{
+    (void)type, (void)user;
+    if (sev & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) {
+        validation_errors++;
+        fprintf(stderr, "kverify: validation error: %s\n", data->pMessage);
+    } else if (sev & VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) {
+        fprintf(stderr, "kverify: validation warning: %s\n", data->pMessage);
+    }
+    return VK_FALSE;
+}
+
+static int want_validation(void)
+{
+    const char *v = getenv("KVERIFY_VALIDATE");
+    return v && *v && strcmp(v, "0") != 0;
+}
+
+static const char no_device_hint[] =
+    "no usable Vulkan device (install mesa-vulkan-drivers for the lavapipe CPU device)";
+
+static enum kv_status make_instance(VkInstance *inst, VkDebugUtilsMessengerEXT *msg)
+{
+    enum kv_status st = KV_OK;
+    const char *layers[1] = {"VK_LAYER_KHRONOS_validation"};
+    const char *exts[1] = {VK_EXT_DEBUG_UTILS_EXTENSION_NAME};
+    int validate = want_validation();
+    VkApplicationInfo app = {
+        .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
+        .pApplicationName = "kverify",
+        .apiVersion = VK_API_VERSION_1_2,
+    };
+    VkInstanceCreateInfo ci = {
+        .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+        .pApplicationInfo = &app,
+        .enabledLayerCount = validate ? 1 : 0,
+        .ppEnabledLayerNames = layers,
+        .enabledExtensionCount = validate ? 1 : 0,
+        .ppEnabledExtensionNames = exts,
+    };
+    *msg = VK_NULL_HANDLE;
+    VkResult r = vkCreateInstance(&ci, NULL, inst);
+    if (r == VK_ERROR_INCOMPATIBLE_DRIVER || r == VK_ERROR_INITIALIZATION_FAILED)
+        return kv_error(KV_ENODEV, "%s", no_device_hint);
+    if (r == VK_ERROR_LAYER_NOT_PRESENT)
+        return kv_error(KV_EDEVICE, "KVERIFY_VALIDATE is set but VK_LAYER_KHRONOS_validation "
+                                    "is not installed (vulkan-validationlayers)");
+    VK_TRY(r);
+    if (validate) {
+        PFN_vkCreateDebugUtilsMessengerEXT create = (PFN_vkCreateDebugUtilsMessengerEXT)
+            vkGetInstanceProcAddr(*inst, "vkCreateDebugUtilsMessengerEXT");
+        VkDebugUtilsMessengerCreateInfoEXT mi = {
+            .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
+            .messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT |
+                               VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT,
+            .messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                           VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT,
+            .pfnUserCallback = on_validation,
+        };
+        if (create) VK_TRY(create(*inst, &mi, NULL, msg));
+    }
+cleanup:
+    return st;
+}
+
+static void destroy_instance(VkInstance inst, VkDebugUtilsMessengerEXT msg)
+{
+    if (!inst) return;
+    if (msg) {
+        PFN_vkDestroyDebugUtilsMessengerEXT destroy = (PFN_vkDestroyDebugUtilsMessengerEXT)
+            vkGetInstanceProcAddr(inst, "vkDestroyDebugUtilsMessengerEXT");
+        if (destroy) destroy(inst, msg, NULL);
+    }
+    vkDestroyInstance(inst, NULL);
+}
+
+static int has_extension(VkPhysicalDevice p, const char *name)
+{
+    uint32_t n = 0;
+    if (vkEnumerateDeviceExtensionProperties(p, NULL, &n, NULL) != VK_SUCCESS || n == 0) return 0;
+    VkExtensionProperties *e = calloc(n, sizeof *e);
+    int found = 0;
+    if (e && vkEnumerateDeviceExtensionProperties(p, NULL, &n, e) == VK_SUCCESS)
+        for (uint32_t i = 0; i < n && !found; i++) found = strcmp(e[i].extensionName, name) == 0;
+    free(e);
+    return found;
+}
+
+static int compute_family(VkPhysicalDevice p, uint32_t *family, uint32_t *ts_bits)
+{
+    uint32_t n = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(p, &n, NULL);
+    VkQueueFamilyProperties *q = calloc(n ? n : 1, sizeof *q);
+    int found = 0;
+    if (!q) return 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(p, &n, q);
+    /* Prefer a compute queue without graphics (often less contended). */
+    for (int pass = 0; pass < 2 && !found; pass++)
+        for (uint32_t i = 0; i < n && !found; i++) {
+            if (!(q[i].queueFlags & VK_QUEUE_COMPUTE_BIT)) continue;
+            if (pass == 0 && (q[i].queueFlags & VK_QUEUE_GRAPHICS_BIT)) continue;
+            *family = i;
+            *ts_bits = q[i].timestampValidBits;
+            found = 1;
+        }
+    free(q);
+    return found;
+}
+
+static const char *type_name(VkPhysicalDeviceType t)
+{
+    switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete";
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated";
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return "virtual";
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return "cpu";
+    default: return "other";
+    }
+}
+
+/* Fill info for p; returns 0 when the device cannot run kverify. */
+static int describe(VkPhysicalDevice p, uint32_t index, struct kv_vk_info *o)
+{
+    VkPhysicalDeviceProperties props;
+    vkGetPhysicalDeviceProperties(p, &props);
+    uint32_t fam, ts_bits;
+    if (props.apiVersion < VK_API_VERSION_1_1 || !compute_family(p, &fam, &ts_bits)) return 0;
+    memset(o, 0, sizeof *o);
+    o->index = index;
+    snprintf(o->name, sizeof o->name, "%s", props.deviceName);
+    o->type = type_name(props.deviceType);
+    o->api_version = props.apiVersion;
+    snprintf(o->api, sizeof o->api, "%u.%u.%u", VK_API_VERSION_MAJOR(props.apiVersion),
+             VK_API_VERSION_MINOR(props.apiVersion), VK_API_VERSION_PATCH(props.apiVersion));
+    o->max_storage_range = props.limits.maxStorageBufferRange;
+    memcpy(o->max_groups, props.limits.maxComputeWorkGroupCount, sizeof o->max_groups);
+    o->max_invocations = props.limits.maxComputeWorkGroupInvocations;
+    o->max_shared = props.limits.maxComputeSharedMemorySize;
+    o->timestamps = ts_bits > 0 && props.limits.timestampComputeAndGraphics;
+    o->timestamp_ns = props.limits.timestampPeriod;
+
+    VkPhysicalDeviceSubgroupProperties sg = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+    VkPhysicalDeviceDriverProperties drv = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+    int v12 = props.apiVersion >= VK_API_VERSION_1_2;
+    if (v12) sg.pNext = &drv;
+    VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &sg};
+    vkGetPhysicalDeviceProperties2(p, &p2);
+    o->subgroup_size = sg.subgroupSize;
+    o->subgroup_arith = (sg.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
+                        (sg.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT) &&
+                        (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT);
+    if (v12) snprintf(o->driver, sizeof o->driver, "%s %s", drv.driverName, drv.driverInfo);
+    else snprintf(o->driver, sizeof o->driver, "0x%x", props.driverVersion);
+
+    VkPhysicalDeviceVulkan11Features f11 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
+    VkPhysicalDeviceVulkan12Features f12 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+    VkPhysicalDevice16BitStorageFeatures s16 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+    VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    if (v12) {
+        f2.pNext = &f11;
+        f11.pNext = &f12;
+    } else {
+        f2.pNext = &s16;
+    }
+    vkGetPhysicalDeviceFeatures2(p, &f2);
+    o->storage16 = v12 ? f11.storageBuffer16BitAccess : s16.storageBuffer16BitAccess;
+    o->float16 = v12 && f12.shaderFloat16;
+    o->int8 = v12 && f12.shaderInt8;
+    o->storage8 = v12 && f12.storageBuffer8BitAccess;
+    o->bfloat16 = has_extension(p, "VK_KHR_shader_bfloat16");
+    o->coopmat = has_extension(p, "VK_KHR_cooperative_matrix");
+    return 1;
+}
+
+static enum kv_status physical_devices(VkInstance inst, VkPhysicalDevice **out, uint32_t *n)
+{
+    enum kv_status st = KV_OK;
+    *out = NULL;
+    *n = 0;
+    VK_TRY(vkEnumeratePhysicalDevices(inst, n, NULL));
+    if (*n == 0) return kv_error(KV_ENODEV, "%s", no_device_hint);
+    *out = calloc(*n, sizeof **out);
+    if (!*out) return kv_error(KV_EDEVICE, "out of host memory");
+    VK_TRY(vkEnumeratePhysicalDevices(inst, n, *out));
+cleanup:
+    return st;
+}
+
+enum kv_status kv_vk_list(struct kv_vk_info **out, uint32_t *count)
+{
+    VkInstance inst = VK_NULL_HANDLE;
+    VkDebugUtilsMessengerEXT msg = VK_NULL_HANDLE;
+    VkPhysicalDevice *phys = NULL;
+    uint32_t n = 0;
+    enum kv_status st;
+    *out = NULL;
+    *count = 0;
+    KV_TRY(make_instance(&inst, &msg));
+    KV_TRY(physical_devices(inst, &phys, &n));
+    *out = calloc(n, sizeof **out);
+    KV_CHECK(*out, KV_EDEVICE, "out of host memory");
+    for (uint32_t i = 0; i < n; i++)
+        if (describe(phys[i], i, &(*out)[*count])) (*count)++;
+    KV_CHECK(*count > 0, KV_ENODEV, "%s", no_device_hint);
+cleanup:
+    free(phys);
+    destroy_instance(inst, msg);
+    if (st) {
+        free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+static int type_rank(const char *t)
+{
+    if (!strcmp(t, "discrete")) return 0;
+    if (!strcmp(t, "integrated") || !strcmp(t, "virtual")) return 1;
+    if (!strcmp(t, "cpu")) return 2;
+    return 3;
+}
+
+static int contains_nocase(const char *hay, const char *needle)
+{
+    size_t n = strlen(needle);
+    for (; *hay; hay++) {
+        size_t i = 0;
+        while (i < n && hay[i] && tolower((unsigned char)hay[i]) == tolower((unsigned char)needle[i])) i++;
+        if (i == n) return 1;
+    }
+    return n == 0;
+}
+
+static enum kv_status choose(const struct kv_vk_info *infos, uint32_t n, const char *sel, uint32_t *pick)
+{
+    if (sel == NULL) {
+        int best = -1;
+        for (uint32_t i = 0; i < n; i++)
+            if (best < 0 || type_rank(infos[i].type) < type_rank(infos[best].type)) best = (int)i;
+        *pick = (uint32_t)best;
+        return KV_OK;
+    }
+    char *end = NULL;
+    unsigned long idx = strtoul(sel, &end, 10);
+    if (*sel && end && *end == '\0') {
+        for (uint32_t i = 0; i < n; i++)
+            if (infos[i].index == idx) return *pick = i, KV_OK;
+        return kv_error(KV_EUSAGE, "--device: no usable device with index %lu (see 'kverify devices')", idx);
+    }
+    for (uint32_t i = 0; i < n; i++)
+        if (contains_nocase(infos[i].name, sel)) return *pick = i, KV_OK;
+    return kv_error(KV_EUSAGE, "--device: no device name contains '%s' (see 'kverify devices')", sel);
+}
+
+static void cache_path(struct kv_vk_device *d)
+{
+    VkPhysicalDeviceProperties props;
+    vkGetPhysicalDeviceProperties(d->phys, &props);
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    char dir[800];
+    d->cache_path[0] = '\0';
+    if (getenv("KVERIFY_NO_PIPELINE_CACHE")) return;
+    if (xdg && *xdg) snprintf(dir, sizeof dir, "%s/kverify", xdg);
+    else if (home && *home) snprintf(dir, sizeof dir, "%s/.cache/kverify", home);
+    else return;
+    char parent[800];
+    snprintf(parent, sizeof parent, "%s", dir);
+    char *slash = strrchr(parent, '/');
+    if (slash && slash != parent) {
+        *slash = '\0';
+        mkdir(parent, 0755);
+    }
+    if (mkdir(dir, 0755) != 0) {
+        struct stat sb;
+        if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) return;
+    }
+    char uuid[2 * VK_UUID_SIZE + 1];
+    for (unsigned i = 0; i < VK_UUID_SIZE; i++) snprintf(uuid + 2 * i, 3, "%02x", props.pipelineCacheUUID[i]);
+    snprintf(d->cache_path, sizeof d->cache_path, "%s/pipelines-%04x-%04x-%s.bin", dir,
+             props.vendorID, props.deviceID, uuid);
+}
+
+static void *read_all(const char *path, size_t *size)
+{
+    FILE *f = fopen(path, "rb");
+    void *buf = NULL;
+    *size = 0;
+    if (!f) return NULL;
+    if (fseek(f, 0, SEEK_END) == 0) {
+        long n = ftell(f);
+        if (n > 0 && n < (64L << 20) && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n))) {
+            if (fread(buf, 1, (size_t)n, f) == (size_t)n) *size = (size_t)n;
+            else free(buf), buf = NULL;
+        }
+    }
+    fclose(f);
+    return buf;
+}
+
+static enum kv_status open_cache(struct kv_vk_device *d)
+{
+    enum kv_status st = KV_OK;
+    size_t size = 0;
+    cache_path(d);
+    void *data = d->cache_path[0] ? read_all(d->cache_path, &size) : NULL;
+    VkPipelineCacheCreateInfo ci = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO, .initialDataSize = size, .pInitialData = data};
+    /* A cache from another driver build is rejected by the driver's header
+     * check; retry empty rather than fail. */
+    if (vkCreatePipelineCache(d->dev, &ci, NULL, &d->cache) != VK_SUCCESS) {
+        ci.initialDataSize = 0;
+        ci.pInitialData = NULL;
+        VK_TRY(vkCreatePipelineCache(d->dev, &ci, NULL, &d->cache));
+    }
+cleanup:
+    free(data);
+    return st;
+}
+
+static void save_cache(struct kv_vk_device *d)
+{
+    size_t size = 0;
+    if (!d->cache || !d->cache_path[0]) return;
+    if (vkGetPipelineCacheData(d->dev, d->cache, &size, NULL) != VK_SUCCESS || size == 0) return;
+    void *buf = malloc(size);
+    if (!buf) return;
+    if (vkGetPipelineCacheData(d->dev, d->cache, &size, buf) == VK_SUCCESS) {
+        char tmp[1100];
+        snprintf(tmp, sizeof tmp, "%s.%ld.tmp", d->cache_path, (long)getpid());
+        FILE *f = fopen(tmp, "wb");
+        if (f) {
+            int ok = fwrite(buf, 1, size, f) == size;
+            ok = (fclose(f) == 0) && ok;
+            if (!ok || rename(tmp, d->cache_path) != 0) remove(tmp);
+        }
+    }
+    free(buf);
+}
+
+enum kv_status kv_vk_open(const char *selector, struct kv_vk_device **out)
+{
+    enum kv_status st = KV_OK;
+    VkPhysicalDevice *phys = NULL;
+    struct kv_vk_info *infos = NULL;
+    uint32_t n = 0, usable = 0, pick = 0;
+    struct kv_vk_device *d = calloc(1, sizeof *d);
+    *out = NULL;
+    KV_CHECK(d, KV_EDEVICE, "out of host memory");
+    KV_TRY(make_instance(&d->instance, &d->messenger));
+    KV_TRY(physical_devices(d->instance, &phys, &n));
+    infos = calloc(n, sizeof *infos);
+    KV_CHECK(infos, KV_EDEVICE, "out of host memory");
+    for (uint32_t i = 0; i < n; i++)
+        if (describe(phys[i], i, &infos[usable])) usable++;
+    KV_CHECK(usable > 0, KV_ENODEV, "%s", no_device_hint);
+    KV_TRY(choose(infos, usable, selector, &pick));
+    d->info = infos[pick];
+    d->phys = phys[d->info.index];
+    uint32_t ts_bits = 0;
+    compute_family(d->phys, &d->queue_family, &ts_bits);
+    d->timestamp_mask = ts_bits >= 64 ? ~0ull : ((1ull << ts_bits) - 1);
+    vkGetPhysicalDeviceMemoryProperties(d->phys, &d->mem);
+
+    float prio = 1.0f;
+    VkDeviceQueueCreateInfo qi = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+                                  .queueFamilyIndex = d->queue_family, .queueCount = 1,
+                                  .pQueuePriorities = &prio};
+    /* Enable exactly the optional features the device has, so kernels can
+     * choose 8/16-bit paths from d->info. */
+    VkPhysicalDeviceVulkan11Features f11 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,
+                                            .storageBuffer16BitAccess = (VkBool32)d->info.storage16};
+    VkPhysicalDeviceVulkan12Features f12 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+                                            .shaderFloat16 = (VkBool32)d->info.float16,
+                                            .shaderInt8 = (VkBool32)d->info.int8,
+                                            .storageBuffer8BitAccess = (VkBool32)d->info.storage8};
+    VkPhysicalDevice16BitStorageFeatures s16 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
+                                                .storageBuffer16BitAccess = (VkBool32)d->info.storage16};
+    VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    if (d->info.api_version >= VK_API_VERSION_1_2) {
+        f2.pNext = &f11;
+        f11.pNext = &f12;
+    } else {
+        f2.pNext = &s16;
+    }
+    VkDeviceCreateInfo di = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .pNext = &f2,
+                             .queueCreateInfoCount = 1, .pQueueCreateInfos = &qi};
+    VK_TRY(vkCreateDevice(d->phys, &di, NULL, &d->dev));
+    vkGetDeviceQueue(d->dev, d->queue_family, 0, &d->queue);
+    VkCommandPoolCreateInfo pi = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+                                  .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+                                  .queueFamilyIndex = d->queue_family};
+    VK_TRY(vkCreateCommandPool(d->dev, &pi, NULL, &d->cmd_pool));
+    KV_TRY(open_cache(d));
+    *out = d;
+    d = NULL;
+cleanup:
+    free(phys);
+    free(infos);
+    kv_vk_close(d);
+    return st;
+}
+
+void kv_vk_close(struct kv_vk_device *d)
+{
+    if (!d) return;
+    if (d->dev) {
+        vkDeviceWaitIdle(d->dev);
+        save_cache(d);
+        if (d->cache) vkDestroyPipelineCache(d->dev, d->cache, NULL);
+        if (d->cmd_pool) vkDestroyCommandPool(d->dev, d->cmd_pool, NULL);
+        vkDestroyDevice(d->dev, NULL);
+    }
+    destroy_instance(d->instance, d->messenger);
+    free(d);
+}

@@ -1,0 +1,59 @@
+/* Compute pipelines as data: one function for every kernel stage. */
+#include <string.h>
+
+#include "vk.h"
+
+enum kv_status kv_vk_pipeline_create(struct kv_vk_device *d, const char *name,
+                                     const uint32_t *spirv, size_t bytes,
+                                     uint32_t n_bindings, uint32_t push_size,
+                                     struct kv_vk_pipeline *out)
+{
+    enum kv_status st = KV_OK;
+    memset(out, 0, sizeof *out);
+    KV_CHECK(n_bindings <= KV_VK_MAX_BINDINGS, KV_EDEVICE, "%s: too many bindings", name);
+    VkDescriptorSetLayoutBinding b[KV_VK_MAX_BINDINGS];
+    for (uint32_t i = 0; i < n_bindings; i++)
+        b[i] = (VkDescriptorSetLayoutBinding){.binding = i,
+                                               .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                               .descriptorCount = 1,
+                                               .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
+    VkDescriptorSetLayoutCreateInfo li = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+                                          .bindingCount = n_bindings, .pBindings = b};
+    VK_TRY(vkCreateDescriptorSetLayout(d->dev, &li, NULL, &out->set_layout));
+    VkPushConstantRange pr = {.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT, .size = push_size};
+    VkPipelineLayoutCreateInfo pli = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
+                                      .setLayoutCount = 1, .pSetLayouts = &out->set_layout,
+                                      .pushConstantRangeCount = push_size ? 1 : 0,
+                                      .pPushConstantRanges = &pr};
+    VK_TRY(vkCreatePipelineLayout(d->dev, &pli, NULL, &out->layout));
+    VkShaderModuleCreateInfo mi = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+                                   .codeSize = bytes, .pCode = spirv};
+    VK_TRY(vkCreateShaderModule(d->dev, &mi, NULL, &out->module));
+    VkComputePipelineCreateInfo ci = {
+        .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+        .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+                  .stage = VK_SHADER_STAGE_COMPUTE_BIT, .module = out->module, .pName = "main"},
+        .layout = out->layout,
+    };
+    VkResult r = vkCreateComputePipelines(d->dev, d->cache, 1, &ci, NULL, &out->pipeline);
+    if (r != VK_SUCCESS) {
+        st = kv_vk_check(r, "vkCreateComputePipelines");
+        kv_error(KV_EDEVICE, "%s: pipeline creation failed: %s", name, kv_vk_result_str(r));
+        goto cleanup;
+    }
+    out->n_bindings = n_bindings;
+    out->push_size = push_size;
+cleanup:
+    if (st) kv_vk_pipeline_destroy(d, out);
+    return st;
+}
+
+void kv_vk_pipeline_destroy(struct kv_vk_device *d, struct kv_vk_pipeline *p)
+{
+    if (!d || !p) return;
+    if (p->pipeline) vkDestroyPipeline(d->dev, p->pipeline, NULL);
+    if (p->module) vkDestroyShaderModule(d->dev, p->module, NULL);
+    if (p->layout) vkDestroyPipelineLayout(d->dev, p->layout, NULL);
+    if (p->set_layout) vkDestroyDescriptorSetLayout(d->dev, p->set_layout, NULL);
+    memset(p, 0, sizeof *p);
+}

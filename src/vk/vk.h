@@ -1,0 +1,145 @@
+/* The Vulkan runtime, split by object lifetime:
+ *   device.c   instance, physical-device choice, logical device, queue (process)
+ *   buffer.c   buffers and their memory (case)
+ *   pipeline.c shader modules, layouts, pipelines, the pipeline cache (process)
+ *   dispatch.c command recording, barriers, timestamps, submission (batch)
+ * Only dispatch.c records commands. Every VkResult becomes a kv_status. */
+#ifndef KV_VK_H
+#define KV_VK_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <vulkan/vulkan.h>
+
+#include "../status.h"
+
+#define KV_VK_MAX_BINDINGS 12
+
+struct kv_vk_info {
+    uint32_t index;
+    char name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE];
+    const char *type;  /* "discrete", "integrated", "virtual", "cpu", "other" */
+    char driver[VK_MAX_DRIVER_NAME_SIZE + VK_MAX_DRIVER_INFO_SIZE + 4];
+    char api[32];
+    uint32_t api_version;
+    uint32_t subgroup_size;
+    int subgroup_arith;   /* subgroupAdd etc. in compute shaders */
+    int float16, int8, storage16, storage8, bfloat16, coopmat;
+    uint64_t max_storage_range;
+    uint32_t max_groups[3];
+    uint32_t max_invocations;
+    uint32_t max_shared;
+    int timestamps;       /* compute queue has valid timestamp bits */
+    double timestamp_ns;  /* nanoseconds per tick */
+};
+
+struct kv_vk_device {
+    VkInstance instance;
+    VkDebugUtilsMessengerEXT messenger;
+    VkPhysicalDevice phys;
+    VkDevice dev;
+    VkQueue queue;
+    uint32_t queue_family;
+    VkCommandPool cmd_pool;
+    VkPipelineCache cache;
+    char cache_path[1024];
+    VkPhysicalDeviceMemoryProperties mem;
+    uint64_t timestamp_mask;
+    struct kv_vk_info info;
+};
+
+/* Map a VkResult to a status with "what: VK_ERROR_..." as the message:
+ * out of memory and device lost are device errors (exit 4). */
+enum kv_status kv_vk_check(VkResult r, const char *what);
+const char *kv_vk_result_str(VkResult r);
+
+#define VK_TRY(call)                                                         \
+    do {                                                                     \
+        VkResult vk_r_ = (call);                                             \
+        if (vk_r_ != VK_SUCCESS) {                                           \
+            st = kv_vk_check(vk_r_, #call);                                  \
+            goto cleanup;                                                    \
+        }                                                                    \
+    } while (0)
+
+/* Validation: when KVERIFY_VALIDATE=1 the Khronos layer is enabled and every
+ * error it reports is printed to stderr and counted. */
+unsigned kv_vk_validation_errors(void);
+
+/* List the usable devices (Vulkan >= 1.1 with a compute queue) into a
+ * malloc'd array the caller frees. KV_ENODEV when there are none. */
+enum kv_status kv_vk_list(struct kv_vk_info **out, uint32_t *count);
+/* Open a device: selector NULL picks discrete GPU > other GPU > CPU; a number
+ * picks that index; otherwise a case-insensitive name substring. */
+enum kv_status kv_vk_open(const char *selector, struct kv_vk_device **out);
+void kv_vk_close(struct kv_vk_device *d); /* NULL-safe; saves the pipeline cache */
+
+/* --- buffers --- */
+enum kv_vk_mem { KV_MEM_DEVICE, KV_MEM_UPLOAD, KV_MEM_READBACK };
+struct kv_vk_buffer {
+    VkBuffer buf;
+    VkDeviceMemory mem;
+    VkDeviceSize size;
+    void *map;     /* host pointer for UPLOAD/READBACK */
+    int coherent;
+};
+enum kv_status kv_vk_buffer_create(struct kv_vk_device *d, VkDeviceSize size,
+                                   enum kv_vk_mem kind, struct kv_vk_buffer *out);
+void kv_vk_buffer_destroy(struct kv_vk_device *d, struct kv_vk_buffer *b);
+enum kv_status kv_vk_buffer_flush(struct kv_vk_device *d, struct kv_vk_buffer *b);
+enum kv_status kv_vk_buffer_invalidate(struct kv_vk_device *d, struct kv_vk_buffer *b);
+
+/* --- pipelines --- */
+struct kv_vk_pipeline {
+    VkShaderModule module;
+    VkDescriptorSetLayout set_layout;
+    VkPipelineLayout layout;
+    VkPipeline pipeline;
+    uint32_t n_bindings, push_size;
+};
+/* One compute pipeline from SPIR-V: n_bindings storage buffers at set 0,
+ * bindings 0..n-1, and push_size bytes of push constants. */
+enum kv_status kv_vk_pipeline_create(struct kv_vk_device *d, const char *name,
+                                     const uint32_t *spirv, size_t bytes,
+                                     uint32_t n_bindings, uint32_t push_size,
+                                     struct kv_vk_pipeline *out);
+void kv_vk_pipeline_destroy(struct kv_vk_device *d, struct kv_vk_pipeline *p);
+
+/* --- command batches --- */
+struct kv_vk_range {
+    const struct kv_vk_buffer *buf;
+    VkDeviceSize offset, size;
+};
+enum kv_vk_barrier {
+    KV_BARRIER_TRANSFER_TO_COMPUTE,
+    KV_BARRIER_COMPUTE_TO_COMPUTE,
+    KV_BARRIER_COMPUTE_TO_TRANSFER,
+    KV_BARRIER_TRANSFER_TO_HOST,
+};
+struct kv_vk_batch {
+    struct kv_vk_device *d;
+    VkCommandBuffer cb;
+    VkDescriptorPool pool;
+    VkQueryPool queries;
+    VkFence fence;
+    uint32_t max_sets, n_sets, max_stamps, n_stamps;
+    uint64_t *stamps;
+};
+/* Begin recording; room for max_dispatches dispatches and max_stamps stamps. */
+enum kv_status kv_vk_batch_begin(struct kv_vk_device *d, uint32_t max_dispatches,
+                                 uint32_t max_stamps, struct kv_vk_batch *b);
+void kv_vk_batch_copy(struct kv_vk_batch *b, struct kv_vk_range src, struct kv_vk_range dst);
+void kv_vk_batch_fill(struct kv_vk_batch *b, struct kv_vk_range dst, uint32_t word);
+void kv_vk_batch_barrier(struct kv_vk_batch *b, enum kv_vk_barrier kind);
+/* Record a timestamp; returns its index or -1 when timestamps are unavailable. */
+int kv_vk_batch_stamp(struct kv_vk_batch *b);
+enum kv_status kv_vk_batch_dispatch(struct kv_vk_batch *b, const struct kv_vk_pipeline *p,
+                                    const struct kv_vk_range *bindings, const void *push,
+                                    const uint32_t groups[3]);
+/* End, submit, wait for completion, read the timestamps. */
+enum kv_status kv_vk_batch_submit(struct kv_vk_batch *b);
+/* Milliseconds between two stamps (0 when unavailable). */
+double kv_vk_batch_ms(const struct kv_vk_batch *b, int from, int to);
+void kv_vk_batch_destroy(struct kv_vk_batch *b); /* NULL-safe */
+
+#endif
