@@ -209,6 +209,7 @@ int cmd_kernel(const struct kv_kernel *k, int argc, char **argv)
         for (int j = 0; j < 6; j++) sum[j] += parts[j];
     }
     kv_table_summary(stdout, &report);
+    fflush(stdout);
     if (o.verbose)
         fprintf(stderr,
                 "kverify: time: start-up %.1f ms, pipelines %.1f ms, inputs %.1f ms, oracle %.1f ms, "

@@ -1,0 +1,150 @@
+/* Metrics of metrics.md: ULP, relative error with its skip count, NMSE, the
+ * bound ratio that decides pass/fail, and NaN/Inf matching. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "compare.h"
+
+static const struct kv_bound unit_bound = {.n = 16, .k_op = 1, .u_acc = 0x1p-24, .rho = 1};
+
+static void run(const float *c, const double *y, const double *S, size_t n, struct kv_metrics *m)
+{
+    struct kv_criteria crit;
+    kv_criteria_default(&crit);
+    assert_int_equal(kv_compare(KV_F32, c, y, S, n, &unit_bound, &crit, m), KV_OK);
+}
+
+static void identical_passes(void **s)
+{
+    (void)s;
+    float c[4] = {1, -2, 0.5f, 0};
+    double y[4] = {1, -2, 0.5, 0}, S[4] = {1, 2, 0.5, 0};
+    struct kv_metrics m;
+    run(c, y, S, 4, &m);
+    assert_true(m.pass);
+    assert_true(m.max_ulp == 0 && m.max_abs == 0 && m.nmse == 0 && m.max_bound_ratio == 0);
+    assert_int_equal(m.rel_skipped, 1); /* y = 0 is below the relative floor */
+    assert_int_equal(m.compared, 4);
+}
+
+static void one_ulp(void **s)
+{
+    (void)s;
+    float c[2] = {nextafterf(1.0f, 2.0f), 3};
+    double y[2] = {1, 3}, S[2] = {1, 3};
+    struct kv_metrics m;
+    run(c, y, S, 2, &m);
+    assert_true(m.max_ulp == 1.0);
+    assert_true(m.mean_ulp == 0.5);
+    assert_true(m.max_rel == 0x1p-23);
+    assert_int_equal(m.worst_index, 0);
+    assert_true(m.pass); /* 2^-23 < 8*4*2^-24 + 2^-24 + 2^-24 */
+}
+
+static void bound_decides(void **s)
+{
+    (void)s;
+    /* allowed = 8*sqrt(16)*u*S + 1*u*S + 0.5*ulp(y) with y = 1, S = 1:
+     * 33u + 0.5*2u = 34u = 34 * 2^-24. */
+    double allowed = 34 * 0x1p-24;
+    float c_ok[1] = {(float)(1 + 16 * 0x1p-23)}; /* 32u off: inside */
+    float c_bad[1] = {(float)(1 + 20 * 0x1p-23)}; /* 40u off: outside */
+    double y[1] = {1}, S[1] = {1};
+    struct kv_metrics m;
+    run(c_ok, y, S, 1, &m);
+    assert_true(m.pass);
+    assert_true(fabs(m.max_bound_ratio - 32 * 0x1p-24 / allowed) < 1e-12);
+    run(c_bad, y, S, 1, &m);
+    assert_false(m.pass);
+    assert_true(fabs(m.max_bound_ratio - 40 * 0x1p-24 / allowed) < 1e-12);
+}
+
+static void nan_inf_matching(void **s)
+{
+    (void)s;
+    float c[6] = {NAN, NAN, 1, INFINITY, -INFINITY, 2};
+    double y[6] = {NAN, 1, NAN, INFINITY, INFINITY, INFINITY};
+    double S[6] = {1, 1, 1, 1, 1, 1};
+    struct kv_metrics m;
+    run(c, y, S, 6, &m);
+    assert_int_equal(m.nan_match, 1);
+    assert_int_equal(m.inf_match, 1);
+    assert_int_equal(m.nan_mismatch, 2); /* NaN vs 1, 1 vs NaN */
+    assert_int_equal(m.inf_mismatch, 2); /* -Inf vs Inf, 2 vs Inf */
+    assert_int_equal(m.compared, 0);
+    assert_false(m.pass);
+    assert_true(m.has_worst);
+    assert_int_equal(m.worst_index, 1); /* the first mismatch */
+}
+
+static void nan_match_only_passes(void **s)
+{
+    (void)s;
+    float c[2] = {NAN, 1};
+    double y[2] = {NAN, 1}, S[2] = {1, 1};
+    struct kv_metrics m;
+    run(c, y, S, 2, &m);
+    assert_true(m.pass);
+    assert_int_equal(m.nan_match, 1);
+}
+
+static void nmse_and_rmse(void **s)
+{
+    (void)s;
+    float c[2] = {1.5f, 2};
+    double y[2] = {1, 2}, S[2] = {1, 2};
+    struct kv_metrics m;
+    run(c, y, S, 2, &m);
+    assert_true(fabs(m.nmse - 0.25 / 5) < 1e-15);
+    assert_true(fabs(m.rmse_ratio - sqrt(0.125) / sqrt(2.5)) < 1e-12);
+}
+
+static void overrides(void **s)
+{
+    (void)s;
+    float c[1] = {(float)(1 + 20 * 0x1p-23)};
+    double y[1] = {1}, S[1] = {1};
+    struct kv_criteria crit;
+    struct kv_metrics m;
+    kv_criteria_default(&crit);
+    crit.max_ulp = 25;
+    assert_int_equal(kv_compare(KV_F32, c, y, S, 1, &unit_bound, &crit, &m), KV_OK);
+    assert_true(m.pass);
+    crit.max_ulp = 19;
+    kv_compare(KV_F32, c, y, S, 1, &unit_bound, &crit, &m);
+    assert_false(m.pass);
+    kv_criteria_default(&crit);
+    crit.rtol = 1e-5;
+    kv_compare(KV_F32, c, y, S, 1, &unit_bound, &crit, &m);
+    assert_true(m.pass);
+    crit.rtol = 1e-6;
+    kv_compare(KV_F32, c, y, S, 1, &unit_bound, &crit, &m);
+    assert_false(m.pass);
+}
+
+static void quantile(void **s)
+{
+    (void)s;
+    double v[100];
+    for (int i = 0; i < 100; i++) v[i] = (double)((i * 37) % 100);
+    assert_true(kv_quantile(v, 100, 0.99) == 98);
+    assert_true(kv_quantile(v, 100, 0.5) == 49);
+    double same[7] = {2, 2, 2, 2, 2, 2, 2};
+    assert_true(kv_quantile(same, 7, 0.99) == 2);
+    double one[1] = {5};
+    assert_true(kv_quantile(one, 1, 0.99) == 5);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(identical_passes), cmocka_unit_test(one_ulp), cmocka_unit_test(bound_decides),
+        cmocka_unit_test(nan_inf_matching), cmocka_unit_test(nan_match_only_passes),
+        cmocka_unit_test(nmse_and_rmse), cmocka_unit_test(overrides), cmocka_unit_test(quantile),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

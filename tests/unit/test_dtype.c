@@ -1,0 +1,161 @@
+/* Conversions round to nearest even, exhaustively over every 16-bit pattern
+ * and on every tie; ULP spacing at zero, subnormals, powers of two and the
+ * largest finite value. */
+#include <float.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "dtype.h"
+#include "rng.h"
+
+static int is_nan16(uint16_t h, int bf) { return bf ? (h & 0x7f80) == 0x7f80 && (h & 0x7f) : (h & 0x7c00) == 0x7c00 && (h & 0x3ff); }
+
+/* Independent reference: scale into an integer significand and use the FPU's
+ * round-to-nearest-even (nearbyint), in double precision. */
+static double ref_round(double x, int precision, int emin, double maxval)
+{
+    if (x == 0 || !isfinite(x)) return x;
+    int e;
+    frexp(x, &e);
+    e -= 1;
+    if (e < emin) e = emin;
+    double q = ldexp(nearbyint(ldexp(x, precision - 1 - e)), e - precision + 1);
+    double half_beyond = maxval + ldexp(1.0, (int)floor(log2(maxval)) - precision); /* max + ulp/2 */
+    if (fabs(q) > maxval || fabs(x) >= half_beyond) return x > 0 ? INFINITY : -INFINITY;
+    return q;
+}
+
+static void f16_roundtrip_all(void **s)
+{
+    (void)s;
+    for (uint32_t h = 0; h < 65536; h++) {
+        float f = kv_f16_to_f32((uint16_t)h);
+        uint16_t back = kv_f32_to_f16(f);
+        if (is_nan16((uint16_t)h, 0)) {
+            assert_true(isnan(f));
+            assert_true(is_nan16(back, 0));
+        } else {
+            assert_int_equal(back, h);
+            /* decode against ldexp */
+            uint32_t e = (h >> 10) & 31, m = h & 1023;
+            double v = e == 31 ? INFINITY : e ? ldexp(1024 + m, (int)e - 25) : ldexp(m, -24);
+            if (h & 0x8000) v = -v;
+            assert_true((double)f == v);
+        }
+    }
+}
+
+static void bf16_roundtrip_all(void **s)
+{
+    (void)s;
+    for (uint32_t h = 0; h < 65536; h++) {
+        float f = kv_bf16_to_f32((uint16_t)h);
+        uint16_t back = kv_f32_to_bf16(f);
+        if (is_nan16((uint16_t)h, 1)) {
+            assert_true(isnan(f));
+            assert_true(is_nan16(back, 1));
+            assert_int_equal(back & 0x8000, h & 0x8000); /* sign kept */
+        } else {
+            assert_int_equal(back, h);
+        }
+    }
+}
+
+/* Every tie between adjacent finite values goes to the even one; a hair
+ * either side goes to the nearer one. */
+static void ties(void **s, int bf)
+{
+    (void)s;
+    for (uint32_t h = 0; h < 0x7fff; h++) {
+        uint16_t a = (uint16_t)h, b = (uint16_t)(h + 1);
+        if (is_nan16(b, bf) || is_nan16(a, bf)) continue;
+        float fa = bf ? kv_bf16_to_f32(a) : kv_f16_to_f32(a);
+        float fb = bf ? kv_bf16_to_f32(b) : kv_f16_to_f32(b);
+        if (isinf(fa)) continue;
+        float mid = (float)(((double)fa + (double)fb) / 2); /* exact in f32 */
+        if (isinf(fb)) mid = (float)((double)fa + ((double)fa - (double)(bf ? kv_bf16_to_f32(a - 1) : kv_f16_to_f32(a - 1))) / 2);
+        uint16_t even = (a & 1) ? b : a;
+        uint16_t got = bf ? kv_f32_to_bf16(mid) : kv_f32_to_f16(mid);
+        assert_int_equal(got, even);
+        uint16_t gotn = bf ? kv_f32_to_bf16(-mid) : kv_f32_to_f16(-mid);
+        assert_int_equal(gotn, even | 0x8000);
+        float below = nextafterf(mid, 0), above = nextafterf(mid, INFINITY);
+        assert_int_equal(bf ? kv_f32_to_bf16(below) : kv_f32_to_f16(below), a);
+        assert_int_equal(bf ? kv_f32_to_bf16(above) : kv_f32_to_f16(above), b);
+    }
+}
+static void f16_ties(void **s) { ties(s, 0); }
+static void bf16_ties(void **s) { ties(s, 1); }
+
+/* A million f32 values across the whole exponent range against the reference. */
+static void random_against_reference(void **s)
+{
+    (void)s;
+    for (uint64_t i = 0; i < 1000000; i++) {
+        uint32_t bits = (uint32_t)(kv_rng_uniform(7, 0, i) * 4294967296.0);
+        float f = kv_f32_from_bits(bits);
+        if (isnan(f)) continue;
+        double r16 = ref_round(f, 11, -14, 65504.0);
+        double r_bf = ref_round(f, 8, -126, (double)kv_bf16_to_f32(0x7f7f));
+        assert_true((double)kv_f16_to_f32(kv_f32_to_f16(f)) == r16);
+        assert_true((double)kv_bf16_to_f32(kv_f32_to_bf16(f)) == r_bf);
+    }
+}
+
+static void overflow_and_underflow(void **s)
+{
+    (void)s;
+    assert_int_equal(kv_f32_to_f16(65504.0f), 0x7bff);
+    assert_int_equal(kv_f32_to_f16(65519.99f), 0x7bff);
+    assert_int_equal(kv_f32_to_f16(65520.0f), 0x7c00); /* the tie rounds to even: Inf */
+    assert_int_equal(kv_f32_to_f16(-1e6f), 0xfc00);
+    assert_int_equal(kv_f32_to_f16(0x1p-25f), 0x0000); /* tie with 0: even */
+    assert_int_equal(kv_f32_to_f16(nextafterf(0x1p-25f, 1)), 0x0001);
+    assert_int_equal(kv_f32_to_f16(0x1p-24f), 0x0001);
+    assert_int_equal(kv_f32_to_f16(-0.0f), 0x8000);
+    assert_int_equal(kv_f32_to_f16(FLT_MIN / 4), 0x0000);
+    assert_int_equal(kv_f32_to_bf16(FLT_MAX), 0x7f80); /* rounds up to Inf */
+    assert_int_equal(kv_f32_to_bf16(-INFINITY), 0xff80);
+    assert_true(is_nan16(kv_f32_to_bf16(NAN), 1));
+    assert_true(is_nan16(kv_f32_to_f16(NAN), 0));
+}
+
+static void ulp_values(void **s)
+{
+    (void)s;
+    assert_true(kv_ulp(KV_F32, 1.0) == 0x1p-23);
+    assert_true(kv_ulp(KV_F32, -1.0) == 0x1p-23);
+    assert_true(kv_ulp(KV_F32, nextafter(1.0, 0)) == 0x1p-24);
+    assert_true(kv_ulp(KV_F32, 0.0) == 0x1p-149);
+    assert_true(kv_ulp(KV_F32, 0x1p-126) == 0x1p-149);
+    assert_true(kv_ulp(KV_F32, 0x1p-140) == 0x1p-149); /* subnormal */
+    assert_true(kv_ulp(KV_F32, 0x1p-1074) == 0x1p-149); /* double subnormal */
+    assert_true(kv_ulp(KV_F32, FLT_MAX) == 0x1p104);
+    assert_true(kv_ulp(KV_F32, 1024.0) == 0x1p-13);
+    assert_true(kv_ulp(KV_F16, 1.0) == 0x1p-10);
+    assert_true(kv_ulp(KV_F16, 0.0) == 0x1p-24);
+    assert_true(kv_ulp(KV_F16, 0x1p-20) == 0x1p-24);
+    assert_true(kv_ulp(KV_F16, 65504.0) == 32.0);
+    assert_true(kv_ulp(KV_BF16, 1.0) == 0x1p-7);
+    assert_true(kv_ulp(KV_BF16, 0.0) == 0x1p-133);
+    assert_true(kv_ulp(KV_BF16, 3.0e38) == 0x1p120);
+    assert_true(kv_ulp(KV_F64, 1.0) == 0x1p-52);
+    assert_true(isnan(kv_ulp(KV_F32, INFINITY)));
+    assert_true(isnan(kv_ulp(KV_F32, NAN)));
+    for (int k = -126; k < 128; k++) assert_true(kv_ulp(KV_F32, ldexp(1.0, k)) == ldexp(1.0, k - 23));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(f16_roundtrip_all), cmocka_unit_test(bf16_roundtrip_all),
+        cmocka_unit_test(f16_ties), cmocka_unit_test(bf16_ties),
+        cmocka_unit_test(random_against_reference), cmocka_unit_test(overflow_and_underflow),
+        cmocka_unit_test(ulp_values),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

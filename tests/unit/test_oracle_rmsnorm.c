@@ -1,0 +1,133 @@
+/* The rmsnorm-bwd oracle's backward formulas agree with central finite
+ * differences of an independent float64 forward, loss = sum(dy * y),
+ * y[b,i] = x[b,i] * r[b] * w[i]: the oracle is checked without any device. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "kernels/kernel.h"
+
+static double loss(const double *x, const double *w, const double *dy, int rows, int dim, double eps)
+{
+    double l = 0;
+    for (int b = 0; b < rows; b++) {
+        double ss = 0;
+        for (int j = 0; j < dim; j++) ss += x[b * dim + j] * x[b * dim + j];
+        double r = 1 / sqrt(ss / dim + eps);
+        for (int i = 0; i < dim; i++) l += dy[b * dim + i] * x[b * dim + i] * r * w[i];
+    }
+    return l;
+}
+
+static void check_shape(int rows, int dim, double eps, uint64_t seed)
+{
+    const struct kv_kernel *k = kv_kernel_find("rmsnorm-bwd");
+    assert_non_null(k);
+    struct kv_case c;
+    char params[128];
+    snprintf(params, sizeof params, "rows=%d,dim=%d,eps=%g", rows, dim, eps);
+    assert_int_equal(kv_case_init(&c, k, seed), KV_OK);
+    assert_int_equal(kv_param_apply(&c, params), KV_OK);
+    assert_int_equal(k->shape(&c), KV_OK);
+    for (int t = 0; t < k->n_tensors; t++) {
+        struct kv_tensor s = c.t[t];
+        assert_int_equal(kv_tensor_alloc(&c.t[t], "t", s.dtype, s.ndim, s.shape), KV_OK);
+        if (k->tensors[t].role == KV_OUTPUT) {
+            c.y[t] = calloc(c.t[t].count, sizeof(double));
+            c.S[t] = calloc(c.t[t].count, sizeof(double));
+        }
+    }
+    assert_int_equal(k->inputs(&c), KV_OK);
+    assert_int_equal(k->oracle(&c), KV_OK);
+    int tx = kv_tensor_index(k, "x"), tw = kv_tensor_index(k, "w"), tdy = kv_tensor_index(k, "dy");
+    int tr = kv_tensor_index(k, "r"), tdx = kv_tensor_index(k, "dx"), tdw = kv_tensor_index(k, "dw");
+    size_t n = (size_t)rows * dim;
+    double *x = malloc(n * sizeof *x), *dy = malloc(n * sizeof *dy), *w = malloc((size_t)dim * sizeof *w);
+    for (size_t i = 0; i < n; i++) x[i] = ((float *)c.t[tx].data)[i], dy[i] = ((float *)c.t[tdy].data)[i];
+    for (int i = 0; i < dim; i++) w[i] = ((float *)c.t[tw].data)[i];
+    const double e32 = (double)(float)eps;
+
+    /* r itself, from the definition. */
+    for (int b = 0; b < rows; b++) {
+        double ss = 0;
+        for (int j = 0; j < dim; j++) ss += x[b * dim + j] * x[b * dim + j];
+        assert_true(fabs(c.y[tr][b] - 1 / sqrt(ss / dim + e32)) <= 1e-15 * c.y[tr][b]);
+    }
+    /* The oracle feeds dx and dw the f32-rounded r (stage isolation), so it
+     * sits within ~1e-7 relative of the exact gradient; a wrong term is O(1). */
+    for (size_t i = 0; i < n; i++) {
+        double h = 1e-5 * fmax(1.0, fabs(x[i])), save = x[i];
+        x[i] = save + h;
+        double lp = loss(x, w, dy, rows, dim, e32);
+        x[i] = save - h;
+        double lm = loss(x, w, dy, rows, dim, e32);
+        x[i] = save;
+        double fd = (lp - lm) / (2 * h);
+        double scale = c.S[tdx][i] + 1e-30;
+        assert_true(fabs(fd - c.y[tdx][i]) <= 1e-6 * scale + 1e-12 * fabs(fd));
+    }
+    for (int i = 0; i < dim; i++) {
+        double h = 1e-5, save = w[i];
+        w[i] = save + h;
+        double lp = loss(x, w, dy, rows, dim, e32);
+        w[i] = save - h;
+        double lm = loss(x, w, dy, rows, dim, e32);
+        w[i] = save;
+        double fd = (lp - lm) / (2 * h);
+        assert_true(fabs(fd - c.y[tdw][i]) <= 1e-6 * (c.S[tdw][i] + 1e-30));
+    }
+    free(x), free(dy), free(w);
+    kv_case_free(&c);
+}
+
+static void small_shapes(void **s)
+{
+    (void)s;
+    check_shape(3, 7, 1e-6, 5);
+    check_shape(1, 1, 1e-6, 2);
+    check_shape(5, 33, 1e-3, 9);
+}
+
+static void zero_row_gives_nan(void **s)
+{
+    (void)s;
+    const struct kv_kernel *k = kv_kernel_find("rmsnorm-bwd");
+    struct kv_case c;
+    assert_int_equal(kv_case_init(&c, k, 1), KV_OK);
+    assert_int_equal(kv_param_apply(&c, "rows=2,dim=4,eps=0,dist=zero-row"), KV_OK);
+    assert_int_equal(k->shape(&c), KV_OK);
+    for (int t = 0; t < k->n_tensors; t++) {
+        struct kv_tensor sh = c.t[t];
+        kv_tensor_alloc(&c.t[t], "t", sh.dtype, sh.ndim, sh.shape);
+        if (k->tensors[t].role == KV_OUTPUT) {
+            c.y[t] = calloc(c.t[t].count, sizeof(double));
+            c.S[t] = calloc(c.t[t].count, sizeof(double));
+        }
+    }
+    k->inputs(&c);
+    k->oracle(&c);
+    int tr = kv_tensor_index(k, "r"), tdx = kv_tensor_index(k, "dx"), tdw = kv_tensor_index(k, "dw");
+    assert_true(isinf(c.y[tr][0]) && c.y[tr][0] > 0);
+    assert_true(isfinite(c.y[tr][1]));
+    for (int i = 0; i < 4; i++) {
+        assert_true(isnan(c.y[tdx][i]));     /* row 0 */
+        assert_true(isfinite(c.y[tdx][4 + i])); /* row 1 */
+        assert_true(isnan(c.y[tdw][i]));     /* 0 * Inf enters every column */
+    }
+    kv_case_free(&c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(small_shapes),
+        cmocka_unit_test(zero_row_gives_nan),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
