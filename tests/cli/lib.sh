@@ -1,0 +1,36 @@
+# Helpers for the CLI end-to-end tests. $KV is the kverify binary, $KV_SRC the
+# source tree. A test that needs a device and finds none exits 77 (skipped).
+set -u
+: "${KV:?KV must name the kverify binary}" "${KV_SRC:?KV_SRC must name the source tree}"
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# run_kv CMD...: run, keep stdout/stderr in $TMP/out, $TMP/err, status in $RC.
+run() { "$@" >"$TMP/out" 2>"$TMP/err"; RC=$?; }
+
+# expect_exit CODE CMD...: the command exits CODE. A 77 we did not ask for
+# means no device: the test is skipped.
+expect_exit() {
+  local want=$1; shift
+  run "$@"
+  if [ "$RC" = 77 ] && [ "$want" != 77 ]; then echo "skipped: no Vulkan device"; exit 77; fi
+  if [ "$RC" != "$want" ]; then
+    tail -n 20 "$TMP/out" >&2; cat "$TMP/err" >&2
+    fail "'$*' exited $RC, expected $want"
+  fi
+}
+
+# expect_error CODE REGEX CMD...: exit CODE, stderr exactly one line matching
+# REGEX, and no report written to $TMP/report.json.
+expect_error() {
+  local want=$1 re=$2; shift 2
+  rm -f "$TMP/report.json"
+  expect_exit "$want" "$@"
+  local lines; lines=$(wc -l < "$TMP/err")
+  [ "$lines" = 1 ] || { cat "$TMP/err" >&2; fail "'$*': stderr has $lines lines, expected one"; }
+  grep -Eq "$re" "$TMP/err" || { cat "$TMP/err" >&2; fail "'$*': stderr does not match /$re/"; }
+  [ ! -e "$TMP/report.json" ] || fail "'$*': wrote a report despite the error"
+  ls "$TMP" | grep -q 'report.json.tmp' && fail "'$*': left a temporary report behind"
+  return 0
+}

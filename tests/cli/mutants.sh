@@ -1,0 +1,26 @@
+# Every mutant in tests/mutants/ (a patch against shaders/ with one realistic
+# bug) must make `kverify <kernel> --sweep --shader STAGE=...` exit 1.
+. "$(dirname "$0")/lib.sh"
+n=0
+for patch in "$KV_SRC"/tests/mutants/*.patch; do
+  name=$(basename "$patch" .patch)
+  stage=$(sed -n 's/^# stage: *//p' "$patch")
+  flags=$(sed -n 's/^# flags: *//p' "$patch")
+  kernel=$(sed -n 's/^# kernel: *//p' "$patch"); kernel=${kernel:-rmsnorm-bwd}
+  file=$(sed -n 's|^+++ b/\([^[:space:]]*\).*|\1|p' "$patch")
+  dir="$TMP/$name"; mkdir -p "$dir"; cp "$KV_SRC"/shaders/* "$dir/"
+  patch -s -p1 -d "$dir" < "$patch" || fail "$name: patch does not apply to shaders/ (update the mutant)"
+  comp="$dir/${kernel//-/_}_$stage.comp"
+  [ -f "$comp" ] || fail "$name: no shader $comp for stage $stage"
+  # shellcheck disable=SC2086
+  run "$KV" "$kernel" --sweep --shader "$stage=$comp" $flags
+  [ "$RC" = 77 ] && { echo "skipped: no Vulkan device"; exit 77; }
+  if [ "$RC" != 1 ]; then
+    tail -n 30 "$TMP/out" >&2; cat "$TMP/err" >&2
+    fail "mutant $name ($file, stage $stage) exited $RC: it must fail (exit 1)"
+  fi
+  echo "mutant $name: caught ($(grep -c ' FAIL' "$TMP/out") failing outputs)"
+  n=$((n + 1))
+done
+[ "$n" -ge 4 ] || fail "only $n mutants found"
+echo "$n mutants caught"
