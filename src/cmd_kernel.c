@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "commands.h"
@@ -136,6 +137,15 @@ static enum kv_status parse(const struct kv_kernel *k, int argc, char **argv, st
         }
     }
     KV_CHECK(optind >= argc, KV_EUSAGE, "%s: unexpected argument '%s'", k->name, argv[optind]);
+    if (o->json && strcmp(o->json, "-") != 0) {
+        /* Fail before any work rather than after it. */
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%s", o->json);
+        char *slash = strrchr(dir, '/');
+        if (slash) slash[slash == dir] = '\0';
+        const char *d = slash ? dir : ".";
+        KV_CHECK(access(d, W_OK) == 0, KV_EUSAGE, "--json: cannot write to directory '%s'", d);
+    }
 cleanup:
     return st;
 }
@@ -194,22 +204,25 @@ int cmd_kernel(const struct kv_kernel *k, int argc, char **argv)
     double t_dev = kv_now_ms();
     report.has_device = 1;
     report.device = dev->info;
+    for (size_t i = 0; i < n_cases; i++) KV_TRY(kv_case_check(&cases[i], &dev->info));
     KV_TRY(kv_runner_init(&runner, dev, k, &o.run));
 
-    printf("device %u: %s (%s, %s)\n", dev->info.index, dev->info.name, dev->info.type, dev->info.driver);
-    kv_table_header(stdout);
+    /* With --json - the report owns stdout; the table moves to stderr. */
+    FILE *tab = o.json && !strcmp(o.json, "-") ? stderr : stdout;
+    fprintf(tab, "device %u: %s (%s, %s)\n", dev->info.index, dev->info.name, dev->info.type, dev->info.driver);
+    kv_table_header(tab);
     double sum[6] = {0};
     for (size_t i = 0; i < n_cases; i++) {
         struct kv_case_result *res = kv_report_add(&report);
         KV_CHECK(res, KV_EDEVICE, "out of host memory for the report");
         kv_run_case(&runner, &cases[i], &o.run, res);
-        kv_table_case(stdout, res);
-        fflush(stdout);
+        kv_table_case(tab, res);
+        fflush(tab);
         double parts[6] = {res->ms.inputs, res->ms.oracle, res->ms.upload, res->ms.device, res->ms.download, res->ms.compare};
         for (int j = 0; j < 6; j++) sum[j] += parts[j];
     }
-    kv_table_summary(stdout, &report);
-    fflush(stdout);
+    kv_table_summary(tab, &report);
+    fflush(tab);
     if (o.verbose)
         fprintf(stderr,
                 "kverify: time: start-up %.1f ms, pipelines %.1f ms, inputs %.1f ms, oracle %.1f ms, "

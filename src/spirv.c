@@ -169,6 +169,14 @@ enum kv_status kv_spirv_reflect(const char *what, const uint32_t *w, size_t n, s
         out->b[out->n_bindings].kind = kind;
         out->n_bindings++;
     }
+    /* Report bindings in (set, binding) order so messages name the first. */
+    for (int i = 1; i < out->n_bindings; i++)
+        for (int j = i; j > 0 && (out->b[j - 1].set > out->b[j].set ||
+                                  (out->b[j - 1].set == out->b[j].set && out->b[j - 1].binding > out->b[j].binding)); j--) {
+            __typeof__(out->b[0]) t = out->b[j];
+            out->b[j] = out->b[j - 1];
+            out->b[j - 1] = t;
+        }
     if (local_by_id && !have_local) {
         for (int k = 0; k < 3; k++)
             out->local[k] = local_ids[k] < bound && ids[local_ids[k]].op == OP_CONSTANT ? ids[local_ids[k]].a : 0;

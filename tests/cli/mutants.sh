@@ -1,6 +1,6 @@
 # Every mutant in tests/mutants/ (a patch against shaders/ with one realistic
 # bug) must make `kverify <kernel> --sweep --shader STAGE=...` exit 1.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib.bash"
 n=0
 for patch in "$KV_SRC"/tests/mutants/*.patch; do
   name=$(basename "$patch" .patch)

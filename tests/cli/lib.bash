@@ -29,7 +29,7 @@ expect_error() {
   expect_exit "$want" "$@"
   local lines; lines=$(wc -l < "$TMP/err")
   [ "$lines" = 1 ] || { cat "$TMP/err" >&2; fail "'$*': stderr has $lines lines, expected one"; }
-  grep -Eq "$re" "$TMP/err" || { cat "$TMP/err" >&2; fail "'$*': stderr does not match /$re/"; }
+  grep -Eq -e "$re" "$TMP/err" || { cat "$TMP/err" >&2; fail "'$*': stderr does not match /$re/"; }
   [ ! -e "$TMP/report.json" ] || fail "'$*': wrote a report despite the error"
   ls "$TMP" | grep -q 'report.json.tmp' && fail "'$*': left a temporary report behind"
   return 0

@@ -1,0 +1,51 @@
+# Every bad input gives a one-line error naming what is wrong, the documented
+# exit code (2 usage, 3 bad input data), and writes no report.
+. "$(dirname "$0")/lib.bash"
+J=(--json "$TMP/report.json")
+# usage errors: exit 2, before any device work
+expect_error 2 "unknown command 'nosuch'" "$KV" nosuch
+expect_error 2 "unknown option '--bogus'" "$KV" rmsnorm-bwd --bogus "${J[@]}"
+expect_error 2 "missing value for --rows" "$KV" rmsnorm-bwd "${J[@]}" --rows
+expect_error 2 "unexpected argument 'extra'" "$KV" rmsnorm-bwd extra "${J[@]}"
+expect_error 2 "--rows: 0 is out of range" "$KV" rmsnorm-bwd --rows 0 "${J[@]}"
+expect_error 2 "--rows: -5 is out of range" "$KV" rmsnorm-bwd --rows -5 "${J[@]}"
+expect_error 2 "--dim: 'abc' is not an integer" "$KV" rmsnorm-bwd --dim abc "${J[@]}"
+expect_error 2 "--dim: '4096x' is not an integer" "$KV" rmsnorm-bwd --dim 4096x "${J[@]}"
+expect_error 2 "--rows: '99999999999999999999' is out of range" "$KV" rmsnorm-bwd --rows 99999999999999999999 "${J[@]}"
+expect_error 2 "--rows: 4294967296 is out of range" "$KV" rmsnorm-bwd --rows 4G "${J[@]}"
+expect_error 2 "elements, more than 2\^31-1" "$KV" rmsnorm-bwd --rows 1G --dim 1G "${J[@]}"
+expect_error 2 "elements, more than 2\^31-1" "$KV" rmsnorm-bwd --rows 65536 --dim 65536 "${J[@]}"
+expect_error 2 "--eps: 'nan' is not a finite number" "$KV" rmsnorm-bwd --eps nan "${J[@]}"
+expect_error 2 "--eps: -1 is out of range" "$KV" rmsnorm-bwd --eps -1 "${J[@]}"
+expect_error 2 "--dist: 'gauss' is not one of normal\|uniform\|zero-row" "$KV" rmsnorm-bwd --dist gauss "${J[@]}"
+expect_error 2 "--scale: 0 is out of range" "$KV" rmsnorm-bwd --scale 0 "${J[@]}"
+expect_error 2 "--seed: -1 is out of range" "$KV" rmsnorm-bwd --seed -1 "${J[@]}"
+expect_error 2 "--seeds: 0 is out of range" "$KV" rmsnorm-bwd --seeds 0 "${J[@]}"
+expect_error 2 "--repeat: 0 is out of range" "$KV" rmsnorm-bwd --repeat 0 "${J[@]}"
+expect_error 2 "--max-ulp: 'x' is not a number" "$KV" rmsnorm-bwd --max-ulp x "${J[@]}"
+expect_error 2 "--shader: 'r' is not STAGE=FILE" "$KV" rmsnorm-bwd --shader r "${J[@]}"
+expect_error 2 "has no stage 'dz'" "$KV" rmsnorm-bwd --shader dz=x.comp "${J[@]}"
+expect_error 2 "--json: cannot write to directory '$TMP/nodir'" "$KV" rmsnorm-bwd --json "$TMP/nodir/r.json"
+expect_error 2 "list: unknown option '--bogus'" "$KV" list --bogus
+# device-dependent usage errors
+expect_error 2 "no usable device with index 99" "$KV" rmsnorm-bwd --device 99 "${J[@]}"
+expect_error 2 "no device name contains 'no-such-gpu'" "$KV" rmsnorm-bwd --device no-such-gpu "${J[@]}"
+# a buffer beyond the device's maxStorageBufferRange (every device's is < 2^32 bytes):
+# 2^31-1 elements of f32 is 8 GiB
+expect_error 2 "maxStorageBufferRange" "$KV" rmsnorm-bwd --rows 1 --dim 2147483647 "${J[@]}"
+# bad shader files: exit 3
+expect_error 3 "$TMP/missing.comp: cannot open" "$KV" rmsnorm-bwd --shader r="$TMP/missing.comp" "${J[@]}"
+printf '#version 450\nlayout(local_size_x = 64) in;\nvoid main() { undeclared = 1; }\n' > "$TMP/broken.comp"
+expect_error 3 "broken.comp: does not compile: .*undeclared" "$KV" rmsnorm-bwd --shader r="$TMP/broken.comp" "${J[@]}"
+cp "$KV_SRC"/shaders/* "$TMP/"
+expect_error 3 "declares binding 2, but the stage has 2 bindings" "$KV" rmsnorm-bwd --shader r="$TMP/rmsnorm_bwd_dx.comp" "${J[@]}"
+expect_error 3 "binding 4 is missing" "$KV" rmsnorm-bwd --shader dx="$TMP/rmsnorm_bwd_dw.comp" "${J[@]}"
+sed 's/uint rows; uint dim; float eps;/uint rows; uint dim; float eps; float extra;/' "$TMP/rmsnorm_bwd_r.comp" > "$TMP/push.comp"
+expect_error 3 "push-constant block is 16 bytes, the stage's is 12 bytes" "$KV" rmsnorm-bwd --shader r="$TMP/push.comp" "${J[@]}"
+sed 's/layout(std430, set = 0, binding = 0) readonly buffer X { float x\[\]; }/layout(std140, set = 0, binding = 0) uniform X { vec4 x[16]; }/' "$TMP/rmsnorm_bwd_r.comp" | sed 's/float v = x\[base + i\];/float v = x[0].x;/' > "$TMP/ubo.comp"
+expect_error 3 "binding 0 is a uniform buffer" "$KV" rmsnorm-bwd --shader r="$TMP/ubo.comp" "${J[@]}"
+printf 'not spirv at all' > "$TMP/bad.spv"
+expect_error 3 "bad.spv: not a SPIR-V module" "$KV" rmsnorm-bwd --shader r="$TMP/bad.spv" "${J[@]}"
+head -c 40 "$(dirname "$0")/lib.bash" > "$TMP/short.spv"
+expect_error 3 "short.spv: not a SPIR-V module" "$KV" rmsnorm-bwd --shader r="$TMP/short.spv" "${J[@]}"
+exit 0
