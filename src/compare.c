@@ -53,59 +53,100 @@ static void note_worst(struct kv_metrics *m, size_t i, double c, double y)
     m->has_worst = 1;
 }
 
-enum kv_status kv_compare(enum kv_dtype t, const void *cand, const double *y,
-                          const double *S, size_t n, const struct kv_bound *b,
-                          const struct kv_criteria *crit, struct kv_metrics *m)
-{
-    memset(m, 0, sizeof *m);
-    m->elements = n;
-    double *ulps = malloc((n ? n : 1) * sizeof *ulps);
-    if (!ulps) return kv_error(KV_EDEVICE, "out of host memory comparing %zu elements", n);
+/* Partial results of one fixed-size chunk. Chunks are combined in index
+ * order, so every metric is the same whatever the number of threads. */
+struct part {
+    double sum_ulp, sum_e2, sum_y2, max_ulp, max_abs, max_rel, worst_ratio;
+    size_t compared, rel_skipped, fails_bound, fails_tol, worst, first_mismatch;
+    size_t nan_match, inf_match, nan_mismatch, inf_mismatch;
+};
 
+#define KV_CHUNK ((size_t)1 << 16)
+
+static void compare_chunk(enum kv_dtype t, const void *cand, const double *y, const double *S,
+                          size_t lo, size_t hi, const struct kv_bound *b, const struct kv_criteria *crit,
+                          double *ulps, struct part *p)
+{
     const double floor_rel = ldexp(1.0, kv_dtype_info(t)->emin);
     const double c1 = crit->lambda * sqrt(b->n) * b->u_acc, c2 = b->k_op * b->u_acc;
-    double sum_ulp = 0, sum_e2 = 0, sum_y2 = 0, worst_ratio = -1;
-    size_t fails_bound = 0, fails_tol = 0, first_mismatch = (size_t)-1;
-
-    for (size_t i = 0; i < n; i++) {
+    const int tol = crit->rtol >= 0 || crit->atol >= 0;
+    const double rt = crit->rtol > 0 ? crit->rtol : 0, at = crit->atol > 0 ? crit->atol : 0;
+    memset(p, 0, sizeof *p);
+    p->worst_ratio = -1;
+    p->first_mismatch = (size_t)-1;
+    p->worst = (size_t)-1;
+    for (size_t i = lo; i < hi; i++) {
         double c = kv_load_f64(t, cand, i), yi = y[i];
         if (!isfinite(c) || !isfinite(yi)) {
-            if (isnan(c) && isnan(yi)) { m->nan_match++; continue; }
-            if (isinf(c) && c == yi) { m->inf_match++; continue; }
-            if (isnan(c) || isnan(yi)) m->nan_mismatch++;
-            else m->inf_mismatch++;
-            if (first_mismatch == (size_t)-1) first_mismatch = i;
+            if (isnan(c) && isnan(yi)) { p->nan_match++; continue; }
+            if (isinf(c) && c == yi) { p->inf_match++; continue; }
+            if (isnan(c) || isnan(yi)) p->nan_mismatch++;
+            else p->inf_mismatch++;
+            if (p->first_mismatch == (size_t)-1) p->first_mismatch = i;
             continue;
         }
         double e = fabs(c - yi);
         double ulp = kv_ulp(t, yi);
-        double allowed = c1 * S[i] + c2 * S[i] + 0.5 * ulp * b->rho;
-        double ratio = e / allowed;
+        double ratio = e / (c1 * S[i] + c2 * S[i] + 0.5 * ulp * b->rho);
         double u = e / ulp;
-        ulps[m->compared++] = u;
-        sum_ulp += u;
-        sum_e2 += e * e;
-        sum_y2 += yi * yi;
-        if (u > m->max_ulp) m->max_ulp = u;
-        if (e > m->max_abs) m->max_abs = e;
+        ulps[lo + p->compared++] = u;
+        p->sum_ulp += u;
+        p->sum_e2 += e * e;
+        p->sum_y2 += yi * yi;
+        if (u > p->max_ulp) p->max_ulp = u;
+        if (e > p->max_abs) p->max_abs = e;
         if (fabs(yi) >= floor_rel) {
             double rel = e / fabs(yi);
-            if (rel > m->max_rel) m->max_rel = rel;
+            if (rel > p->max_rel) p->max_rel = rel;
         } else {
-            m->rel_skipped++;
+            p->rel_skipped++;
         }
-        if (ratio > 1.0) fails_bound++;
-        if (crit->rtol >= 0 || crit->atol >= 0) {
-            double rt = crit->rtol > 0 ? crit->rtol : 0, at = crit->atol > 0 ? crit->atol : 0;
-            if (e > at + rt * fabs(yi)) fails_tol++;
-        }
-        if (ratio > worst_ratio) {
-            worst_ratio = ratio;
-            if (first_mismatch == (size_t)-1) note_worst(m, i, c, yi);
-        }
+        if (ratio > 1.0) p->fails_bound++;
+        if (tol && e > at + rt * fabs(yi)) p->fails_tol++;
+        if (ratio > p->worst_ratio) p->worst_ratio = ratio, p->worst = i;
     }
-    if (first_mismatch != (size_t)-1)
-        note_worst(m, first_mismatch, kv_load_f64(t, cand, first_mismatch), y[first_mismatch]);
+}
+
+enum kv_status kv_compare(enum kv_dtype t, const void *cand, const double *y, const double *S,
+                          size_t n, const struct kv_bound *b, const struct kv_criteria *crit,
+                          struct kv_metrics *m)
+{
+    memset(m, 0, sizeof *m);
+    m->elements = n;
+    size_t nchunks = (n + KV_CHUNK - 1) / KV_CHUNK;
+    double *ulps = malloc((n ? n : 1) * sizeof *ulps);
+    struct part *parts = calloc(nchunks ? nchunks : 1, sizeof *parts);
+    if (!ulps || !parts) {
+        free(ulps);
+        free(parts);
+        return kv_error(KV_EDEVICE, "out of host memory comparing %zu elements", n);
+    }
+#pragma omp parallel for schedule(dynamic, 1)
+    for (size_t k = 0; k < nchunks; k++) {
+        size_t lo = k * KV_CHUNK, hi = lo + KV_CHUNK < n ? lo + KV_CHUNK : n;
+        compare_chunk(t, cand, y, S, lo, hi, b, crit, ulps, &parts[k]);
+    }
+    double sum_ulp = 0, sum_e2 = 0, sum_y2 = 0, worst_ratio = -1;
+    size_t fails_bound = 0, fails_tol = 0, first_mismatch = (size_t)-1, worst = (size_t)-1;
+    for (size_t k = 0; k < nchunks; k++) {
+        const struct part *p = &parts[k];
+        /* Compact this chunk's ULP errors after the previous chunks'. */
+        memmove(ulps + m->compared, ulps + k * KV_CHUNK, p->compared * sizeof *ulps);
+        m->compared += p->compared;
+        sum_ulp += p->sum_ulp, sum_e2 += p->sum_e2, sum_y2 += p->sum_y2;
+        if (p->max_ulp > m->max_ulp) m->max_ulp = p->max_ulp;
+        if (p->max_abs > m->max_abs) m->max_abs = p->max_abs;
+        if (p->max_rel > m->max_rel) m->max_rel = p->max_rel;
+        m->rel_skipped += p->rel_skipped;
+        fails_bound += p->fails_bound, fails_tol += p->fails_tol;
+        m->nan_match += p->nan_match, m->inf_match += p->inf_match;
+        m->nan_mismatch += p->nan_mismatch, m->inf_mismatch += p->inf_mismatch;
+        if (first_mismatch == (size_t)-1) first_mismatch = p->first_mismatch;
+        if (p->worst_ratio > worst_ratio) worst_ratio = p->worst_ratio, worst = p->worst;
+    }
+    free(parts);
+    size_t show = first_mismatch != (size_t)-1 ? first_mismatch : worst;
+    if (show != (size_t)-1) note_worst(m, show, kv_load_f64(t, cand, show), y[show]);
     m->max_bound_ratio = worst_ratio < 0 ? 0 : worst_ratio;
     m->mean_ulp = m->compared ? sum_ulp / (double)m->compared : 0;
     m->p99_ulp = kv_quantile(ulps, m->compared, 0.99);

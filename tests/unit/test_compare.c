@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <cmocka.h>
 
 #include "compare.h"
@@ -139,12 +140,41 @@ static void quantile(void **s)
     assert_true(kv_quantile(one, 1, 0.99) == 5);
 }
 
+/* Large outputs are compared in parallel chunks: the worst element, the
+ * first mismatch and the counts must be those of one sequential pass. */
+static void across_chunks(void **s)
+{
+    (void)s;
+    const size_t n = 200003;
+    float *c = malloc(n * sizeof *c);
+    double *y = malloc(n * sizeof *y), *S = malloc(n * sizeof *S);
+    for (size_t i = 0; i < n; i++) c[i] = (float)(1 + (double)(i % 7)), y[i] = c[i], S[i] = y[i];
+    c[150001] = nextafterf(nextafterf(c[150001], 100), 100);
+    c[199999] = nextafterf(c[199999], 100);
+    struct kv_metrics m;
+    run(c, y, S, n, &m);
+    assert_int_equal(m.compared, n);
+    assert_int_equal(m.worst_index, 150001);
+    assert_true(m.max_ulp == 2.0);
+    assert_true(m.p99_ulp == 0.0);
+    c[70000] = NAN;
+    c[180000] = INFINITY;
+    run(c, y, S, n, &m);
+    assert_int_equal(m.compared, n - 2);
+    assert_int_equal(m.nan_mismatch, 1);
+    assert_int_equal(m.inf_mismatch, 1);
+    assert_int_equal(m.worst_index, 70000);
+    assert_false(m.pass);
+    free(c), free(y), free(S);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(identical_passes), cmocka_unit_test(one_ulp), cmocka_unit_test(bound_decides),
         cmocka_unit_test(nan_inf_matching), cmocka_unit_test(nan_match_only_passes),
         cmocka_unit_test(nmse_and_rmse), cmocka_unit_test(overrides), cmocka_unit_test(quantile),
+        cmocka_unit_test(across_chunks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
