@@ -44,7 +44,8 @@ static void kernel_usage(const struct kv_kernel *k, FILE *f)
     }
     fprintf(f, "\ncases:\n"
                "  --seed S                     first seed [default: 1]\n"
-               "  --seeds N                    seeds per shape: S, S+1, ... [default: 1; with --sweep: %d]\n"
+               "  --seeds N|A..B               seeds per shape: S, S+1, ..., or the range A..B\n"
+               "                               [default: 1; with --sweep: %d]\n"
                "  --sweep                      run the kernel's built-in shapes (kverify list)\n"
                "  --repeat N                   run the device N times, fail on any difference [default: 1]\n"
                "  --shader STAGE=FILE          replace a stage's shader (.comp or .spv; kverify list --abi)\n"
@@ -65,8 +66,8 @@ static void kernel_usage(const struct kv_kernel *k, FILE *f)
 
 struct kopts {
     struct kv_run_opts run;
-    uint64_t seed, seeds;
-    int seeds_given, sweep, verbose;
+    uint64_t seed, seeds, range_lo;
+    int seeds_given, seed_from_range, sweep, verbose;
     const char *json, *device;
     const char *set[KV_MAX_PARAMS];
 };
@@ -94,8 +95,18 @@ static enum kv_status parse(const struct kv_kernel *k, int argc, char **argv, st
             o->seed = (uint64_t)v;
             break;
         case OPT_SEEDS:
-            KV_TRY(kv_parse_i64("--seeds", arg, 1, 100000, &v));
-            o->seeds = (uint64_t)v;
+            if (strstr(arg, "..")) { /* an inclusive range A..B */
+                uint64_t lo, hi;
+                KV_TRY(kv_parse_range("--seeds", arg, &lo, &hi));
+                KV_CHECK(hi - lo < 100000, KV_EUSAGE, "--seeds: range '%s' has more than 100000 seeds", arg);
+                o->seed_from_range = 1;
+                o->range_lo = lo;
+                o->seeds = hi - lo + 1;
+            } else {
+                KV_TRY(kv_parse_i64("--seeds", arg, 1, 100000, &v));
+                o->seeds = (uint64_t)v;
+                o->seed_from_range = 0;
+            }
             o->seeds_given = 1;
             break;
         case OPT_SWEEP: o->sweep = 1; break;
@@ -103,8 +114,14 @@ static enum kv_status parse(const struct kv_kernel *k, int argc, char **argv, st
             KV_TRY(kv_parse_i64("--repeat", arg, 1, 64, &v));
             o->run.repeat = (int)v;
             break;
-        case OPT_JSON: o->json = arg; break;
-        case OPT_DEVICE: o->device = arg; break;
+        case OPT_JSON:
+            KV_CHECK(*arg, KV_EUSAGE, "--json: empty file name");
+            o->json = arg;
+            break;
+        case OPT_DEVICE:
+            KV_CHECK(*arg, KV_EUSAGE, "--device: empty device index or name");
+            o->device = arg;
+            break;
         case OPT_SHADER: {
             const char *eq = strchr(arg, '=');
             KV_CHECK(eq && eq != arg && eq[1], KV_EUSAGE, "--shader: '%s' is not STAGE=FILE", arg);
@@ -137,6 +154,7 @@ static enum kv_status parse(const struct kv_kernel *k, int argc, char **argv, st
         }
     }
     KV_CHECK(optind >= argc, KV_EUSAGE, "%s: unexpected argument '%s'", k->name, argv[optind]);
+    if (o->seed_from_range) o->seed = o->range_lo;
     if (o->json && strcmp(o->json, "-") != 0) {
         /* Fail before any work rather than after it. */
         char dir[4096];

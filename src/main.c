@@ -35,7 +35,7 @@ void kv_usage(FILE *f)
 static int dispatch(int argc, char **argv)
 {
     if (argc < 2) {
-        kv_usage(stderr);
+        fprintf(stderr, "kverify: no command given (usage: kverify COMMAND [options]; see kverify --help)\n");
         return 2;
     }
     const char *cmd = argv[1];

@@ -13,4 +13,7 @@ grep -q 'differ between repeats' "$TMP/out" && fail "correct kernel reported as 
 "$KV" rmsnorm-bwd --rows 9 --dim 300 --seed 42 > "$TMP/a" 2>&1
 "$KV" rmsnorm-bwd --rows 9 --dim 300 --seed 42 > "$TMP/b" 2>&1
 cmp -s "$TMP/a" "$TMP/b" || fail "two runs of the same case differ"
+# --seeds A..B runs exactly those seeds.
+expect_exit 0 "$KV" rmsnorm-bwd --rows 3 --dim 5 --seeds 7..9
+[ "$(grep -c '^rmsnorm-bwd\[rows=3,dim=5,eps=1e-06,seed=[789]\]  pass' "$TMP/out")" = 3 ] || fail "--seeds 7..9"
 exit 0

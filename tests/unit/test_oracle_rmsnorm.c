@@ -25,26 +25,46 @@ static double loss(const double *x, const double *w, const double *dy, int rows,
     return l;
 }
 
-static void check_shape(int rows, int dim, double eps, uint64_t seed)
+/* Make a case's inputs and run the oracle, as the runner does. */
+static const struct kv_kernel *oracle_case(struct kv_case *c, const char *params, uint64_t seed)
 {
     const struct kv_kernel *k = kv_kernel_find("rmsnorm-bwd");
     assert_non_null(k);
+    assert_int_equal(kv_case_init(c, k, seed), KV_OK);
+    assert_int_equal(kv_param_apply(c, params), KV_OK);
+    assert_int_equal(k->shape(c), KV_OK);
+    for (int t = 0; t < k->n_tensors; t++) {
+        struct kv_tensor s = c->t[t];
+        assert_int_equal(kv_tensor_alloc(&c->t[t], "t", s.dtype, s.ndim, s.shape), KV_OK);
+        if (k->tensors[t].role == KV_OUTPUT) {
+            c->y[t] = calloc(c->t[t].count, sizeof(double));
+            c->S[t] = calloc(c->t[t].count, sizeof(double));
+        }
+    }
+    assert_int_equal(k->inputs(c), KV_OK);
+    assert_int_equal(k->oracle(c), KV_OK);
+    return k;
+}
+
+/* Central difference of the loss in v[i]. */
+static double fd(double *v, size_t i, double h, const double *x, const double *w, const double *dy,
+                 int rows, int dim, double eps)
+{
+    double save = v[i];
+    v[i] = save + h;
+    double lp = loss(x, w, dy, rows, dim, eps);
+    v[i] = save - h;
+    double lm = loss(x, w, dy, rows, dim, eps);
+    v[i] = save;
+    return (lp - lm) / (2 * h);
+}
+
+static void check_shape(int rows, int dim, double eps, uint64_t seed)
+{
     struct kv_case c;
     char params[128];
     snprintf(params, sizeof params, "rows=%d,dim=%d,eps=%g", rows, dim, eps);
-    assert_int_equal(kv_case_init(&c, k, seed), KV_OK);
-    assert_int_equal(kv_param_apply(&c, params), KV_OK);
-    assert_int_equal(k->shape(&c), KV_OK);
-    for (int t = 0; t < k->n_tensors; t++) {
-        struct kv_tensor s = c.t[t];
-        assert_int_equal(kv_tensor_alloc(&c.t[t], "t", s.dtype, s.ndim, s.shape), KV_OK);
-        if (k->tensors[t].role == KV_OUTPUT) {
-            c.y[t] = calloc(c.t[t].count, sizeof(double));
-            c.S[t] = calloc(c.t[t].count, sizeof(double));
-        }
-    }
-    assert_int_equal(k->inputs(&c), KV_OK);
-    assert_int_equal(k->oracle(&c), KV_OK);
+    const struct kv_kernel *k = oracle_case(&c, params, seed);
     int tx = kv_tensor_index(k, "x"), tw = kv_tensor_index(k, "w"), tdy = kv_tensor_index(k, "dy");
     int tr = kv_tensor_index(k, "r"), tdx = kv_tensor_index(k, "dx"), tdw = kv_tensor_index(k, "dw");
     size_t n = (size_t)rows * dim;
@@ -62,25 +82,12 @@ static void check_shape(int rows, int dim, double eps, uint64_t seed)
     /* The oracle feeds dx and dw the f32-rounded r (stage isolation), so it
      * sits within ~1e-7 relative of the exact gradient; a wrong term is O(1). */
     for (size_t i = 0; i < n; i++) {
-        double h = 1e-5 * fmax(1.0, fabs(x[i])), save = x[i];
-        x[i] = save + h;
-        double lp = loss(x, w, dy, rows, dim, e32);
-        x[i] = save - h;
-        double lm = loss(x, w, dy, rows, dim, e32);
-        x[i] = save;
-        double fd = (lp - lm) / (2 * h);
-        double scale = c.S[tdx][i] + 1e-30;
-        assert_true(fabs(fd - c.y[tdx][i]) <= 1e-6 * scale + 1e-12 * fabs(fd));
+        double g = fd(x, i, 1e-5 * fmax(1.0, fabs(x[i])), x, w, dy, rows, dim, e32);
+        assert_true(fabs(g - c.y[tdx][i]) <= 1e-6 * (c.S[tdx][i] + 1e-30) + 1e-12 * fabs(g));
     }
     for (int i = 0; i < dim; i++) {
-        double h = 1e-5, save = w[i];
-        w[i] = save + h;
-        double lp = loss(x, w, dy, rows, dim, e32);
-        w[i] = save - h;
-        double lm = loss(x, w, dy, rows, dim, e32);
-        w[i] = save;
-        double fd = (lp - lm) / (2 * h);
-        assert_true(fabs(fd - c.y[tdw][i]) <= 1e-6 * (c.S[tdw][i] + 1e-30));
+        double g = fd(w, (size_t)i, 1e-5, x, w, dy, rows, dim, e32);
+        assert_true(fabs(g - c.y[tdw][i]) <= 1e-6 * (c.S[tdw][i] + 1e-30));
     }
     free(x), free(dy), free(w);
     kv_case_free(&c);
@@ -97,21 +104,8 @@ static void small_shapes(void **s)
 static void zero_row_gives_nan(void **s)
 {
     (void)s;
-    const struct kv_kernel *k = kv_kernel_find("rmsnorm-bwd");
     struct kv_case c;
-    assert_int_equal(kv_case_init(&c, k, 1), KV_OK);
-    assert_int_equal(kv_param_apply(&c, "rows=2,dim=4,eps=0,dist=zero-row"), KV_OK);
-    assert_int_equal(k->shape(&c), KV_OK);
-    for (int t = 0; t < k->n_tensors; t++) {
-        struct kv_tensor sh = c.t[t];
-        kv_tensor_alloc(&c.t[t], "t", sh.dtype, sh.ndim, sh.shape);
-        if (k->tensors[t].role == KV_OUTPUT) {
-            c.y[t] = calloc(c.t[t].count, sizeof(double));
-            c.S[t] = calloc(c.t[t].count, sizeof(double));
-        }
-    }
-    k->inputs(&c);
-    k->oracle(&c);
+    const struct kv_kernel *k = oracle_case(&c, "rows=2,dim=4,eps=0,dist=zero-row", 1);
     int tr = kv_tensor_index(k, "r"), tdx = kv_tensor_index(k, "dx"), tdw = kv_tensor_index(k, "dw");
     assert_true(isinf(c.y[tr][0]) && c.y[tr][0] > 0);
     assert_true(isfinite(c.y[tr][1]));
