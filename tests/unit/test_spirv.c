@@ -1,0 +1,91 @@
+/* The SPIR-V reflector reads user files: it must describe the built-in
+ * shaders exactly, and never crash or read out of bounds on corrupted
+ * modules (run under ASan in CI). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "kernels/kernel.h"
+#include "rng.h"
+#include "spirv.h"
+
+static void builtins_match_their_abi(void **s)
+{
+    (void)s;
+    for (int k = 0; kv_kernels[k]; k++)
+        for (int st = 0; st < kv_kernels[k]->n_stages; st++) {
+            const struct kv_stage_def *sd = &kv_kernels[k]->stages[st];
+            const struct kv_spirv_blob *blobs[2] = {&sd->subgroup, &sd->fallback};
+            for (int v = 0; v < 2; v++) {
+                struct kv_spirv_iface f;
+                assert_int_equal(kv_spirv_reflect("builtin", blobs[v]->words, blobs[v]->bytes / 4, &f), KV_OK);
+                assert_int_equal(kv_spirv_check("builtin", &f, (uint32_t)sd->n_bindings, sd->push_size), KV_OK);
+                assert_int_equal(f.n_bindings, sd->n_bindings);
+                assert_true(f.local[0] >= 1 && f.local[1] >= 1 && f.local[2] >= 1);
+            }
+        }
+    /* rmsnorm-bwd's dw stage is 64 x 4 by design. */
+    const struct kv_kernel *rms = kv_kernel_find("rmsnorm-bwd");
+    struct kv_spirv_iface f;
+    const struct kv_spirv_blob *dw = &rms->stages[2].fallback;
+    assert_int_equal(kv_spirv_reflect("dw", dw->words, dw->bytes / 4, &f), KV_OK);
+    assert_int_equal(f.local[0], 64);
+    assert_int_equal(f.local[1], 4);
+    assert_int_equal(f.push_size, 8);
+}
+
+static void rejects_garbage(void **s)
+{
+    (void)s;
+    struct kv_spirv_iface f;
+    uint32_t zeros[8] = {0};
+    assert_int_equal(kv_spirv_reflect("z", zeros, 8, &f), KV_EDATA);
+    uint32_t tiny[2] = {0x07230203u, 0};
+    assert_int_equal(kv_spirv_reflect("t", tiny, 2, &f), KV_EDATA);
+    uint32_t zero_wc[6] = {0x07230203u, 0x10000, 0, 100, 0, 0};
+    assert_int_equal(kv_spirv_reflect("w", zero_wc, 6, &f), KV_EDATA);
+    uint32_t huge_bound[5] = {0x07230203u, 0x10000, 0, 0xffffffffu, 0};
+    assert_int_equal(kv_spirv_reflect("b", huge_bound, 5, &f), KV_EDATA);
+}
+
+/* Flip, overwrite and truncate words of a real module many times; every
+ * outcome must be a clean KV_OK or KV_EDATA. */
+static void fuzz_mutations(void **s)
+{
+    (void)s;
+    const struct kv_spirv_blob *b = &kv_kernel_find("rmsnorm-bwd")->stages[1].subgroup;
+    size_t n = b->bytes / 4;
+    uint32_t *w = malloc(b->bytes);
+    for (uint64_t iter = 0; iter < 20000; iter++) {
+        memcpy(w, b->words, b->bytes);
+        int edits = 1 + (int)(kv_rng_uniform(11, 0, iter) * 4);
+        for (int e = 0; e < edits; e++) {
+            size_t at = 5 + (size_t)(kv_rng_uniform(11, 1 + (uint32_t)e, iter) * (double)(n - 5));
+            uint32_t bits = (uint32_t)(kv_rng_uniform(11, 10 + (uint32_t)e, iter) * 4294967296.0);
+            switch (iter % 3) {
+            case 0: w[at] ^= 1u << (bits % 32); break;
+            case 1: w[at] = bits; break;
+            default: w[at] = (w[at] & 0xffffu) | (bits & 0xffff0000u); break; /* word count */
+            }
+        }
+        size_t len = iter % 7 == 0 ? 5 + (size_t)(kv_rng_uniform(11, 30, iter) * (double)(n - 5)) : n;
+        struct kv_spirv_iface f;
+        enum kv_status st = kv_spirv_reflect("fuzz", w, len, &f);
+        assert_true(st == KV_OK || st == KV_EDATA);
+    }
+    free(w);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(builtins_match_their_abi),
+        cmocka_unit_test(rejects_garbage),
+        cmocka_unit_test(fuzz_mutations),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
