@@ -19,8 +19,10 @@ static void list_abi(const struct kv_kernel *k)
             int t = sd->bindings[b];
             const struct kv_tensor_def *td = &k->tensors[t];
             int writes = td->role == KV_OUTPUT && td->stage == s;
+            char shape[96];
+            kv_dims_doc(td, shape, sizeof shape);
             printf("    set 0 binding %d: %-4s %s %s  storage buffer, %s\n", b, kv_dtype_info(td->dtype)->name,
-                   td->name, td->shape, writes ? "written" : "read-only");
+                   td->name, shape, writes ? "written" : "read-only");
         }
         printf("    push constants (%u bytes): %s\n", sd->push_size, sd->push_doc);
         printf("    dispatch: %s\n", sd->dispatch_doc);
@@ -45,15 +47,16 @@ int cmd_list(int argc, char **argv)
         const struct kv_kernel *k = kv_kernels[i];
         printf("%s: %s\n  stages:", k->name, k->summary);
         for (int s = 0; s < k->n_stages; s++) printf(" %s", k->stages[s].name);
-        printf("\n  inputs:");
-        for (int t = 0; t < k->n_tensors; t++)
-            if (k->tensors[t].role == KV_INPUT)
-                printf(" %s %s%s", k->tensors[t].name, kv_dtype_info(k->tensors[t].dtype)->name, k->tensors[t].shape);
-        printf("\n  outputs:");
-        for (int t = 0; t < k->n_tensors; t++)
-            if (k->tensors[t].role == KV_OUTPUT)
-                printf(" %s %s%s (stage %s)", k->tensors[t].name, kv_dtype_info(k->tensors[t].dtype)->name,
-                       k->tensors[t].shape, k->stages[k->tensors[t].stage].name);
+        for (int role = KV_INPUT; role <= KV_OUTPUT; role++) {
+            printf(role == KV_INPUT ? "\n  inputs:" : "\n  outputs:");
+            for (int t = 0; t < k->n_tensors; t++) {
+                if ((int)k->tensors[t].role != role) continue;
+                char shape[96];
+                kv_dims_doc(&k->tensors[t], shape, sizeof shape);
+                printf(" %s %s%s", k->tensors[t].name, kv_dtype_info(k->tensors[t].dtype)->name, shape);
+                if (role == KV_OUTPUT) printf(" (stage %s)", k->stages[k->tensors[t].stage].name);
+            }
+        }
         printf("\n  parameters:");
         for (int p = 0; p < k->n_params; p++) printf(" --%s [default: %s]", k->params[p].name, k->params[p].def);
         printf("\n  sweep:");

@@ -10,6 +10,7 @@ static const struct kv_dtype_info infos[KV_DTYPE_COUNT] = {
     [KV_BF16] = {"bf16", 2, 1, 8, -126},
     [KV_U8] = {"u8", 1, 0, 0, 0},
     [KV_I32] = {"i32", 4, 0, 0, 0},
+    [KV_U16] = {"u16", 2, 0, 0, 0},
 };
 
 const struct kv_dtype_info *kv_dtype_info(enum kv_dtype t) { return &infos[t]; }
@@ -117,6 +118,7 @@ double kv_load_f64(enum kv_dtype t, const void *data, size_t i)
     case KV_BF16: return kv_bf16_to_f32(((const uint16_t *)data)[i]);
     case KV_U8: return ((const uint8_t *)data)[i];
     case KV_I32: return ((const int32_t *)data)[i];
+    case KV_U16: return ((const uint16_t *)data)[i];
     case KV_DTYPE_COUNT: break;
     }
     return NAN;
@@ -140,6 +142,7 @@ void kv_store_f64(enum kv_dtype t, void *data, size_t i, double v)
     case KV_BF16: ((uint16_t *)data)[i] = kv_f32_to_bf16((float)v); break;
     case KV_U8: ((uint8_t *)data)[i] = (uint8_t)nearbyint(clampd(v, 0, 255)); break;
     case KV_I32: ((int32_t *)data)[i] = (int32_t)nearbyint(clampd(v, -2147483648.0, 2147483647.0)); break;
+    case KV_U16: ((uint16_t *)data)[i] = (uint16_t)nearbyint(clampd(v, 0, 65535)); break;
     case KV_DTYPE_COUNT: break;
     }
 }

@@ -5,7 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum kv_dtype { KV_F32, KV_F64, KV_F16, KV_BF16, KV_U8, KV_I32, KV_DTYPE_COUNT };
+/* KV_U16 holds raw 16-bit words: how .npy files carry bf16 bit patterns. */
+enum kv_dtype { KV_F32, KV_F64, KV_F16, KV_BF16, KV_U8, KV_I32, KV_U16, KV_DTYPE_COUNT };
 
 struct kv_dtype_info {
     const char *name;  /* "f32", as in reports and fixtures */

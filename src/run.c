@@ -75,7 +75,7 @@ void kv_runner_free(struct kv_runner *r)
 enum kv_status kv_case_check(struct kv_case *c, const struct kv_vk_info *dev)
 {
     const struct kv_kernel *k = c->k;
-    enum kv_status st = k->shape(c);
+    enum kv_status st = kv_case_shapes(c);
     if (st) return st;
     for (int t = 0; t < k->n_tensors; t++) {
         size_t n;

@@ -42,7 +42,10 @@ struct kv_tensor_def {
     enum kv_dtype dtype;
     enum kv_role role;
     int stage;            /* producing stage of an output */
-    const char *shape;    /* for documentation: "[rows, dim]" */
+    /* The shape, outermost first, as comma-separated extents: each a parameter
+     * name, an integer, or a product "a*b". A lone parameter name can be
+     * inferred from an input file's shape (--inputs). */
+    const char *dims;
 };
 
 struct kv_spirv_blob {
@@ -78,8 +81,9 @@ struct kv_kernel {
     int n_stages;
     const char *const *sweep;  /* NULL-terminated "k=v,k=v" overrides */
     int sweep_seeds;           /* seeds per sweep shape unless --seeds says otherwise */
-    /* Validate parameters and set every tensor's dtype and shape (c->t). */
-    enum kv_status (*shape)(struct kv_case *c);
+    /* Validate the parameters beyond their ranges (the shapes are already
+     * set from dims in c->t, and are >= 1 and free of overflow). */
+    enum kv_status (*validate)(struct kv_case *c);
     /* Fill the input tensors (already allocated) from c->seed. */
     enum kv_status (*inputs)(struct kv_case *c);
     /* Fill c->y, c->S (allocated, one per element) and c->bound for every
@@ -94,6 +98,11 @@ struct kv_case {
     struct kv_pval p[KV_MAX_PARAMS];
     uint64_t seed;
     char name[256];
+    const char *label;  /* where given tensors came from (case name), or NULL */
+    /* Tensors given by files instead of generated (inputs) or run on the
+     * device (outputs: candidates); borrowed, not owned. */
+    const struct kv_tensor *given[KV_MAX_TENSORS];
+    const char *given_from[KV_MAX_TENSORS];
     struct kv_tensor t[KV_MAX_TENSORS];
     double *y[KV_MAX_TENSORS];
     double *S[KV_MAX_TENSORS];
@@ -116,6 +125,11 @@ enum kv_status kv_param_set(struct kv_case *c, int i, const char *text);
 enum kv_status kv_param_apply(struct kv_case *c, const char *list);
 /* Initialise c with the kernel's defaults. */
 enum kv_status kv_case_init(struct kv_case *c, const struct kv_kernel *k, uint64_t seed);
+/* Set every tensor's dtype and shape from its dims, then the kernel's
+ * validate(). KV_EUSAGE on an overflowing or empty shape. */
+enum kv_status kv_case_shapes(struct kv_case *c);
+/* "[rows, dim]" for documentation. */
+void kv_dims_doc(const struct kv_tensor_def *t, char *buf, size_t size);
 /* Build the stable case name from the parameters and seed. */
 void kv_case_name(struct kv_case *c);
 /* Format parameter i's value as text. */

@@ -125,6 +125,60 @@ void kv_case_name(struct kv_case *c)
         snprintf(c->name + o, sizeof c->name - o, "seed=%llu]", (unsigned long long)c->seed);
 }
 
+/* Evaluate one extent: "name", "64" or a product "a*b". */
+static enum kv_status eval_extent(const struct kv_case *c, const char *spec, size_t len, int64_t *out)
+{
+    int64_t v = 1;
+    char tok[64];
+    for (size_t i = 0; i < len;) {
+        size_t w = 0;
+        while (i + w < len && spec[i + w] != '*') w++;
+        if (w == 0 || w >= sizeof tok) return kv_error(KV_EUSAGE, "internal: bad extent '%.*s'", (int)len, spec);
+        memcpy(tok, spec + i, w);
+        tok[w] = '\0';
+        int64_t f;
+        int p = kv_param_index(c->k, tok);
+        if (p >= 0) f = c->p[p].i;
+        else f = strtoll(tok, NULL, 10);
+        if (f < 1 || v > INT64_MAX / f)
+            return kv_error(KV_EUSAGE, "%s: extent %s overflows", c->k->name, spec);
+        v *= f;
+        i += w + (i + w < len);
+    }
+    *out = v;
+    return KV_OK;
+}
+
+enum kv_status kv_case_shapes(struct kv_case *c)
+{
+    const struct kv_kernel *k = c->k;
+    for (int t = 0; t < k->n_tensors; t++) {
+        const char *d = k->tensors[t].dims;
+        struct kv_tensor *x = &c->t[t];
+        x->dtype = k->tensors[t].dtype;
+        x->ndim = 0;
+        while (*d) {
+            size_t len = strcspn(d, ",");
+            if (x->ndim == KV_MAX_DIMS) return kv_error(KV_EUSAGE, "internal: %s has too many dims", k->tensors[t].name);
+            enum kv_status st = eval_extent(c, d, len, &x->shape[x->ndim++]);
+            if (st) return st;
+            d += len + (d[len] == ',');
+        }
+        size_t n;
+        enum kv_status st = kv_shape_count(k->tensors[t].name, x->dtype, x->ndim, x->shape, &n);
+        if (st) return st;
+    }
+    return k->validate ? k->validate(c) : KV_OK;
+}
+
+void kv_dims_doc(const struct kv_tensor_def *t, char *buf, size_t size)
+{
+    size_t o = (size_t)snprintf(buf, size, "[");
+    for (const char *d = t->dims; *d && o < size; d++)
+        o += (size_t)snprintf(buf + o, size - o, *d == ',' ? ", " : "%c", *d);
+    if (o < size) snprintf(buf + o, size - o, "]");
+}
+
 void kv_case_free(struct kv_case *c)
 {
     for (int i = 0; i < KV_MAX_TENSORS; i++) {

@@ -44,12 +44,12 @@ static const struct kv_param_def params[] = {
 };
 
 static const struct kv_tensor_def tensors[] = {
-    [T_X] = {"x", KV_F32, KV_INPUT, -1, "[rows, dim]"},
-    [T_W] = {"w", KV_F32, KV_INPUT, -1, "[dim]"},
-    [T_DY] = {"dy", KV_F32, KV_INPUT, -1, "[rows, dim]"},
-    [T_R] = {"r", KV_F32, KV_OUTPUT, S_R, "[rows]"},
-    [T_DX] = {"dx", KV_F32, KV_OUTPUT, S_DX, "[rows, dim]"},
-    [T_DW] = {"dw", KV_F32, KV_OUTPUT, S_DW, "[dim]"},
+    [T_X] = {"x", KV_F32, KV_INPUT, -1, "rows,dim"},
+    [T_W] = {"w", KV_F32, KV_INPUT, -1, "dim"},
+    [T_DY] = {"dy", KV_F32, KV_INPUT, -1, "rows,dim"},
+    [T_R] = {"r", KV_F32, KV_OUTPUT, S_R, "rows"},
+    [T_DX] = {"dx", KV_F32, KV_OUTPUT, S_DX, "rows,dim"},
+    [T_DW] = {"dw", KV_F32, KV_OUTPUT, S_DW, "dim"},
 };
 
 struct push2 {
@@ -100,7 +100,7 @@ static const struct kv_stage_def stages[] = {
               "gl_NumWorkGroups.x*local_size_x", launch_cols},
 };
 
-static enum kv_status shape(struct kv_case *c)
+static enum kv_status validate(struct kv_case *c)
 {
     int64_t rows = c->p[P_ROWS].i, dim = c->p[P_DIM].i;
     /* Shaders index with 32-bit unsigned integers: keep every flat index
@@ -108,16 +108,6 @@ static enum kv_status shape(struct kv_case *c)
     if (rows > INT32_MAX / dim)
         return kv_error(KV_EUSAGE, "--rows %lld x --dim %lld = %lld elements, more than 2^31-1",
                         (long long)rows, (long long)dim, (long long)(rows * dim));
-    int64_t rd[2] = {rows, dim};
-    struct { int t, ndim; const int64_t *shape; } s[] = {
-        {T_X, 2, rd}, {T_W, 1, &rd[1]}, {T_DY, 2, rd}, {T_R, 1, &rd[0]}, {T_DX, 2, rd}, {T_DW, 1, &rd[1]},
-    };
-    for (int i = 0; i < KV_COUNT(s); i++) {
-        struct kv_tensor *t = &c->t[s[i].t];
-        t->dtype = tensors[s[i].t].dtype;
-        t->ndim = s[i].ndim;
-        for (int d = 0; d < s[i].ndim; d++) t->shape[d] = s[i].shape[d];
-    }
     return KV_OK;
 }
 
@@ -233,7 +223,7 @@ const struct kv_kernel kv_kernel_rmsnorm_bwd = {
     .n_stages = KV_COUNT(stages),
     .sweep = sweep,
     .sweep_seeds = 3,
-    .shape = shape,
+    .validate = validate,
     .inputs = inputs,
     .oracle = oracle,
 };
