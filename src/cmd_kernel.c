@@ -8,10 +8,13 @@
 #include "cli.h"
 #include "commands.h"
 #include "run.h"
+#include "save.h"
+#include "source.h"
 
 enum {
     OPT_SEED = 1000, OPT_SEEDS, OPT_SWEEP, OPT_REPEAT, OPT_JSON, OPT_DEVICE, OPT_SHADER, OPT_NO_SUBGROUP,
-    OPT_LAMBDA, OPT_MAX_ULP, OPT_RTOL, OPT_ATOL, OPT_MAX_NMSE, OPT_VERBOSE, OPT_HELP, OPT_PARAM = 2000,
+    OPT_LAMBDA, OPT_MAX_ULP, OPT_RTOL, OPT_ATOL, OPT_MAX_NMSE, OPT_VERBOSE, OPT_HELP, OPT_INPUTS,
+    OPT_CANDIDATE, OPT_SAVE, OPT_NO_DEVICE, OPT_PARAM = 2000,
 };
 
 static const struct option common_opts[] = {
@@ -29,6 +32,10 @@ static const struct option common_opts[] = {
     {"atol", required_argument, NULL, OPT_ATOL},
     {"max-nmse", required_argument, NULL, OPT_MAX_NMSE},
     {"verbose", no_argument, NULL, OPT_VERBOSE},
+    {"inputs", required_argument, NULL, OPT_INPUTS},
+    {"candidate", required_argument, NULL, OPT_CANDIDATE},
+    {"save", required_argument, NULL, OPT_SAVE},
+    {"no-device", no_argument, NULL, OPT_NO_DEVICE},
     {"help", no_argument, NULL, OPT_HELP},
 };
 
@@ -50,6 +57,12 @@ static void kernel_usage(const struct kv_kernel *k, FILE *f)
                "  --repeat N                   run the device N times, fail on any difference [default: 1]\n"
                "  --shader STAGE=FILE          replace a stage's shader (.comp or .spv; kverify list --abi)\n"
                "  --no-subgroup                use the shared-memory reduction shaders\n"
+               "\nfiles (man kverify: FILES):\n"
+               "  --inputs PATH                inputs from a directory of NAME.npy, an .npz or a .json\n"
+               "                               fixture; shapes infer the size parameters\n"
+               "  --candidate OUTPUT=FILE.npy  judge an output computed elsewhere instead of the device\n"
+               "  --no-device                  never open a device (every output needs a candidate)\n"
+               "  --save DIR                   write inputs, device and oracle outputs, report per case\n"
                "\ntolerance (metrics.md; any override replaces the default bound):\n"
                "  --lambda X                   probabilistic bound factor [default: 8]\n"
                "  --max-ulp X                  pass when max ULP error <= X\n"
@@ -67,9 +80,11 @@ static void kernel_usage(const struct kv_kernel *k, FILE *f)
 struct kopts {
     struct kv_run_opts run;
     uint64_t seed, seeds, range_lo;
-    int seeds_given, seed_from_range, sweep, verbose;
-    const char *json, *device;
+    int seeds_given, seed_from_range, seed_given, sweep, verbose, no_device;
+    const char *json, *device, *inputs;
     const char *set[KV_MAX_PARAMS];
+    const char *candidate[2 * KV_MAX_TENSORS];
+    int n_candidates;
 };
 
 static enum kv_status parse(const struct kv_kernel *k, int argc, char **argv, struct kopts *o, int *help)
@@ -93,7 +108,22 @@ static enum kv_status parse(const struct kv_kernel *k, int argc, char **argv, st
         case OPT_SEED:
             KV_TRY(kv_parse_i64("--seed", arg, 0, INT64_MAX, &v));
             o->seed = (uint64_t)v;
+            o->seed_given = 1;
             break;
+        case OPT_INPUTS:
+            KV_CHECK(*arg, KV_EUSAGE, "--inputs: empty path");
+            o->inputs = arg;
+            break;
+        case OPT_CANDIDATE:
+            KV_CHECK(o->n_candidates < (int)(sizeof o->candidate / sizeof *o->candidate), KV_EUSAGE,
+                     "--candidate: too many");
+            o->candidate[o->n_candidates++] = arg;
+            break;
+        case OPT_SAVE:
+            KV_CHECK(*arg, KV_EUSAGE, "--save: empty directory name");
+            o->run.save_dir = arg;
+            break;
+        case OPT_NO_DEVICE: o->no_device = 1; break;
         case OPT_SEEDS:
             if (strstr(arg, "..")) { /* an inclusive range A..B */
                 uint64_t lo, hi;
@@ -154,7 +184,8 @@ static enum kv_status parse(const struct kv_kernel *k, int argc, char **argv, st
         }
     }
     KV_CHECK(optind >= argc, KV_EUSAGE, "%s: unexpected argument '%s'", k->name, argv[optind]);
-    if (o->seed_from_range) o->seed = o->range_lo;
+    if (o->seed_from_range) o->seed = o->range_lo, o->seed_given = 1;
+    KV_CHECK(!(o->sweep && o->inputs), KV_EUSAGE, "--sweep and --inputs exclude each other");
     if (o->json && strcmp(o->json, "-") != 0) {
         /* Fail before any work rather than after it. */
         char dir[4096];
@@ -169,7 +200,8 @@ cleanup:
 }
 
 /* Build every case (validated, before any device work). */
-static enum kv_status build_cases(const struct kv_kernel *k, const struct kopts *o, struct kv_case **out, size_t *n)
+static enum kv_status build_cases(const struct kv_kernel *k, const struct kopts *o, const struct kv_given *g,
+                                  struct kv_case **out, size_t *n)
 {
     enum kv_status st = KV_OK;
     const char *const none[] = {"", NULL};
@@ -184,9 +216,17 @@ static enum kv_status build_cases(const struct kv_kernel *k, const struct kopts 
         for (uint64_t j = 0; j < seeds; j++) {
             struct kv_case *c = &(*out)[(*n)++];
             KV_TRY(kv_case_init(c, k, o->seed + j));
+            int explicit_param[KV_MAX_PARAMS] = {0};
             for (int i = 0; i < k->n_params; i++)
-                if (o->set[i]) KV_TRY(kv_param_set(c, i, o->set[i]));
+                if (o->set[i]) {
+                    KV_TRY(kv_param_set(c, i, o->set[i]));
+                    explicit_param[i] = 1;
+                }
             if (shapes[s][0]) KV_TRY(kv_param_apply(c, shapes[s]));
+            if (g->n) {
+                KV_TRY(kv_given_apply(g, c, explicit_param, o->seed_given));
+                c->seed += j; /* a fixture's seed starts the range */
+            }
             kv_case_name(c);
             KV_TRY(kv_case_check(c, NULL));
         }
@@ -210,6 +250,8 @@ int cmd_kernel(const struct kv_kernel *k, int argc, char **argv)
     memset(&runner, 0, sizeof runner);
     struct kv_report report;
     memset(&report, 0, sizeof report);
+    struct kv_given given;
+    memset(&given, 0, sizeof given);
     double t_start = kv_now_ms();
 
     KV_TRY(parse(k, argc, argv, &o, &help));
@@ -217,17 +259,31 @@ int cmd_kernel(const struct kv_kernel *k, int argc, char **argv)
         kernel_usage(k, stdout);
         return 0;
     }
-    KV_TRY(build_cases(k, &o, &cases, &n_cases));
-    KV_TRY(kv_vk_open(o.device, &dev));
+    if (o.run.save_dir) KV_TRY(kv_mkdir_p(o.run.save_dir));
+    if (o.inputs) KV_TRY(kv_given_inputs(k, o.inputs, &given));
+    for (int i = 0; i < o.n_candidates; i++) KV_TRY(kv_given_candidate(k, o.candidate[i], &given));
+    KV_TRY(build_cases(k, &o, &given, &cases, &n_cases));
+    /* The device is needed only for outputs without a candidate. */
+    int need_device = 0;
+    for (int t = 0; t < k->n_tensors; t++)
+        if (k->tensors[t].role == KV_OUTPUT && !kv_given_has(&given, t)) {
+            KV_CHECK(!o.no_device, KV_EUSAGE, "--no-device: output '%s' has no candidate (--candidate %s=FILE.npy)",
+                     k->tensors[t].name, k->tensors[t].name);
+            need_device = 1;
+        }
+    if (need_device) {
+        KV_TRY(kv_vk_open(o.device, &dev));
+        report.has_device = 1;
+        report.device = dev->info;
+        for (size_t i = 0; i < n_cases; i++) KV_TRY(kv_case_check(&cases[i], &dev->info));
+    }
     double t_dev = kv_now_ms();
-    report.has_device = 1;
-    report.device = dev->info;
-    for (size_t i = 0; i < n_cases; i++) KV_TRY(kv_case_check(&cases[i], &dev->info));
     KV_TRY(kv_runner_init(&runner, dev, k, &o.run));
 
     /* With --json - the report owns stdout; the table moves to stderr. */
     FILE *tab = o.json && !strcmp(o.json, "-") ? stderr : stdout;
-    fprintf(tab, "device %u: %s (%s, %s)\n", dev->info.index, dev->info.name, dev->info.type, dev->info.driver);
+    if (dev) fprintf(tab, "device %u: %s (%s, %s)\n", dev->info.index, dev->info.name, dev->info.type, dev->info.driver);
+    else fprintf(tab, "no device: every output is a candidate\n");
     kv_table_header(tab);
     double sum[6] = {0};
     for (size_t i = 0; i < n_cases; i++) {
@@ -252,6 +308,7 @@ cleanup:
     kv_runner_free(&runner);
     kv_vk_close(dev);
     free(cases);
+    kv_given_free(&given);
     if (!st && kv_vk_validation_errors())
         st = kv_error(KV_EDEVICE, "the validation layer reported %u errors", kv_vk_validation_errors());
     int code = st ? (int)st : kv_report_exit_code(&report);

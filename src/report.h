@@ -17,6 +17,7 @@ struct kv_output_result {
     int ndim;
     int64_t shape[KV_MAX_DIMS];
     const char *oracle;    /* "spec" or "exact" */
+    const char *source;    /* "device", "candidate" (--candidate) or "expected" (fixture) */
     struct kv_metrics m;
     int64_t worst_idx[KV_MAX_DIMS];
     size_t guard_bad;      /* guard words changed: writes past the end */
@@ -42,6 +43,8 @@ struct kv_case_result {
     struct {
         double inputs, upload, device, download, oracle, compare;
     } ms;
+    char inputs[1024];     /* --inputs path, or "" when generated */
+    char saved[4200];      /* --save folder of this case, or "" */
     int n_stages;
     const char *stage_name[KV_MAX_STAGES];
     double stage_ms[KV_MAX_STAGES]; /* median device time per stage */

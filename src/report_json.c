@@ -42,6 +42,7 @@ static cJSON *output_json(const struct kv_output_result *x)
     cJSON *shape = cJSON_AddArrayToObject(o, "shape");
     for (int d = 0; d < x->ndim; d++) cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)x->shape[d]));
     cJSON_AddStringToObject(o, "oracle", x->oracle);
+    cJSON_AddStringToObject(o, "source", x->source);
     cJSON_AddNumberToObject(o, "elements", (double)m->elements);
     add_num(o, "max_ulp", m->max_ulp);
     add_num(o, "mean_ulp", m->mean_ulp);
@@ -85,6 +86,10 @@ static cJSON *case_json(const struct kv_case_result *c)
         else cJSON_AddStringToObject(params, c->pname[i], c->pval[i]);
     }
     cJSON_AddNumberToObject(o, "seed", (double)c->seed);
+    if (c->inputs[0]) cJSON_AddStringToObject(o, "inputs", c->inputs);
+    else cJSON_AddNullToObject(o, "inputs");
+    if (c->saved[0]) cJSON_AddStringToObject(o, "saved", c->saved);
+    else cJSON_AddNullToObject(o, "saved");
     cJSON_AddStringToObject(o, "status", kv_case_status_str(c->status));
     if (c->status == KV_CASE_ERROR || c->status == KV_CASE_SKIP) cJSON_AddStringToObject(o, "error", c->error);
     else cJSON_AddNullToObject(o, "error");

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "save.h"
 #include "shader.h"
 #include "spirv.h"
 
@@ -29,6 +30,7 @@ enum kv_status kv_runner_init(struct kv_runner *r, struct kv_vk_device *d, const
     memset(r, 0, sizeof *r);
     r->d = d;
     r->k = k;
+    if (!d) return KV_OK; /* every output has a candidate: nothing runs on a device */
     int subgroup = d->info.subgroup_arith && !o->no_subgroup;
     for (int s = 0; s < k->n_stages; s++) {
         const struct kv_stage_def *sd = &k->stages[s];
@@ -124,6 +126,7 @@ struct plan {
     struct kv_tensor iso_host[KV_MAX_TENSORS];
     void *chained[KV_MAX_TENSORS];             /* host copies of chain outputs */
     int has_chain[KV_MAX_TENSORS];
+    size_t nondet[KV_MAX_TENSORS][2];          /* elements that differed between repeats */
 };
 
 static void plan_free(struct kv_vk_device *d, struct plan *p)
@@ -140,14 +143,12 @@ static void plan_free(struct kv_vk_device *d, struct plan *p)
 }
 
 static enum kv_status plan_make(struct kv_vk_device *d, const struct kv_kernel *k, struct kv_case *c,
-                                struct plan *p)
+                                const int *chain_stage, struct plan *p)
 {
     enum kv_status st = KV_OK;
     size_t up = 0, down = 0;
-    for (int s = 0; s < k->n_stages; s++)
-        if (consumes_intermediate(k, s))
-            for (int t = 0; t < k->n_tensors; t++)
-                if (k->tensors[t].role == KV_OUTPUT && k->tensors[t].stage == s) p->has_chain[t] = 1;
+    for (int t = 0; t < k->n_tensors; t++)
+        if (k->tensors[t].role == KV_OUTPUT && chain_stage[k->tensors[t].stage]) p->has_chain[t] = 1;
     for (int t = 0; t < k->n_tensors; t++) {
         size_t bytes = kv_tensor_bytes(&c->t[t]);
         if (k->tensors[t].role == KV_INPUT) {
@@ -195,8 +196,8 @@ static struct kv_vk_range whole(const struct kv_vk_buffer *b, size_t size)
 }
 
 /* Record and run every stage once: isolated stages, then chained reruns. */
-static enum kv_status plan_run(struct kv_runner *r, struct kv_case *c, struct plan *p, double *stage_ms,
-                               double *upload_ms, double *download_ms)
+static enum kv_status plan_run(struct kv_runner *r, struct kv_case *c, struct plan *p, const int *run_stage,
+                               const int *chain_stage, double *stage_ms, double *upload_ms, double *download_ms)
 {
     enum kv_status st = KV_OK;
     const struct kv_kernel *k = r->k;
@@ -218,10 +219,11 @@ static enum kv_status plan_run(struct kv_runner *r, struct kv_case *c, struct pl
     }
     kv_vk_batch_barrier(&b, KV_BARRIER_TRANSFER_TO_COMPUTE);
     int t_prev = kv_vk_batch_stamp(&b), t_uploaded = t_prev;
+    int stamp_before[KV_MAX_STAGES], stamp_after[KV_MAX_STAGES];
     for (int pass = 0; pass < 2; pass++) {
         for (int s = 0; s < k->n_stages; s++) {
             const struct kv_stage_def *sd = &k->stages[s];
-            if (pass == 1 && !consumes_intermediate(k, s)) continue;
+            if (!run_stage[s] || (pass == 1 && !chain_stage[s])) continue;
             struct kv_vk_range bind[KV_VK_MAX_BINDINGS];
             for (int i = 0; i < sd->n_bindings; i++) {
                 int t = sd->bindings[i];
@@ -237,7 +239,9 @@ static enum kv_status plan_run(struct kv_runner *r, struct kv_case *c, struct pl
             sd->launch(c, r->local[s], d->info.max_groups, push, groups);
             KV_TRY(kv_vk_batch_dispatch(&b, &r->pipe[s], bind, push, groups));
             kv_vk_batch_barrier(&b, KV_BARRIER_COMPUTE_TO_COMPUTE);
+            if (pass == 0) stamp_before[s] = t_prev;
             t_prev = kv_vk_batch_stamp(&b);
+            if (pass == 0) stamp_after[s] = t_prev;
         }
     }
     int t_computed = t_prev;
@@ -254,9 +258,8 @@ static enum kv_status plan_run(struct kv_runner *r, struct kv_case *c, struct pl
     int t_end = kv_vk_batch_stamp(&b);
     KV_TRY(kv_vk_batch_submit(&b));
     KV_TRY(kv_vk_buffer_invalidate(d, &p->down));
-    /* Stamps t_uploaded+s .. t_uploaded+s+1 bracket isolated stage s. */
     for (int s = 0; s < k->n_stages; s++)
-        stage_ms[s] = t_uploaded < 0 ? 0 : kv_vk_batch_ms(&b, t_uploaded + s, t_uploaded + s + 1);
+        stage_ms[s] = run_stage[s] ? kv_vk_batch_ms(&b, stamp_before[s], stamp_after[s]) : 0;
     *upload_ms = kv_vk_batch_ms(&b, t_start, t_uploaded);
     *download_ms = kv_vk_batch_ms(&b, t_computed, t_end);
 cleanup:
@@ -295,16 +298,20 @@ static void fill_params(const struct kv_case *c, struct kv_case_result *res)
         kv_param_str(c, i, res->pval[i], sizeof res->pval[i]);
         res->pnumeric[i] = c->k->params[i].type != KV_PARAM_CHOICE;
     }
+    if (c->inputs) snprintf(res->inputs, sizeof res->inputs, "%s", c->inputs);
     res->n_stages = c->k->n_stages;
     for (int s = 0; s < c->k->n_stages; s++) res->stage_name[s] = c->k->stages[s].name;
 }
 
-static enum kv_status compare_one(struct kv_case *c, int t, const void *data, int chained, size_t guard_bad,
-                                  size_t nondet, const struct kv_run_opts *o, struct kv_case_result *res)
+static enum kv_status compare_one(struct kv_case *c, int t, const void *data, int chained, const char *source,
+                                  size_t guard_bad, size_t nondet, const struct kv_run_opts *o,
+                                  struct kv_case_result *res)
 {
     const struct kv_kernel *k = c->k;
     struct kv_output_result *out = &res->out[res->n_outputs++];
-    snprintf(out->name, sizeof out->name, "%s%s", k->tensors[t].name, chained ? ".chained" : "");
+    int from_device = !strcmp(source, "device");
+    snprintf(out->name, sizeof out->name, "%s%s", k->tensors[t].name, chained && from_device ? ".chained" : "");
+    out->source = source;
     out->stage = k->stages[k->tensors[t].stage].name;
     out->chained = chained;
     out->dtype = c->t[t].dtype;
@@ -330,8 +337,24 @@ static enum kv_status run_case(struct kv_runner *r, struct kv_case *c, const str
     struct plan p;
     memset(&p, 0, sizeof p);
     void *first[KV_MAX_TENSORS][2] = {{0}};
+    int run_stage[KV_MAX_STAGES] = {0}, chain_stage[KV_MAX_STAGES] = {0}, ran[KV_MAX_TENSORS] = {0};
+    int any_stage = 0, all_inputs_given = 1;
 
-    KV_TRY(kv_case_check(c, &r->d->info));
+    KV_TRY(kv_case_check(c, r->d ? &r->d->info : NULL));
+    /* A stage runs unless every output it writes has a candidate; a stage fed
+     * intermediates reruns on the device's own only where their producers ran. */
+    for (int t = 0; t < k->n_tensors; t++) {
+        if (k->tensors[t].role == KV_OUTPUT && !c->given[t]) run_stage[k->tensors[t].stage] = r->d != NULL;
+        if (k->tensors[t].role == KV_INPUT && !c->given[t]) all_inputs_given = 0;
+    }
+    for (int s = 0; s < k->n_stages; s++) {
+        any_stage |= run_stage[s];
+        chain_stage[s] = run_stage[s] && consumes_intermediate(k, s);
+        for (int b = 0; chain_stage[s] && b < k->stages[s].n_bindings; b++) {
+            const struct kv_tensor_def *td = &k->tensors[k->stages[s].bindings[b]];
+            if (td->role == KV_OUTPUT && td->stage != s && !run_stage[td->stage]) chain_stage[s] = 0;
+        }
+    }
     double t0 = kv_now_ms();
     for (int t = 0; t < k->n_tensors; t++) {
         struct kv_tensor shape = c->t[t];
@@ -342,58 +365,84 @@ static enum kv_status run_case(struct kv_runner *r, struct kv_case *c, const str
             KV_CHECK(c->y[t] && c->S[t], KV_EDEVICE, "out of host memory for the oracle of %s", k->tensors[t].name);
         }
     }
-    KV_TRY(k->inputs(c));
+    if (!all_inputs_given) KV_TRY(k->inputs(c));
+    for (int t = 0; t < k->n_tensors; t++)
+        if (k->tensors[t].role == KV_INPUT && c->given[t])
+            memcpy(c->t[t].data, c->given[t]->data, kv_tensor_bytes(&c->t[t]));
     double t1 = kv_now_ms();
     KV_TRY(k->oracle(c));
     double t2 = kv_now_ms();
     res->ms.inputs = t1 - t0;
     res->ms.oracle = t2 - t1;
 
-    KV_TRY(plan_make(r->d, k, c, &p));
-    double stage_runs[64][KV_MAX_STAGES];
-    int repeat = o->repeat < 1 ? 1 : o->repeat > 64 ? 64 : o->repeat;
-    size_t nondet[KV_MAX_TENSORS][2] = {{0}};
-    for (int rep = 0; rep < repeat; rep++) {
-        double up_ms, down_ms;
-        KV_TRY(plan_run(r, c, &p, stage_runs[rep], &up_ms, &down_ms));
-        if (rep == 0) res->ms.upload = up_ms, res->ms.download = down_ms;
-        for (int t = 0; t < k->n_tensors; t++) {
-            if (k->tensors[t].role != KV_OUTPUT) continue;
-            for (int ch = 0; ch < 2; ch++) {
-                if (ch == 1 && !p.has_chain[t]) continue;
-                const char *src = (const char *)p.down.map + p.down_off[ch][t];
-                size_t padded = ch ? p.chain[t].size : p.dev[t].size;
-                if (rep == 0) {
-                    first[t][ch] = malloc(padded);
-                    KV_CHECK(first[t][ch], KV_EDEVICE, "out of host memory");
-                    memcpy(first[t][ch], src, padded);
-                } else {
-                    nondet[t][ch] += count_diff(first[t][ch], src, c->t[t].count, kv_dtype_info(c->t[t].dtype)->size);
+    if (any_stage) {
+        KV_TRY(plan_make(r->d, k, c, chain_stage, &p));
+        double stage_runs[64][KV_MAX_STAGES];
+        int repeat = o->repeat < 1 ? 1 : o->repeat > 64 ? 64 : o->repeat;
+        size_t nondet[KV_MAX_TENSORS][2] = {{0}};
+        for (int rep = 0; rep < repeat; rep++) {
+            double up_ms, down_ms;
+            KV_TRY(plan_run(r, c, &p, run_stage, chain_stage, stage_runs[rep], &up_ms, &down_ms));
+            if (rep == 0) res->ms.upload = up_ms, res->ms.download = down_ms;
+            for (int t = 0; t < k->n_tensors; t++) {
+                if (k->tensors[t].role != KV_OUTPUT || !run_stage[k->tensors[t].stage]) continue;
+                for (int ch = 0; ch < 2; ch++) {
+                    if (ch == 1 && !p.has_chain[t]) continue;
+                    const char *src = (const char *)p.down.map + p.down_off[ch][t];
+                    size_t padded = ch ? p.chain[t].size : p.dev[t].size;
+                    if (rep == 0) {
+                        first[t][ch] = malloc(padded);
+                        KV_CHECK(first[t][ch], KV_EDEVICE, "out of host memory");
+                        memcpy(first[t][ch], src, padded);
+                    } else {
+                        nondet[t][ch] += count_diff(first[t][ch], src, c->t[t].count,
+                                                    kv_dtype_info(c->t[t].dtype)->size);
+                    }
                 }
             }
         }
-    }
-    for (int s = 0; s < k->n_stages; s++) {
-        double v[64];
-        for (int rep = 0; rep < repeat; rep++) v[rep] = stage_runs[rep][s];
-        res->stage_ms[s] = kv_quantile(v, (size_t)repeat, 0.5);
-        res->ms.device += res->stage_ms[s];
+        for (int s = 0; s < k->n_stages; s++) {
+            double v[64];
+            for (int rep = 0; rep < repeat; rep++) v[rep] = stage_runs[rep][s];
+            res->stage_ms[s] = kv_quantile(v, (size_t)repeat, 0.5);
+            res->ms.device += res->stage_ms[s];
+        }
+        for (int t = 0; t < k->n_tensors; t++)
+            for (int ch = 0; ch < 2; ch++) p.nondet[t][ch] = nondet[t][ch];
     }
 
     double t3 = kv_now_ms();
     int all_pass = 1;
+    static const char *const source[] = {"input", "candidate", "expected"};
     for (int ch = 0; ch < 2; ch++)
         for (int t = 0; t < k->n_tensors; t++) {
-            if (k->tensors[t].role != KV_OUTPUT || (ch == 1 && !p.has_chain[t])) continue;
-            size_t bytes = kv_tensor_bytes(&c->t[t]);
-            size_t padded = ch ? p.chain[t].size : p.dev[t].size;
-            size_t bad = guard_check(first[t][ch], bytes, padded);
-            if (ch == 0) memcpy(c->t[t].data, first[t][ch], bytes);
-            KV_TRY(compare_one(c, t, first[t][ch], ch, bad, nondet[t][ch], o, res));
+            if (k->tensors[t].role != KV_OUTPUT) continue;
+            int s = k->tensors[t].stage;
+            if (c->given[t]) {
+                /* A backend computes later stages from its own intermediates:
+                 * judge its outputs with the chained allowance. */
+                if (ch == 0)
+                    KV_TRY(compare_one(c, t, c->given[t]->data, consumes_intermediate(k, s),
+                                       source[c->given_kind[t]], 0, 0, o, res));
+                else continue;
+            } else if (run_stage[s] && (ch == 0 || p.has_chain[t])) {
+                size_t bytes = kv_tensor_bytes(&c->t[t]);
+                size_t padded = ch ? p.chain[t].size : p.dev[t].size;
+                size_t bad = guard_check(first[t][ch], bytes, padded);
+                if (ch == 0) memcpy(c->t[t].data, first[t][ch], bytes), ran[t] = 1;
+                KV_TRY(compare_one(c, t, first[t][ch], ch, "device", bad, p.nondet[t][ch], o, res));
+            } else {
+                continue;
+            }
             all_pass = all_pass && res->out[res->n_outputs - 1].pass;
         }
     res->ms.compare = kv_now_ms() - t3;
     res->status = all_pass ? KV_CASE_PASS : KV_CASE_FAIL;
+    if (o->save_dir) {
+        void *chained[KV_MAX_TENSORS] = {0};
+        for (int t = 0; t < k->n_tensors; t++) chained[t] = p.has_chain[t] ? first[t][1] : NULL;
+        KV_TRY(kv_save_case(o->save_dir, c, chained, ran, r->d ? &r->d->info : NULL, res));
+    }
 cleanup:
     for (int t = 0; t < KV_MAX_TENSORS; t++) free(first[t][0]), free(first[t][1]);
     plan_free(r->d, &p);

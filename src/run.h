@@ -11,6 +11,7 @@ struct kv_run_opts {
     int repeat;                         /* device runs per case (>= 1) */
     const char *shader[KV_MAX_STAGES];  /* user shader per stage, or NULL */
     int no_subgroup;                    /* force the shared-memory reduction shaders */
+    const char *save_dir;               /* --save DIR, or NULL */
 };
 
 /* Pipelines for one kernel on one device, created once per process. */
@@ -22,7 +23,8 @@ struct kv_runner {
     double pipeline_ms;
 };
 
-/* Build every stage's pipeline (user shaders compiled and checked against the
+/* Build every stage's pipeline (d may be NULL when no stage needs a device:
+ * then there is nothing to build) (user shaders compiled and checked against the
  * stage's interface). KV_EDATA for a bad user shader, KV_EDEVICE otherwise. */
 enum kv_status kv_runner_init(struct kv_runner *r, struct kv_vk_device *d, const struct kv_kernel *k,
                               const struct kv_run_opts *o);

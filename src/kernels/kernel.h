@@ -99,10 +99,12 @@ struct kv_case {
     uint64_t seed;
     char name[256];
     const char *label;  /* where given tensors came from (case name), or NULL */
+    const char *inputs; /* the --inputs path, or NULL */
     /* Tensors given by files instead of generated (inputs) or run on the
      * device (outputs: candidates); borrowed, not owned. */
     const struct kv_tensor *given[KV_MAX_TENSORS];
     const char *given_from[KV_MAX_TENSORS];
+    int given_kind[KV_MAX_TENSORS];  /* enum kv_given_kind (source.h) */
     struct kv_tensor t[KV_MAX_TENSORS];
     double *y[KV_MAX_TENSORS];
     double *S[KV_MAX_TENSORS];

@@ -121,6 +121,8 @@ void kv_case_name(struct kv_case *c)
         if (!c->k->params[i].in_name && strcmp(v, dv) == 0) continue;
         o += (size_t)snprintf(c->name + o, sizeof c->name - o, "%s=%s,", c->k->params[i].name, v);
     }
+    if (c->label && o < sizeof c->name)
+        o += (size_t)snprintf(c->name + o, sizeof c->name - o, "inputs=%s,", c->label);
     if (o < sizeof c->name)
         snprintf(c->name + o, sizeof c->name - o, "seed=%llu]", (unsigned long long)c->seed);
 }
