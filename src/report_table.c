@@ -6,7 +6,7 @@
 
 void kv_table_header(FILE *f)
 {
-    fprintf(f, "%-12s %9s %8s %8s %9s %9s %6s %9s %9s %8s %7s  %-34s %s\n", "output", "max_ulp",
+    fprintf(f, "%-14s %9s %8s %8s %9s %9s %6s %9s %9s %8s %7s  %-34s %s\n", "output", "max_ulp",
             "mean_ulp", "p99_ulp", "max_abs", "max_rel", "skip", "nmse", "rmse_rat", "bound", "nan/inf",
             "worst [index] device vs oracle", "result");
 }
@@ -36,7 +36,7 @@ void kv_table_case(FILE *f, const struct kv_case_result *c)
         }
         char nonfinite[24];
         snprintf(nonfinite, sizeof nonfinite, "%zu/%zu", m->nan_mismatch, m->inf_mismatch);
-        fprintf(f, "  %-10s %9.3g %8.3g %8.3g %9.3g %9.3g %6zu %9.3g %9.3g %8.3g %7s  %-34s %s", o->name,
+        fprintf(f, "  %-12s %9.3g %8.3g %8.3g %9.3g %9.3g %6zu %9.3g %9.3g %8.3g %7s  %-34s %s", o->name,
                 m->max_ulp, m->mean_ulp, m->p99_ulp, m->max_abs, m->max_rel, m->rel_skipped, m->nmse,
                 m->rmse_ratio, m->max_bound_ratio, nonfinite, worst, o->pass ? "pass" : "FAIL");
         if (strcmp(o->source, "device") != 0) fprintf(f, "  (%s)", o->source);

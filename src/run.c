@@ -310,7 +310,8 @@ static enum kv_status compare_one(struct kv_case *c, int t, const void *data, in
     const struct kv_kernel *k = c->k;
     struct kv_output_result *out = &res->out[res->n_outputs++];
     int from_device = !strcmp(source, "device");
-    snprintf(out->name, sizeof out->name, "%s%s", k->tensors[t].name, chained && from_device ? ".chained" : "");
+    snprintf(out->name, sizeof out->name, "%s%s", k->tensors[t].name,
+             !from_device && !strcmp(source, "expected") ? ".expected" : chained && from_device ? ".chained" : "");
     out->source = source;
     out->stage = k->stages[k->tensors[t].stage].name;
     out->chained = chained;
@@ -413,18 +414,18 @@ static enum kv_status run_case(struct kv_runner *r, struct kv_case *c, const str
 
     double t3 = kv_now_ms();
     int all_pass = 1;
-    static const char *const source[] = {"input", "candidate", "expected"};
-    for (int ch = 0; ch < 2; ch++)
+    for (int ch = 0; ch < 3; ch++)
         for (int t = 0; t < k->n_tensors; t++) {
             if (k->tensors[t].role != KV_OUTPUT) continue;
             int s = k->tensors[t].stage;
-            if (c->given[t]) {
-                /* A backend computes later stages from its own intermediates:
-                 * judge its outputs with the chained allowance. */
-                if (ch == 0)
-                    KV_TRY(compare_one(c, t, c->given[t]->data, consumes_intermediate(k, s),
-                                       source[c->given_kind[t]], 0, 0, o, res));
-                else continue;
+            /* Another backend computes later stages from its own intermediates:
+             * judge candidates and expected outputs with the chained allowance. */
+            if (ch == 2) {
+                if (!c->expected[t]) continue;
+                KV_TRY(compare_one(c, t, c->expected[t]->data, consumes_intermediate(k, s), "expected", 0, 0, o, res));
+            } else if (c->given[t]) {
+                if (ch == 1) continue;
+                KV_TRY(compare_one(c, t, c->given[t]->data, consumes_intermediate(k, s), "candidate", 0, 0, o, res));
             } else if (run_stage[s] && (ch == 0 || p.has_chain[t])) {
                 size_t bytes = kv_tensor_bytes(&c->t[t]);
                 size_t padded = ch ? p.chain[t].size : p.dev[t].size;

@@ -30,7 +30,8 @@ struct kv_given {
 enum kv_status kv_given_inputs(const struct kv_kernel *k, const char *path, struct kv_given *g);
 /* Add --candidate OUTPUT=FILE. Unknown output: KV_EUSAGE; bad file: KV_EDATA. */
 enum kv_status kv_given_candidate(const struct kv_kernel *k, const char *spec, struct kv_given *g);
-/* Whether output tensor t has a candidate (given or expected). */
+/* Whether output tensor t has a --candidate (which replaces the device;
+ * a fixture's expected outputs are judged in addition). */
 int kv_given_has(const struct kv_given *g, int t);
 /* Apply to a case made from defaults: file parameters (unless `explicit`
  * marks them as set on the command line), inferred dims, the shapes and the

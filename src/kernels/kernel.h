@@ -105,6 +105,8 @@ struct kv_case {
     const struct kv_tensor *given[KV_MAX_TENSORS];
     const char *given_from[KV_MAX_TENSORS];
     int given_kind[KV_MAX_TENSORS];  /* enum kv_given_kind (source.h) */
+    /* A fixture's expected outputs: judged in addition to the device's. */
+    const struct kv_tensor *expected[KV_MAX_TENSORS];
     struct kv_tensor t[KV_MAX_TENSORS];
     double *y[KV_MAX_TENSORS];
     double *S[KV_MAX_TENSORS];
