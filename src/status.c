@@ -1,12 +1,16 @@
 #include "status.h"
 
 #include <stdio.h>
+#include <string.h>
 
 static char kv_msg[1024];
 
 enum kv_status kv_verror(enum kv_status code, const char *fmt, va_list ap)
 {
-    vsnprintf(kv_msg, sizeof kv_msg, fmt, ap);
+    /* Format aside first: callers may pass kv_error_msg() to wrap it. */
+    char tmp[sizeof kv_msg];
+    vsnprintf(tmp, sizeof tmp, fmt, ap);
+    memcpy(kv_msg, tmp, sizeof kv_msg);
     /* Messages are one line by contract: fold anything a driver or a file
      * name smuggled in. */
     for (char *p = kv_msg; *p; p++)

@@ -57,10 +57,22 @@ static void ranges(void **s)
     assert_int_equal(kv_parse_range("--seeds", "3..", &lo, &hi), KV_EUSAGE);
 }
 
+/* A message can wrap the previous one (kv_error_msg() as an argument). */
+static void error_wraps_itself(void **s)
+{
+    (void)s;
+    kv_error(KV_EUSAGE, "--eps: -1 is out of range");
+    assert_int_equal(kv_error(KV_EDATA, "f.json: params: %s", kv_error_msg()), KV_EDATA);
+    assert_string_equal(kv_error_msg(), "f.json: params: --eps: -1 is out of range");
+    kv_error(KV_EDATA, "two\nlines");
+    assert_string_equal(kv_error_msg(), "two lines");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(integers), cmocka_unit_test(floats), cmocka_unit_test(ranges),
+        cmocka_unit_test(error_wraps_itself),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
