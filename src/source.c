@@ -101,8 +101,8 @@ enum kv_status kv_given_inputs(const struct kv_kernel *k, const char *path, stru
     set_label(g, path);
     struct stat sb;
     KV_CHECK(stat(path, &sb) == 0, KV_EDATA, "%s: no such file or directory", path);
-    int found = 0;
-    if (S_ISDIR(sb.st_mode)) {
+    int found = 0, is_dir = S_ISDIR(sb.st_mode);
+    if (is_dir) {
         char file[1100];
         snprintf(file, sizeof file, "%s/params.json", path);
         if (stat(file, &sb) == 0) {
@@ -137,6 +137,15 @@ enum kv_status kv_given_inputs(const struct kv_kernel *k, const char *path, stru
         for (int i = 0; i < g->n; i++) found += g->e[i].kind == KV_GIVEN_INPUT;
     } else {
         KV_CHECK(0, KV_EDATA, "%s: --inputs takes a directory of .npy files, an .npz or a .json fixture", path);
+    }
+    for (int t = 0; found && t < k->n_tensors; t++) {
+        if (k->tensors[t].role != KV_INPUT) continue;
+        int have = 0;
+        for (int i = 0; i < g->n; i++) have |= g->e[i].tensor == t && g->e[i].kind == KV_GIVEN_INPUT;
+        int json = ends_with(path, ".json");
+        KV_CHECK(have, KV_EDATA, "%s: %s %s%s%s is missing", path,
+                 is_dir ? "file" : json ? "input" : "member", json ? "inputs." : "",
+                 k->tensors[t].name, json ? "" : ".npy");
     }
     if (!found) {
         char names[256] = "";

@@ -34,11 +34,6 @@ expect_error 3 "int.npy: dx is i32, expected f32" "$KV" rmsnorm-bwd --inputs "$F
 expect_error 3 "wide.npy: dx has shape \[3, 8\], expected \[3, 7\] \(\[rows, dim\]\)" "$KV" rmsnorm-bwd --inputs "$F/odd_3x7.npz" --candidate dx="$TMP/wide.npy" "${J[@]}"
 # inconsistent inputs: dy wider than x
 cp "$TMP/wide.npy" "$TMP/d/dy.npy"
-python3 - "$TMP/d/dy.npy" <<'PY'
-import sys
-b = bytearray(open(sys.argv[1], "rb").read()); b[b.index(b"<i4") if b"<i4" in b else 0:0] = b""
-open(sys.argv[1], "wb").write(bytes(b))
-PY
 expect_error 3 "dy.npy: dy has shape \[3, 8\], expected \[3, 7\]" "$KV" rmsnorm-bwd --inputs "$TMP/d" "${J[@]}"
 # npz: corrupt deflate stream of a member, a missing archive
 python3 - "$F/odd_3x7.npz" "$TMP/corrupt.npz" <<'PY'
@@ -51,6 +46,18 @@ for i in range(start + 4, start + 24): b[i] ^= 0xA5
 open(dst, "wb").write(bytes(b))
 PY
 expect_error 3 "corrupt.npz: member x.npy: " "$KV" rmsnorm-bwd --inputs "$TMP/corrupt.npz" "${J[@]}"
+python3 - "$F/odd_3x7.npz" "$TMP/partial.npz" <<'PY'
+import sys, zipfile
+src, dst = zipfile.ZipFile(sys.argv[1]), zipfile.ZipFile(sys.argv[2], "w")
+for i in src.infolist():
+    if i.filename != "w.npy": dst.writestr(i, src.read(i.filename))
+dst.close()
+PY
+expect_error 3 "partial.npz: member w.npy is missing" "$KV" rmsnorm-bwd --inputs "$TMP/partial.npz" "${J[@]}"
+rm "$TMP/d/w.npy"
+expect_error 3 "d: file w.npy is missing" "$KV" rmsnorm-bwd --inputs "$TMP/d" "${J[@]}"
+printf '{"kernel": "rmsnorm-bwd", "inputs": {"w": {"dtype": "f32", "shape": [2], "data": [1, 2]}}}' > "$TMP/partial.json"
+expect_error 3 "partial.json: input inputs.x is missing" "$KV" rmsnorm-bwd --inputs "$TMP/partial.json" "${J[@]}"
 expect_error 3 "nothere.npz: no such file or directory" "$KV" rmsnorm-bwd --inputs "$TMP/nothere.npz" "${J[@]}"
 printf 'not a zip archive' > "$TMP/bad.npz"
 expect_error 3 "bad.npz: not a readable .npz archive" "$KV" rmsnorm-bwd --inputs "$TMP/bad.npz" "${J[@]}"
@@ -67,9 +74,9 @@ printf '{"kernel": "gemm-bwd", "inputs": {}}' > "$TMP/other.json"
 expect_error 3 "other.json: fixture is for kernel 'gemm-bwd', not rmsnorm-bwd" "$KV" rmsnorm-bwd --inputs "$TMP/other.json" "${J[@]}"
 printf '{"kernel": "rmsnorm-bwd", "inputs": {"q": {"dtype": "f32", "shape": [1], "data": [1]}}}' > "$TMP/unknown.json"
 expect_error 3 "unknown.json: inputs.q: rmsnorm-bwd has no input 'q'" "$KV" rmsnorm-bwd --inputs "$TMP/unknown.json" "${J[@]}"
-printf '{"kernel": "rmsnorm-bwd", "params": {"eps": -1}, "inputs": {"w": {"dtype": "f32", "shape": [2], "data": [1, 2]}}}' > "$TMP/param.json"
+printf '{"kernel": "rmsnorm-bwd", "params": {"eps": -1}, "inputs": {"x": {"dtype": "f32", "shape": [1, 2], "data": [1, 2]}, "dy": {"dtype": "f32", "shape": [1, 2], "data": [1, 2]}, "w": {"dtype": "f32", "shape": [2], "data": [1, 2]}}}' > "$TMP/param.json"
 expect_error 3 "param.json: params: --eps: -1 is out of range" "$KV" rmsnorm-bwd --inputs "$TMP/param.json" "${J[@]}"
-printf '{"kernel": "rmsnorm-bwd", "inputs": {"w": {"dtype": "f32", "shape": [2], "data": [1, 2]}}, "expected": {"dw": {"dtype": "f32", "shape": [3], "data": [1, 2, 3]}}}' > "$TMP/exp.json"
+printf '{"kernel": "rmsnorm-bwd", "inputs": {"x": {"dtype": "f32", "shape": [1, 2], "data": [1, 2]}, "dy": {"dtype": "f32", "shape": [1, 2], "data": [1, 2]}, "w": {"dtype": "f32", "shape": [2], "data": [1, 2]}}, "expected": {"dw": {"dtype": "f32", "shape": [3], "data": [1, 2, 3]}}}' > "$TMP/exp.json"
 expect_error 3 "exp.json \(expected.dw\): dw has shape \[3\], expected \[2\]" "$KV" rmsnorm-bwd --inputs "$TMP/exp.json" "${J[@]}"
 printf '{"kernel": "rmsnorm-bwd", "inputs": {' > "$TMP/syntax.json"
 expect_error 3 "syntax.json: not valid JSON" "$KV" rmsnorm-bwd --inputs "$TMP/syntax.json" "${J[@]}"

@@ -2,7 +2,7 @@
 # --inputs, candidates judged without a device, and a perturbed candidate.
 . "$(dirname "$0")/lib.bash"
 F="$KV_SRC/fixtures/rmsnorm-bwd"
-for src in "$F"/*.json "$F/odd_3x7.npz" "$F/odd_3x7_stored.npz" "$F/odd_3x7_npy"; do
+for src in "$F"/*.json "$F/odd_3x7.npz" "$F/odd_3x7_stored.npz" "$F/odd_3x7_zip64.npz" "$F/odd_3x7_npy"; do
   expect_exit 0 "$KV" rmsnorm-bwd --inputs "$src"
 done
 # A fixture's expected outputs are judged beside the device's.
