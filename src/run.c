@@ -81,6 +81,7 @@ enum kv_status kv_case_check(struct kv_case *c, const struct kv_vk_info *dev)
     if (st) return st;
     for (int t = 0; t < k->n_tensors; t++) {
         size_t n;
+        if (!kv_tensor_on(c, t)) continue;
         st = kv_shape_count(k->tensors[t].name, c->t[t].dtype, c->t[t].ndim, c->t[t].shape, &n);
         if (st) return st;
         size_t bytes = n * kv_dtype_info(c->t[t].dtype)->size;
@@ -92,7 +93,7 @@ enum kv_status kv_case_check(struct kv_case *c, const struct kv_vk_info *dev)
     return KV_OK;
 }
 
-/* Which tensors a stage reads that another stage produces. */
+/* Whether a stage reads a tensor that another stage produces. */
 static int consumes_intermediate(const struct kv_kernel *k, int s)
 {
     const struct kv_stage_def *sd = &k->stages[s];
@@ -103,11 +104,12 @@ static int consumes_intermediate(const struct kv_kernel *k, int s)
     return 0;
 }
 
-static int is_intermediate(const struct kv_kernel *k, int t)
+static int is_intermediate(const struct kv_case *c, int t)
 {
-    if (k->tensors[t].role != KV_OUTPUT) return 0;
+    const struct kv_kernel *k = c->k;
+    if (k->tensors[t].role != KV_OUTPUT || !kv_tensor_on(c, t)) return 0;
     for (int s = 0; s < k->n_stages; s++)
-        if (s != k->tensors[t].stage)
+        if (kv_stage_on(c, s) && s != k->tensors[t].stage)
             for (int b = 0; b < k->stages[s].n_bindings; b++)
                 if (k->stages[s].bindings[b] == t) return 1;
     return 0;
@@ -151,6 +153,7 @@ static enum kv_status plan_make(struct kv_vk_device *d, const struct kv_kernel *
         if (k->tensors[t].role == KV_OUTPUT && chain_stage[k->tensors[t].stage]) p->has_chain[t] = 1;
     for (int t = 0; t < k->n_tensors; t++) {
         size_t bytes = kv_tensor_bytes(&c->t[t]);
+        if (!kv_tensor_on(c, t)) continue;
         if (k->tensors[t].role == KV_INPUT) {
             KV_TRY(kv_vk_buffer_create(d, round4(bytes), KV_MEM_DEVICE, &p->dev[t]));
             p->up_off[0][t] = up;
@@ -161,7 +164,7 @@ static enum kv_status plan_make(struct kv_vk_device *d, const struct kv_kernel *
         KV_TRY(kv_vk_buffer_create(d, padded, KV_MEM_DEVICE, &p->dev[t]));
         p->down_off[0][t] = down;
         down += padded;
-        if (is_intermediate(k, t)) {
+        if (is_intermediate(c, t)) {
             struct kv_tensor *h = &p->iso_host[t];
             KV_TRY(kv_tensor_alloc(h, k->tensors[t].name, c->t[t].dtype, c->t[t].ndim, c->t[t].shape));
             for (size_t i = 0; i < h->count; i++) kv_store_f64(h->dtype, h->data, i, c->y[t][i]);
@@ -180,6 +183,7 @@ static enum kv_status plan_make(struct kv_vk_device *d, const struct kv_kernel *
     KV_TRY(kv_vk_buffer_create(d, up ? up : 4, KV_MEM_UPLOAD, &p->up));
     KV_TRY(kv_vk_buffer_create(d, down ? down : 4, KV_MEM_READBACK, &p->down));
     for (int t = 0; t < k->n_tensors; t++) {
+        if (!kv_tensor_on(c, t)) continue;
         if (k->tensors[t].role == KV_INPUT)
             memcpy((char *)p->up.map + p->up_off[0][t], c->t[t].data, kv_tensor_bytes(&c->t[t]));
         else if (p->iso[t].buf)
@@ -208,6 +212,7 @@ static enum kv_status plan_run(struct kv_runner *r, struct kv_case *c, struct pl
     int t_start = kv_vk_batch_stamp(&b);
     for (int t = 0; t < k->n_tensors; t++) {
         size_t bytes = kv_tensor_bytes(&c->t[t]);
+        if (!kv_tensor_on(c, t)) continue;
         if (k->tensors[t].role == KV_INPUT) {
             kv_vk_batch_copy(&b, (struct kv_vk_range){&p->up, p->up_off[0][t], bytes}, whole(&p->dev[t], bytes));
             continue;
@@ -247,7 +252,7 @@ static enum kv_status plan_run(struct kv_runner *r, struct kv_case *c, struct pl
     int t_computed = t_prev;
     kv_vk_batch_barrier(&b, KV_BARRIER_COMPUTE_TO_TRANSFER);
     for (int t = 0; t < k->n_tensors; t++) {
-        if (k->tensors[t].role != KV_OUTPUT) continue;
+        if (k->tensors[t].role != KV_OUTPUT || !kv_tensor_on(c, t)) continue;
         kv_vk_batch_copy(&b, whole(&p->dev[t], p->dev[t].size),
                          (struct kv_vk_range){&p->down, p->down_off[0][t], p->dev[t].size});
         if (p->chain[t].buf)
@@ -345,6 +350,7 @@ static enum kv_status run_case(struct kv_runner *r, struct kv_case *c, const str
     /* A stage runs unless every output it writes has a candidate; a stage fed
      * intermediates reruns on the device's own only where their producers ran. */
     for (int t = 0; t < k->n_tensors; t++) {
+        if (!kv_tensor_on(c, t)) continue;
         if (k->tensors[t].role == KV_OUTPUT && !c->given[t]) run_stage[k->tensors[t].stage] = r->d != NULL;
         if (k->tensors[t].role == KV_INPUT && !c->given[t]) all_inputs_given = 0;
     }
@@ -359,6 +365,7 @@ static enum kv_status run_case(struct kv_runner *r, struct kv_case *c, const str
     double t0 = kv_now_ms();
     for (int t = 0; t < k->n_tensors; t++) {
         struct kv_tensor shape = c->t[t];
+        if (!kv_tensor_on(c, t)) continue;
         KV_TRY(kv_tensor_alloc(&c->t[t], k->tensors[t].name, shape.dtype, shape.ndim, shape.shape));
         if (k->tensors[t].role == KV_OUTPUT) {
             c->y[t] = calloc(c->t[t].count, sizeof(double));
@@ -368,7 +375,7 @@ static enum kv_status run_case(struct kv_runner *r, struct kv_case *c, const str
     }
     if (!all_inputs_given) KV_TRY(k->inputs(c));
     for (int t = 0; t < k->n_tensors; t++)
-        if (k->tensors[t].role == KV_INPUT && c->given[t])
+        if (k->tensors[t].role == KV_INPUT && c->given[t] && kv_tensor_on(c, t))
             memcpy(c->t[t].data, c->given[t]->data, kv_tensor_bytes(&c->t[t]));
     double t1 = kv_now_ms();
     KV_TRY(k->oracle(c));
@@ -386,7 +393,7 @@ static enum kv_status run_case(struct kv_runner *r, struct kv_case *c, const str
             KV_TRY(plan_run(r, c, &p, run_stage, chain_stage, stage_runs[rep], &up_ms, &down_ms));
             if (rep == 0) res->ms.upload = up_ms, res->ms.download = down_ms;
             for (int t = 0; t < k->n_tensors; t++) {
-                if (k->tensors[t].role != KV_OUTPUT || !run_stage[k->tensors[t].stage]) continue;
+                if (k->tensors[t].role != KV_OUTPUT || !kv_tensor_on(c, t) || !run_stage[k->tensors[t].stage]) continue;
                 for (int ch = 0; ch < 2; ch++) {
                     if (ch == 1 && !p.has_chain[t]) continue;
                     const char *src = (const char *)p.down.map + p.down_off[ch][t];
@@ -416,7 +423,7 @@ static enum kv_status run_case(struct kv_runner *r, struct kv_case *c, const str
     int all_pass = 1;
     for (int ch = 0; ch < 3; ch++)
         for (int t = 0; t < k->n_tensors; t++) {
-            if (k->tensors[t].role != KV_OUTPUT) continue;
+            if (k->tensors[t].role != KV_OUTPUT || !kv_tensor_on(c, t)) continue;
             int s = k->tensors[t].stage;
             /* Another backend computes later stages from its own intermediates:
              * judge candidates and expected outputs with the chained allowance. */

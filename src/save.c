@@ -91,6 +91,7 @@ enum kv_status kv_save_case(const char *dir, const struct kv_case *c, void *cons
     }
     for (int t = 0; t < k->n_tensors; t++) {
         const struct kv_tensor *x = &c->t[t];
+        if (!kv_tensor_on(c, t)) continue;
         if (k->tensors[t].role == KV_INPUT) {
             snprintf(sub, sizeof sub, "%s/inputs", base);
             KV_TRY(write_tensor(sub, k->tensors[t].name, "", x->dtype, x->ndim, x->shape, x->data));

@@ -102,6 +102,7 @@ enum kv_status kv_given_inputs(const struct kv_kernel *k, const char *path, stru
     struct stat sb;
     KV_CHECK(stat(path, &sb) == 0, KV_EDATA, "%s: no such file or directory", path);
     int found = 0, is_dir = S_ISDIR(sb.st_mode);
+    g->inputs_kind = is_dir ? "file" : ends_with(path, ".json") ? "input inputs." : "member";
     if (is_dir) {
         char file[1100];
         snprintf(file, sizeof file, "%s/params.json", path);
@@ -137,15 +138,6 @@ enum kv_status kv_given_inputs(const struct kv_kernel *k, const char *path, stru
         for (int i = 0; i < g->n; i++) found += g->e[i].kind == KV_GIVEN_INPUT;
     } else {
         KV_CHECK(0, KV_EDATA, "%s: --inputs takes a directory of .npy files, an .npz or a .json fixture", path);
-    }
-    for (int t = 0; found && t < k->n_tensors; t++) {
-        if (k->tensors[t].role != KV_INPUT) continue;
-        int have = 0;
-        for (int i = 0; i < g->n; i++) have |= g->e[i].tensor == t && g->e[i].kind == KV_GIVEN_INPUT;
-        int json = ends_with(path, ".json");
-        KV_CHECK(have, KV_EDATA, "%s: %s %s%s%s is missing", path,
-                 is_dir ? "file" : json ? "input" : "member", json ? "inputs." : "",
-                 k->tensors[t].name, json ? "" : ".npy");
     }
     if (!found) {
         char names[256] = "";
@@ -240,8 +232,23 @@ enum kv_status kv_given_apply(const struct kv_given *g, struct kv_case *c, const
         }
     }
     if ((st = kv_case_shapes(c))) return kv_error(KV_EDATA, "%s: %s", origin, kv_error_msg());
+    for (int t = 0; g->inputs && t < k->n_tensors; t++) {
+        if (k->tensors[t].role != KV_INPUT || !kv_tensor_on(c, t)) continue;
+        int have = 0;
+        for (int i = 0; i < g->n; i++)
+            have |= g->e[i].kind == KV_GIVEN_INPUT && !strcmp(k->tensors[g->e[i].tensor].name, k->tensors[t].name);
+        if (!have)
+            return kv_error(KV_EDATA, "%s: %s%s%s is missing", g->inputs, g->inputs_kind, k->tensors[t].name,
+                            strcmp(g->inputs_kind, "input inputs.") ? ".npy" : "");
+    }
     for (int i = 0; i < g->n; i++) {
-        int t = g->e[i].tensor;
+        /* Files name tensors; the case's variant picks which definition. */
+        int t = kv_case_tensor(c, k->tensors[g->e[i].tensor].name);
+        if (t < 0) {
+            if (g->e[i].kind == KV_GIVEN_INPUT) continue; /* an input this variant does not use */
+            return kv_error(KV_EDATA, "%s: output %s does not exist in this variant", g->e[i].from,
+                            k->tensors[g->e[i].tensor].name);
+        }
         const struct kv_tensor *x = &g->e[i].t, *want = &c->t[t];
         const char *name = k->tensors[t].name;
         int same_type = x->dtype == want->dtype || (want->dtype == KV_BF16 && x->dtype == KV_U16);

@@ -11,6 +11,7 @@ enum kv_given_kind { KV_GIVEN_INPUT, KV_GIVEN_CANDIDATE, KV_GIVEN_EXPECTED };
 
 struct kv_given {
     const char *inputs;     /* the --inputs path, or NULL */
+    const char *inputs_kind; /* "file", "member" or "input inputs.", for messages */
     char label[96];         /* its base name, for case names */
     int n_params;
     char pname[KV_MAX_PARAMS][32];

@@ -17,6 +17,8 @@
 #define KV_MAX_TENSORS 16
 #define KV_MAX_STAGES 8
 
+struct kv_case;
+
 enum kv_param_type { KV_PARAM_INT, KV_PARAM_FLOAT, KV_PARAM_CHOICE };
 
 struct kv_param_def {
@@ -46,14 +48,15 @@ struct kv_tensor_def {
      * name, an integer, or a product "a*b". A lone parameter name can be
      * inferred from an input file's shape (--inputs). */
     const char *dims;
+    /* Whether the tensor exists for a case (variants); NULL: always. Several
+     * tensors may share a name when at most one is active per case. */
+    int (*active)(const struct kv_case *c);
 };
 
 struct kv_spirv_blob {
     const uint32_t *words;
     size_t bytes;
 };
-
-struct kv_case;
 
 struct kv_stage_def {
     const char *name;
@@ -68,6 +71,7 @@ struct kv_stage_def {
      * workgroup size and the device's group-count limits. */
     void (*launch)(const struct kv_case *c, const uint32_t local[3],
                    const uint32_t max_groups[3], void *push, uint32_t groups[3]);
+    int (*active)(const struct kv_case *c); /* NULL: always */
 };
 
 struct kv_kernel {
@@ -123,6 +127,11 @@ const struct kv_kernel *kv_kernel_find(const char *name);
 /* Index of a parameter or tensor by name, -1 if none. */
 int kv_param_index(const struct kv_kernel *k, const char *name);
 int kv_tensor_index(const struct kv_kernel *k, const char *name);
+/* Whether tensor t / stage s exists for case c, and the active tensor named
+ * name (-1 if none). */
+int kv_tensor_on(const struct kv_case *c, int t);
+int kv_stage_on(const struct kv_case *c, int s);
+int kv_case_tensor(const struct kv_case *c, const char *name);
 /* Set parameter i of c from text (range-checked); KV_EUSAGE names --flag. */
 enum kv_status kv_param_set(struct kv_case *c, int i, const char *text);
 /* Apply "k=v,k=v" overrides (a sweep entry). */

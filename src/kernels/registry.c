@@ -35,6 +35,23 @@ int kv_tensor_index(const struct kv_kernel *k, const char *name)
     return -1;
 }
 
+int kv_tensor_on(const struct kv_case *c, int t)
+{
+    return !c->k->tensors[t].active || c->k->tensors[t].active(c);
+}
+
+int kv_stage_on(const struct kv_case *c, int s)
+{
+    return !c->k->stages[s].active || c->k->stages[s].active(c);
+}
+
+int kv_case_tensor(const struct kv_case *c, const char *name)
+{
+    for (int t = 0; t < c->k->n_tensors; t++)
+        if (strcmp(c->k->tensors[t].name, name) == 0 && kv_tensor_on(c, t)) return t;
+    return -1;
+}
+
 enum kv_status kv_param_set(struct kv_case *c, int i, const char *text)
 {
     const struct kv_param_def *d = &c->k->params[i];
@@ -159,6 +176,7 @@ enum kv_status kv_case_shapes(struct kv_case *c)
         struct kv_tensor *x = &c->t[t];
         x->dtype = k->tensors[t].dtype;
         x->ndim = 0;
+        if (!kv_tensor_on(c, t)) continue;
         while (*d) {
             size_t len = strcspn(d, ",");
             if (x->ndim == KV_MAX_DIMS) return kv_error(KV_EUSAGE, "internal: %s has too many dims", k->tensors[t].name);
