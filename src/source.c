@@ -102,7 +102,7 @@ enum kv_status kv_given_inputs(const struct kv_kernel *k, const char *path, stru
     struct stat sb;
     KV_CHECK(stat(path, &sb) == 0, KV_EDATA, "%s: no such file or directory", path);
     int found = 0, is_dir = S_ISDIR(sb.st_mode);
-    g->inputs_kind = is_dir ? "file" : ends_with(path, ".json") ? "input inputs." : "member";
+    g->inputs_kind = is_dir ? "file " : ends_with(path, ".json") ? "input inputs." : "member ";
     if (is_dir) {
         char file[1100];
         snprintf(file, sizeof file, "%s/params.json", path);
