@@ -14,7 +14,7 @@
 enum {
     OPT_SEED = 1000, OPT_SEEDS, OPT_SWEEP, OPT_REPEAT, OPT_JSON, OPT_DEVICE, OPT_SHADER, OPT_NO_SUBGROUP,
     OPT_LAMBDA, OPT_MAX_ULP, OPT_RTOL, OPT_ATOL, OPT_MAX_NMSE, OPT_VERBOSE, OPT_HELP, OPT_INPUTS,
-    OPT_CANDIDATE, OPT_SAVE, OPT_NO_DEVICE, OPT_PARAM = 2000,
+    OPT_CANDIDATE, OPT_SAVE, OPT_NO_DEVICE, OPT_ORACLE, OPT_PARAM = 2000,
 };
 
 static const struct option common_opts[] = {
@@ -36,6 +36,7 @@ static const struct option common_opts[] = {
     {"candidate", required_argument, NULL, OPT_CANDIDATE},
     {"save", required_argument, NULL, OPT_SAVE},
     {"no-device", no_argument, NULL, OPT_NO_DEVICE},
+    {"oracle", required_argument, NULL, OPT_ORACLE},
     {"help", no_argument, NULL, OPT_HELP},
 };
 
@@ -63,6 +64,9 @@ static void kernel_usage(const struct kv_kernel *k, FILE *f)
                "  --candidate OUTPUT=FILE.npy  judge an output computed elsewhere instead of the device\n"
                "  --no-device                  never open a device (every output needs a candidate)\n"
                "  --save DIR                   write inputs, device and oracle outputs, report per case\n"
+               "  --oracle spec|exact|both     judge against the spec oracle (the kernel's intended\n"
+               "                               roundings) or the exact one; both shows the exact\n"
+               "                               oracle's rows beside, not judged [default: spec]\n"
                "\ntolerance (metrics.md; any override replaces the default bound):\n"
                "  --lambda X                   probabilistic bound factor [default: 8]\n"
                "  --max-ulp X                  pass when max ULP error <= X\n"
@@ -124,6 +128,15 @@ static enum kv_status parse(const struct kv_kernel *k, int argc, char **argv, st
             o->run.save_dir = arg;
             break;
         case OPT_NO_DEVICE: o->no_device = 1; break;
+        case OPT_ORACLE:
+            if (!strcmp(arg, "spec")) o->run.oracle = KV_ORACLE_SPEC;
+            else if (!strcmp(arg, "exact")) o->run.oracle = KV_ORACLE_EXACT;
+            else if (!strcmp(arg, "both")) o->run.oracle = KV_ORACLE_BOTH;
+            else KV_CHECK(0, KV_EUSAGE, "--oracle: '%s' is not one of spec|exact|both", arg);
+            KV_CHECK(k->has_exact || o->run.oracle == KV_ORACLE_SPEC, KV_EUSAGE,
+                     "--oracle %s: %s rounds only at its outputs, so its spec oracle is the exact one", arg,
+                     k->name);
+            break;
         case OPT_SEEDS:
             if (strstr(arg, "..")) { /* an inclusive range A..B */
                 uint64_t lo, hi;

@@ -18,6 +18,7 @@ struct kv_output_result {
     int64_t shape[KV_MAX_DIMS];
     const char *oracle;    /* "spec" or "exact" */
     const char *source;    /* "device", "candidate" (--candidate) or "expected" (fixture) */
+    int judged;            /* 0 for the exact oracle's rows beside the spec's (--oracle both) */
     struct kv_metrics m;
     int64_t worst_idx[KV_MAX_DIMS];
     size_t guard_bad;      /* guard words changed: writes past the end */

@@ -71,6 +71,7 @@ static cJSON *output_json(const struct kv_output_result *x)
     cJSON *tol = cJSON_AddObjectToObject(o, "tolerance");
     cJSON_AddNumberToObject(tol, "bound_ratio", 1.0);
     cJSON_AddStringToObject(tol, "criterion", m->criterion);
+    cJSON_AddBoolToObject(o, "judged", x->judged);
     cJSON_AddBoolToObject(o, "pass", x->pass);
     return o;
 }

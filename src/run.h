@@ -6,12 +6,15 @@
 #include "report.h"
 #include "vk/vk.h"
 
+enum { KV_ORACLE_SPEC, KV_ORACLE_EXACT, KV_ORACLE_BOTH };
+
 struct kv_run_opts {
     struct kv_criteria crit;
     int repeat;                         /* device runs per case (>= 1) */
     const char *shader[KV_MAX_STAGES];  /* user shader per stage, or NULL */
     int no_subgroup;                    /* force the shared-memory reduction shaders */
     const char *save_dir;               /* --save DIR, or NULL */
+    int oracle;                         /* KV_ORACLE_SPEC, _EXACT or _BOTH */
 };
 
 /* Pipelines for one kernel on one device, created once per process. */

@@ -99,6 +99,11 @@ enum kv_status kv_save_case(const char *dir, const struct kv_case *c, void *cons
         }
         snprintf(sub, sizeof sub, "%s/oracle", base);
         KV_TRY(write_tensor(sub, k->tensors[t].name, "", KV_F64, x->ndim, x->shape, c->y[t]));
+        if (c->y_exact[t]) {
+            snprintf(sub, sizeof sub, "%s/oracle-exact", base);
+            KV_TRY(kv_mkdir_p(sub));
+            KV_TRY(write_tensor(sub, k->tensors[t].name, "", KV_F64, x->ndim, x->shape, c->y_exact[t]));
+        }
         snprintf(sub, sizeof sub, "%s/device", base);
         if (ran[t]) KV_TRY(write_tensor(sub, k->tensors[t].name, "", x->dtype, x->ndim, x->shape, x->data));
         if (chained[t])

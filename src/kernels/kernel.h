@@ -83,6 +83,9 @@ struct kv_kernel {
     int n_tensors;
     const struct kv_stage_def *stages;
     int n_stages;
+    /* Whether the kernel rounds on purpose in the middle (then --oracle exact
+     * and both apply: the oracle is called with c->exact set). */
+    int has_exact;
     const char *const *sweep;  /* NULL-terminated "k=v,k=v" overrides */
     int sweep_seeds;           /* seeds per sweep shape unless --seeds says otherwise */
     /* Validate the parameters beyond their ranges (the shapes are already
@@ -115,6 +118,10 @@ struct kv_case {
     double *y[KV_MAX_TENSORS];
     double *S[KV_MAX_TENSORS];
     struct kv_bound bound[KV_MAX_TENSORS];
+    int exact;                           /* the oracle call is for the exact oracle */
+    double *y_exact[KV_MAX_TENSORS];     /* with --oracle both: the exact oracle's */
+    double *S_exact[KV_MAX_TENSORS];
+    struct kv_bound bound_exact[KV_MAX_TENSORS];
     /* Extra k_op (units of u_acc) for the chained result of an output whose
      * stage consumes device intermediates: it carries their allowed error. */
     double k_chain[KV_MAX_TENSORS];

@@ -8,9 +8,11 @@
 #include "kernel.h"
 
 extern const struct kv_kernel kv_kernel_rmsnorm_bwd;
+extern const struct kv_kernel kv_kernel_gemm_bwd;
 
 const struct kv_kernel *const kv_kernels[] = {
     &kv_kernel_rmsnorm_bwd,
+    &kv_kernel_gemm_bwd,
     NULL,
 };
 
@@ -205,6 +207,8 @@ void kv_case_free(struct kv_case *c)
         kv_tensor_free(&c->t[i]);
         free(c->y[i]);
         free(c->S[i]);
-        c->y[i] = c->S[i] = NULL;
+        free(c->y_exact[i]);
+        free(c->S_exact[i]);
+        c->y[i] = c->S[i] = c->y_exact[i] = c->S_exact[i] = NULL;
     }
 }

@@ -1,0 +1,249 @@
+/* gemm-bwd: GEMM backward (kernels.md, seed 001). Forward C[M,N] = A[M,K] B[K,N].
+ *   dA = dC B^T [M,K]          dB = A^T dC [K,N]
+ * Variants: f32; accumulate (dA = dA_in + dC B^T, the fused gate+up path);
+ * f16 (dC cast to f16 on the device with round-to-nearest-even, weights B
+ * stored as f16, f32 accumulation; dB follows the f32 path as in the seed).
+ * The shaders read the transposed operands in place; f16 values are packed
+ * two to a word so the variant needs no 16-bit storage or float16 features. */
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../rng.h"
+#include "kernel.h"
+
+static const uint32_t dA_sg[] =
+#include "gemm_bwd_dA.sg.h"
+    ;
+static const uint32_t dA_acc_sg[] =
+#include "gemm_bwd_dA_acc.sg.h"
+    ;
+static const uint32_t cast_sg[] =
+#include "gemm_bwd_cast.sg.h"
+    ;
+static const uint32_t dA16_sg[] =
+#include "gemm_bwd_dA16.sg.h"
+    ;
+static const uint32_t dB_sg[] =
+#include "gemm_bwd_dB.sg.h"
+    ;
+/* No subgroup reductions in these stages: both builds are the same code. */
+#define dA_sh dA_sg
+#define dA_acc_sh dA_acc_sg
+#define cast_sh cast_sg
+#define dA16_sh dA16_sg
+#define dB_sh dB_sg
+
+enum { P_M, P_N, P_K, P_VARIANT, P_SCALE };
+enum { V_F32, V_ACC, V_F16 };
+enum { T_A, T_B, T_B16, T_DC, T_DAIN, T_DC16, T_DA, T_DA_ACC, T_DA16, T_DB };
+enum { S_DA, S_DA_ACC, S_CAST, S_DA16, S_DB };
+
+static const struct kv_param_def params[] = {
+    {"m", KV_PARAM_INT, "512", 1, 2147483647, NULL, "rows of A and dC", 1},
+    {"n", KV_PARAM_INT, "512", 1, 2147483647, NULL, "columns of B and dC", 1},
+    {"k", KV_PARAM_INT, "512", 1, 2147483647, NULL, "columns of A, rows of B", 1},
+    {"variant", KV_PARAM_CHOICE, "f32", 0, 0, "f32|accumulate|f16", "precision path", 1},
+    {"scale", KV_PARAM_FLOAT, "1", 1e-30, 1e30, NULL, "multiplies dC (1e5: the f16 overflow regime)", 0},
+};
+
+static int is_f32(const struct kv_case *c) { return c->p[P_VARIANT].c == V_F32; }
+static int is_acc(const struct kv_case *c) { return c->p[P_VARIANT].c == V_ACC; }
+static int is_f16(const struct kv_case *c) { return c->p[P_VARIANT].c == V_F16; }
+static int not_f16(const struct kv_case *c) { return !is_f16(c); }
+
+static const struct kv_tensor_def tensors[] = {
+    [T_A] = {"A", KV_F32, KV_INPUT, -1, "m,k", NULL},
+    [T_B] = {"B", KV_F32, KV_INPUT, -1, "k,n", not_f16},
+    [T_B16] = {"B", KV_F16, KV_INPUT, -1, "k,n", is_f16},
+    [T_DC] = {"dC", KV_F32, KV_INPUT, -1, "m,n", NULL},
+    [T_DAIN] = {"dA_in", KV_F32, KV_INPUT, -1, "m,k", is_acc},
+    [T_DC16] = {"dC16", KV_F16, KV_OUTPUT, S_CAST, "m,n", is_f16},
+    [T_DA] = {"dA", KV_F32, KV_OUTPUT, S_DA, "m,k", is_f32},
+    [T_DA_ACC] = {"dA", KV_F32, KV_OUTPUT, S_DA_ACC, "m,k", is_acc},
+    [T_DA16] = {"dA", KV_F32, KV_OUTPUT, S_DA16, "m,k", is_f16},
+    [T_DB] = {"dB", KV_F32, KV_OUTPUT, S_DB, "k,n", NULL},
+};
+
+struct push {
+    uint32_t m, n, k;
+};
+
+static void fill_push(const struct kv_case *c, struct push *p)
+{
+    p->m = (uint32_t)c->p[P_M].i, p->n = (uint32_t)c->p[P_N].i, p->k = (uint32_t)c->p[P_K].i;
+}
+
+/* One 16x16 workgroup per output tile, tiles grid-strided over a 2-D grid. */
+static void launch_tiles(uint64_t rows, uint64_t cols, const uint32_t local[3], const uint32_t max[3],
+                         uint32_t groups[3])
+{
+    uint64_t tiles = ((rows + local[1] - 1) / local[1]) * ((cols + local[0] - 1) / local[0]);
+    groups[0] = kv_groups(tiles, 1, max[0] < 65535 ? max[0] : 65535);
+    groups[1] = kv_groups((tiles + groups[0] - 1) / groups[0], 1, max[1]);
+    groups[2] = 1;
+}
+
+static void launch_dA(const struct kv_case *c, const uint32_t local[3], const uint32_t max[3], void *push,
+                      uint32_t groups[3])
+{
+    fill_push(c, push);
+    launch_tiles((uint64_t)c->p[P_M].i, (uint64_t)c->p[P_K].i, local, max, groups);
+}
+
+static void launch_dB(const struct kv_case *c, const uint32_t local[3], const uint32_t max[3], void *push,
+                      uint32_t groups[3])
+{
+    fill_push(c, push);
+    launch_tiles((uint64_t)c->p[P_K].i, (uint64_t)c->p[P_N].i, local, max, groups);
+}
+
+static void launch_cast(const struct kv_case *c, const uint32_t local[3], const uint32_t max[3], void *push,
+                        uint32_t groups[3])
+{
+    fill_push(c, push);
+    uint64_t words = ((uint64_t)c->p[P_M].i * (uint64_t)c->p[P_N].i + 1) / 2;
+    groups[0] = kv_groups(words, local[0], max[0]);
+    groups[1] = groups[2] = 1;
+}
+
+#define TILES_DOC "a 16x16 workgroup per output tile; tile t = gl_WorkGroupID.y*gl_NumWorkGroups.x + " \
+                  "gl_WorkGroupID.x, strided by the group count; groups.x = min(tiles, 65535)"
+
+static const struct kv_stage_def stages[] = {
+    [S_DA] = {"dA", KV_SPIRV(dA_sg), KV_SPIRV(dA_sh), 3, {T_DC, T_B, T_DA}, sizeof(struct push),
+              "uint m; uint n; uint k;", TILES_DOC " over dA[m, k]", launch_dA, is_f32},
+    [S_DA_ACC] = {"dA_acc", KV_SPIRV(dA_acc_sg), KV_SPIRV(dA_acc_sh), 4, {T_DC, T_B, T_DAIN, T_DA_ACC},
+                  sizeof(struct push), "uint m; uint n; uint k;", TILES_DOC " over dA[m, k]", launch_dA, is_acc},
+    [S_CAST] = {"cast", KV_SPIRV(cast_sg), KV_SPIRV(cast_sh), 2, {T_DC, T_DC16}, sizeof(struct push),
+                "uint m; uint n; uint k;",
+                "groups = min(ceil(m*n/2 / local_size_x), max); one packed word (two f16) per invocation, "
+                "grid-strided", launch_cast, is_f16},
+    [S_DA16] = {"dA16", KV_SPIRV(dA16_sg), KV_SPIRV(dA16_sh), 3, {T_DC16, T_B16, T_DA16}, sizeof(struct push),
+                "uint m; uint n; uint k;", TILES_DOC " over dA[m, k]; f16 operands packed two per uint",
+                launch_dA, is_f16},
+    [S_DB] = {"dB", KV_SPIRV(dB_sg), KV_SPIRV(dB_sh), 3, {T_A, T_DC, T_DB}, sizeof(struct push),
+              "uint m; uint n; uint k;", TILES_DOC " over dB[k, n]", launch_dB, NULL},
+};
+
+static enum kv_status validate(struct kv_case *c)
+{
+    int64_t m = c->p[P_M].i, n = c->p[P_N].i, k = c->p[P_K].i;
+    /* 32-bit flat indices in the shaders: every tensor below 2^31 elements. */
+    if (m > INT32_MAX / n || m > INT32_MAX / k || k > INT32_MAX / n)
+        return kv_error(KV_EUSAGE, "--m %lld --n %lld --k %lld: a tensor has more than 2^31-1 elements",
+                        (long long)m, (long long)n, (long long)k);
+    return KV_OK;
+}
+
+/* Inputs: activations A ~ N(0,1); weights B ~ N(0,1)/sqrt(k) (f16 variant:
+ * rounded to f16, as stored); gradients dC ~ N(0,1) * scale; dA_in ~ N(0,1). */
+static enum kv_status inputs(struct kv_case *c)
+{
+    const int64_t m = c->p[P_M].i, n = c->p[P_N].i, k = c->p[P_K].i;
+    const double scale = c->p[P_SCALE].f, bs = 1.0 / sqrt((double)k);
+    float *a = c->t[T_A].data, *dc = c->t[T_DC].data;
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < m * k; i++) a[i] = (float)kv_rng_normal(c->seed, T_A, (uint64_t)i);
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < m * n; i++) dc[i] = (float)(kv_rng_normal(c->seed, T_DC, (uint64_t)i) * scale);
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < k * n; i++) {
+        float v = (float)(kv_rng_normal(c->seed, T_B, (uint64_t)i) * bs);
+        if (is_f16(c)) ((uint16_t *)c->t[T_B16].data)[i] = kv_f32_to_f16(v);
+        else ((float *)c->t[T_B].data)[i] = v;
+    }
+    if (is_acc(c)) {
+        float *din = c->t[T_DAIN].data;
+        for (int64_t i = 0; i < m * k; i++) din[i] = (float)kv_rng_normal(c->seed, T_DAIN, (uint64_t)i);
+    }
+    return KV_OK;
+}
+
+static double *widen(const struct kv_tensor *t, int absolute, int cast16)
+{
+    double *d = malloc(t->count * sizeof *d);
+    if (!d) return NULL;
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < t->count; i++) {
+        double v = kv_load_f64(t->dtype, t->data, i);
+        if (cast16) v = kv_f16_to_f32(kv_f32_to_f16((float)v));
+        d[i] = absolute ? fabs(v) : v;
+    }
+    return d;
+}
+
+/* Tolerances (metrics.md: allowed = lambda*sqrt(n)*u*S + k_op*u*S + 0.5*ulp(y)).
+ * dA, dB: dot products of length n (N for dA, M for dB) accumulated in f32:
+ *   S = |dC| |B|^T or |A|^T |dC| (OpenBLAS dgemm on the magnitudes); each
+ *   product rounds once (k_op = 1). In the f16 variant both factors are f16,
+ *   so each product is exact in f32; k_op = 1 stays as the conservative side.
+ * accumulate: y = dA_in + dC B^T with S = |dA_in| + |dC| |B|^T; the f32 sum of
+ *   the product and dA_in rounds once more: k_op = 2.
+ * dC16 (f16 cast): y is the RNE cast itself, exact in f16: n = 0, k_op = 0, so
+ *   the allowed error is half an f16 ulp and any other rounding fails.
+ * The exact oracle skips the casts (dC16 = dC, dA from the f32 dC). */
+static enum kv_status oracle(struct kv_case *c)
+{
+    enum kv_status st = KV_OK;
+    const int m = (int)c->p[P_M].i, n = (int)c->p[P_N].i, k = (int)c->p[P_K].i;
+    const int f16 = is_f16(c), cast = f16 && !c->exact;
+    const struct kv_tensor *B = f16 ? &c->t[T_B16] : &c->t[T_B];
+    int tda = f16 ? T_DA16 : is_acc(c) ? T_DA_ACC : T_DA;
+    double *dc = widen(&c->t[T_DC], 0, cast), *dca = widen(&c->t[T_DC], 1, cast);
+    double *b = widen(B, 0, 0), *ba = widen(B, 1, 0);
+    double *a = widen(&c->t[T_A], 0, 0), *aa = widen(&c->t[T_A], 1, 0);
+    double *dc32 = widen(&c->t[T_DC], 0, 0), *dc32a = widen(&c->t[T_DC], 1, 0);
+    KV_CHECK(dc && dca && b && ba && a && aa && dc32 && dc32a, KV_EDEVICE, "out of host memory for the gemm oracle");
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, k, n, 1.0, dc, n, b, n, 0.0, c->y[tda], k);
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, k, n, 1.0, dca, n, ba, n, 0.0, c->S[tda], k);
+    /* dB follows the f32 path in every variant. */
+    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, k, n, m, 1.0, a, k, dc32, n, 0.0, c->y[T_DB], n);
+    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, k, n, m, 1.0, aa, k, dc32a, n, 0.0, c->S[T_DB], n);
+    const double u = 0x1p-24;
+    c->bound[tda] = (struct kv_bound){.n = n, .k_op = 1, .u_acc = u, .rho = 1};
+    c->bound[T_DB] = (struct kv_bound){.n = m, .k_op = 1, .u_acc = u, .rho = 1};
+    if (is_acc(c)) {
+        const float *din = c->t[T_DAIN].data;
+        for (size_t i = 0; i < (size_t)m * k; i++) {
+            c->y[tda][i] += din[i];
+            c->S[tda][i] += fabs((double)din[i]);
+        }
+        c->bound[tda].k_op = 2;
+    }
+    if (f16) {
+        for (size_t i = 0; i < (size_t)m * n; i++) c->y[T_DC16][i] = dc[i], c->S[T_DC16][i] = dca[i];
+        c->bound[T_DC16] = (struct kv_bound){.n = 0, .k_op = 0, .u_acc = u, .rho = 1};
+    }
+cleanup:
+    free(dc), free(dca), free(b), free(ba), free(a), free(aa), free(dc32), free(dc32a);
+    return st;
+}
+
+static const char *const sweep[] = {
+    "m=1,n=1,k=1", "m=1,n=1,k=1,variant=accumulate", "m=1,n=1,k=1,variant=f16",
+    "m=7,n=13,k=5", "m=13,n=5,k=7,variant=accumulate", "m=5,n=7,k=13,variant=f16",
+    "m=1000,n=333,k=77", "m=1000,n=333,k=77,variant=accumulate", "m=1000,n=333,k=77,variant=f16",
+    "m=512,n=512,k=16",      /* LoRA rank 16 */
+    "m=4099,n=17,k=3",       /* tall and skinny */
+    "m=33,n=1031,k=31,variant=f16",
+    NULL,
+};
+
+const struct kv_kernel kv_kernel_gemm_bwd = {
+    .name = "gemm-bwd",
+    .summary = "GEMM backward: dA = dC B^T, dB = A^T dC (f32, accumulate, f16)",
+    .params = params,
+    .n_params = KV_COUNT(params),
+    .tensors = tensors,
+    .n_tensors = KV_COUNT(tensors),
+    .stages = stages,
+    .n_stages = KV_COUNT(stages),
+    .has_exact = 1,
+    .sweep = sweep,
+    .sweep_seeds = 3,
+    .validate = validate,
+    .inputs = inputs,
+    .oracle = oracle,
+};

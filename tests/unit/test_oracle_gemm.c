@@ -1,0 +1,103 @@
+/* The gemm-bwd oracle's backward formulas agree with central finite
+ * differences of an independent float64 forward, loss = sum(dC * (A B)),
+ * in every variant (f16: the forward uses the f16 casts of dC and B as the
+ * spec says; accumulate adds dA_in). */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "kernels/kernel.h"
+
+static const struct kv_kernel *make(struct kv_case *c, const char *params)
+{
+    const struct kv_kernel *k = kv_kernel_find("gemm-bwd");
+    assert_non_null(k);
+    assert_int_equal(kv_case_init(c, k, 3), KV_OK);
+    assert_int_equal(kv_param_apply(c, params), KV_OK);
+    assert_int_equal(kv_case_shapes(c), KV_OK);
+    for (int t = 0; t < k->n_tensors; t++) {
+        if (!kv_tensor_on(c, t)) continue;
+        struct kv_tensor s = c->t[t];
+        assert_int_equal(kv_tensor_alloc(&c->t[t], "t", s.dtype, s.ndim, s.shape), KV_OK);
+        if (k->tensors[t].role == KV_OUTPUT) {
+            c->y[t] = calloc(c->t[t].count, sizeof(double));
+            c->S[t] = calloc(c->t[t].count, sizeof(double));
+        }
+    }
+    assert_int_equal(k->inputs(c), KV_OK);
+    assert_int_equal(k->oracle(c), KV_OK);
+    return k;
+}
+
+static double loss(const double *a, const double *b, const double *dc, int m, int n, int kk)
+{
+    double l = 0;
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            double cij = 0;
+            for (int p = 0; p < kk; p++) cij += a[i * kk + p] * b[p * n + j];
+            l += dc[i * n + j] * cij;
+        }
+    return l;
+}
+
+static double *load(const struct kv_tensor *t, int cast16)
+{
+    double *d = malloc(t->count * sizeof *d);
+    for (size_t i = 0; i < t->count; i++) {
+        double v = kv_load_f64(t->dtype, t->data, i);
+        d[i] = cast16 ? kv_f16_to_f32(kv_f32_to_f16((float)v)) : v;
+    }
+    return d;
+}
+
+static void check(const char *params)
+{
+    struct kv_case c;
+    const struct kv_kernel *k = make(&c, params);
+    int m = (int)c.p[kv_param_index(k, "m")].i, n = (int)c.p[kv_param_index(k, "n")].i;
+    int kk = (int)c.p[kv_param_index(k, "k")].i;
+    int f16 = strstr(params, "f16") != NULL, acc = strstr(params, "accumulate") != NULL;
+    double *a = load(&c.t[kv_case_tensor(&c, "A")], 0), *b = load(&c.t[kv_case_tensor(&c, "B")], 0);
+    double *dc = load(&c.t[kv_case_tensor(&c, "dC")], f16), *dc32 = load(&c.t[kv_case_tensor(&c, "dC")], 0);
+    int tda = kv_case_tensor(&c, "dA"), tdb = kv_case_tensor(&c, "dB");
+    const float *din = acc ? c.t[kv_case_tensor(&c, "dA_in")].data : NULL;
+    for (int i = 0; i < m * kk; i++) {
+        double h = 1e-3, save = a[i];
+        a[i] = save + h;
+        double lp = loss(a, b, dc, m, n, kk);
+        a[i] = save - h;
+        double lm = loss(a, b, dc, m, n, kk);
+        a[i] = save;
+        double g = (lp - lm) / (2 * h) + (din ? din[i] : 0);
+        assert_true(fabs(g - c.y[tda][i]) <= 1e-9 * (c.S[tda][i] + 1));
+    }
+    for (int i = 0; i < kk * n; i++) {
+        double h = 1e-3, save = b[i];
+        b[i] = save + h;
+        double lp = loss(a, b, dc32, m, n, kk);
+        b[i] = save - h;
+        double lm = loss(a, b, dc32, m, n, kk);
+        b[i] = save;
+        double g = (lp - lm) / (2 * h);
+        assert_true(fabs(g - c.y[tdb][i]) <= 1e-9 * (c.S[tdb][i] + 1));
+    }
+    free(a), free(b), free(dc), free(dc32);
+    kv_case_free(&c);
+}
+
+static void f32(void **s) { (void)s; check("m=3,n=5,k=4"); check("m=1,n=1,k=1"); }
+static void accumulate(void **s) { (void)s; check("m=4,n=3,k=5,variant=accumulate"); }
+static void f16(void **s) { (void)s; check("m=5,n=4,k=3,variant=f16"); check("m=2,n=3,k=2,variant=f16,scale=1e4"); }
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(f32), cmocka_unit_test(accumulate), cmocka_unit_test(f16)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
