@@ -49,7 +49,12 @@ enum kv_status kv_runner_init(struct kv_runner *r, struct kv_vk_device *d, const
         }
         struct kv_spirv_iface iface;
         KV_TRY(kv_spirv_reflect(what, words, bytes / 4, &iface));
-        KV_TRY(kv_spirv_check(what, &iface, (uint32_t)sd->n_bindings, sd->push_size));
+        uint32_t outputs = 0;
+        for (int b = 0; b < sd->n_bindings; b++) {
+            const struct kv_tensor_def *td = &k->tensors[sd->bindings[b]];
+            if (td->role == KV_OUTPUT && td->stage == s) outputs |= 1u << b;
+        }
+        KV_TRY(kv_spirv_check(what, &iface, (uint32_t)sd->n_bindings, outputs, sd->push_size));
         uint64_t inv = (uint64_t)iface.local[0] * iface.local[1] * iface.local[2];
         KV_CHECK(inv <= d->info.max_invocations, KV_EDATA,
                  "%s: workgroup of %llu invocations exceeds the device's %u", what,

@@ -197,7 +197,7 @@ static const char *kind_name(enum kv_binding_kind k)
 }
 
 enum kv_status kv_spirv_check(const char *what, const struct kv_spirv_iface *got,
-                              uint32_t n_bindings, uint32_t push_size)
+                              uint32_t n_bindings, uint32_t required, uint32_t push_size)
 {
     uint32_t seen = 0;
     for (int i = 0; i < got->n_bindings; i++) {
@@ -214,10 +214,11 @@ enum kv_status kv_spirv_check(const char *what, const struct kv_spirv_iface *got
         seen |= 1u << bnd;
     }
     for (uint32_t b = 0; b < n_bindings; b++)
-        if (!(seen & (1u << b)))
-            return kv_error(KV_EDATA, "%s: binding %u is missing; the stage has %u storage buffers "
-                            "(see 'kverify list --abi')", what, b, n_bindings);
-    if (got->push_size != push_size)
+        if ((required & (1u << b)) && !(seen & (1u << b)))
+            return kv_error(KV_EDATA, "%s: binding %u is missing (the stage's output); the stage has %u "
+                            "storage buffers (see 'kverify list --abi')", what, b, n_bindings);
+    /* A shader without push constants may ignore them; a different size is wrong. */
+    if (got->push_size != push_size && got->push_size != 0)
         return kv_error(KV_EDATA, "%s: push-constant block is %u bytes, the stage's is %u bytes "
                         "(see 'kverify list --abi')", what, got->push_size, push_size);
     return KV_OK;

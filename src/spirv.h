@@ -28,8 +28,11 @@ struct kv_spirv_iface {
 enum kv_status kv_spirv_reflect(const char *what, const uint32_t *words, size_t n_words,
                                 struct kv_spirv_iface *out);
 /* Check the reflected interface against an ABI of n storage buffers at set 0
- * (bindings 0..n-1) and push_size bytes of push constants. */
+ * (bindings 0..n-1) and push_size bytes of push constants. Every declared
+ * binding must fit the ABI; those in `required` (a bit per binding: the
+ * stage's outputs) must be declared, others may be left out (an optimising
+ * compiler drops unused buffers). */
 enum kv_status kv_spirv_check(const char *what, const struct kv_spirv_iface *got,
-                              uint32_t n_bindings, uint32_t push_size);
+                              uint32_t n_bindings, uint32_t required, uint32_t push_size);
 
 #endif

@@ -23,7 +23,8 @@ static void builtins_match_their_abi(void **s)
             for (int v = 0; v < 2; v++) {
                 struct kv_spirv_iface f;
                 assert_int_equal(kv_spirv_reflect("builtin", blobs[v]->words, blobs[v]->bytes / 4, &f), KV_OK);
-                assert_int_equal(kv_spirv_check("builtin", &f, (uint32_t)sd->n_bindings, sd->push_size), KV_OK);
+                assert_int_equal(kv_spirv_check("builtin", &f, (uint32_t)sd->n_bindings,
+                                                (1u << sd->n_bindings) - 1, sd->push_size), KV_OK);
                 assert_int_equal(f.n_bindings, sd->n_bindings);
                 assert_true(f.local[0] >= 1 && f.local[1] >= 1 && f.local[2] >= 1);
             }

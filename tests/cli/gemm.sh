@@ -1,0 +1,37 @@
+# gemm-bwd: each variant, the sweep for 108 seeds in total (12 shapes x 9),
+# the f16 overflow regime of trueno#170 reported per oracle, golden fixtures,
+# and bad input.
+. "$(dirname "$0")/lib.bash"
+J=(--json "$TMP/report.json")
+for v in f32 accumulate f16; do
+  expect_exit 0 "$KV" gemm-bwd --m 130 --n 77 --k 33 --variant "$v"
+done
+expect_exit 0 "$KV" gemm-bwd --sweep --seeds 9
+grep -q '^108 cases: 108 passed, 0 failed, 0 errors, 0 skipped' "$TMP/out" || fail "sweep: expected 108 passing cases"
+
+# --scale 1e5: the f16 cast overflows. The spec oracle casts too (NaN and Inf
+# match, pass); the exact oracle's rows show the Inf/NaN mismatches, unjudged.
+expect_exit 0 "$KV" gemm-bwd --m 64 --n 48 --k 32 --variant f16 --scale 1e5 --oracle both --json "$TMP/f16.json"
+python3 - "$TMP/f16.json" <<'PY' || fail "f16 overflow report"
+import json, sys
+outs = {o["name"]: o for o in json.load(open(sys.argv[1]))["cases"][0]["outputs"]}
+assert outs["dC16"]["inf_match"] > 0 and outs["dC16"]["pass"] and outs["dC16"]["judged"]
+assert outs["dA"]["nan_match"] + outs["dA"]["inf_match"] > 0 and outs["dA"]["pass"]
+ex = outs["dC16.exact"]
+assert ex["oracle"] == "exact" and not ex["judged"] and ex["inf_mismatch"] > 0 and not ex["pass"]
+assert outs["dA.exact"]["nan_mismatch"] + outs["dA.exact"]["inf_mismatch"] > 0
+assert outs["dB"]["pass"] and outs["dB.exact"]["pass"]   # dB takes the f32 path
+PY
+expect_exit 1 "$KV" gemm-bwd --m 64 --n 48 --k 32 --variant f16 --scale 1e5 --oracle exact
+grep -Eq '^  dC16 .* FAIL' "$TMP/out" || fail "--oracle exact: the overflow must fail"
+for f in "$KV_SRC"/fixtures/gemm-bwd/*.json; do expect_exit 0 "$KV" gemm-bwd --inputs "$f"; done
+
+expect_error 2 "--m: 0 is out of range" "$KV" gemm-bwd --m 0 "${J[@]}"
+expect_error 2 "--k: -3 is out of range" "$KV" gemm-bwd --k -3 "${J[@]}"
+expect_error 2 "--variant: 'bf16' is not one of f32\|accumulate\|f16" "$KV" gemm-bwd --variant bf16 "${J[@]}"
+expect_error 2 "a tensor has more than 2\^31-1 elements" "$KV" gemm-bwd --m 65536 --n 65536 "${J[@]}"
+expect_error 2 "--n: '1e9' is not an integer" "$KV" gemm-bwd --n 1e9 "${J[@]}"
+expect_error 2 "maxStorageBufferRange" "$KV" gemm-bwd --m 1 --n 1 --k 2147483647 "${J[@]}"
+expect_error 2 "--oracle: 'fast' is not one of spec\|exact\|both" "$KV" gemm-bwd --oracle fast "${J[@]}"
+expect_error 2 "--oracle exact: rmsnorm-bwd rounds only at its outputs" "$KV" rmsnorm-bwd --oracle exact "${J[@]}"
+exit 0
