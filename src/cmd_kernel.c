@@ -14,7 +14,7 @@
 enum {
     OPT_SEED = 1000, OPT_SEEDS, OPT_SWEEP, OPT_REPEAT, OPT_JSON, OPT_DEVICE, OPT_SHADER, OPT_NO_SUBGROUP,
     OPT_LAMBDA, OPT_MAX_ULP, OPT_RTOL, OPT_ATOL, OPT_MAX_NMSE, OPT_VERBOSE, OPT_HELP, OPT_INPUTS,
-    OPT_CANDIDATE, OPT_SAVE, OPT_NO_DEVICE, OPT_ORACLE, OPT_PARAM = 2000,
+    OPT_CANDIDATE, OPT_SAVE, OPT_NO_DEVICE, OPT_ORACLE, OPT_SAMPLE, OPT_PARAM = 2000,
 };
 
 static const struct option common_opts[] = {
@@ -37,6 +37,7 @@ static const struct option common_opts[] = {
     {"save", required_argument, NULL, OPT_SAVE},
     {"no-device", no_argument, NULL, OPT_NO_DEVICE},
     {"oracle", required_argument, NULL, OPT_ORACLE},
+    {"sample", required_argument, NULL, OPT_SAMPLE},
     {"help", no_argument, NULL, OPT_HELP},
 };
 
@@ -67,6 +68,8 @@ static void kernel_usage(const struct kv_kernel *k, FILE *f)
                "  --oracle spec|exact|both     judge against the spec oracle (the kernel's intended\n"
                "                               roundings) or the exact one; both shows the exact\n"
                "                               oracle's rows beside, not judged [default: spec]\n"
+               "  --sample N                   verify N random elements per output, plus its last row and\n"
+               "                               column and tile edges, instead of all [default: all]\n"
                "\ntolerance (metrics.md; any override replaces the default bound):\n"
                "  --lambda X                   probabilistic bound factor [default: 8]\n"
                "  --max-ulp X                  pass when max ULP error <= X\n"
@@ -128,6 +131,7 @@ static enum kv_status parse(const struct kv_kernel *k, int argc, char **argv, st
             o->run.save_dir = arg;
             break;
         case OPT_NO_DEVICE: o->no_device = 1; break;
+        case OPT_SAMPLE: KV_TRY(kv_parse_i64("--sample", arg, 1, 100000000, &o->run.sample)); break;
         case OPT_ORACLE:
             if (!strcmp(arg, "spec")) o->run.oracle = KV_ORACLE_SPEC;
             else if (!strcmp(arg, "exact")) o->run.oracle = KV_ORACLE_EXACT;

@@ -44,6 +44,7 @@ static cJSON *output_json(const struct kv_output_result *x)
     cJSON_AddStringToObject(o, "oracle", x->oracle);
     cJSON_AddStringToObject(o, "source", x->source);
     cJSON_AddNumberToObject(o, "elements", (double)m->elements);
+    cJSON_AddNumberToObject(o, "elements_total", (double)x->total);
     add_num(o, "max_ulp", m->max_ulp);
     add_num(o, "mean_ulp", m->mean_ulp);
     add_num(o, "p99_ulp", m->p99_ulp);

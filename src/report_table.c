@@ -40,6 +40,7 @@ void kv_table_case(FILE *f, const struct kv_case_result *c)
                 m->max_ulp, m->mean_ulp, m->p99_ulp, m->max_abs, m->max_rel, m->rel_skipped, m->nmse,
                 m->rmse_ratio, m->max_bound_ratio, nonfinite, worst, o->pass ? "pass" : "FAIL");
         if (strcmp(o->source, "device") != 0) fprintf(f, "  (%s)", o->source);
+        if (m->elements < o->total) fprintf(f, "  (%zu of %zu elements sampled)", m->elements, o->total);
         if (!o->judged) fprintf(f, "  (exact oracle: shown, not judged)");
         if (o->guard_bad) fprintf(f, "  (%zu guard words overwritten: write past the end)", o->guard_bad);
         if (o->nondet) fprintf(f, "  (%zu elements differ between repeats)", o->nondet);

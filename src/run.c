@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "rng.h"
 #include "save.h"
 #include "shader.h"
 #include "spirv.h"
@@ -317,6 +318,44 @@ static void fill_params(const struct kv_case *c, struct kv_case_result *res)
     for (int s = 0; s < c->k->n_stages; s++) res->stage_name[s] = c->k->stages[s].name;
 }
 
+static int cmp_size(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The sample of output t: its whole last row and last column (and first
+ * ones), rows and columns on 16-element tile boundaries, and n random
+ * elements, a third of them on boundaries. Deterministic in the seed. */
+static enum kv_status make_sample(struct kv_case *c, int t, int64_t n)
+{
+    const struct kv_tensor *x = &c->t[t];
+    size_t cols = x->ndim >= 2 ? (size_t)x->shape[x->ndim - 1] : x->count, rows = x->count / cols;
+    size_t cap = 2 * rows + 2 * cols + (size_t)n + 2, k = 0;
+    size_t *idx = malloc(cap * sizeof *idx);
+    if (!idx) return kv_error(KV_EDEVICE, "out of host memory for the sample");
+    for (size_t j = 0; j < cols; j++) idx[k++] = (rows - 1) * cols + j, idx[k++] = j;
+    for (size_t i = 0; i < rows; i++) idx[k++] = i * cols + cols - 1, idx[k++] = i * cols;
+    for (int64_t s = 0; s < n; s++) {
+        size_t pick[2];
+        size_t ext[2] = {rows, cols};
+        for (int d = 0; d < 2; d++) {
+            double u = kv_rng_uniform(c->seed ^ 0x5a3c9e17u, 1000u + (uint32_t)(2 * t + d), (uint64_t)s);
+            size_t v = (size_t)(u * (double)ext[d]);
+            if (s % 3 == 0 && ext[d] > 16) v = (v / 16) * 16 + ((s / 3) % 2 ? 15 : 0); /* a tile edge */
+            pick[d] = v < ext[d] ? v : ext[d] - 1;
+        }
+        idx[k++] = pick[0] * cols + pick[1];
+    }
+    qsort(idx, k, sizeof *idx, cmp_size);
+    size_t u = 0;
+    for (size_t i = 0; i < k; i++)
+        if (u == 0 || idx[i] != idx[u - 1]) idx[u++] = idx[i];
+    c->sample[t] = idx;
+    c->n_sample[t] = u;
+    return KV_OK;
+}
+
 static enum kv_status compare_one(struct kv_case *c, int t, const void *data, int chained, const char *source,
                                   size_t guard_bad, size_t nondet, const struct kv_run_opts *o,
                                   struct kv_case_result *res)
@@ -338,7 +377,27 @@ static enum kv_status compare_one(struct kv_case *c, int t, const void *data, in
     out->nondet = nondet;
     struct kv_bound bound = c->bound[t];
     if (chained) bound.k_op += c->k_chain[t];
-    enum kv_status st = kv_compare(c->t[t].dtype, data, c->y[t], c->S[t], c->t[t].count, &bound, &o->crit, &out->m);
+    out->total = c->t[t].count;
+    enum kv_status st;
+    if (c->sample[t]) {
+        /* Gather the sampled elements, compare them, map the worst back. */
+        size_t n = c->n_sample[t], es = kv_dtype_info(c->t[t].dtype)->size;
+        char *cand = malloc(n * es + 1);
+        double *y = malloc(n * sizeof *y), *S = malloc(n * sizeof *S);
+        if (!cand || !y || !S) st = kv_error(KV_EDEVICE, "out of host memory comparing a sample");
+        else {
+            for (size_t i = 0; i < n; i++) {
+                size_t j = c->sample[t][i];
+                memcpy(cand + i * es, (const char *)data + j * es, es);
+                y[i] = c->y[t][j], S[i] = c->S[t][j];
+            }
+            st = kv_compare(c->t[t].dtype, cand, y, S, n, &bound, &o->crit, &out->m);
+            if (!st && out->m.has_worst) out->m.worst_index = c->sample[t][out->m.worst_index];
+        }
+        free(cand), free(y), free(S);
+    } else {
+        st = kv_compare(c->t[t].dtype, data, c->y[t], c->S[t], c->t[t].count, &bound, &o->crit, &out->m);
+    }
     if (st) return st;
     if (out->m.has_worst) kv_tensor_unravel(&c->t[t], out->m.worst_index, out->worst_idx);
     out->pass = out->m.pass && guard_bad == 0 && nondet == 0;
@@ -384,6 +443,10 @@ static enum kv_status run_case(struct kv_runner *r, struct kv_case *c, const str
         }
     }
     if (!all_inputs_given) KV_TRY(k->inputs(c));
+    for (int t = 0; o->sample > 0 && t < k->n_tensors; t++)
+        if (k->tensors[t].role == KV_OUTPUT && kv_tensor_on(c, t) && !is_intermediate(c, t) &&
+            (size_t)o->sample < c->t[t].count)
+            KV_TRY(make_sample(c, t, o->sample));
     for (int t = 0; t < k->n_tensors; t++)
         if (k->tensors[t].role == KV_INPUT && c->given[t] && kv_tensor_on(c, t))
             memcpy(c->t[t].data, c->given[t]->data, kv_tensor_bytes(&c->t[t]));

@@ -15,6 +15,7 @@ struct kv_run_opts {
     int no_subgroup;                    /* force the shared-memory reduction shaders */
     const char *save_dir;               /* --save DIR, or NULL */
     int oracle;                         /* KV_ORACLE_SPEC, _EXACT or _BOTH */
+    int64_t sample;                     /* --sample N: random elements per output (0: all) */
 };
 
 /* Pipelines for one kernel on one device, created once per process. */

@@ -2,6 +2,7 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,7 +99,18 @@ enum kv_status kv_save_case(const char *dir, const struct kv_case *c, void *cons
             continue;
         }
         snprintf(sub, sizeof sub, "%s/oracle", base);
-        KV_TRY(write_tensor(sub, k->tensors[t].name, "", KV_F64, x->ndim, x->shape, c->y[t]));
+        if (c->sample[t]) {
+            /* --sample: the oracle holds only the sampled elements; NaN elsewhere. */
+            double *y = malloc(x->count * sizeof *y);
+            KV_CHECK(y, KV_EDATA, "out of memory saving %s", k->tensors[t].name);
+            for (size_t i = 0; i < x->count; i++) y[i] = NAN;
+            for (size_t i = 0; i < c->n_sample[t]; i++) y[c->sample[t][i]] = c->y[t][c->sample[t][i]];
+            st = write_tensor(sub, k->tensors[t].name, "", KV_F64, x->ndim, x->shape, y);
+            free(y);
+            KV_TRY(st);
+        } else {
+            KV_TRY(write_tensor(sub, k->tensors[t].name, "", KV_F64, x->ndim, x->shape, c->y[t]));
+        }
         if (c->y_exact[t]) {
             snprintf(sub, sizeof sub, "%s/oracle-exact", base);
             KV_TRY(kv_mkdir_p(sub));

@@ -174,6 +174,23 @@ static double *widen(const struct kv_tensor *t, int absolute, int cast16)
     return d;
 }
 
+/* Sampled elements, straight from the inputs: the dot of row i of X
+ * (length n, stride sx along it) with row j of Y; cast16 rounds X's f32
+ * values to f16 first (the spec cast). */
+static void dot(const struct kv_tensor *X, size_t x0, size_t sx, const struct kv_tensor *Y, size_t y0, size_t sy,
+                int64_t n, int cast16, double *y, double *S)
+{
+    double acc = 0, abs_acc = 0;
+    for (int64_t l = 0; l < n; l++) {
+        double a = kv_load_f64(X->dtype, X->data, x0 + (size_t)l * sx);
+        if (cast16) a = kv_f16_to_f32(kv_f32_to_f16((float)a));
+        double t = a * kv_load_f64(Y->dtype, Y->data, y0 + (size_t)l * sy);
+        acc += t;
+        abs_acc += fabs(t);
+    }
+    *y = acc, *S = abs_acc;
+}
+
 /* Tolerances (metrics.md: allowed = lambda*sqrt(n)*u*S + k_op*u*S + 0.5*ulp(y)).
  * dA, dB: dot products of length n (N for dA, M for dB) accumulated in f32:
  *   S = |dC| |B|^T or |A|^T |dC| (OpenBLAS dgemm on the magnitudes); each
@@ -183,24 +200,41 @@ static double *widen(const struct kv_tensor *t, int absolute, int cast16)
  *   the product and dA_in rounds once more: k_op = 2.
  * dC16 (f16 cast): y is the RNE cast itself, exact in f16: n = 0, k_op = 0, so
  *   the allowed error is half an f16 ulp and any other rounding fails.
- * The exact oracle skips the casts (dC16 = dC, dA from the f32 dC). */
+ * The exact oracle skips the casts (dC16 = dC, dA from the f32 dC).
+ * With --sample, dA and dB are computed only at the sampled elements. */
 static enum kv_status oracle(struct kv_case *c)
 {
     enum kv_status st = KV_OK;
     const int m = (int)c->p[P_M].i, n = (int)c->p[P_N].i, k = (int)c->p[P_K].i;
     const int f16 = is_f16(c), cast = f16 && !c->exact;
-    const struct kv_tensor *B = f16 ? &c->t[T_B16] : &c->t[T_B];
-    int tda = f16 ? T_DA16 : is_acc(c) ? T_DA_ACC : T_DA;
-    double *dc = widen(&c->t[T_DC], 0, cast), *dca = widen(&c->t[T_DC], 1, cast);
-    double *b = widen(B, 0, 0), *ba = widen(B, 1, 0);
-    double *a = widen(&c->t[T_A], 0, 0), *aa = widen(&c->t[T_A], 1, 0);
-    double *dc32 = widen(&c->t[T_DC], 0, 0), *dc32a = widen(&c->t[T_DC], 1, 0);
-    KV_CHECK(dc && dca && b && ba && a && aa && dc32 && dc32a, KV_EDEVICE, "out of host memory for the gemm oracle");
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, k, n, 1.0, dc, n, b, n, 0.0, c->y[tda], k);
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, k, n, 1.0, dca, n, ba, n, 0.0, c->S[tda], k);
+    const struct kv_tensor *B = f16 ? &c->t[T_B16] : &c->t[T_B], *A = &c->t[T_A], *DC = &c->t[T_DC];
+    const int tda = f16 ? T_DA16 : is_acc(c) ? T_DA_ACC : T_DA;
+    double *dc = NULL, *dca = NULL, *b = NULL, *ba = NULL, *a = NULL, *aa = NULL, *dc32 = NULL, *dc32a = NULL;
+    if (c->sample[tda]) {
+#pragma omp parallel for schedule(dynamic, 64)
+        for (size_t s = 0; s < c->n_sample[tda]; s++) {
+            size_t e = c->sample[tda][s], i = e / (size_t)k, kk = e % (size_t)k;
+            dot(DC, i * (size_t)n, 1, B, kk * (size_t)n, 1, n, cast, &c->y[tda][e], &c->S[tda][e]);
+        }
+    } else {
+        dc = widen(DC, 0, cast), dca = widen(DC, 1, cast), b = widen(B, 0, 0), ba = widen(B, 1, 0);
+        KV_CHECK(dc && dca && b && ba, KV_EDEVICE, "out of host memory for the gemm oracle");
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, k, n, 1.0, dc, n, b, n, 0.0, c->y[tda], k);
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, k, n, 1.0, dca, n, ba, n, 0.0, c->S[tda], k);
+    }
     /* dB follows the f32 path in every variant. */
-    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, k, n, m, 1.0, a, k, dc32, n, 0.0, c->y[T_DB], n);
-    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, k, n, m, 1.0, aa, k, dc32a, n, 0.0, c->S[T_DB], n);
+    if (c->sample[T_DB]) {
+#pragma omp parallel for schedule(dynamic, 64)
+        for (size_t s = 0; s < c->n_sample[T_DB]; s++) {
+            size_t e = c->sample[T_DB][s], kk = e / (size_t)n, j = e % (size_t)n;
+            dot(A, kk, (size_t)k, DC, j, (size_t)n, m, 0, &c->y[T_DB][e], &c->S[T_DB][e]);
+        }
+    } else {
+        a = widen(A, 0, 0), aa = widen(A, 1, 0), dc32 = widen(DC, 0, 0), dc32a = widen(DC, 1, 0);
+        KV_CHECK(a && aa && dc32 && dc32a, KV_EDEVICE, "out of host memory for the gemm oracle");
+        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, k, n, m, 1.0, a, k, dc32, n, 0.0, c->y[T_DB], n);
+        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, k, n, m, 1.0, aa, k, dc32a, n, 0.0, c->S[T_DB], n);
+    }
     const double u = 0x1p-24;
     c->bound[tda] = (struct kv_bound){.n = n, .k_op = 1, .u_acc = u, .rho = 1};
     c->bound[T_DB] = (struct kv_bound){.n = m, .k_op = 1, .u_acc = u, .rho = 1};
@@ -213,7 +247,12 @@ static enum kv_status oracle(struct kv_case *c)
         c->bound[tda].k_op = 2;
     }
     if (f16) {
-        for (size_t i = 0; i < (size_t)m * n; i++) c->y[T_DC16][i] = dc[i], c->S[T_DC16][i] = dca[i];
+        const float *d = DC->data;
+#pragma omp parallel for schedule(static)
+        for (size_t i = 0; i < (size_t)m * n; i++) {
+            double v = cast ? kv_f16_to_f32(kv_f32_to_f16(d[i])) : d[i];
+            c->y[T_DC16][i] = v, c->S[T_DC16][i] = fabs(v);
+        }
         c->bound[T_DC16] = (struct kv_bound){.n = 0, .k_op = 0, .u_acc = u, .rho = 1};
     }
 cleanup:

@@ -119,6 +119,10 @@ struct kv_case {
     double *S[KV_MAX_TENSORS];
     struct kv_bound bound[KV_MAX_TENSORS];
     int exact;                           /* the oracle call is for the exact oracle */
+    /* --sample: the flat indices (sorted, unique) of output t to verify, or
+     * NULL for all. An oracle may compute only those; others are ignored. */
+    size_t *sample[KV_MAX_TENSORS];
+    size_t n_sample[KV_MAX_TENSORS];
     double *y_exact[KV_MAX_TENSORS];     /* with --oracle both: the exact oracle's */
     double *S_exact[KV_MAX_TENSORS];
     struct kv_bound bound_exact[KV_MAX_TENSORS];

@@ -209,6 +209,9 @@ void kv_case_free(struct kv_case *c)
         free(c->S[i]);
         free(c->y_exact[i]);
         free(c->S_exact[i]);
+        free(c->sample[i]);
+        c->sample[i] = NULL;
+        c->n_sample[i] = 0;
         c->y[i] = c->S[i] = c->y_exact[i] = c->S_exact[i] = NULL;
     }
 }

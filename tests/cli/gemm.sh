@@ -24,6 +24,19 @@ assert outs["dB"]["pass"] and outs["dB.exact"]["pass"]   # dB takes the f32 path
 PY
 expect_exit 1 "$KV" gemm-bwd --m 64 --n 48 --k 32 --variant f16 --scale 1e5 --oracle exact
 grep -Eq '^  dC16 .* FAIL' "$TMP/out" || fail "--oracle exact: the overflow must fail"
+# --sample checks fewer elements, says so, and still catches a tile-tail bug
+# (the last row and column and the tile edges are always in the sample).
+expect_exit 0 "$KV" gemm-bwd --m 1000 --n 333 --k 77 --sample 300 --json "$TMP/s.json"
+grep -q 'elements sampled' "$TMP/out" || fail "--sample not reported"
+python3 - "$TMP/s.json" <<'PY' || fail "--sample counts"
+import json, sys
+for o in json.load(open(sys.argv[1]))["cases"][0]["outputs"]:
+    assert o["elements"] < o["elements_total"] and o["elements"] >= 300, o
+PY
+mkdir -p "$TMP/mut" && cp "$KV_SRC"/shaders/* "$TMP/mut/"
+patch -s -p1 -d "$TMP/mut" < "$KV_SRC/tests/mutants/gemm-tile-tail-dropped.patch" || fail "patch"
+expect_exit 1 "$KV" gemm-bwd --m 1000 --n 333 --k 77 --sample 50 --shader dA="$TMP/mut/gemm_bwd_dA.comp"
+expect_error 2 "--sample: 0 is out of range" "$KV" gemm-bwd --sample 0 "${J[@]}"
 for f in "$KV_SRC"/fixtures/gemm-bwd/*.json; do expect_exit 0 "$KV" gemm-bwd --inputs "$f"; done
 
 expect_error 2 "--m: 0 is out of range" "$KV" gemm-bwd --m 0 "${J[@]}"

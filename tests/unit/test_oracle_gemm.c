@@ -96,8 +96,50 @@ static void f32(void **s) { (void)s; check("m=3,n=5,k=4"); check("m=1,n=1,k=1");
 static void accumulate(void **s) { (void)s; check("m=4,n=3,k=5,variant=accumulate"); }
 static void f16(void **s) { (void)s; check("m=5,n=4,k=3,variant=f16"); check("m=2,n=3,k=2,variant=f16,scale=1e4"); }
 
+/* With a sample, the oracle computes exactly the full oracle's values there. */
+static void sampled_matches_full(void **s)
+{
+    (void)s;
+    const char *variants[] = {"m=37,n=29,k=23", "m=37,n=29,k=23,variant=accumulate", "m=37,n=29,k=23,variant=f16"};
+    for (int v = 0; v < 3; v++) {
+        struct kv_case full, part;
+        const struct kv_kernel *k = make(&full, variants[v]);
+        assert_int_equal(kv_case_init(&part, k, 3), KV_OK);
+        assert_int_equal(kv_param_apply(&part, variants[v]), KV_OK);
+        assert_int_equal(kv_case_shapes(&part), KV_OK);
+        for (int t = 0; t < k->n_tensors; t++) {
+            if (!kv_tensor_on(&part, t)) continue;
+            struct kv_tensor sh = part.t[t];
+            assert_int_equal(kv_tensor_alloc(&part.t[t], "t", sh.dtype, sh.ndim, sh.shape), KV_OK);
+            if (k->tensors[t].role == KV_OUTPUT) {
+                part.y[t] = calloc(part.t[t].count, sizeof(double));
+                part.S[t] = calloc(part.t[t].count, sizeof(double));
+                if (strcmp(k->tensors[t].name, "dC16") != 0) {
+                    part.n_sample[t] = 0;
+                    part.sample[t] = malloc(part.t[t].count / 7 * sizeof(size_t) + sizeof(size_t));
+                    for (size_t i = 0; i < part.t[t].count; i += 7) part.sample[t][part.n_sample[t]++] = i;
+                }
+            }
+        }
+        assert_int_equal(k->inputs(&part), KV_OK);
+        assert_int_equal(k->oracle(&part), KV_OK);
+        for (int t = 0; t < k->n_tensors; t++) {
+            if (!part.sample[t]) continue;
+            for (size_t i = 0; i < part.n_sample[t]; i++) {
+                size_t e = part.sample[t][i];
+                double tol = 1e-14 * (full.S[t][e] + 1e-300);
+                assert_true(fabs(part.y[t][e] - full.y[t][e]) <= tol);
+                assert_true(fabs(part.S[t][e] - full.S[t][e]) <= tol);
+            }
+        }
+        kv_case_free(&part);
+        kv_case_free(&full);
+    }
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(f32), cmocka_unit_test(accumulate), cmocka_unit_test(f16)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(f32), cmocka_unit_test(accumulate), cmocka_unit_test(f16),
+                                       cmocka_unit_test(sampled_matches_full)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
