@@ -6,6 +6,7 @@
  * The shaders read the transposed operands in place; f16 values are packed
  * two to a word so the variant needs no 16-bit storage or float16 features. */
 #include <cblas.h>
+#include <omp.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,17 +162,47 @@ static enum kv_status inputs(struct kv_case *c)
     return KV_OK;
 }
 
-static double *widen(const struct kv_tensor *t, int absolute, int cast16)
+/* Widen t to float64 values and magnitudes in one pass (f16 casts of f32
+ * values when cast16), the operands of the dgemms. NULL on out of memory. */
+static enum kv_status widen(const struct kv_tensor *t, int cast16, double **val, double **mag)
 {
-    double *d = malloc(t->count * sizeof *d);
-    if (!d) return NULL;
+    *val = malloc(t->count * sizeof **val);
+    *mag = malloc(t->count * sizeof **mag);
+    if (!*val || !*mag) return kv_error(KV_EDEVICE, "out of host memory for the gemm oracle");
+    double *v = *val, *a = *mag;
+    const size_t n = t->count;
+    if (t->dtype == KV_F32 && !cast16) {
+        const float *f = t->data;
 #pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < t->count; i++) {
-        double v = kv_load_f64(t->dtype, t->data, i);
-        if (cast16) v = kv_f16_to_f32(kv_f32_to_f16((float)v));
-        d[i] = absolute ? fabs(v) : v;
+        for (size_t i = 0; i < n; i++) v[i] = f[i], a[i] = fabs((double)f[i]);
+    } else {
+#pragma omp parallel for schedule(static)
+        for (size_t i = 0; i < n; i++) {
+            double x = kv_load_f64(t->dtype, t->data, i);
+            if (cast16) x = kv_f16_to_f32(kv_f32_to_f16((float)x));
+            v[i] = x, a[i] = fabs(x);
+        }
     }
-    return d;
+    return KV_OK;
+}
+
+/* C[rows, cols] = op(X) op(Y) as row blocks on the OpenMP team, each a
+ * single-threaded dgemm: one thread pool (OpenMP's) instead of two that
+ * would spin against each other on a small machine. */
+static void dgemm_rows(int transx, int transy, int rows, int cols, int red, const double *x, int ldx, const double *y,
+                       int ldy, double *c, int ldc)
+{
+    openblas_set_num_threads(1);
+    const int blocks = omp_get_max_threads();
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int b = 0; b < blocks; b++) {
+        int r0 = (int)((int64_t)rows * b / blocks), r1 = (int)((int64_t)rows * (b + 1) / blocks);
+        if (r1 <= r0) continue;
+        /* Row r of op(X) starts at x + r*ldx (no transpose) or x + r (transposed). */
+        const double *xb = transx ? x + r0 : x + (size_t)r0 * ldx;
+        cblas_dgemm(CblasRowMajor, transx ? CblasTrans : CblasNoTrans, transy ? CblasTrans : CblasNoTrans, r1 - r0,
+                    cols, red, 1.0, xb, ldx, y, ldy, 0.0, c + (size_t)r0 * ldc, ldc);
+    }
 }
 
 /* Sampled elements, straight from the inputs: the dot of row i of X
@@ -217,10 +248,10 @@ static enum kv_status oracle(struct kv_case *c)
             dot(DC, i * (size_t)n, 1, B, kk * (size_t)n, 1, n, cast, &c->y[tda][e], &c->S[tda][e]);
         }
     } else {
-        dc = widen(DC, 0, cast), dca = widen(DC, 1, cast), b = widen(B, 0, 0), ba = widen(B, 1, 0);
-        KV_CHECK(dc && dca && b && ba, KV_EDEVICE, "out of host memory for the gemm oracle");
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, k, n, 1.0, dc, n, b, n, 0.0, c->y[tda], k);
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, k, n, 1.0, dca, n, ba, n, 0.0, c->S[tda], k);
+        KV_TRY(widen(DC, cast, &dc, &dca));
+        KV_TRY(widen(B, 0, &b, &ba));
+        dgemm_rows(0, 1, m, k, n, dc, n, b, n, c->y[tda], k);
+        dgemm_rows(0, 1, m, k, n, dca, n, ba, n, c->S[tda], k);
     }
     /* dB follows the f32 path in every variant. */
     if (c->sample[T_DB]) {
@@ -230,10 +261,15 @@ static enum kv_status oracle(struct kv_case *c)
             dot(A, kk, (size_t)k, DC, j, (size_t)n, m, 0, &c->y[T_DB][e], &c->S[T_DB][e]);
         }
     } else {
-        a = widen(A, 0, 0), aa = widen(A, 1, 0), dc32 = widen(DC, 0, 0), dc32a = widen(DC, 1, 0);
-        KV_CHECK(a && aa && dc32 && dc32a, KV_EDEVICE, "out of host memory for the gemm oracle");
-        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, k, n, m, 1.0, a, k, dc32, n, 0.0, c->y[T_DB], n);
-        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, k, n, m, 1.0, aa, k, dc32a, n, 0.0, c->S[T_DB], n);
+        KV_TRY(widen(A, 0, &a, &aa));
+        /* dB reads the f32 dC: the dA operands serve unless they were cast. */
+        const double *dbv = dc, *dba = dca;
+        if (!dc || cast) {
+            KV_TRY(widen(DC, 0, &dc32, &dc32a));
+            dbv = dc32, dba = dc32a;
+        }
+        dgemm_rows(1, 0, k, n, m, a, k, dbv, n, c->y[T_DB], n);
+        dgemm_rows(1, 0, k, n, m, aa, k, dba, n, c->S[T_DB], n);
     }
     const double u = 0x1p-24;
     c->bound[tda] = (struct kv_bound){.n = n, .k_op = 1, .u_acc = u, .rho = 1};
