@@ -432,16 +432,7 @@ static enum kv_status run_case(struct kv_runner *r, struct kv_case *c, const str
         }
     }
     double t0 = kv_now_ms();
-    for (int t = 0; t < k->n_tensors; t++) {
-        struct kv_tensor shape = c->t[t];
-        if (!kv_tensor_on(c, t)) continue;
-        KV_TRY(kv_tensor_alloc(&c->t[t], k->tensors[t].name, shape.dtype, shape.ndim, shape.shape));
-        if (k->tensors[t].role == KV_OUTPUT) {
-            c->y[t] = calloc(c->t[t].count, sizeof(double));
-            c->S[t] = calloc(c->t[t].count, sizeof(double));
-            KV_CHECK(c->y[t] && c->S[t], KV_EDEVICE, "out of host memory for the oracle of %s", k->tensors[t].name);
-        }
-    }
+    KV_TRY(kv_case_alloc(c));
     if (!all_inputs_given) KV_TRY(k->inputs(c));
     for (int t = 0; o->sample > 0 && t < k->n_tensors; t++)
         if (k->tensors[t].role == KV_OUTPUT && kv_tensor_on(c, t) && !is_intermediate(c, t) &&

@@ -152,6 +152,9 @@ enum kv_status kv_case_init(struct kv_case *c, const struct kv_kernel *k, uint64
 /* Set every tensor's dtype and shape from its dims, then the kernel's
  * validate(). KV_EUSAGE on an overflowing or empty shape. */
 enum kv_status kv_case_shapes(struct kv_case *c);
+/* Allocate every active tensor from its shape (zeroed) and the oracle's y
+ * and S for every active output. */
+enum kv_status kv_case_alloc(struct kv_case *c);
 /* "[rows, dim]" for documentation. */
 void kv_dims_doc(const struct kv_tensor_def *t, char *buf, size_t size);
 /* Build the stable case name from the parameters and seed. */

@@ -193,6 +193,23 @@ enum kv_status kv_case_shapes(struct kv_case *c)
     return k->validate ? k->validate(c) : KV_OK;
 }
 
+enum kv_status kv_case_alloc(struct kv_case *c)
+{
+    const struct kv_kernel *k = c->k;
+    for (int t = 0; t < k->n_tensors; t++) {
+        if (!kv_tensor_on(c, t)) continue;
+        struct kv_tensor shape = c->t[t];
+        enum kv_status st = kv_tensor_alloc(&c->t[t], k->tensors[t].name, shape.dtype, shape.ndim, shape.shape);
+        if (st) return st;
+        if (k->tensors[t].role != KV_OUTPUT) continue;
+        c->y[t] = calloc(c->t[t].count, sizeof(double));
+        c->S[t] = calloc(c->t[t].count, sizeof(double));
+        if (!c->y[t] || !c->S[t])
+            return kv_error(KV_EDEVICE, "out of host memory for the oracle of %s", k->tensors[t].name);
+    }
+    return KV_OK;
+}
+
 void kv_dims_doc(const struct kv_tensor_def *t, char *buf, size_t size)
 {
     size_t o = (size_t)snprintf(buf, size, "[");

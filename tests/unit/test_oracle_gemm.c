@@ -21,15 +21,7 @@ static const struct kv_kernel *make(struct kv_case *c, const char *params)
     assert_int_equal(kv_case_init(c, k, 3), KV_OK);
     assert_int_equal(kv_param_apply(c, params), KV_OK);
     assert_int_equal(kv_case_shapes(c), KV_OK);
-    for (int t = 0; t < k->n_tensors; t++) {
-        if (!kv_tensor_on(c, t)) continue;
-        struct kv_tensor s = c->t[t];
-        assert_int_equal(kv_tensor_alloc(&c->t[t], "t", s.dtype, s.ndim, s.shape), KV_OK);
-        if (k->tensors[t].role == KV_OUTPUT) {
-            c->y[t] = calloc(c->t[t].count, sizeof(double));
-            c->S[t] = calloc(c->t[t].count, sizeof(double));
-        }
-    }
+    assert_int_equal(kv_case_alloc(c), KV_OK);
     assert_int_equal(k->inputs(c), KV_OK);
     assert_int_equal(k->oracle(c), KV_OK);
     return k;
@@ -107,13 +99,9 @@ static void sampled_matches_full(void **s)
         assert_int_equal(kv_case_init(&part, k, 3), KV_OK);
         assert_int_equal(kv_param_apply(&part, variants[v]), KV_OK);
         assert_int_equal(kv_case_shapes(&part), KV_OK);
+        assert_int_equal(kv_case_alloc(&part), KV_OK);
         for (int t = 0; t < k->n_tensors; t++) {
-            if (!kv_tensor_on(&part, t)) continue;
-            struct kv_tensor sh = part.t[t];
-            assert_int_equal(kv_tensor_alloc(&part.t[t], "t", sh.dtype, sh.ndim, sh.shape), KV_OK);
-            if (k->tensors[t].role == KV_OUTPUT) {
-                part.y[t] = calloc(part.t[t].count, sizeof(double));
-                part.S[t] = calloc(part.t[t].count, sizeof(double));
+            if (kv_tensor_on(&part, t) && k->tensors[t].role == KV_OUTPUT) {
                 if (strcmp(k->tensors[t].name, "dC16") != 0) {
                     part.n_sample[t] = 0;
                     part.sample[t] = malloc(part.t[t].count / 7 * sizeof(size_t) + sizeof(size_t));

@@ -33,14 +33,7 @@ static const struct kv_kernel *oracle_case(struct kv_case *c, const char *params
     assert_int_equal(kv_case_init(c, k, seed), KV_OK);
     assert_int_equal(kv_param_apply(c, params), KV_OK);
     assert_int_equal(kv_case_shapes(c), KV_OK);
-    for (int t = 0; t < k->n_tensors; t++) {
-        struct kv_tensor s = c->t[t];
-        assert_int_equal(kv_tensor_alloc(&c->t[t], "t", s.dtype, s.ndim, s.shape), KV_OK);
-        if (k->tensors[t].role == KV_OUTPUT) {
-            c->y[t] = calloc(c->t[t].count, sizeof(double));
-            c->S[t] = calloc(c->t[t].count, sizeof(double));
-        }
-    }
+    assert_int_equal(kv_case_alloc(c), KV_OK);
     assert_int_equal(k->inputs(c), KV_OK);
     assert_int_equal(k->oracle(c), KV_OK);
     return k;
