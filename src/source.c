@@ -35,6 +35,7 @@ static void set_label(struct kv_given *g, const char *path)
     while (len > 1 && buf[len - 1] == '/') buf[--len] = '\0';
     char *base = strrchr(buf, '/');
     if (base && !strcmp(base + 1, "inputs") && base != buf) {
+        while (base > buf && base[-1] == '/') base--; /* "case//inputs" */
         *base = '\0';
         char *parent = strrchr(buf, '/');
         base = parent ? parent : buf - 1;

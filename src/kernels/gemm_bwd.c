@@ -186,13 +186,13 @@ static enum kv_status widen(const struct kv_tensor *t, int cast16, double **val,
     return KV_OK;
 }
 
-/* C[rows, cols] = op(X) op(Y) as row blocks on the OpenMP team, each a
- * single-threaded dgemm: one thread pool (OpenMP's) instead of two that
- * would spin against each other on a small machine. */
+/* C[rows, cols] = op(X) op(Y) as row blocks on the OpenMP team; OpenBLAS's
+ * OpenMP build runs each call single-threaded inside the parallel region.
+ * (Its own threading measured slower here: two blocks of packing are cheaper
+ * than its fork-join on 2 cores.) */
 static void dgemm_rows(int transx, int transy, int rows, int cols, int red, const double *x, int ldx, const double *y,
                        int ldy, double *c, int ldc)
 {
-    openblas_set_num_threads(1);
     const int blocks = omp_get_max_threads();
 #pragma omp parallel for schedule(dynamic, 1)
     for (int b = 0; b < blocks; b++) {

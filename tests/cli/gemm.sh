@@ -39,6 +39,13 @@ expect_exit 1 "$KV" gemm-bwd --m 1000 --n 333 --k 77 --sample 50 --shader dA="$T
 expect_error 2 "--sample: 0 is out of range" "$KV" gemm-bwd --sample 0 "${J[@]}"
 for f in "$KV_SRC"/fixtures/gemm-bwd/*.json; do expect_exit 0 "$KV" gemm-bwd --inputs "$f"; done
 
+# Several cases in one process: the oracle's concurrent dgemms must not share
+# state (a BLAS that is not thread-safe gave wrong products from the second case).
+expect_exit 0 "$KV" gemm-bwd --m 256 --n 256 --k 256 --save "$TMP/g"
+gc=$(ls -d "$TMP"/g/*/)
+expect_exit 0 "$KV" gemm-bwd --inputs "${gc}inputs" --candidate dA="${gc}device/dA.npy" \
+  --candidate dB="${gc}device/dB.npy" --no-device --seeds 4
+grep -q '^4 cases: 4 passed' "$TMP/out" || fail "repeated oracle runs disagree"
 expect_error 2 "--m: 0 is out of range" "$KV" gemm-bwd --m 0 "${J[@]}"
 expect_error 2 "--k: -3 is out of range" "$KV" gemm-bwd --k -3 "${J[@]}"
 expect_error 2 "--variant: 'bf16' is not one of f32\|accumulate\|f16" "$KV" gemm-bwd --variant bf16 "${J[@]}"
