@@ -1,0 +1,43 @@
+/* The device side of one case: a buffer for every tensor (inputs, outputs,
+ * the oracle's rounded intermediates for stage isolation, chained outputs),
+ * staging, and one command buffer that uploads, fills outputs with a NaN
+ * sentinel and guard words, runs the stages and downloads. */
+#ifndef KV_PLAN_H
+#define KV_PLAN_H
+
+#include "run.h"
+
+/* Unwritten outputs read as NaN in f32, f16 and bf16 alike; the guard words
+ * after each output keep the same pattern unless something writes past the end. */
+#define KV_SENTINEL 0x7FC17FC1u
+#define KV_GUARD_BYTES 64
+
+/* Device-side state of one case. */
+struct kv_plan {
+    struct kv_vk_buffer dev[KV_MAX_TENSORS];   /* inputs; outputs as their stage writes them */
+    struct kv_vk_buffer iso[KV_MAX_TENSORS];   /* oracle-rounded intermediates */
+    struct kv_vk_buffer chain[KV_MAX_TENSORS]; /* outputs of stages fed device intermediates */
+    struct kv_vk_buffer up, down;
+    size_t up_off[2][KV_MAX_TENSORS];          /* [0] dev inputs, [1] iso */
+    size_t down_off[2][KV_MAX_TENSORS];        /* [0] dev outputs, [1] chain */
+    struct kv_tensor iso_host[KV_MAX_TENSORS];
+    void *chained[KV_MAX_TENSORS];             /* host copies of chain outputs */
+    int has_chain[KV_MAX_TENSORS];
+    size_t nondet[KV_MAX_TENSORS][2];          /* elements that differed between repeats */
+};
+
+/* Whether stage s reads an output of another stage; whether output t feeds
+ * another active stage. */
+int kv_consumes_intermediate(const struct kv_kernel *k, int s);
+int kv_is_intermediate(const struct kv_case *c, int t);
+/* Buffers for case c; chain_stage[s] marks stages rerun on device intermediates. */
+enum kv_status kv_plan_make(struct kv_vk_device *d, const struct kv_kernel *k, struct kv_case *c,
+                            const int *chain_stage, struct kv_plan *p);
+/* Record and run the stages once; times per isolated stage, upload, download. */
+enum kv_status kv_plan_run(struct kv_runner *r, struct kv_case *c, struct kv_plan *p, const int *run_stage,
+                           const int *chain_stage, double *stage_ms, double *upload_ms, double *download_ms);
+/* Guard bytes changed after an output of `bytes` in a buffer of `padded`. */
+size_t kv_guard_check(const void *base, size_t bytes, size_t padded);
+void kv_plan_free(struct kv_vk_device *d, struct kv_plan *p);
+
+#endif
