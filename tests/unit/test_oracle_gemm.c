@@ -13,19 +13,7 @@
 #include <cmocka.h>
 
 #include "kernels/kernel.h"
-
-static const struct kv_kernel *make(struct kv_case *c, const char *params)
-{
-    const struct kv_kernel *k = kv_kernel_find("gemm-bwd");
-    assert_non_null(k);
-    assert_int_equal(kv_case_init(c, k, 3), KV_OK);
-    assert_int_equal(kv_param_apply(c, params), KV_OK);
-    assert_int_equal(kv_case_shapes(c), KV_OK);
-    assert_int_equal(kv_case_alloc(c), KV_OK);
-    assert_int_equal(k->inputs(c), KV_OK);
-    assert_int_equal(k->oracle(c), KV_OK);
-    return k;
-}
+#include "kv_test.h"
 
 static double loss(const double *a, const double *b, const double *dc, int m, int n, int kk)
 {
@@ -37,6 +25,18 @@ static double loss(const double *a, const double *b, const double *dc, int m, in
             l += dc[i * n + j] * cij;
         }
     return l;
+}
+
+/* Central difference of the loss in v[i] (v is a or b). */
+static double fd(double *v, int i, const double *a, const double *b, const double *dc, int m, int n, int kk)
+{
+    const double h = 1e-3, save = v[i];
+    v[i] = save + h;
+    double lp = loss(a, b, dc, m, n, kk);
+    v[i] = save - h;
+    double lm = loss(a, b, dc, m, n, kk);
+    v[i] = save;
+    return (lp - lm) / (2 * h);
 }
 
 static double *load(const struct kv_tensor *t, int cast16)
@@ -52,7 +52,7 @@ static double *load(const struct kv_tensor *t, int cast16)
 static void check(const char *params)
 {
     struct kv_case c;
-    const struct kv_kernel *k = make(&c, params);
+    const struct kv_kernel *k = kv_test_case(&c, "gemm-bwd", params, 3);
     int m = (int)c.p[kv_param_index(k, "m")].i, n = (int)c.p[kv_param_index(k, "n")].i;
     int kk = (int)c.p[kv_param_index(k, "k")].i;
     int f16 = strstr(params, "f16") != NULL, acc = strstr(params, "accumulate") != NULL;
@@ -61,23 +61,11 @@ static void check(const char *params)
     int tda = kv_case_tensor(&c, "dA"), tdb = kv_case_tensor(&c, "dB");
     const float *din = acc ? c.t[kv_case_tensor(&c, "dA_in")].data : NULL;
     for (int i = 0; i < m * kk; i++) {
-        double h = 1e-3, save = a[i];
-        a[i] = save + h;
-        double lp = loss(a, b, dc, m, n, kk);
-        a[i] = save - h;
-        double lm = loss(a, b, dc, m, n, kk);
-        a[i] = save;
-        double g = (lp - lm) / (2 * h) + (din ? din[i] : 0);
+        double g = fd(a, i, a, b, dc, m, n, kk) + (din ? din[i] : 0);
         assert_true(fabs(g - c.y[tda][i]) <= 1e-9 * (c.S[tda][i] + 1));
     }
     for (int i = 0; i < kk * n; i++) {
-        double h = 1e-3, save = b[i];
-        b[i] = save + h;
-        double lp = loss(a, b, dc32, m, n, kk);
-        b[i] = save - h;
-        double lm = loss(a, b, dc32, m, n, kk);
-        b[i] = save;
-        double g = (lp - lm) / (2 * h);
+        double g = fd(b, i, a, b, dc32, m, n, kk);
         assert_true(fabs(g - c.y[tdb][i]) <= 1e-9 * (c.S[tdb][i] + 1));
     }
     free(a), free(b), free(dc), free(dc32);
@@ -95,7 +83,7 @@ static void sampled_matches_full(void **s)
     const char *variants[] = {"m=37,n=29,k=23", "m=37,n=29,k=23,variant=accumulate", "m=37,n=29,k=23,variant=f16"};
     for (int v = 0; v < 3; v++) {
         struct kv_case full, part;
-        const struct kv_kernel *k = make(&full, variants[v]);
+        const struct kv_kernel *k = kv_test_case(&full, "gemm-bwd", variants[v], 3);
         assert_int_equal(kv_case_init(&part, k, 3), KV_OK);
         assert_int_equal(kv_param_apply(&part, variants[v]), KV_OK);
         assert_int_equal(kv_case_shapes(&part), KV_OK);

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "kernels/kernel.h"
+#include "kv_test.h"
 
 static double loss(const double *x, const double *w, const double *dy, int rows, int dim, double eps)
 {
@@ -23,20 +24,6 @@ static double loss(const double *x, const double *w, const double *dy, int rows,
         for (int i = 0; i < dim; i++) l += dy[b * dim + i] * x[b * dim + i] * r * w[i];
     }
     return l;
-}
-
-/* Make a case's inputs and run the oracle, as the runner does. */
-static const struct kv_kernel *oracle_case(struct kv_case *c, const char *params, uint64_t seed)
-{
-    const struct kv_kernel *k = kv_kernel_find("rmsnorm-bwd");
-    assert_non_null(k);
-    assert_int_equal(kv_case_init(c, k, seed), KV_OK);
-    assert_int_equal(kv_param_apply(c, params), KV_OK);
-    assert_int_equal(kv_case_shapes(c), KV_OK);
-    assert_int_equal(kv_case_alloc(c), KV_OK);
-    assert_int_equal(k->inputs(c), KV_OK);
-    assert_int_equal(k->oracle(c), KV_OK);
-    return k;
 }
 
 /* Central difference of the loss in v[i]. */
@@ -57,7 +44,7 @@ static void check_shape(int rows, int dim, double eps, uint64_t seed)
     struct kv_case c;
     char params[128];
     snprintf(params, sizeof params, "rows=%d,dim=%d,eps=%g", rows, dim, eps);
-    const struct kv_kernel *k = oracle_case(&c, params, seed);
+    const struct kv_kernel *k = kv_test_case(&c, "rmsnorm-bwd", params, seed);
     int tx = kv_tensor_index(k, "x"), tw = kv_tensor_index(k, "w"), tdy = kv_tensor_index(k, "dy");
     int tr = kv_tensor_index(k, "r"), tdx = kv_tensor_index(k, "dx"), tdw = kv_tensor_index(k, "dw");
     size_t n = (size_t)rows * dim;
@@ -98,7 +85,7 @@ static void zero_row_gives_nan(void **s)
 {
     (void)s;
     struct kv_case c;
-    const struct kv_kernel *k = oracle_case(&c, "rows=2,dim=4,eps=0,dist=zero-row", 1);
+    const struct kv_kernel *k = kv_test_case(&c, "rmsnorm-bwd", "rows=2,dim=4,eps=0,dist=zero-row", 1);
     int tr = kv_tensor_index(k, "r"), tdx = kv_tensor_index(k, "dx"), tdw = kv_tensor_index(k, "dw");
     assert_true(isinf(c.y[tr][0]) && c.y[tr][0] > 0);
     assert_true(isfinite(c.y[tr][1]));
