@@ -6,6 +6,28 @@
 #include "commands.h"
 #include "spirv.h"
 
+/* For a tensor or stage that exists only in some variants, " [variant=f16]":
+ * the values of a choice parameter under which its predicate holds. */
+static void print_when(const struct kv_kernel *k, int (*active)(const struct kv_case *c))
+{
+    if (!active) return;
+    for (int p = 0; p < k->n_params; p++) {
+        if (k->params[p].type != KV_PARAM_CHOICE) continue;
+        char on[128] = "";
+        int n_on = 0, n_all = 0;
+        for (const char *ch = k->params[p].choices; ch && *ch; n_all++) {
+            size_t w = strcspn(ch, "|");
+            char v[64];
+            snprintf(v, sizeof v, "%.*s", (int)w, ch);
+            struct kv_case c;
+            if (kv_case_init(&c, k, 0) == KV_OK && kv_param_set(&c, p, v) == KV_OK && active(&c))
+                snprintf(on + strlen(on), sizeof on - strlen(on), "%s%s", n_on++ ? "|" : "", v);
+            ch += w + (ch[w] == '|');
+        }
+        if (n_on && n_on < n_all) printf(" [%s=%s]", k->params[p].name, on);
+    }
+}
+
 static void list_abi(const struct kv_kernel *k)
 {
     for (int s = 0; s < k->n_stages; s++) {
@@ -13,8 +35,9 @@ static void list_abi(const struct kv_kernel *k)
         struct kv_spirv_iface iface;
         memset(&iface, 0, sizeof iface);
         kv_spirv_reflect(sd->name, sd->fallback.words, sd->fallback.bytes / 4, &iface);
-        printf("  stage %s  (built-in workgroup %ux%ux%u)\n", sd->name, iface.local[0], iface.local[1],
-               iface.local[2]);
+        printf("  stage %s", sd->name);
+        print_when(k, sd->active);
+        printf("  (built-in workgroup %ux%ux%u)\n", iface.local[0], iface.local[1], iface.local[2]);
         for (int b = 0; b < sd->n_bindings; b++) {
             int t = sd->bindings[b];
             const struct kv_tensor_def *td = &k->tensors[t];
@@ -46,7 +69,10 @@ int cmd_list(int argc, char **argv)
     for (int i = 0; kv_kernels[i]; i++) {
         const struct kv_kernel *k = kv_kernels[i];
         printf("%s: %s\n  stages:", k->name, k->summary);
-        for (int s = 0; s < k->n_stages; s++) printf(" %s", k->stages[s].name);
+        for (int s = 0; s < k->n_stages; s++) {
+            printf(" %s", k->stages[s].name);
+            print_when(k, k->stages[s].active);
+        }
         for (int role = KV_INPUT; role <= KV_OUTPUT; role++) {
             printf(role == KV_INPUT ? "\n  inputs:" : "\n  outputs:");
             for (int t = 0; t < k->n_tensors; t++) {
@@ -55,6 +81,7 @@ int cmd_list(int argc, char **argv)
                 kv_dims_doc(&k->tensors[t], shape, sizeof shape);
                 printf(" %s %s%s", k->tensors[t].name, kv_dtype_info(k->tensors[t].dtype)->name, shape);
                 if (role == KV_OUTPUT) printf(" (stage %s)", k->stages[k->tensors[t].stage].name);
+                print_when(k, k->tensors[t].active);
             }
         }
         printf("\n  parameters:");

@@ -12,6 +12,7 @@ grep -q 'default: 512' "$TMP/out" || fail "defaults not shown"
 expect_exit 0 "$KV" list
 grep -q 'stages: r dx dw' "$TMP/out" || fail "list lacks stages"
 grep -q -- '--dim \[default: 4096\]' "$TMP/out" || fail "list lacks parameter defaults"
+grep -q "dA_in f32\[m, k\] \[variant=accumulate\]" "$TMP/out" || fail "list lacks variant hints"
 expect_exit 0 "$KV" list --abi
 grep -q 'binding 4: f32  dx \[rows, dim\]  storage buffer, written' "$TMP/out" || fail "list --abi lacks bindings"
 grep -q 'push constants (12 bytes): uint rows; uint dim; float eps;' "$TMP/out" || fail "list --abi lacks push constants"
