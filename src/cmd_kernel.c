@@ -282,13 +282,14 @@ int cmd_kernel(const struct kv_kernel *k, int argc, char **argv)
     KV_TRY(build_cases(k, &o, &given, &cases, &n_cases));
     /* The device is needed only for outputs without a candidate. */
     int need_device = 0;
-    for (size_t i = 0; i < n_cases; i++)
-    for (int t = 0; t < k->n_tensors; t++)
-        if (k->tensors[t].role == KV_OUTPUT && kv_tensor_on(&cases[i], t) && !cases[i].given[t]) {
+    for (size_t i = 0; i < n_cases; i++) {
+        for (int t = 0; t < k->n_tensors; t++) {
+            if (k->tensors[t].role != KV_OUTPUT || !kv_tensor_on(&cases[i], t) || cases[i].given[t]) continue;
             KV_CHECK(!o.no_device, KV_EUSAGE, "--no-device: output '%s' has no candidate (--candidate %s=FILE.npy)",
                      k->tensors[t].name, k->tensors[t].name);
             need_device = 1;
         }
+    }
     if (need_device) {
         KV_TRY(kv_vk_open(o.device, &dev));
         report.has_device = 1;

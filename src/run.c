@@ -11,7 +11,6 @@
 #include "shader.h"
 #include "spirv.h"
 
-
 double kv_now_ms(void)
 {
     struct timespec ts;
@@ -158,26 +157,33 @@ static enum kv_status make_sample(struct kv_case *c, int t, int64_t n)
     return KV_OK;
 }
 
-static enum kv_status compare_one(struct kv_case *c, int t, const void *data, int chained, const char *source,
-                                  size_t guard_bad, size_t nondet, const struct kv_run_opts *o,
-                                  struct kv_case_result *res)
+/* The oracle one output is judged against: values, scales, bound, name. */
+struct oracle_ref {
+    const double *y, *S;
+    struct kv_bound bound;
+    const char *name; /* "spec" or "exact" */
+};
+
+/* Compare data (output t, from `source`) against ref and append a row named
+ * <output><suffix>. chained adds the allowance for device intermediates. */
+static enum kv_status compare_one(struct kv_case *c, int t, const struct oracle_ref *ref, const void *data,
+                                  const char *suffix, int chained, const char *source, size_t guard_bad,
+                                  size_t nondet, const struct kv_run_opts *o, struct kv_case_result *res)
 {
     const struct kv_kernel *k = c->k;
     struct kv_output_result *out = &res->out[res->n_outputs++];
-    int from_device = !strcmp(source, "device");
-    snprintf(out->name, sizeof out->name, "%s%s", k->tensors[t].name,
-             !from_device && !strcmp(source, "expected") ? ".expected" : chained && from_device ? ".chained" : "");
+    snprintf(out->name, sizeof out->name, "%s%s", k->tensors[t].name, suffix);
     out->source = source;
     out->stage = k->stages[k->tensors[t].stage].name;
     out->chained = chained;
     out->dtype = c->t[t].dtype;
     out->ndim = c->t[t].ndim;
     memcpy(out->shape, c->t[t].shape, sizeof out->shape);
-    out->oracle = c->exact ? "exact" : "spec";
+    out->oracle = ref->name;
     out->judged = 1;
     out->guard_bad = guard_bad;
     out->nondet = nondet;
-    struct kv_bound bound = c->bound[t];
+    struct kv_bound bound = ref->bound;
     if (chained) bound.k_op += c->k_chain[t];
     out->total = c->t[t].count;
     enum kv_status st;
@@ -191,14 +197,14 @@ static enum kv_status compare_one(struct kv_case *c, int t, const void *data, in
             for (size_t i = 0; i < n; i++) {
                 size_t j = c->sample[t][i];
                 memcpy(cand + i * es, (const char *)data + j * es, es);
-                y[i] = c->y[t][j], S[i] = c->S[t][j];
+                y[i] = ref->y[j], S[i] = ref->S[j];
             }
             st = kv_compare(c->t[t].dtype, cand, y, S, n, &bound, &o->crit, &out->m);
             if (!st && out->m.has_worst) out->m.worst_index = c->sample[t][out->m.worst_index];
         }
         free(cand), free(y), free(S);
     } else {
-        st = kv_compare(c->t[t].dtype, data, c->y[t], c->S[t], c->t[t].count, &bound, &o->crit, &out->m);
+        st = kv_compare(c->t[t].dtype, data, ref->y, ref->S, c->t[t].count, &bound, &o->crit, &out->m);
     }
     if (st) return st;
     if (out->m.has_worst) kv_tensor_unravel(&c->t[t], out->m.worst_index, out->worst_idx);
@@ -267,7 +273,6 @@ static enum kv_status run_case(struct kv_runner *r, struct kv_case *c, const str
         KV_TRY(kv_plan_make(r->d, k, c, chain_stage, &p));
         double stage_runs[64][KV_MAX_STAGES];
         int repeat = o->repeat < 1 ? 1 : o->repeat > 64 ? 64 : o->repeat;
-        size_t nondet[KV_MAX_TENSORS][2] = {{0}};
         for (int rep = 0; rep < repeat; rep++) {
             double up_ms, down_ms;
             KV_TRY(kv_plan_run(r, c, &p, run_stage, chain_stage, stage_runs[rep], &up_ms, &down_ms));
@@ -283,7 +288,7 @@ static enum kv_status run_case(struct kv_runner *r, struct kv_case *c, const str
                         KV_CHECK(first[t][ch], KV_EDEVICE, "out of host memory");
                         memcpy(first[t][ch], src, padded);
                     } else {
-                        nondet[t][ch] += count_diff(first[t][ch], src, c->t[t].count,
+                        p.nondet[t][ch] += count_diff(first[t][ch], src, c->t[t].count,
                                                     kv_dtype_info(c->t[t].dtype)->size);
                     }
                 }
@@ -295,45 +300,42 @@ static enum kv_status run_case(struct kv_runner *r, struct kv_case *c, const str
             res->stage_ms[s] = kv_quantile(v, (size_t)repeat, 0.5);
             res->ms.device += res->stage_ms[s];
         }
-        for (int t = 0; t < k->n_tensors; t++)
-            for (int ch = 0; ch < 2; ch++) p.nondet[t][ch] = nondet[t][ch];
     }
 
     double t3 = kv_now_ms();
     int all_pass = 1;
+    /* Rows: the device's isolated outputs (or candidates), chained reruns,
+     * a fixture's expected outputs, then with --oracle both the exact
+     * oracle's view of the device's outputs (shown, not judged). */
+    const char *oracle_name = o->oracle == KV_ORACLE_EXACT ? "exact" : "spec";
     for (int ch = 0; ch < 4; ch++)
         for (int t = 0; t < k->n_tensors; t++) {
             if (k->tensors[t].role != KV_OUTPUT || !kv_tensor_on(c, t)) continue;
             int s = k->tensors[t].stage;
+            /* Another backend computes later stages from its own intermediates:
+             * candidates and expected outputs get the chained allowance. */
+            int other = kv_consumes_intermediate(k, s);
+            struct oracle_ref spec = {c->y[t], c->S[t], c->bound[t], oracle_name};
             if (ch == 3) {
-                /* --oracle both: the device's outputs against the exact oracle,
-                 * shown beside the spec's (what the intended roundings cost). */
                 if (!c->y_exact[t] || !run_stage[s]) continue;
-                double *y = c->y[t], *S = c->S[t];
-                struct kv_bound b = c->bound[t];
-                c->y[t] = c->y_exact[t], c->S[t] = c->S_exact[t], c->bound[t] = c->bound_exact[t], c->exact = 1;
-                st = compare_one(c, t, first[t][0], 0, "device", 0, 0, o, res);
-                c->y[t] = y, c->S[t] = S, c->bound[t] = b, c->exact = 0;
-                KV_TRY(st);
-                struct kv_output_result *x = &res->out[res->n_outputs - 1];
-                snprintf(x->name, sizeof x->name, "%s.exact", k->tensors[t].name);
-                x->judged = 0;
+                struct oracle_ref exact = {c->y_exact[t], c->S_exact[t], c->bound_exact[t], "exact"};
+                KV_TRY(compare_one(c, t, &exact, first[t][0], ".exact", 0, "device", 0, 0, o, res));
+                res->out[res->n_outputs - 1].judged = 0;
                 continue;
             }
-            /* Another backend computes later stages from its own intermediates:
-             * judge candidates and expected outputs with the chained allowance. */
             if (ch == 2) {
                 if (!c->expected[t]) continue;
-                KV_TRY(compare_one(c, t, c->expected[t]->data, kv_consumes_intermediate(k, s), "expected", 0, 0, o, res));
+                KV_TRY(compare_one(c, t, &spec, c->expected[t]->data, ".expected", other, "expected", 0, 0, o, res));
             } else if (c->given[t]) {
                 if (ch == 1) continue;
-                KV_TRY(compare_one(c, t, c->given[t]->data, kv_consumes_intermediate(k, s), "candidate", 0, 0, o, res));
+                KV_TRY(compare_one(c, t, &spec, c->given[t]->data, "", other, "candidate", 0, 0, o, res));
             } else if (run_stage[s] && (ch == 0 || p.has_chain[t])) {
                 size_t bytes = kv_tensor_bytes(&c->t[t]);
                 size_t padded = ch ? p.chain[t].size : p.dev[t].size;
                 size_t bad = kv_guard_check(first[t][ch], bytes, padded);
                 if (ch == 0) memcpy(c->t[t].data, first[t][ch], bytes), ran[t] = 1;
-                KV_TRY(compare_one(c, t, first[t][ch], ch, "device", bad, p.nondet[t][ch], o, res));
+                KV_TRY(compare_one(c, t, &spec, first[t][ch], ch ? ".chained" : "", ch, "device", bad,
+                                   p.nondet[t][ch], o, res));
             } else {
                 continue;
             }

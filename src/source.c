@@ -92,6 +92,17 @@ static int ends_with(const char *s, const char *suffix)
     return a >= b && strcmp(s + a - b, suffix) == 0;
 }
 
+/* Whether t is an input and the first input definition with its name:
+ * variants may define one name twice (gemm-bwd's f32 and f16 B), and a
+ * file is read once and matched to the case's variant later. */
+static int first_input(const struct kv_kernel *k, int t)
+{
+    if (k->tensors[t].role != KV_INPUT) return 0;
+    for (int u = 0; u < t; u++)
+        if (k->tensors[u].role == KV_INPUT && !strcmp(k->tensors[u].name, k->tensors[t].name)) return 0;
+    return 1;
+}
+
 enum kv_status kv_given_inputs(const struct kv_kernel *k, const char *path, struct kv_given *g)
 {
     enum kv_status st = KV_OK;
@@ -112,7 +123,7 @@ enum kv_status kv_given_inputs(const struct kv_kernel *k, const char *path, stru
             KV_TRY(from_fixture(k, file, &fx, g, 0));
         }
         for (int t = 0; t < k->n_tensors; t++) {
-            if (k->tensors[t].role != KV_INPUT) continue;
+            if (!first_input(k, t)) continue;
             snprintf(file, sizeof file, "%s/%s.npy", path, k->tensors[t].name);
             if (stat(file, &sb) != 0) continue;
             struct kv_tensor x;
@@ -123,7 +134,7 @@ enum kv_status kv_given_inputs(const struct kv_kernel *k, const char *path, stru
     } else if (ends_with(path, ".npz")) {
         KV_TRY(kv_npz_open(path, &z));
         for (int t = 0; t < k->n_tensors; t++) {
-            if (k->tensors[t].role != KV_INPUT) continue;
+            if (!first_input(k, t)) continue;
             struct kv_tensor x;
             int present;
             KV_TRY(kv_npz_read(z, k->tensors[t].name, &x, &present));
@@ -143,7 +154,7 @@ enum kv_status kv_given_inputs(const struct kv_kernel *k, const char *path, stru
     if (!found) {
         char names[256] = "";
         for (int t = 0; t < k->n_tensors; t++)
-            if (k->tensors[t].role == KV_INPUT)
+            if (first_input(k, t))
                 snprintf(names + strlen(names), sizeof names - strlen(names), " %s", k->tensors[t].name);
         KV_CHECK(0, KV_EDATA, "%s: holds none of %s's inputs (%s )", path, k->name, names);
     }
