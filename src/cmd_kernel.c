@@ -12,7 +12,7 @@
 #include "source.h"
 
 enum {
-    OPT_SEED = 1000, OPT_SEEDS, OPT_SWEEP, OPT_REPEAT, OPT_JSON, OPT_DEVICE, OPT_SHADER, OPT_NO_SUBGROUP,
+    OPT_SEED = 1000, OPT_SEEDS, OPT_SWEEP, OPT_REPEAT, OPT_JSON, OPT_DEVICE, OPT_SHADER, OPT_NO_SUBGROUP, OPT_NO_8BIT,
     OPT_LAMBDA, OPT_MAX_ULP, OPT_RTOL, OPT_ATOL, OPT_MAX_NMSE, OPT_VERBOSE, OPT_HELP, OPT_INPUTS,
     OPT_CANDIDATE, OPT_SAVE, OPT_NO_DEVICE, OPT_ORACLE, OPT_SAMPLE, OPT_PARAM = 2000,
 };
@@ -26,6 +26,7 @@ static const struct option common_opts[] = {
     {"device", required_argument, NULL, OPT_DEVICE},
     {"shader", required_argument, NULL, OPT_SHADER},
     {"no-subgroup", no_argument, NULL, OPT_NO_SUBGROUP},
+    {"no-8bit-storage", no_argument, NULL, OPT_NO_8BIT},
     {"lambda", required_argument, NULL, OPT_LAMBDA},
     {"max-ulp", required_argument, NULL, OPT_MAX_ULP},
     {"rtol", required_argument, NULL, OPT_RTOL},
@@ -59,6 +60,7 @@ static void kernel_usage(const struct kv_kernel *k, FILE *f)
                "  --repeat N                   run the device N times, fail on any difference [default: 1]\n"
                "  --shader STAGE=FILE          replace a stage's shader (.comp or .spv; kverify list --abi)\n"
                "  --no-subgroup                use the shared-memory reduction shaders\n"
+               "  --no-8bit-storage            read and write 8-bit codes as packed words\n"
                "\nfiles (man kverify: FILES):\n"
                "  --inputs PATH                inputs from a directory of NAME.npy, an .npz or a .json\n"
                "                               fixture; shapes infer the size parameters\n"
@@ -182,6 +184,7 @@ static enum kv_status parse(const struct kv_kernel *k, int argc, char **argv, st
             break;
         }
         case OPT_NO_SUBGROUP: o->run.no_subgroup = 1; break;
+        case OPT_NO_8BIT: o->run.no_8bit = 1; break;
         case OPT_LAMBDA: KV_TRY(kv_parse_f64("--lambda", arg, 0, 1e6, &o->run.crit.lambda)); break;
         case OPT_MAX_ULP: KV_TRY(kv_parse_f64("--max-ulp", arg, 0, 1e30, &o->run.crit.max_ulp)); break;
         case OPT_RTOL: KV_TRY(kv_parse_f64("--rtol", arg, 0, 1e30, &o->run.crit.rtol)); break;

@@ -58,15 +58,22 @@ static void note_worst(struct kv_metrics *m, size_t i, double c, double y)
 struct part {
     double sum_ulp, sum_e2, sum_y2, max_ulp, max_abs, max_rel, worst_ratio;
     size_t compared, rel_skipped, fails_bound, fails_tol, worst, first_mismatch;
-    size_t nan_match, inf_match, nan_mismatch, inf_mismatch;
+    size_t nan_match, inf_match, nan_mismatch, inf_mismatch, slack_used;
+    size_t exact, ambiguous, tie_explained, flush_explained, unexplained;
 };
+
+int kv_dtype_is_integer(enum kv_dtype t)
+{
+    return t == KV_U8 || t == KV_I32 || t == KV_U16;
+}
 
 #define KV_CHUNK ((size_t)1 << 16)
 
 static void compare_chunk(enum kv_dtype t, const void *cand, const double *y, const double *S,
-                          size_t lo, size_t hi, const struct kv_bound *b, const struct kv_criteria *crit,
-                          double *ulps, struct part *p)
+                          size_t lo, size_t hi, const struct kv_bound *b, const struct kv_allow *allow,
+                          const struct kv_criteria *crit, double *ulps, struct part *p)
 {
+    const double *slack = allow ? allow->slack : NULL;
     const double floor_rel = ldexp(1.0, kv_dtype_info(t)->emin);
     const double c1 = crit->lambda * sqrt(b->n) * b->u_acc, c2 = b->k_op * b->u_acc;
     const int tol = crit->rtol >= 0 || crit->atol >= 0;
@@ -87,7 +94,12 @@ static void compare_chunk(enum kv_dtype t, const void *cand, const double *y, co
         }
         double e = fabs(c - yi);
         double ulp = kv_ulp(t, yi);
-        double ratio = e / (c1 * S[i] + c2 * S[i] + 0.5 * ulp * b->rho);
+        double base = c1 * S[i] + c2 * S[i] + 0.5 * ulp * b->rho;
+        double ratio = e / base;
+        if (slack && ratio > 1.0) {
+            ratio = e / (base + slack[i]);
+            if (ratio <= 1.0) p->slack_used++;
+        }
         double u = e / ulp;
         ulps[lo + p->compared++] = u;
         p->sum_ulp += u;
@@ -107,12 +119,69 @@ static void compare_chunk(enum kv_dtype t, const void *cand, const double *y, co
     }
 }
 
+/* Codes: exact, or the other side of a tie within reach, or the flushed
+ * model's code. The worst element is the first unexplained mismatch. */
+static void compare_codes(enum kv_dtype t, const void *cand, const double *y, size_t lo, size_t hi,
+                          const struct kv_allow *allow, struct part *p)
+{
+    const int16_t *tie = allow ? allow->tie : NULL, *flush = allow ? allow->flush : NULL;
+    memset(p, 0, sizeof *p);
+    p->first_mismatch = (size_t)-1;
+    p->worst = (size_t)-1;
+    for (size_t i = lo; i < hi; i++) {
+        double c = kv_load_f64(t, cand, i), d = fabs(c - y[i]);
+        int has_tie = tie && tie[i] >= 0;
+        p->ambiguous += (size_t)has_tie;
+        if (d > p->max_abs) p->max_abs = d;
+        if (d == 0) p->exact++;
+        else if (has_tie && c == tie[i]) p->tie_explained++;
+        else if (flush && flush[i] >= 0 && c == flush[i]) p->flush_explained++;
+        else {
+            p->unexplained++;
+            if (p->first_mismatch == (size_t)-1) p->first_mismatch = i;
+        }
+    }
+    if (hi > lo && p->first_mismatch == (size_t)-1) p->worst = lo;
+}
+
+static enum kv_status compare_integer(enum kv_dtype t, const void *cand, const double *y, size_t n,
+                                      const struct kv_allow *allow, struct kv_metrics *m)
+{
+    size_t nchunks = (n + KV_CHUNK - 1) / KV_CHUNK;
+    struct part *parts = calloc(nchunks ? nchunks : 1, sizeof *parts);
+    if (!parts) return kv_error(KV_EDEVICE, "out of host memory comparing %zu codes", n);
+#pragma omp parallel for schedule(dynamic, 1)
+    for (size_t k = 0; k < nchunks; k++) {
+        size_t lo = k * KV_CHUNK, hi = lo + KV_CHUNK < n ? lo + KV_CHUNK : n;
+        compare_codes(t, cand, y, lo, hi, allow, &parts[k]);
+    }
+    size_t first = (size_t)-1;
+    for (size_t k = 0; k < nchunks; k++) {
+        const struct part *p = &parts[k];
+        m->exact += p->exact, m->ambiguous += p->ambiguous, m->tie_explained += p->tie_explained;
+        m->flush_explained += p->flush_explained, m->unexplained += p->unexplained;
+        if (p->max_abs > m->max_abs) m->max_abs = p->max_abs;
+        if (first == (size_t)-1) first = p->first_mismatch;
+    }
+    free(parts);
+    m->integer = 1;
+    m->compared = n;
+    /* No allowance exists for an unexplained code: its bound ratio is infinite. */
+    m->max_bound_ratio = m->unexplained ? INFINITY : 0;
+    size_t show = first != (size_t)-1 ? first : (n ? 0 : (size_t)-1);
+    if (show != (size_t)-1) note_worst(m, show, kv_load_f64(t, cand, show), y[show]);
+    m->pass = m->unexplained == 0;
+    snprintf(m->criterion, sizeof m->criterion, "codes exact (ties and flushed subnormals explained)");
+    return KV_OK;
+}
+
 enum kv_status kv_compare(enum kv_dtype t, const void *cand, const double *y, const double *S,
-                          size_t n, const struct kv_bound *b, const struct kv_criteria *crit,
-                          struct kv_metrics *m)
+                          size_t n, const struct kv_bound *b, const struct kv_allow *allow,
+                          const struct kv_criteria *crit, struct kv_metrics *m)
 {
     memset(m, 0, sizeof *m);
     m->elements = n;
+    if (kv_dtype_is_integer(t)) return compare_integer(t, cand, y, n, allow, m);
     size_t nchunks = (n + KV_CHUNK - 1) / KV_CHUNK;
     double *ulps = malloc((n ? n : 1) * sizeof *ulps);
     struct part *parts = calloc(nchunks ? nchunks : 1, sizeof *parts);
@@ -124,7 +193,7 @@ enum kv_status kv_compare(enum kv_dtype t, const void *cand, const double *y, co
 #pragma omp parallel for schedule(dynamic, 1)
     for (size_t k = 0; k < nchunks; k++) {
         size_t lo = k * KV_CHUNK, hi = lo + KV_CHUNK < n ? lo + KV_CHUNK : n;
-        compare_chunk(t, cand, y, S, lo, hi, b, crit, ulps, &parts[k]);
+        compare_chunk(t, cand, y, S, lo, hi, b, allow, crit, ulps, &parts[k]);
     }
     double sum_ulp = 0, sum_e2 = 0, sum_y2 = 0, worst_ratio = -1;
     size_t fails_bound = 0, fails_tol = 0, first_mismatch = (size_t)-1, worst = (size_t)-1;
@@ -141,6 +210,7 @@ enum kv_status kv_compare(enum kv_dtype t, const void *cand, const double *y, co
         fails_bound += p->fails_bound, fails_tol += p->fails_tol;
         m->nan_match += p->nan_match, m->inf_match += p->inf_match;
         m->nan_mismatch += p->nan_mismatch, m->inf_mismatch += p->inf_mismatch;
+        m->slack_used += p->slack_used;
         if (first_mismatch == (size_t)-1) first_mismatch = p->first_mismatch;
         if (p->worst_ratio > worst_ratio) worst_ratio = p->worst_ratio, worst = p->worst;
     }

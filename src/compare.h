@@ -3,6 +3,7 @@
 #define KV_COMPARE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "dtype.h"
 #include "status.h"
@@ -26,6 +27,19 @@ struct kv_criteria {
     double max_nmse;
 };
 
+/* Per-element additions to the criterion; NULL members: none (metrics.md,
+ * "a legal implementation can flip an intended rounding"). */
+struct kv_allow {
+    /* Float outputs: absolute error allowed on top of the bound, for a legal
+     * choice upstream (a subnormal a device may flush; a code computed by the
+     * implementation itself that sits on a rounding tie). */
+    const double *slack;
+    /* Integer outputs (codes): the code on the other side of a rounding tie
+     * that lies within the allowed error, and the code a device that flushes
+     * subnormals computes; -1 where there is none. */
+    const int16_t *tie, *flush;
+};
+
 struct kv_metrics {
     size_t elements;
     size_t compared;      /* finite pairs entering the finite metrics */
@@ -37,17 +51,32 @@ struct kv_metrics {
     size_t worst_index;   /* largest bound ratio; a mismatch counts as infinite */
     double worst_c, worst_y;
     int has_worst;
+    size_t slack_used;    /* within the bound only thanks to kv_allow.slack */
+    /* Integer outputs (compared exactly; the float metrics above stay 0 but
+     * max_abs, which is the largest |code difference|). */
+    int integer;
+    size_t exact;           /* codes equal to the oracle's */
+    size_t ambiguous;       /* elements whose exact quotient is within reach of a tie */
+    size_t tie_explained;   /* mismatches that are the other side of such a tie */
+    size_t flush_explained; /* mismatches that are the flushed-subnormal code */
+    size_t unexplained;     /* every other mismatch: fails */
     int pass;
     char criterion[96];   /* which rule decided, e.g. "bound_ratio<=1" */
 };
 
 void kv_criteria_default(struct kv_criteria *c);
 
-/* Compare cand[i] (dtype t, the output's dtype) against y[i] with scales S[i].
- * Allocates a scratch array for the p99; fails only on out of memory. */
+/* Compare cand[i] (dtype t, the output's dtype) against y[i] with scales S[i]
+ * (allow may be NULL). Integer dtypes are codes: compared exactly, a mismatch
+ * passes only when allow explains it. Allocates a scratch array for the p99;
+ * fails only on out of memory. */
 enum kv_status kv_compare(enum kv_dtype t, const void *cand, const double *y,
                           const double *S, size_t n, const struct kv_bound *b,
-                          const struct kv_criteria *crit, struct kv_metrics *m);
+                          const struct kv_allow *allow, const struct kv_criteria *crit,
+                          struct kv_metrics *m);
+
+/* Whether dtype t holds integer codes rather than real numbers. */
+int kv_dtype_is_integer(enum kv_dtype t);
 
 /* The q-quantile (0..1, nearest rank) of v[0..n), reordering v. */
 double kv_quantile(double *v, size_t n, double q);

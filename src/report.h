@@ -41,7 +41,7 @@ struct kv_case_result {
     enum kv_status error_code;
     char error[512];
     int n_outputs;
-    struct kv_output_result out[2 * KV_MAX_TENSORS];
+    struct kv_output_result out[4 * KV_MAX_TENSORS + KV_MAX_CHECKS];
     struct {
         double inputs, upload, device, download, oracle, compare;
     } ms;

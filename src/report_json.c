@@ -58,6 +58,19 @@ static cJSON *output_json(const struct kv_output_result *x)
     cJSON_AddNumberToObject(o, "inf_mismatch", (double)m->inf_mismatch);
     cJSON_AddNumberToObject(o, "nan_match", (double)m->nan_match);
     cJSON_AddNumberToObject(o, "inf_match", (double)m->inf_match);
+    cJSON_AddNumberToObject(o, "slack_used", (double)m->slack_used);
+    if (m->integer) {
+        cJSON *cd = cJSON_AddObjectToObject(o, "codes");
+        cJSON_AddNumberToObject(cd, "exact", (double)m->exact);
+        cJSON_AddNumberToObject(cd, "mismatch", (double)(m->elements - m->exact));
+        cJSON_AddNumberToObject(cd, "tie_ambiguous", (double)m->ambiguous);
+        cJSON_AddNumberToObject(cd, "tie_explained", (double)m->tie_explained);
+        cJSON_AddNumberToObject(cd, "flush_explained", (double)m->flush_explained);
+        cJSON_AddNumberToObject(cd, "unexplained", (double)m->unexplained);
+        cJSON_AddNumberToObject(cd, "max_diff", m->max_abs);
+    } else {
+        cJSON_AddNullToObject(o, "codes");
+    }
     cJSON_AddNumberToObject(o, "guard_overwritten", (double)x->guard_bad);
     cJSON_AddNumberToObject(o, "nondeterministic", (double)x->nondet);
     if (m->has_worst) {

@@ -31,15 +31,18 @@ enum kv_status kv_runner_init(struct kv_runner *r, struct kv_vk_device *d, const
     int subgroup = d->info.subgroup_arith && !o->no_subgroup;
     for (int s = 0; s < k->n_stages; s++) {
         const struct kv_stage_def *sd = &k->stages[s];
+        int int8 = d->info.storage8 && !o->no_8bit && sd->subgroup8.words;
         const uint32_t *words;
         size_t bytes;
         char what[1100];
         if (o->shader[s]) {
-            KV_TRY(kv_shader_load(o->shader[s], subgroup, &user, &bytes));
+            KV_TRY(kv_shader_load(o->shader[s], (subgroup ? KV_SHADER_SUBGROUP : 0u) | (int8 ? KV_SHADER_INT8 : 0u),
+                                  &user, &bytes));
             words = user;
             snprintf(what, sizeof what, "%s (stage %s)", o->shader[s], sd->name);
         } else {
-            const struct kv_spirv_blob *b = subgroup ? &sd->subgroup : &sd->fallback;
+            const struct kv_spirv_blob *b = int8 ? (subgroup ? &sd->subgroup8 : &sd->fallback8)
+                                                 : (subgroup ? &sd->subgroup : &sd->fallback);
             words = b->words;
             bytes = b->bytes;
             snprintf(what, sizeof what, "built-in %s stage %s", k->name, sd->name);
@@ -157,12 +160,27 @@ static enum kv_status make_sample(struct kv_case *c, int t, int64_t n)
     return KV_OK;
 }
 
-/* The oracle one output is judged against: values, scales, bound, name. */
+/* The oracle one output is judged against: values, scales, bound, the
+ * per-element allowances, name. */
 struct oracle_ref {
     const double *y, *S;
     struct kv_bound bound;
+    struct kv_allow allow;
     const char *name; /* "spec" or "exact" */
 };
+
+/* Gather src[idx[i]] (elements of es bytes) into a new array; NULL src: NULL. */
+static void *gather(const void *src, const size_t *idx, size_t n, size_t es, int *oom)
+{
+    if (!src) return NULL;
+    char *d = malloc(n * es + 1);
+    if (!d) {
+        *oom = 1;
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) memcpy(d + i * es, (const char *)src + idx[i] * es, es);
+    return d;
+}
 
 /* Compare data (output t, from `source`) against ref and append a row named
  * <output><suffix>. chained adds the allowance for device intermediates. */
@@ -190,21 +208,23 @@ static enum kv_status compare_one(struct kv_case *c, int t, const struct oracle_
     if (c->sample[t]) {
         /* Gather the sampled elements, compare them, map the worst back. */
         size_t n = c->n_sample[t], es = kv_dtype_info(c->t[t].dtype)->size;
-        char *cand = malloc(n * es + 1);
-        double *y = malloc(n * sizeof *y), *S = malloc(n * sizeof *S);
-        if (!cand || !y || !S) st = kv_error(KV_EDEVICE, "out of host memory comparing a sample");
+        const size_t *idx = c->sample[t];
+        int oom = 0;
+        char *cand = gather(data, idx, n, es, &oom);
+        double *y = gather(ref->y, idx, n, sizeof *y, &oom), *S = gather(ref->S, idx, n, sizeof *S, &oom);
+        struct kv_allow a = {gather(ref->allow.slack, idx, n, sizeof(double), &oom),
+                             gather(ref->allow.tie, idx, n, sizeof(int16_t), &oom),
+                             gather(ref->allow.flush, idx, n, sizeof(int16_t), &oom)};
+        if (oom) st = kv_error(KV_EDEVICE, "out of host memory comparing a sample");
         else {
-            for (size_t i = 0; i < n; i++) {
-                size_t j = c->sample[t][i];
-                memcpy(cand + i * es, (const char *)data + j * es, es);
-                y[i] = ref->y[j], S[i] = ref->S[j];
-            }
-            st = kv_compare(c->t[t].dtype, cand, y, S, n, &bound, &o->crit, &out->m);
-            if (!st && out->m.has_worst) out->m.worst_index = c->sample[t][out->m.worst_index];
+            st = kv_compare(c->t[t].dtype, cand, y, S, n, &bound, &a, &o->crit, &out->m);
+            if (!st && out->m.has_worst) out->m.worst_index = idx[out->m.worst_index];
         }
         free(cand), free(y), free(S);
+        free((void *)a.slack), free((void *)a.tie), free((void *)a.flush);
     } else {
-        st = kv_compare(c->t[t].dtype, data, ref->y, ref->S, c->t[t].count, &bound, &o->crit, &out->m);
+        st = kv_compare(c->t[t].dtype, data, ref->y, ref->S, c->t[t].count, &bound, &ref->allow, &o->crit,
+                        &out->m);
     }
     if (st) return st;
     if (out->m.has_worst) kv_tensor_unravel(&c->t[t], out->m.worst_index, out->worst_idx);
@@ -315,32 +335,57 @@ static enum kv_status run_case(struct kv_runner *r, struct kv_case *c, const str
             /* Another backend computes later stages from its own intermediates:
              * candidates and expected outputs get the chained allowance. */
             int other = kv_consumes_intermediate(k, s);
-            struct oracle_ref spec = {c->y[t], c->S[t], c->bound[t], oracle_name};
+            struct oracle_ref spec = {c->y[t], c->S[t], c->bound[t], {c->slack[t], c->tie[t], c->flush[t]},
+                                      oracle_name};
+            struct oracle_ref spec_other = spec;
+            if (c->slack_chain[t]) spec_other.allow.slack = c->slack_chain[t];
             if (ch == 3) {
                 if (!c->y_exact[t] || !run_stage[s]) continue;
-                struct oracle_ref exact = {c->y_exact[t], c->S_exact[t], c->bound_exact[t], "exact"};
+                struct oracle_ref exact = {c->y_exact[t], c->S_exact[t], c->bound_exact[t], {0}, "exact"};
                 KV_TRY(compare_one(c, t, &exact, first[t][0], ".exact", 0, "device", 0, 0, o, res));
                 res->out[res->n_outputs - 1].judged = 0;
                 continue;
             }
             if (ch == 2) {
                 if (!c->expected[t]) continue;
-                KV_TRY(compare_one(c, t, &spec, c->expected[t]->data, ".expected", other, "expected", 0, 0, o, res));
+                KV_TRY(compare_one(c, t, other ? &spec_other : &spec, c->expected[t]->data, ".expected", other,
+                                   "expected", 0, 0, o, res));
             } else if (c->given[t]) {
                 if (ch == 1) continue;
-                KV_TRY(compare_one(c, t, &spec, c->given[t]->data, "", other, "candidate", 0, 0, o, res));
+                KV_TRY(compare_one(c, t, other ? &spec_other : &spec, c->given[t]->data, "", other, "candidate", 0,
+                                   0, o, res));
             } else if (run_stage[s] && (ch == 0 || p.has_chain[t])) {
                 size_t bytes = kv_tensor_bytes(&c->t[t]);
                 size_t padded = ch ? p.chain[t].size : p.dev[t].size;
                 size_t bad = kv_guard_check(first[t][ch], bytes, padded);
                 if (ch == 0) memcpy(c->t[t].data, first[t][ch], bytes), ran[t] = 1;
-                KV_TRY(compare_one(c, t, &spec, first[t][ch], ch ? ".chained" : "", ch, "device", bad,
-                                   p.nondet[t][ch], o, res));
+                KV_TRY(compare_one(c, t, ch ? &spec_other : &spec, first[t][ch], ch ? ".chained" : "", ch,
+                                   "device", bad, p.nondet[t][ch], o, res));
             } else {
                 continue;
             }
             all_pass = all_pass && res->out[res->n_outputs - 1].pass;
         }
+    /* The kernel's checks, on the composed result where there is one. */
+    for (int j = 0; j < k->n_checks; j++) {
+        const struct kv_check_def *cd = &k->checks[j];
+        int t = cd->output, s = k->tensors[t].stage;
+        if (!kv_tensor_on(c, t) || !c->chk[j].y) continue;
+        const void *data = NULL;
+        const char *source = "device";
+        int chained = 0;
+        if (c->given[t]) data = c->given[t]->data, source = "candidate";
+        else if (run_stage[s] && p.has_chain[t]) data = first[t][1], chained = 1;
+        else if (run_stage[s]) data = first[t][0];
+        if (!data) continue;
+        struct oracle_ref ref = {c->chk[j].y, c->chk[j].S, c->chk[j].bound, {c->chk[j].slack, NULL, NULL},
+                                 oracle_name};
+        char suffix[64];
+        snprintf(suffix, sizeof suffix, ".%s", cd->name);
+        KV_TRY(compare_one(c, t, &ref, data, suffix, 0, source, 0, 0, o, res));
+        res->out[res->n_outputs - 1].chained = chained;
+        all_pass = all_pass && res->out[res->n_outputs - 1].pass;
+    }
     res->ms.compare = kv_now_ms() - t3;
     res->status = all_pass ? KV_CASE_PASS : KV_CASE_FAIL;
     if (o->save_dir) {

@@ -13,6 +13,7 @@ struct kv_run_opts {
     int repeat;                         /* device runs per case (>= 1) */
     const char *shader[KV_MAX_STAGES];  /* user shader per stage, or NULL */
     int no_subgroup;                    /* force the shared-memory reduction shaders */
+    int no_8bit;                        /* force the packed-word code access shaders */
     const char *save_dir;               /* --save DIR, or NULL */
     int oracle;                         /* KV_ORACLE_SPEC, _EXACT or _BOTH */
     int64_t sample;                     /* --sample N: random elements per output (0: all) */

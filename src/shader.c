@@ -101,7 +101,7 @@ static void first_error(const char *log, char *out, size_t size)
     snprintf(out, size, "%.*s", (int)n, start);
 }
 
-static enum kv_status compile_glsl(const char *path, const char *src, size_t len, int subgroup,
+static enum kv_status compile_glsl(const char *path, const char *src, size_t len, unsigned defines,
                                    uint32_t **words, size_t *bytes)
 {
     enum kv_status st = KV_OK;
@@ -112,7 +112,8 @@ static enum kv_status compile_glsl(const char *path, const char *src, size_t len
     shaderc_compile_options_set_target_env(o, shaderc_target_env_vulkan, shaderc_env_version_vulkan_1_2);
     shaderc_compile_options_set_optimization_level(o, shaderc_optimization_level_performance);
     shaderc_compile_options_set_include_callbacks(o, resolve_include, release_include, NULL);
-    if (subgroup) shaderc_compile_options_add_macro_definition(o, "KV_SUBGROUP", 11, "1", 1);
+    if (defines & KV_SHADER_SUBGROUP) shaderc_compile_options_add_macro_definition(o, "KV_SUBGROUP", 11, "1", 1);
+    if (defines & KV_SHADER_INT8) shaderc_compile_options_add_macro_definition(o, "KV_INT8", 7, "1", 1);
     res = shaderc_compile_into_spv(c, src, len, shaderc_compute_shader, path, "main", o);
     if (shaderc_result_get_compilation_status(res) != shaderc_compilation_status_success) {
         char line[512];
@@ -133,7 +134,7 @@ cleanup:
     return st;
 }
 
-enum kv_status kv_shader_load(const char *path, int subgroup_arith, uint32_t **words, size_t *bytes)
+enum kv_status kv_shader_load(const char *path, unsigned defines, uint32_t **words, size_t *bytes)
 {
     enum kv_status st = KV_OK;
     size_t size = 0;
@@ -152,7 +153,7 @@ enum kv_status kv_shader_load(const char *path, int subgroup_arith, uint32_t **w
         *bytes = size;
         buf = NULL;
     } else {
-        KV_TRY(compile_glsl(path, buf, size, subgroup_arith, words, bytes));
+        KV_TRY(compile_glsl(path, buf, size, defines, words, bytes));
     }
 cleanup:
     free(buf);

@@ -10,9 +10,11 @@
 
 /* Load FILE as SPIR-V words into *words (malloc'd, caller frees). GLSL is
  * compiled for Vulkan 1.2 with #include resolved relative to the including
- * file; KV_SUBGROUP=1 is defined when subgroup_arith is set. Failures are
- * KV_EDATA with a one-line message naming the file. */
-enum kv_status kv_shader_load(const char *path, int subgroup_arith, uint32_t **words,
-                              size_t *bytes);
+ * file; KV_SUBGROUP=1 is defined with KV_SHADER_SUBGROUP (the device has
+ * subgroup arithmetic) and KV_INT8=1 with KV_SHADER_INT8 (8-bit storage, for
+ * stages that have such a variant). Failures are KV_EDATA with a one-line
+ * message naming the file. */
+enum { KV_SHADER_SUBGROUP = 1, KV_SHADER_INT8 = 2 };
+enum kv_status kv_shader_load(const char *path, unsigned defines, uint32_t **words, size_t *bytes);
 
 #endif

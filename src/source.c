@@ -189,6 +189,34 @@ int kv_given_has(const struct kv_given *g, int t)
     return 0;
 }
 
+/* The text of dims entry d into tok; 0 if there is none or it is too long. */
+static int dims_entry(const char *dims, int d, char *tok, size_t size)
+{
+    for (int i = 0; i < d && dims; i++) {
+        dims = strchr(dims, ',');
+        if (dims) dims++;
+    }
+    if (!dims) return 0;
+    size_t len = strcspn(dims, ",");
+    if (len == 0 || len >= size) return 0;
+    memcpy(tok, dims, len);
+    tok[len] = '\0';
+    return 1;
+}
+
+/* Whether dims entry d is a product "a*b" of two parameters (their indices). */
+static int product_params(const struct kv_kernel *k, const char *dims, int d, int *a, int *b)
+{
+    char tok[64];
+    if (!dims_entry(dims, d, tok, sizeof tok)) return 0;
+    char *star = strchr(tok, '*');
+    if (!star || strchr(star + 1, '*')) return 0;
+    *star = '\0';
+    *a = kv_param_index(k, tok);
+    *b = kv_param_index(k, star + 1);
+    return *a >= 0 && *b >= 0;
+}
+
 /* The parameter a dims entry names alone, or -1 (constants, products). */
 static int lone_param(const struct kv_kernel *k, const char *dims, int d)
 {
@@ -234,7 +262,21 @@ enum kv_status kv_given_apply(const struct kv_given *g, struct kv_case *c, const
         const struct kv_tensor_def *td = &k->tensors[g->e[i].tensor];
         if (g->e[i].t.ndim != count_dims(td->dims)) continue;
         for (int d = 0; d < g->e[i].t.ndim; d++) {
-            int p = lone_param(k, td->dims, d);
+            int p = lone_param(k, td->dims, d), a, b;
+            if (p < 0 && product_params(k, td->dims, d, &a, &b) && !(set[a] && set[b])) {
+                /* "a*b": infer the factor not given from the other (given or default). */
+                int known = set[a] ? a : b, infer = set[a] ? b : a;
+                long long ext = (long long)g->e[i].t.shape[d], f = (long long)c->p[known].i;
+                if (f < 1 || ext % f)
+                    return kv_error(KV_EUSAGE, "%s: %s has %lld elements, not a multiple of --%s %lld",
+                                    g->e[i].from, td->name, ext, k->params[known].name, f);
+                char v[32];
+                snprintf(v, sizeof v, "%lld", ext / f);
+                if ((st = kv_param_set(c, infer, v)))
+                    return kv_error(KV_EDATA, "%s: %s: %s", g->e[i].from, td->name, kv_error_msg());
+                set[infer] = 1;
+                continue;
+            }
             if (p < 0 || set[p]) continue;
             char v[32];
             snprintf(v, sizeof v, "%lld", (long long)g->e[i].t.shape[d]);

@@ -16,6 +16,7 @@
 #define KV_MAX_PARAMS 16
 #define KV_MAX_TENSORS 16
 #define KV_MAX_STAGES 8
+#define KV_MAX_CHECKS 4
 
 struct kv_case;
 
@@ -72,6 +73,25 @@ struct kv_stage_def {
     void (*launch)(const struct kv_case *c, const uint32_t local[3],
                    const uint32_t max_groups[3], void *push, uint32_t groups[3]);
     int (*active)(const struct kv_case *c); /* NULL: always */
+    /* Optional builds with KV_INT8 (8-bit storage buffers), used instead of
+     * the two above where the device has storageBuffer8BitAccess. */
+    struct kv_spirv_blob subgroup8, fallback8;
+};
+
+/* A property checked on an output beside the oracle comparison (qdq-affine's
+ * round trip |qdq - w| <= s/2): the oracle fills a reference (y, S, bound,
+ * slack) per element and the runner judges the output against it, reading
+ * the chained rerun where there is one (the composed result), else the
+ * isolated output or the candidate. The row is named "<output>.<name>". */
+struct kv_check_def {
+    const char *name;
+    int output;
+    const char *doc;
+};
+
+struct kv_check_ref {
+    double *y, *S, *slack;  /* allocated by the oracle; freed with the case */
+    struct kv_bound bound;
 };
 
 struct kv_kernel {
@@ -86,6 +106,8 @@ struct kv_kernel {
     /* Whether the kernel rounds on purpose in the middle (then --oracle exact
      * and both apply: the oracle is called with c->exact set). */
     int has_exact;
+    const struct kv_check_def *checks;
+    int n_checks;
     const char *const *sweep;  /* NULL-terminated "k=v,k=v" overrides */
     int sweep_seeds;           /* seeds per sweep shape unless --seeds says otherwise */
     /* Validate the parameters beyond their ranges (the shapes are already
@@ -126,6 +148,15 @@ struct kv_case {
     double *y_exact[KV_MAX_TENSORS];     /* with --oracle both: the exact oracle's */
     double *S_exact[KV_MAX_TENSORS];
     struct kv_bound bound_exact[KV_MAX_TENSORS];
+    /* Per-element allowances (compare.h, struct kv_allow), allocated by the
+     * oracle where it needs them and freed with the case; NULL: none.
+     * slack applies to every row of the output; slack_chain replaces it on
+     * rows computed from another implementation's intermediates (chained
+     * reruns, candidates and expected outputs of later stages), so it must
+     * include slack. tie and flush are for integer outputs. */
+    double *slack[KV_MAX_TENSORS], *slack_chain[KV_MAX_TENSORS];
+    int16_t *tie[KV_MAX_TENSORS], *flush[KV_MAX_TENSORS];
+    struct kv_check_ref chk[KV_MAX_CHECKS];
     /* Extra k_op (units of u_acc) for the chained result of an output whose
      * stage consumes device intermediates: it carries their allowed error. */
     double k_chain[KV_MAX_TENSORS];

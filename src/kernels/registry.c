@@ -9,10 +9,12 @@
 
 extern const struct kv_kernel kv_kernel_rmsnorm_bwd;
 extern const struct kv_kernel kv_kernel_gemm_bwd;
+extern const struct kv_kernel kv_kernel_qdq_affine;
 
 const struct kv_kernel *const kv_kernels[] = {
     &kv_kernel_rmsnorm_bwd,
     &kv_kernel_gemm_bwd,
+    &kv_kernel_qdq_affine,
     NULL,
 };
 
@@ -230,5 +232,17 @@ void kv_case_free(struct kv_case *c)
         c->sample[i] = NULL;
         c->n_sample[i] = 0;
         c->y[i] = c->S[i] = c->y_exact[i] = c->S_exact[i] = NULL;
+        free(c->slack[i]);
+        free(c->slack_chain[i]);
+        free(c->tie[i]);
+        free(c->flush[i]);
+        c->slack[i] = c->slack_chain[i] = NULL;
+        c->tie[i] = c->flush[i] = NULL;
+    }
+    for (int i = 0; i < KV_MAX_CHECKS; i++) {
+        free(c->chk[i].y);
+        free(c->chk[i].S);
+        free(c->chk[i].slack);
+        c->chk[i].y = c->chk[i].S = c->chk[i].slack = NULL;
     }
 }

@@ -16,7 +16,7 @@ static void run(const float *c, const double *y, const double *S, size_t n, stru
 {
     struct kv_criteria crit;
     kv_criteria_default(&crit);
-    assert_int_equal(kv_compare(KV_F32, c, y, S, n, &unit_bound, &crit, m), KV_OK);
+    assert_int_equal(kv_compare(KV_F32, c, y, S, n, &unit_bound, NULL, &crit, m), KV_OK);
 }
 
 static void identical_passes(void **s)
@@ -113,17 +113,17 @@ static void overrides(void **s)
     struct kv_metrics m;
     kv_criteria_default(&crit);
     crit.max_ulp = 25;
-    assert_int_equal(kv_compare(KV_F32, c, y, S, 1, &unit_bound, &crit, &m), KV_OK);
+    assert_int_equal(kv_compare(KV_F32, c, y, S, 1, &unit_bound, NULL, &crit, &m), KV_OK);
     assert_true(m.pass);
     crit.max_ulp = 19;
-    kv_compare(KV_F32, c, y, S, 1, &unit_bound, &crit, &m);
+    kv_compare(KV_F32, c, y, S, 1, &unit_bound, NULL, &crit, &m);
     assert_false(m.pass);
     kv_criteria_default(&crit);
     crit.rtol = 1e-5;
-    kv_compare(KV_F32, c, y, S, 1, &unit_bound, &crit, &m);
+    kv_compare(KV_F32, c, y, S, 1, &unit_bound, NULL, &crit, &m);
     assert_true(m.pass);
     crit.rtol = 1e-6;
-    kv_compare(KV_F32, c, y, S, 1, &unit_bound, &crit, &m);
+    kv_compare(KV_F32, c, y, S, 1, &unit_bound, NULL, &crit, &m);
     assert_false(m.pass);
 }
 

@@ -1,0 +1,409 @@
+/* qdq-affine: affine quant-dequant init, forward and backward (kernels.md,
+ * seed 002). Per group g of group_size elements, N = 2^bits - 1:
+ *   init:    lo = min w_g, hi = max w_g, s = (hi - lo)/N, b = lo,
+ *            q[i] = clamp(round_half_away((w[i] - b)/s), 0, N)        (u8)
+ *   forward: qdq[i] = q[i]*s[g] + b[g]
+ *   bwd:     d_scales[g] = sum_i q[i]*dy[i],  d_biases[g] = sum_i dy[i]
+ * Behaviour the seed leaves open, decided here (man kverify: qdq-affine):
+ * - a scale that is not a normal number (s < 2^-126: a constant group, or a
+ *   range so small that s underflows) becomes 1. Vulkan lets a device flush
+ *   subnormals and bounds division only for divisors >= 2^-126, so this is
+ *   the one outcome every device agrees on;
+ * - a group containing NaN, or no finite value, or whose range hi - lo
+ *   overflows float32, has no affine encoding: scale and bias are NaN and its
+ *   codes are 0, so forward gives NaN for the whole group;
+ * - otherwise the range is that of the finite values and +-Inf clip like any
+ *   value beyond it: +Inf gets code N, -Inf code 0.
+ * A device may also flush subnormal operands and results to zero: float
+ * outputs get an absolute allowance of 2^-126 per operation, and codes may be
+ * those of a model that flushes every subnormal (counted as "flushed"). */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../rng.h"
+#include "kernel.h"
+
+static const uint32_t init_sh[] =
+#include "qdq_affine_init.sh.h"
+    ;
+static const uint32_t init_sh8[] =
+#include "qdq_affine_init.sh8.h"
+    ;
+static const uint32_t fwd_sh[] =
+#include "qdq_affine_forward.sh.h"
+    ;
+static const uint32_t fwd_sh8[] =
+#include "qdq_affine_forward.sh8.h"
+    ;
+static const uint32_t dsc_sh[] =
+#include "qdq_affine_bwd_scales.sh.h"
+    ;
+static const uint32_t dsc_sh8[] =
+#include "qdq_affine_bwd_scales.sh8.h"
+    ;
+static const uint32_t dbi_sh[] =
+#include "qdq_affine_bwd_biases.sh.h"
+    ;
+
+enum { P_GROUPS, P_GS, P_BITS, P_DIST, P_SCALE };
+enum { T_W, T_DY, T_S, T_B, T_Q, T_QDQ, T_DS, T_DB };
+enum { S_INIT, S_FWD, S_DSC, S_DBI };
+enum { D_NORMAL, D_UNIFORM, D_OUTLIER, D_CONSTANT, D_SUBNORMAL, D_TIES, D_NONFINITE };
+
+static const struct kv_param_def params[] = {
+    {"groups", KV_PARAM_INT, "4096", 1, 2147483647, NULL, "number of groups", 1},
+    {"group-size", KV_PARAM_INT, "64", 2, 1024, NULL, "elements per group (a power of two)", 1},
+    {"bits", KV_PARAM_INT, "4", 1, 8, NULL, "code width; codes 0 .. 2^bits-1", 1},
+    {"dist", KV_PARAM_CHOICE, "normal", 0, 0, "normal|uniform|outlier|constant|subnormal|ties|nonfinite",
+     "w ~ N(0,1); U(-sqrt3,sqrt3); N(0,1) with one x100 outlier per group; constant groups; "
+     "subnormal and near-2^-126 ranges; values exactly on rounding ties; groups with NaN, +-Inf "
+     "and overflowing ranges", 1},
+    {"scale", KV_PARAM_FLOAT, "1", 1e-30, 1e30, NULL, "multiplies w", 0},
+};
+
+static const struct kv_tensor_def tensors[] = {
+    [T_W] = {"w", KV_F32, KV_INPUT, -1, "groups*group-size"},
+    [T_DY] = {"dy", KV_F32, KV_INPUT, -1, "groups*group-size"},
+    [T_S] = {"scales", KV_F32, KV_OUTPUT, S_INIT, "groups"},
+    [T_B] = {"biases", KV_F32, KV_OUTPUT, S_INIT, "groups"},
+    [T_Q] = {"q", KV_U8, KV_OUTPUT, S_INIT, "groups*group-size"},
+    [T_QDQ] = {"qdq", KV_F32, KV_OUTPUT, S_FWD, "groups*group-size"},
+    [T_DS] = {"d_scales", KV_F32, KV_OUTPUT, S_DSC, "groups"},
+    [T_DB] = {"d_biases", KV_F32, KV_OUTPUT, S_DBI, "groups"},
+};
+
+static const struct kv_check_def checks[] = {
+    {"roundtrip", T_QDQ, "|qdq - w| <= s/2 plus the allowed rounding, on the composed init -> forward result"},
+};
+
+struct push {
+    uint32_t groups, group_size, bits;
+};
+
+#define TILE 1024u /* elements per workgroup pass: 256 invocations x 4 */
+
+/* Every stage: workgroups of 256 invocations take tiles of 1024 elements
+ * (whole groups, as group_size divides 1024) and grid-stride over tiles. */
+static void launch(const struct kv_case *c, const uint32_t local[3], const uint32_t max[3], void *push,
+                   uint32_t groups[3])
+{
+    (void)local;
+    struct push *p = push;
+    p->groups = (uint32_t)c->p[P_GROUPS].i;
+    p->group_size = (uint32_t)c->p[P_GS].i;
+    p->bits = (uint32_t)c->p[P_BITS].i;
+    groups[0] = kv_groups((uint64_t)c->p[P_GROUPS].i * (uint64_t)c->p[P_GS].i, TILE, max[0]);
+    groups[1] = groups[2] = 1;
+}
+
+#define PUSH_DOC "uint groups; uint group_size; uint bits;"
+#define DISPATCH_DOC                                                                                       \
+    "groups = (min(ceil(groups*group_size / 1024), maxComputeWorkGroupCount.x), 1, 1); a workgroup "      \
+    "handles elements [t*1024, (t+1)*1024) for tiles t = gl_WorkGroupID.x, +gl_NumWorkGroups.x, ..."
+
+static const struct kv_stage_def stages[] = {
+    [S_INIT] = {.name = "init", .subgroup = KV_SPIRV(init_sh), .fallback = KV_SPIRV(init_sh), .n_bindings = 4,
+                .bindings = {T_W, T_S, T_B, T_Q}, .push_size = sizeof(struct push), .push_doc = PUSH_DOC,
+                .dispatch_doc = DISPATCH_DOC, .launch = launch, .subgroup8 = KV_SPIRV(init_sh8),
+                .fallback8 = KV_SPIRV(init_sh8)},
+    [S_FWD] = {.name = "forward", .subgroup = KV_SPIRV(fwd_sh), .fallback = KV_SPIRV(fwd_sh), .n_bindings = 4,
+               .bindings = {T_Q, T_S, T_B, T_QDQ}, .push_size = sizeof(struct push), .push_doc = PUSH_DOC,
+               .dispatch_doc = DISPATCH_DOC, .launch = launch, .subgroup8 = KV_SPIRV(fwd_sh8),
+               .fallback8 = KV_SPIRV(fwd_sh8)},
+    [S_DSC] = {.name = "bwd-scales", .subgroup = KV_SPIRV(dsc_sh), .fallback = KV_SPIRV(dsc_sh),
+               .n_bindings = 3, .bindings = {T_Q, T_DY, T_DS}, .push_size = sizeof(struct push),
+               .push_doc = PUSH_DOC, .dispatch_doc = DISPATCH_DOC, .launch = launch,
+               .subgroup8 = KV_SPIRV(dsc_sh8), .fallback8 = KV_SPIRV(dsc_sh8)},
+    [S_DBI] = {.name = "bwd-biases", .subgroup = KV_SPIRV(dbi_sh), .fallback = KV_SPIRV(dbi_sh),
+               .n_bindings = 2, .bindings = {T_DY, T_DB}, .push_size = sizeof(struct push),
+               .push_doc = PUSH_DOC, .dispatch_doc = DISPATCH_DOC, .launch = launch},
+};
+
+static enum kv_status validate(struct kv_case *c)
+{
+    int64_t g = c->p[P_GROUPS].i, gs = c->p[P_GS].i;
+    if (gs & (gs - 1))
+        return kv_error(KV_EUSAGE, "--group-size %lld is not a power of two (2, 4, ..., 1024)", (long long)gs);
+    if (g > INT32_MAX / gs)
+        return kv_error(KV_EUSAGE, "--groups %lld x --group-size %lld = %lld elements, more than 2^31-1",
+                        (long long)g, (long long)gs, (long long)(g * gs));
+    return KV_OK;
+}
+
+/* ---- inputs ---- */
+
+static double normal(const struct kv_case *c, uint32_t stream, int64_t i)
+{
+    return kv_rng_normal(c->seed, stream, (uint64_t)i);
+}
+
+/* One group of dist D_TIES: lo, lo + N*2^e (so s = 2^e exactly) and values
+ * lo + (k + 1/2)*2^e exactly on the ties between codes k and k+1. */
+static void ties_group(const struct kv_case *c, int64_t g, int64_t gs, double N, float *w)
+{
+    int e = (int)floor(kv_rng_uniform(c->seed, 7, (uint64_t)g) * 8.0) - 6;
+    double lo = ldexp(floor(normal(c, 8, g) * 64.0), e); /* a multiple of 2^e: every sum below is exact */
+    for (int64_t j = 0; j < gs; j++) {
+        double k = floor(kv_rng_uniform(c->seed, T_W, (uint64_t)(g * gs + j)) * N);
+        double v = j == 0 ? lo : j == 1 ? lo + N * ldexp(1, e) : lo + (k + 0.5) * ldexp(1, e);
+        w[j] = (float)v;
+    }
+}
+
+/* Six kinds of group in turn: NaN, +Inf, -Inf, both infinities, a range that
+ * overflows float32, and a plain one. */
+static void nonfinite_group(const struct kv_case *c, int64_t g, int64_t gs, float *w)
+{
+    int64_t at = (int64_t)(kv_rng_uniform(c->seed, 9, (uint64_t)g) * (double)gs);
+    for (int64_t j = 0; j < gs; j++) w[j] = (float)normal(c, T_W, g * gs + j);
+    switch (g % 6) {
+    case 0: w[at] = NAN; break;
+    case 1: w[at] = INFINITY; break;
+    case 2: w[at] = -INFINITY; break;
+    case 3: w[at] = INFINITY, w[(at + 1) % gs] = -INFINITY; break;
+    case 4: w[at] = 3e38f, w[(at + 1) % gs] = -3e38f; break;
+    default: break;
+    }
+}
+
+static enum kv_status inputs(struct kv_case *c)
+{
+    const int64_t groups = c->p[P_GROUPS].i, gs = c->p[P_GS].i;
+    const int dist = c->p[P_DIST].c;
+    const double scale = c->p[P_SCALE].f, N = ldexp(1, (int)c->p[P_BITS].i) - 1;
+    float *w = c->t[T_W].data, *dy = c->t[T_DY].data;
+#pragma omp parallel for schedule(static)
+    for (int64_t g = 0; g < groups; g++) {
+        float *wg = w + g * gs;
+        if (dist == D_TIES) ties_group(c, g, gs, N, wg);
+        else if (dist == D_NONFINITE) nonfinite_group(c, g, gs, wg);
+        for (int64_t j = 0; j < gs; j++) {
+            int64_t i = g * gs + j;
+            double v = normal(c, T_W, i);
+            switch (dist) {
+            case D_UNIFORM: v = (2.0 * kv_rng_uniform(c->seed, T_W, (uint64_t)i) - 1.0) * sqrt(3.0); break;
+            case D_OUTLIER: v *= j == (g * 7) % gs ? 100.0 : 1.0; break;
+            case D_CONSTANT: v = normal(c, 10, g); break;
+            /* Even groups all subnormal; odd ones near 2^-124, so s is near 2^-126. */
+            case D_SUBNORMAL: v = ldexp(v, g % 2 ? -124 : -130); break;
+            default: break;
+            }
+            if (dist != D_TIES && dist != D_NONFINITE) wg[j] = (float)(v * scale);
+            else if (scale != 1.0) wg[j] = (float)((double)wg[j] * scale);
+            dy[i] = (float)normal(c, T_DY, i);
+        }
+    }
+    return KV_OK;
+}
+
+/* ---- oracle ---- */
+
+static const double U = 0x1p-24, FMIN = 0x1p-126;
+
+static float flush(float x) { return fabsf(x) < FLT_MIN ? 0.0f : x; }
+static int is_pow2(double x) { int e; return x > 0 && frexp(x, &e) == 0.5; }
+
+/* Round half away from zero, after clamping to [0, N] (the same thing for
+ * integer bounds, and it keeps +-Inf out of the integer conversion). */
+static int code_of(double z, double N)
+{
+    z = z < 0 ? 0 : z > N ? N : z;
+    double t = floor(z);
+    return (int)t + (z - t >= 0.5);
+}
+
+/* A group's encoding as a device computes it in float32: flushed (every
+ * subnormal operand and result is zero) or not. */
+struct enc {
+    int poison;
+    int one;         /* the scale was not a normal number and became 1 */
+    float lo, hi, s; /* s: the float32 scale the codes divide by */
+};
+
+static struct enc encode_group(const float *w, int64_t gs, double N, int ftz)
+{
+    struct enc e = {0, 0, INFINITY, -INFINITY, 1.0f};
+    int nan = 0, finite = 0;
+    for (int64_t j = 0; j < gs; j++) {
+        float v = ftz ? flush(w[j]) : w[j];
+        if (isnan(v)) nan = 1;
+        if (!isfinite(v)) continue;
+        finite = 1;
+        if (v < e.lo) e.lo = v;
+        if (v > e.hi) e.hi = v;
+    }
+    float r = (float)((double)e.hi - (double)e.lo); /* correctly rounded (53 >= 2*24+2) */
+    e.poison = nan || !finite || isinf(r);
+    if (e.poison) return e;
+    if (ftz) r = flush(r);
+    float s = (float)((double)r / N);
+    e.one = !(s >= FLT_MIN);
+    e.s = e.one ? 1.0f : s;
+    return e;
+}
+
+/* The relative error with which a device may compute z = (w - lo)/s, so a
+ * code whose exact quotient lies within it of a tie k + 1/2 may be k or k+1:
+ * the subtraction (1u unless exact), the device's own scale (within 2.5 ulp
+ * of (hi - lo)/N, 6u of the float32 s the oracle divides by, unless it is
+ * (hi - lo)/1 or the replacement 1) and the division (2.5 ulp <= 5u, unless
+ * by a power of two, which every implementation does exactly). An exact tie
+ * with all three exact is not ambiguous: it must round away from zero. */
+static double tie_window(float v, const struct enc *e, double N)
+{
+    double d = (double)v - (double)e->lo;
+    double sub = (double)(float)d == d ? 0 : U;
+    double sc = N == 1 || e->one ? 0 : 6 * U;
+    double div = is_pow2(e->s) ? 0 : 5 * U;
+    return (sub + sc + div) * 1.001;
+}
+
+/* The exact quotient z = (w - lo)/s that the device approximates. */
+static double quotient(float v, const struct enc *e, int ftz)
+{
+    if (isinf(v)) return v;
+    double d = (double)(ftz ? flush(v) : v) - (double)e->lo;
+    if (ftz) d = flush((float)d);
+    return d / e->s;
+}
+
+static enum kv_status alloc_d(double **p, size_t n)
+{
+    *p = calloc(n ? n : 1, sizeof **p);
+    return *p ? KV_OK : kv_error(KV_EDEVICE, "out of host memory for the oracle");
+}
+
+/* Tolerances (metrics.md), with u = 2^-24:
+ * scales: y = (hi - lo)/N exact, S = y; the device rounds hi - lo (1u) and
+ *   divides (2.5 ulp <= 5u): n = 1, k_op = 6. A non-normal scale is 1.
+ * biases: y = lo, exact: k_op = 0.
+ * q: exact; the tie window is derived at tie_window().
+ * qdq: y = q*s + b from the oracle's (q, s, b) as float32 (stage isolation),
+ *   S = |q*s| + |b|, two roundings: k_op = 2. Chained: the device's s is
+ *   within 6u + 0.5 ulp (7u) of exact and q*s carries it: k_chain = 8.
+ * d_scales: n = group_size, S = sum |q*dy|, products 1u: k_op = 1; chained on
+ *   the device's codes: each code that may legally sit on the other side of
+ *   a tie adds |dy| (slack_chain). d_biases: n = group_size, S = sum |dy|.
+ * Subnormals: every float output gets an absolute slack of 2^-126 per
+ *   operation that could meet one (a flush changes a result by less). */
+static enum kv_status oracle(struct kv_case *c)
+{
+    const int64_t groups = c->p[P_GROUPS].i, gs = c->p[P_GS].i, n = groups * gs;
+    const double N = ldexp(1, (int)c->p[P_BITS].i) - 1;
+    const float *w = c->t[T_W].data, *dy = c->t[T_DY].data;
+    enum kv_status st = KV_OK;
+    for (int t = T_S; t <= T_DB; t++) KV_TRY(alloc_d(&c->slack[t], c->t[t].count));
+    KV_TRY(alloc_d(&c->slack_chain[T_QDQ], (size_t)n));
+    KV_TRY(alloc_d(&c->slack_chain[T_DS], (size_t)groups));
+    c->tie[T_Q] = malloc((size_t)n * sizeof(int16_t));
+    c->flush[T_Q] = malloc((size_t)n * sizeof(int16_t));
+    KV_CHECK(c->tie[T_Q] && c->flush[T_Q], KV_EDEVICE, "out of host memory for the oracle");
+    struct kv_check_ref *rt = &c->chk[0];
+    KV_TRY(alloc_d(&rt->y, (size_t)n));
+    KV_TRY(alloc_d(&rt->S, (size_t)n));
+    KV_TRY(alloc_d(&rt->slack, (size_t)n));
+
+#pragma omp parallel for schedule(static)
+    for (int64_t g = 0; g < groups; g++) {
+        const float *wg = w + g * gs, *dyg = dy + g * gs;
+        struct enc e = encode_group(wg, gs, N, 0), f = encode_group(wg, gs, N, 1);
+        double s_exact = e.one ? 1.0 : ((double)e.hi - (double)e.lo) / N;
+        c->y[T_S][g] = e.poison ? NAN : s_exact;
+        c->S[T_S][g] = fabs(c->y[T_S][g]);
+        c->y[T_B][g] = e.poison ? NAN : e.lo;
+        c->S[T_B][g] = fabs(c->y[T_B][g]);
+        /* Stage isolation: later stages see the scale and bias as float32. */
+        const float s_in = (float)c->y[T_S][g], b_in = (float)c->y[T_B][g];
+        c->slack[T_S][g] = 2 * FMIN;
+        c->slack[T_B][g] = FMIN;
+        double ds = 0, dsa = 0, db = 0, dba = 0, chain_ds = 0;
+        for (int64_t j = 0; j < gs; j++) {
+            int64_t i = g * gs + j;
+            int q = 0, alt = -1, fq = 0;
+            if (!e.poison) {
+                double z = quotient(wg[j], &e, 0);
+                q = code_of(z, N);
+                double win = isinf(z) ? 0 : tie_window(wg[j], &e, N) * fabs(z), dist = fabs(z - (floor(z) + 0.5));
+                if (isfinite(z) && win > 0 && dist <= win && z > 0.5 - win && z < N - 0.5 + win)
+                    alt = q == (int)floor(z) + 1 ? (int)floor(z) : (int)floor(z) + 1;
+            }
+            if (!f.poison) fq = code_of(quotient(wg[j], &f, 1), N);
+            c->y[T_Q][i] = q;
+            c->S[T_Q][i] = 0;
+            c->tie[T_Q][i] = (int16_t)alt;
+            c->flush[T_Q][i] = (int16_t)(fq != q && f.poison == e.poison ? fq : -1);
+            /* forward, from the float32 (q, s, b) */
+            double y = (double)q * s_in + b_in;
+            c->y[T_QDQ][i] = y;
+            c->S[T_QDQ][i] = fabs((double)q * s_in) + fabs((double)b_in);
+            c->slack[T_QDQ][i] = 3 * FMIN;
+            /* chained: the device's own codes may sit across a tie, or be the flushed model's */
+            double sc = c->slack[T_QDQ][i] + (alt >= 0 ? fabs((double)s_in) : 0);
+            if (c->flush[T_Q][i] >= 0) sc += fabs((double)fq * f.s + f.lo - y);
+            c->slack_chain[T_QDQ][i] = sc;
+            /* round trip on the composed result */
+            int clipped = isinf(wg[j]) || e.poison;
+            rt->y[i] = e.poison ? NAN : clipped ? y : (double)wg[j];
+            rt->S[i] = c->S[T_QDQ][i];
+            rt->slack[i] = clipped ? sc
+                                   : c->slack[T_QDQ][i] + 0.5 * fmax(fabs((double)s_in), f.s) * (1 + 16 * U * N) +
+                                         fabs((double)f.lo - e.lo);
+            /* backward */
+            double t = (double)q * dyg[j];
+            ds += t, dsa += fabs(t), db += dyg[j], dba += fabs((double)dyg[j]);
+            if (alt >= 0) chain_ds += fabs((double)dyg[j]);
+            if (c->flush[T_Q][i] >= 0) chain_ds += fabs((double)(fq - q) * dyg[j]);
+        }
+        c->y[T_DS][g] = ds, c->S[T_DS][g] = dsa;
+        c->y[T_DB][g] = db, c->S[T_DB][g] = dba;
+        c->slack[T_DS][g] = c->slack[T_DB][g] = 2.0 * (double)gs * FMIN;
+        c->slack_chain[T_DS][g] = c->slack[T_DS][g] + chain_ds;
+    }
+    c->bound[T_S] = (struct kv_bound){.n = 1, .k_op = 6, .u_acc = U, .rho = 1};
+    c->bound[T_B] = (struct kv_bound){.n = 1, .k_op = 0, .u_acc = U, .rho = 1};
+    c->bound[T_Q] = (struct kv_bound){.n = 1, .k_op = 0, .u_acc = U, .rho = 1};
+    c->bound[T_QDQ] = (struct kv_bound){.n = 1, .k_op = 2, .u_acc = U, .rho = 1};
+    c->bound[T_DS] = (struct kv_bound){.n = (double)gs, .k_op = 1, .u_acc = U, .rho = 1};
+    c->bound[T_DB] = (struct kv_bound){.n = (double)gs, .k_op = 0, .u_acc = U, .rho = 1};
+    c->k_chain[T_QDQ] = 8;
+    rt->bound = c->bound[T_QDQ];
+    rt->bound.k_op += 8;
+cleanup:
+    return st;
+}
+
+static const char *const sweep[] = {
+    "groups=1,group-size=2,bits=1",
+    "groups=3,group-size=2,bits=8",
+    "groups=5,group-size=1024,bits=4",
+    "groups=7,group-size=1024,bits=8,dist=uniform",
+    "groups=257,group-size=128,bits=2",
+    "groups=1000,group-size=4,bits=5",
+    "groups=33,group-size=64,bits=4,dist=outlier",
+    "groups=9,group-size=16,bits=3,dist=constant",
+    "groups=16,group-size=32,bits=4,dist=subnormal",
+    "groups=64,group-size=8,bits=1,dist=ties",
+    "groups=64,group-size=16,bits=4,dist=ties",
+    "groups=24,group-size=8,bits=4,dist=nonfinite",
+    NULL,
+};
+
+const struct kv_kernel kv_kernel_qdq_affine = {
+    .name = "qdq-affine",
+    .summary = "affine quant-dequant: init (scales, biases, u8 codes), forward, backward (f32)",
+    .params = params,
+    .n_params = KV_COUNT(params),
+    .tensors = tensors,
+    .n_tensors = KV_COUNT(tensors),
+    .stages = stages,
+    .n_stages = KV_COUNT(stages),
+    .checks = checks,
+    .n_checks = KV_COUNT(checks),
+    .sweep = sweep,
+    .sweep_seeds = 8,
+    .validate = validate,
+    .inputs = inputs,
+    .oracle = oracle,
+};
