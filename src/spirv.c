@@ -158,6 +158,12 @@ enum kv_status kv_spirv_reflect(const char *what, const uint32_t *w, size_t n, s
             continue;
         }
         if (!v->has_binding) continue;
+        /* Several variables may alias one binding (views of one buffer as
+         * vec4[] and float[]): it is one binding, checked by its first view. */
+        int seen = 0;
+        for (int i = 0; i < out->n_bindings; i++)
+            seen |= out->b[i].set == (v->has_set ? v->set : 0) && out->b[i].binding == v->binding;
+        if (seen) continue;
         KV_CHECK(out->n_bindings < KV_SPIRV_MAX_BINDINGS, KV_EDATA, "%s: too many descriptor bindings", what);
         enum kv_binding_kind kind = KV_BIND_OTHER;
         /* Arrays of blocks would be one binding with several descriptors; treat as other. */

@@ -10,7 +10,7 @@ for patch in "$KV_SRC"/tests/mutants/*.patch; do
   file=$(sed -n 's|^+++ b/\([^[:space:]]*\).*|\1|p' "$patch")
   dir="$TMP/$name"; mkdir -p "$dir"; cp "$KV_SRC"/shaders/* "$dir/"
   patch -s -p1 -d "$dir" < "$patch" || fail "$name: patch does not apply to shaders/ (update the mutant)"
-  comp="$dir/${kernel//-/_}_$stage.comp"
+  comp="$dir/${kernel//-/_}_${stage//-/_}.comp"
   [ -f "$comp" ] || fail "$name: no shader $comp for stage $stage"
   # shellcheck disable=SC2086
   run "$KV" "$kernel" --sweep --shader "$stage=$comp" $flags

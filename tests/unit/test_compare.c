@@ -168,13 +168,62 @@ static void across_chunks(void **s)
     free(c), free(y), free(S);
 }
 
+/* Codes: exact, or the other side of a tie, or the flushed model's code;
+ * anything else fails and is shown, and the counts say which was which. */
+static void codes(void **s)
+{
+    (void)s;
+    uint8_t c[6] = {3, 4, 7, 0, 9, 5};
+    double y[6] = {3, 5, 7, 2, 9, 5}, S[6] = {0};
+    int16_t tie[6] = {-1, 4, -1, 3, -1, 6}, flush[6] = {-1, -1, -1, 0, -1, -1};
+    struct kv_allow a = {NULL, tie, flush};
+    struct kv_criteria crit;
+    struct kv_metrics m;
+    kv_criteria_default(&crit);
+    assert_int_equal(kv_compare(KV_U8, c, y, S, 6, &unit_bound, &a, &crit, &m), KV_OK);
+    assert_true(m.integer && m.pass);
+    assert_int_equal(m.exact, 4);
+    assert_int_equal(m.ambiguous, 3);
+    assert_int_equal(m.tie_explained, 1);
+    assert_int_equal(m.flush_explained, 1);
+    assert_int_equal(m.unexplained, 0);
+    assert_true(m.max_abs == 2 && m.max_bound_ratio == 0);
+    c[5] = 4; /* a tie allows 6, not 4 */
+    kv_compare(KV_U8, c, y, S, 6, &unit_bound, &a, &crit, &m);
+    assert_false(m.pass);
+    assert_int_equal(m.unexplained, 1);
+    assert_int_equal(m.worst_index, 5);
+    assert_true(isinf(m.max_bound_ratio));
+    kv_compare(KV_U8, c, y, S, 6, &unit_bound, NULL, &crit, &m); /* no allowances: three differ */
+    assert_int_equal(m.unexplained, 3);
+    assert_int_equal(m.worst_index, 1);
+}
+
+/* A per-element slack widens only its own element and is counted. */
+static void slack(void **s)
+{
+    (void)s;
+    float c[2] = {1.5f, 2.5f};
+    double y[2] = {1, 2}, S[2] = {1, 2}, sl[2] = {0.5, 0.25};
+    struct kv_allow a = {sl, NULL, NULL};
+    struct kv_criteria crit;
+    struct kv_metrics m;
+    kv_criteria_default(&crit);
+    kv_compare(KV_F32, c, y, S, 2, &unit_bound, &a, &crit, &m);
+    assert_false(m.pass); /* element 1 is 0.5 off with 0.25 allowed */
+    sl[1] = 0.5;
+    kv_compare(KV_F32, c, y, S, 2, &unit_bound, &a, &crit, &m);
+    assert_true(m.pass);
+    assert_int_equal(m.slack_used, 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(identical_passes), cmocka_unit_test(one_ulp), cmocka_unit_test(bound_decides),
         cmocka_unit_test(nan_inf_matching), cmocka_unit_test(nan_match_only_passes),
         cmocka_unit_test(nmse_and_rmse), cmocka_unit_test(overrides), cmocka_unit_test(quantile),
-        cmocka_unit_test(across_chunks),
+        cmocka_unit_test(across_chunks), cmocka_unit_test(codes), cmocka_unit_test(slack),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -19,8 +19,9 @@ static void builtins_match_their_abi(void **s)
     for (int k = 0; kv_kernels[k]; k++)
         for (int st = 0; st < kv_kernels[k]->n_stages; st++) {
             const struct kv_stage_def *sd = &kv_kernels[k]->stages[st];
-            const struct kv_spirv_blob *blobs[2] = {&sd->subgroup, &sd->fallback};
-            for (int v = 0; v < 2; v++) {
+            const struct kv_spirv_blob *blobs[4] = {&sd->subgroup, &sd->fallback, &sd->subgroup8, &sd->fallback8};
+            for (int v = 0; v < 4; v++) {
+                if (!blobs[v]->words) continue; /* no 8-bit storage build */
                 struct kv_spirv_iface f;
                 assert_int_equal(kv_spirv_reflect("builtin", blobs[v]->words, blobs[v]->bytes / 4, &f), KV_OK);
                 assert_int_equal(kv_spirv_check("builtin", &f, (uint32_t)sd->n_bindings,

@@ -1,0 +1,175 @@
+/* The qdq-affine oracle: its backward formulas agree with central finite
+ * differences of an independent float64 forward, loss = sum(dy * (q*s + b)),
+ * in s and b of every group; its codes round-trip within s/2; and the
+ * documented edge cases hold (constant groups, exact ties, NaN and Inf,
+ * flushed subnormals). */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "kernels/kernel.h"
+#include "kv_test.h"
+
+struct qdq {
+    struct kv_case c;
+    int64_t groups, gs;
+    int N;
+    int w, dy, s, b, q, qdq, ds, db;
+};
+
+static void make(struct qdq *x, const char *params, uint64_t seed)
+{
+    const struct kv_kernel *k = kv_test_case(&x->c, "qdq-affine", params, seed);
+    x->groups = x->c.p[kv_param_index(k, "groups")].i;
+    x->gs = x->c.p[kv_param_index(k, "group-size")].i;
+    x->N = (1 << x->c.p[kv_param_index(k, "bits")].i) - 1;
+    x->w = kv_case_tensor(&x->c, "w"), x->dy = kv_case_tensor(&x->c, "dy");
+    x->s = kv_case_tensor(&x->c, "scales"), x->b = kv_case_tensor(&x->c, "biases");
+    x->q = kv_case_tensor(&x->c, "q"), x->qdq = kv_case_tensor(&x->c, "qdq");
+    x->ds = kv_case_tensor(&x->c, "d_scales"), x->db = kv_case_tensor(&x->c, "d_biases");
+}
+
+/* loss(s, b) of group g in float64, from the oracle's codes. */
+static double loss(const struct qdq *x, int64_t g, double s, double b)
+{
+    const float *dy = x->c.t[x->dy].data;
+    double l = 0;
+    for (int64_t j = 0; j < x->gs; j++) l += dy[g * x->gs + j] * (x->c.y[x->q][g * x->gs + j] * s + b);
+    return l;
+}
+
+static void finite_differences(const char *params)
+{
+    struct qdq x;
+    make(&x, params, 5);
+    for (int64_t g = 0; g < x.groups; g++) {
+        double s = (float)x.c.y[x.s][g], b = (float)x.c.y[x.b][g];
+        if (isnan(s)) continue;
+        double h = 1e-3 * fmax(fabs(s), 1.0), hb = 1e-3 * fmax(fabs(b), 1.0);
+        double fd_s = (loss(&x, g, s + h, b) - loss(&x, g, s - h, b)) / (2 * h);
+        double fd_b = (loss(&x, g, s, b + hb) - loss(&x, g, s, b - hb)) / (2 * hb);
+        assert_true(fabs(fd_s - x.c.y[x.ds][g]) <= 1e-9 * (x.c.S[x.ds][g] + 1e-300));
+        assert_true(fabs(fd_b - x.c.y[x.db][g]) <= 1e-9 * (x.c.S[x.db][g] + 1e-300));
+        for (int64_t j = 0; j < x.gs; j++) /* forward from the float32 (q, s, b) */
+            assert_true(x.c.y[x.qdq][g * x.gs + j] == x.c.y[x.q][g * x.gs + j] * s + b);
+    }
+    kv_case_free(&x.c);
+}
+
+static void fd_all(void **state)
+{
+    (void)state;
+    finite_differences("groups=3,group-size=2,bits=8");
+    finite_differences("groups=4,group-size=64,bits=4");
+    finite_differences("groups=2,group-size=1024,bits=1,dist=outlier");
+    finite_differences("groups=12,group-size=8,bits=4,dist=nonfinite");
+}
+
+/* Codes lie in [0, N] and dequantize within s/2 of w (finite, unpoisoned). */
+static void round_trip(void **state)
+{
+    (void)state;
+    struct qdq x;
+    make(&x, "groups=50,group-size=32,bits=3,dist=uniform", 2);
+    const float *w = x.c.t[x.w].data;
+    for (int64_t i = 0; i < x.groups * x.gs; i++) {
+        double q = x.c.y[x.q][i], s = (float)x.c.y[x.s][i / x.gs];
+        assert_true(q >= 0 && q <= x.N && q == floor(q));
+        assert_true(fabs(x.c.y[x.qdq][i] - w[i]) <= 0.5 * s * (1 + 1e-6));
+    }
+    kv_case_free(&x.c);
+}
+
+static void constant_groups(void **state)
+{
+    (void)state;
+    struct qdq x;
+    make(&x, "groups=5,group-size=16,bits=4,dist=constant", 3);
+    const float *w = x.c.t[x.w].data;
+    for (int64_t i = 0; i < x.groups * x.gs; i++) {
+        assert_true(x.c.y[x.s][i / x.gs] == 1.0 && x.c.y[x.q][i] == 0);
+        assert_true(x.c.y[x.qdq][i] == w[i]); /* exact round trip */
+    }
+    kv_case_free(&x.c);
+}
+
+/* bits=1 ties (every division by a power of two) are strict and round away
+ * from zero; bits=4 ties may go either way, and the alternative is the
+ * other neighbour. */
+static void ties(void **state)
+{
+    (void)state;
+    struct qdq x;
+    make(&x, "groups=20,group-size=8,bits=1,dist=ties", 4);
+    for (int64_t i = 0; i < x.groups * x.gs; i++) {
+        assert_int_equal(x.c.tie[x.q][i], -1);
+        if (i % x.gs >= 2) assert_true(x.c.y[x.q][i] == 1); /* z = 1/2 exactly */
+    }
+    kv_case_free(&x.c);
+    make(&x, "groups=20,group-size=8,bits=4,dist=ties", 4);
+    const float *w = x.c.t[x.w].data;
+    for (int64_t i = 0; i < x.groups * x.gs; i++) {
+        if (i % x.gs < 2) continue;
+        double z = ((double)w[i] - (float)x.c.y[x.b][i / x.gs]) / (float)x.c.y[x.s][i / x.gs];
+        assert_true(z - floor(z) == 0.5);
+        assert_true(x.c.y[x.q][i] == floor(z) + 1);
+        assert_int_equal(x.c.tie[x.q][i], (int)floor(z));
+    }
+    kv_case_free(&x.c);
+}
+
+/* Group kinds cycle: NaN, +Inf, -Inf, both, overflowing range, plain. */
+static void nonfinite(void **state)
+{
+    (void)state;
+    struct qdq x;
+    make(&x, "groups=12,group-size=8,bits=4,dist=nonfinite", 6);
+    const float *w = x.c.t[x.w].data;
+    for (int64_t g = 0; g < x.groups; g++) {
+        int poison = g % 6 == 0 || g % 6 == 4;
+        assert_int_equal(isnan(x.c.y[x.s][g]) != 0, poison);
+        assert_int_equal(isnan(x.c.y[x.b][g]) != 0, poison);
+        for (int64_t j = 0; j < x.gs; j++) {
+            int64_t i = g * x.gs + j;
+            if (poison) assert_true(x.c.y[x.q][i] == 0 && isnan(x.c.y[x.qdq][i]));
+            else if (isinf(w[i])) assert_true(x.c.y[x.q][i] == (w[i] > 0 ? x.N : 0));
+            else assert_true(isfinite(x.c.y[x.s][g]));
+        }
+    }
+    kv_case_free(&x.c);
+}
+
+/* Near 2^-126 some codes change when subnormals flush: the flushed model's
+ * code is offered (and differs); all-subnormal groups agree either way. */
+static void flushed_subnormals(void **state)
+{
+    (void)state;
+    struct qdq x;
+    make(&x, "groups=16,group-size=32,bits=4,dist=subnormal", 1);
+    size_t alt = 0;
+    for (int64_t i = 0; i < x.groups * x.gs; i++) {
+        int64_t g = i / x.gs;
+        if (g % 2 == 0) {
+            assert_true(x.c.y[x.s][g] == 1.0 && x.c.y[x.q][i] == 0 && x.c.flush[x.q][i] == -1);
+            continue;
+        }
+        if (x.c.flush[x.q][i] >= 0) alt++, assert_true(x.c.flush[x.q][i] != x.c.y[x.q][i]);
+    }
+    assert_true(alt > 0);
+    kv_case_free(&x.c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(fd_all), cmocka_unit_test(round_trip), cmocka_unit_test(constant_groups),
+        cmocka_unit_test(ties), cmocka_unit_test(nonfinite), cmocka_unit_test(flushed_subnormals),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
