@@ -19,6 +19,7 @@ struct kv_output_result {
     const char *oracle;    /* "spec" or "exact" */
     const char *source;    /* "device", "candidate" (--candidate) or "expected" (fixture) */
     int judged;            /* 0 for the exact oracle's rows beside the spec's (--oracle both) */
+    int check;             /* a kernel check (qdq.roundtrip), not the output against its oracle */
     size_t total;          /* elements of the output (m.elements were checked) */
     struct kv_metrics m;
     int64_t worst_idx[KV_MAX_DIMS];

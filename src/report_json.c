@@ -86,6 +86,7 @@ static cJSON *output_json(const struct kv_output_result *x)
     cJSON_AddNumberToObject(tol, "bound_ratio", 1.0);
     cJSON_AddStringToObject(tol, "criterion", m->criterion);
     cJSON_AddBoolToObject(o, "judged", x->judged);
+    cJSON_AddBoolToObject(o, "check", x->check);
     cJSON_AddBoolToObject(o, "pass", x->pass);
     return o;
 }

@@ -384,6 +384,7 @@ static enum kv_status run_case(struct kv_runner *r, struct kv_case *c, const str
         snprintf(suffix, sizeof suffix, ".%s", cd->name);
         KV_TRY(compare_one(c, t, &ref, data, suffix, 0, source, 0, 0, o, res));
         res->out[res->n_outputs - 1].chained = chained;
+        res->out[res->n_outputs - 1].check = 1;
         all_pass = all_pass && res->out[res->n_outputs - 1].pass;
     }
     res->ms.compare = kv_now_ms() - t3;
