@@ -1,35 +1,36 @@
-// qdq-affine codes: one byte per element, little-endian within words. With
-// KV_INT8 (8-bit storage buffers) they are read four at a time as a u8vec4
-// and written byte by byte; without it (the packed fallback) they are read
-// and written as whole words, each word by the one invocation that owns its
-// four elements. The includer defines CODES_BINDING and CODES_WRITE (init)
-// or not (the stages that read codes).
+// qdq-affine codes: one byte per element, little-endian within words.
+// Writing (init, CODES_WRITE): with KV_INT8 (8-bit storage buffers) each code
+// is stored as a byte; without it (the packed fallback) each invocation
+// stores the whole word of the four elements it owns. Reading: whole words on
+// every device, sixteen codes per 128-bit load (a byte load per element
+// measured slower). The includer defines CODES_BINDING.
+#ifdef CODES_WRITE
 #ifdef KV_INT8
 #extension GL_EXT_shader_8bit_storage : require
-#ifdef CODES_WRITE
 layout(std430, binding = CODES_BINDING) writeonly buffer Q1 { uint8_t q1[]; };
 void store_codes(uint e0, uvec4 q, uint valid)
 {
     for (uint j = 0u; j < valid; j++) q1[e0 + j] = uint8_t(q[j]);
 }
 #else
-layout(std430, binding = CODES_BINDING) readonly buffer Q4 { u8vec4 q4[]; };
-uvec4 load_codes(uint quad) { return uvec4(q4[quad]); }
-#endif
-#else
-#ifdef CODES_WRITE
 layout(std430, binding = CODES_BINDING) writeonly buffer QW { uint qw[]; };
 void store_codes(uint e0, uvec4 q, uint valid)
 {
     // Bytes past the end of the last word are padding (not guard words).
     qw[e0 / 4u] = q.x | (q.y << 8) | (q.z << 16) | (q.w << 24);
 }
-#else
-layout(std430, binding = CODES_BINDING) readonly buffer QW { uint qw[]; };
-uvec4 load_codes(uint quad)
-{
-    uint w = qw[quad];
-    return uvec4(w, w >> 8, w >> 16, w >> 24) & 255u;
-}
 #endif
+#else
+layout(std430, binding = CODES_BINDING) readonly buffer Q16 { uvec4 q16[]; };
+layout(std430, binding = CODES_BINDING) readonly buffer QW { uint qw[]; };
+uvec4 unpack_codes(uint w) { return uvec4(w, w >> 8, w >> 16, w >> 24) & 255u; }
+// The four words of codes for elements [16c, 16c + 16), of which `valid`
+// exist (n is even, so a partial chunk ends inside or after a whole word).
+uvec4 load_chunk(uint c, uint valid)
+{
+    if (valid == 16u) return q16[c];
+    uvec4 w = uvec4(0u);
+    for (uint k = 0u; 4u * k < valid; k++) w[k] = qw[4u * c + k];
+    return w;
+}
 #endif

@@ -34,14 +34,8 @@ static const uint32_t init_sh8[] =
 static const uint32_t fwd_sh[] =
 #include "qdq_affine_forward.sh.h"
     ;
-static const uint32_t fwd_sh8[] =
-#include "qdq_affine_forward.sh8.h"
-    ;
 static const uint32_t dsc_sh[] =
 #include "qdq_affine_bwd_scales.sh.h"
-    ;
-static const uint32_t dsc_sh8[] =
-#include "qdq_affine_bwd_scales.sh8.h"
     ;
 static const uint32_t dbi_sh[] =
 #include "qdq_affine_bwd_biases.sh.h"
@@ -82,43 +76,53 @@ struct push {
     uint32_t groups, group_size, bits;
 };
 
-#define TILE 1024u /* elements per workgroup pass: 256 invocations x 4 */
-
-/* Every stage: workgroups of 256 invocations take tiles of 1024 elements
- * (whole groups, as group_size divides 1024) and grid-stride over tiles. */
-static void launch(const struct kv_case *c, const uint32_t local[3], const uint32_t max[3], void *push,
-                   uint32_t groups[3])
+/* Workgroups of 256 invocations take tiles of `tile` elements (init: 4 per
+ * invocation; the others 16) and grid-stride over tiles. Tiles hold whole
+ * groups: group_size divides 1024. */
+static void launch_tiles(const struct kv_case *c, const uint32_t max[3], void *push, uint32_t groups[3],
+                         uint32_t tile)
 {
-    (void)local;
     struct push *p = push;
     p->groups = (uint32_t)c->p[P_GROUPS].i;
     p->group_size = (uint32_t)c->p[P_GS].i;
     p->bits = (uint32_t)c->p[P_BITS].i;
-    groups[0] = kv_groups((uint64_t)c->p[P_GROUPS].i * (uint64_t)c->p[P_GS].i, TILE, max[0]);
+    groups[0] = kv_groups((uint64_t)c->p[P_GROUPS].i * (uint64_t)c->p[P_GS].i, tile, max[0]);
     groups[1] = groups[2] = 1;
 }
 
+static void launch_init(const struct kv_case *c, const uint32_t local[3], const uint32_t max[3], void *push,
+                        uint32_t groups[3])
+{
+    (void)local;
+    launch_tiles(c, max, push, groups, 1024);
+}
+
+static void launch(const struct kv_case *c, const uint32_t local[3], const uint32_t max[3], void *push,
+                   uint32_t groups[3])
+{
+    (void)local;
+    launch_tiles(c, max, push, groups, 4096);
+}
+
 #define PUSH_DOC "uint groups; uint group_size; uint bits;"
-#define DISPATCH_DOC                                                                                       \
-    "groups = (min(ceil(groups*group_size / 1024), maxComputeWorkGroupCount.x), 1, 1); a workgroup "      \
-    "handles elements [t*1024, (t+1)*1024) for tiles t = gl_WorkGroupID.x, +gl_NumWorkGroups.x, ..."
+#define DISPATCH(T)                                                                                        \
+    "groups = (min(ceil(groups*group_size / " T "), maxComputeWorkGroupCount.x), 1, 1); a workgroup "   \
+    "handles elements [t*" T ", (t+1)*" T ") for tiles t = gl_WorkGroupID.x, +gl_NumWorkGroups.x, ..."
 
 static const struct kv_stage_def stages[] = {
     [S_INIT] = {.name = "init", .subgroup = KV_SPIRV(init_sh), .fallback = KV_SPIRV(init_sh), .n_bindings = 4,
                 .bindings = {T_W, T_S, T_B, T_Q}, .push_size = sizeof(struct push), .push_doc = PUSH_DOC,
-                .dispatch_doc = DISPATCH_DOC, .launch = launch, .subgroup8 = KV_SPIRV(init_sh8),
+                .dispatch_doc = DISPATCH("1024"), .launch = launch_init, .subgroup8 = KV_SPIRV(init_sh8),
                 .fallback8 = KV_SPIRV(init_sh8)},
     [S_FWD] = {.name = "forward", .subgroup = KV_SPIRV(fwd_sh), .fallback = KV_SPIRV(fwd_sh), .n_bindings = 4,
                .bindings = {T_Q, T_S, T_B, T_QDQ}, .push_size = sizeof(struct push), .push_doc = PUSH_DOC,
-               .dispatch_doc = DISPATCH_DOC, .launch = launch, .subgroup8 = KV_SPIRV(fwd_sh8),
-               .fallback8 = KV_SPIRV(fwd_sh8)},
+               .dispatch_doc = DISPATCH("4096"), .launch = launch},
     [S_DSC] = {.name = "bwd-scales", .subgroup = KV_SPIRV(dsc_sh), .fallback = KV_SPIRV(dsc_sh),
                .n_bindings = 3, .bindings = {T_Q, T_DY, T_DS}, .push_size = sizeof(struct push),
-               .push_doc = PUSH_DOC, .dispatch_doc = DISPATCH_DOC, .launch = launch,
-               .subgroup8 = KV_SPIRV(dsc_sh8), .fallback8 = KV_SPIRV(dsc_sh8)},
+               .push_doc = PUSH_DOC, .dispatch_doc = DISPATCH("4096"), .launch = launch},
     [S_DBI] = {.name = "bwd-biases", .subgroup = KV_SPIRV(dbi_sh), .fallback = KV_SPIRV(dbi_sh),
                .n_bindings = 2, .bindings = {T_DY, T_DB}, .push_size = sizeof(struct push),
-               .push_doc = PUSH_DOC, .dispatch_doc = DISPATCH_DOC, .launch = launch},
+               .push_doc = PUSH_DOC, .dispatch_doc = DISPATCH("4096"), .launch = launch},
 };
 
 static enum kv_status validate(struct kv_case *c)
@@ -294,7 +298,8 @@ static enum kv_status oracle(struct kv_case *c)
     const double N = ldexp(1, (int)c->p[P_BITS].i) - 1;
     const float *w = c->t[T_W].data, *dy = c->t[T_DY].data;
     enum kv_status st = KV_OK;
-    for (int t = T_S; t <= T_DB; t++) KV_TRY(alloc_d(&c->slack[t], c->t[t].count));
+    for (int t = T_S; t <= T_DB; t++)
+        if (t != T_Q) KV_TRY(alloc_d(&c->slack[t], c->t[t].count));
     KV_TRY(alloc_d(&c->slack_chain[T_QDQ], (size_t)n));
     KV_TRY(alloc_d(&c->slack_chain[T_DS], (size_t)groups));
     c->tie[T_Q] = malloc((size_t)n * sizeof(int16_t));
