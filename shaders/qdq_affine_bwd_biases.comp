@@ -1,6 +1,10 @@
 #version 450
 // qdq-affine backward, biases: d_biases[g] = sum over group g of dy[i].
-// Tiles of 4096 elements, 16 per invocation, folded as in bwd-scales.
+// Quads of 4 elements; a workgroup takes tiles of 1024 quads, 4 per
+// invocation at a stride of 256 (contiguous loads across the workgroup). A
+// group spans group_size/4 adjacent invocations of one stride: their quad
+// sums are folded in shared memory, the four strides at once; groups of 2
+// are summed within the quad.
 layout(local_size_x = 256) in;
 
 layout(std430, binding = 0) readonly buffer DY4 { vec4 dy4[]; };
@@ -8,39 +12,42 @@ layout(std430, binding = 0) readonly buffer DY1 { float dy1[]; };
 layout(std430, binding = 1) writeonly buffer DB { float d_biases[]; };
 layout(push_constant) uniform Push { uint groups; uint group_size; uint bits; } p;
 
-shared float part[256];
+shared float part[4][256];
 
 void main()
 {
     uint n = p.groups * p.group_size, lid = gl_LocalInvocationID.x, gs = p.group_size;
-    uint seg = max(gs / 16u, 1u), ntiles = (n + 4095u) / 4096u;
-    for (uint tile = gl_WorkGroupID.x; tile < ntiles; tile += gl_NumWorkGroups.x) {
-        uint e0 = 16u * (tile * 256u + lid), valid = e0 < n ? min(n - e0, 16u) : 0u;
-        float t[16];
+    uint seg = max(gs / 4u, 1u), quads = (n + 3u) / 4u;
+    for (uint base = gl_WorkGroupID.x * 1024u; base < quads; base += gl_NumWorkGroups.x * 1024u) {
+        vec2 h[4]; // the sums of elements 0-1 and 2-3 of each quad
         for (uint k = 0u; k < 4u; k++) {
+            uint qi = base + 256u * k + lid, e = 4u * qi;
             vec4 d = vec4(0.0);
-            uint e = e0 + 4u * k;
-            if (e + 4u <= n) d = dy4[e / 4u];
+            if (e + 4u <= n) d = dy4[qi];
             else if (e < n) d.xy = vec2(dy1[e], dy1[e + 1u]);
-            t[4u * k] = d.x, t[4u * k + 1u] = d.y, t[4u * k + 2u] = d.z, t[4u * k + 3u] = d.w;
+            vec4 t = d;
+            h[k] = vec2(t.x + t.y, t.z + t.w);
         }
-        if (gs < 16u) {
-            for (uint j = 0u; j < valid; j += gs) {
-                float s = 0.0;
-                for (uint i = 0u; i < gs; i++) s += t[j + i];
-                d_biases[(e0 + j) / gs] = s;
+        if (gs == 2u) {
+            for (uint k = 0u; k < 4u; k++) {
+                uint qi = base + 256u * k + lid, e = 4u * qi;
+                if (e < n) d_biases[e / 2u] = h[k].x;
+                if (e + 2u < n) d_biases[e / 2u + 1u] = h[k].y;
             }
             continue;
         }
-        float s = 0.0;
-        for (uint i = 0u; i < 16u; i++) s += t[i];
-        part[lid] = s;
+        for (uint k = 0u; k < 4u; k++) part[k][lid] = h[k].x + h[k].y;
         barrier();
         for (uint st = seg / 2u; st > 0u; st >>= 1u) {
-            if ((lid & (seg - 1u)) < st) part[lid] += part[lid + st];
+            if ((lid & (seg - 1u)) < st)
+                for (uint k = 0u; k < 4u; k++) part[k][lid] += part[k][lid + st];
             barrier();
         }
-        if ((lid & (seg - 1u)) == 0u && valid > 0u) d_biases[e0 / gs] = part[lid];
+        if ((lid & (seg - 1u)) == 0u)
+            for (uint k = 0u; k < 4u; k++) {
+                uint qi = base + 256u * k + lid;
+                if (qi < quads) d_biases[4u * qi / gs] = part[k][lid];
+            }
         barrier();
     }
 }

@@ -1,7 +1,9 @@
 #version 450
 // qdq-affine forward: qdq[i] = q[i] * s[g] + b[g], g = i / group_size.
-// Each invocation takes a chunk of 16 consecutive elements (one 128-bit load
-// of codes, four vec4 stores), so many bytes are in flight; grid-strided.
+// Quads of 4 elements (one word of codes, one vec4 of output). A workgroup
+// takes tiles of 1024 quads, 4 per invocation at a stride of 256, so every
+// load and store instruction is contiguous across the workgroup and each
+// invocation has four loads in flight; grid-strided over tiles.
 layout(local_size_x = 256) in;
 
 #define CODES_BINDING 0
@@ -14,20 +16,24 @@ layout(push_constant) uniform Push { uint groups; uint group_size; uint bits; } 
 
 void main()
 {
-    uint n = p.groups * p.group_size, shift = uint(findLSB(p.group_size)), chunks = (n + 15u) / 16u;
-    for (uint c = gl_GlobalInvocationID.x; c < chunks; c += gl_NumWorkGroups.x * 256u) {
-        uint e0 = 16u * c, valid = min(n - e0, 16u);
-        uvec4 words = load_chunk(c, valid);
+    uint n = p.groups * p.group_size, shift = uint(findLSB(p.group_size)), quads = (n + 3u) / 4u;
+    uint lid = gl_LocalInvocationID.x;
+    for (uint base = gl_WorkGroupID.x * 1024u; base < quads; base += gl_NumWorkGroups.x * 1024u) {
+        uint words[4];
         for (uint k = 0u; k < 4u; k++) {
-            uint e = e0 + 4u * k;
-            if (e >= n) break;
+            uint qi = base + 256u * k + lid;
+            words[k] = qi < quads ? qw[qi] : 0u;
+        }
+        for (uint k = 0u; k < 4u; k++) {
+            uint qi = base + 256u * k + lid, e = 4u * qi;
+            if (qi >= quads) break;
             uvec4 q = unpack_codes(words[k]);
             // Elements 0-1 and 2-3 of a quad are in one group unless group_size is 2.
             uint g0 = e >> shift, g1 = (e + 2u) >> shift;
             float s0 = scales[g0], b0 = biases[g0], s1 = s0, b1 = b0;
             if (g1 != g0 && e + 2u < n) s1 = scales[g1], b1 = biases[g1];
             vec4 r = vec4(float(q.x) * s0 + b0, float(q.y) * s0 + b0, float(q.z) * s1 + b1, float(q.w) * s1 + b1);
-            if (e + 4u <= n) o4[e / 4u] = r;
+            if (e + 4u <= n) o4[qi] = r;
             else o1[e] = r.x, o1[e + 1u] = r.y; // n is even: a partial quad has 2 elements
         }
     }

@@ -2,8 +2,8 @@
 // Writing (init, CODES_WRITE): with KV_INT8 (8-bit storage buffers) each code
 // is stored as a byte; without it (the packed fallback) each invocation
 // stores the whole word of the four elements it owns. Reading: whole words on
-// every device, sixteen codes per 128-bit load (a byte load per element
-// measured slower). The includer defines CODES_BINDING.
+// every device, four codes per 32-bit load (byte loads measured slower on the
+// H100: 1367 against 1512 GB/s for forward). The includer defines CODES_BINDING.
 #ifdef CODES_WRITE
 #ifdef KV_INT8
 #extension GL_EXT_shader_8bit_storage : require
@@ -21,16 +21,6 @@ void store_codes(uint e0, uvec4 q, uint valid)
 }
 #endif
 #else
-layout(std430, binding = CODES_BINDING) readonly buffer Q16 { uvec4 q16[]; };
 layout(std430, binding = CODES_BINDING) readonly buffer QW { uint qw[]; };
 uvec4 unpack_codes(uint w) { return uvec4(w, w >> 8, w >> 16, w >> 24) & 255u; }
-// The four words of codes for elements [16c, 16c + 16), of which `valid`
-// exist (n is even, so a partial chunk ends inside or after a whole word).
-uvec4 load_chunk(uint c, uint valid)
-{
-    if (valid == 16u) return q16[c];
-    uvec4 w = uvec4(0u);
-    for (uint k = 0u; 4u * k < valid; k++) w[k] = qw[4u * c + k];
-    return w;
-}
 #endif
