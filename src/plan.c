@@ -53,7 +53,11 @@ enum kv_status kv_plan_make(struct kv_vk_device *d, const struct kv_kernel *k, s
         size_t bytes = kv_tensor_bytes(&c->t[t]);
         if (!kv_tensor_on(c, t)) continue;
         if (k->tensors[t].role == KV_INPUT) {
-            KV_TRY(kv_vk_buffer_create(d, round4(bytes), KV_MEM_DEVICE, &p->dev[t]));
+            /* A tail of up to 1 MiB past the bound range, so that a shader
+             * reading a little past an input's end (a masking bug) reads
+             * stray values instead of faulting the process. */
+            size_t tail = round4(bytes) < ((size_t)1 << 20) ? round4(bytes) : (size_t)1 << 20;
+            KV_TRY(kv_vk_buffer_create(d, round4(bytes) + tail, KV_MEM_DEVICE, &p->dev[t]));
             p->up_off[0][t] = up;
             up += round4(bytes);
             continue;

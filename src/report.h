@@ -47,6 +47,7 @@ struct kv_case_result {
         double inputs, upload, device, download, oracle, compare;
     } ms;
     char inputs[1024];     /* --inputs path, or "" when generated */
+    char note[256];        /* the input generator's remark, or "" */
     char saved[4200];      /* --save folder of this case, or "" */
     int n_stages;
     const char *stage_name[KV_MAX_STAGES];

@@ -59,6 +59,7 @@ static cJSON *output_json(const struct kv_output_result *x)
     cJSON_AddNumberToObject(o, "nan_match", (double)m->nan_match);
     cJSON_AddNumberToObject(o, "inf_match", (double)m->inf_match);
     cJSON_AddNumberToObject(o, "slack_used", (double)m->slack_used);
+    cJSON_AddNumberToObject(o, "ambiguous", (double)m->ambiguous);
     if (m->integer) {
         cJSON *cd = cJSON_AddObjectToObject(o, "codes");
         cJSON_AddNumberToObject(cd, "exact", (double)m->exact);
@@ -104,6 +105,8 @@ static cJSON *case_json(const struct kv_case_result *c)
     cJSON_AddNumberToObject(o, "seed", (double)c->seed);
     if (c->inputs[0]) cJSON_AddStringToObject(o, "inputs", c->inputs);
     else cJSON_AddNullToObject(o, "inputs");
+    if (c->note[0]) cJSON_AddStringToObject(o, "note", c->note);
+    else cJSON_AddNullToObject(o, "note");
     if (c->saved[0]) cJSON_AddStringToObject(o, "saved", c->saved);
     else cJSON_AddNullToObject(o, "saved");
     cJSON_AddStringToObject(o, "status", kv_case_status_str(c->status));

@@ -26,6 +26,7 @@ void kv_table_case(FILE *f, const struct kv_case_result *c)
         fprintf(f, "  %s: %s\n", c->status == KV_CASE_ERROR ? "error" : "skipped", c->error);
         return;
     }
+    if (c->note[0]) fprintf(f, "  note: %s\n", c->note);
     for (int i = 0; i < c->n_outputs; i++) {
         const struct kv_output_result *o = &c->out[i];
         const struct kv_metrics *m = &o->m;
@@ -52,6 +53,8 @@ void kv_table_case(FILE *f, const struct kv_case_result *c)
         if (!o->judged) fprintf(f, "  (exact oracle: shown, not judged)");
         if (o->guard_bad) fprintf(f, "  (%zu guard words overwritten: write past the end)", o->guard_bad);
         if (o->nondet) fprintf(f, "  (%zu elements differ between repeats)", o->nondet);
+        if (!m->integer && m->ambiguous)
+            fprintf(f, "  (%zu elements depend on a rounding a legal device may flip)", m->ambiguous);
         if (m->slack_used && !o->check) fprintf(f, "  (%zu elements within bound by a legal upstream choice)", m->slack_used);
         if (m->nan_match + m->inf_match) fprintf(f, "  (%zu NaN, %zu Inf match the oracle)", m->nan_match, m->inf_match);
         fputc('\n', f);

@@ -32,6 +32,8 @@ enum kv_status kv_runner_init(struct kv_runner *r, struct kv_vk_device *d, const
     for (int s = 0; s < k->n_stages; s++) {
         const struct kv_stage_def *sd = &k->stages[s];
         int int8 = d->info.storage8 && !o->no_8bit && sd->subgroup8.words;
+        KV_CHECK(!(sd->needs & KV_NEED_STORAGE16) || d->info.storage16, KV_ENODEV,
+                 "%s: stage %s needs storageBuffer16BitAccess, which %s lacks", k->name, sd->name, d->info.name);
         const uint32_t *words;
         size_t bytes;
         char what[1100];
@@ -227,6 +229,7 @@ static enum kv_status compare_one(struct kv_case *c, int t, const struct oracle_
                         &out->m);
     }
     if (st) return st;
+    if (!out->m.integer && ref->allow.slack) out->m.ambiguous = c->ambiguous[t];
     if (out->m.has_worst) kv_tensor_unravel(&c->t[t], out->m.worst_index, out->worst_idx);
     out->pass = out->m.pass && guard_bad == 0 && nondet == 0;
     return KV_OK;
@@ -287,6 +290,7 @@ static enum kv_status run_case(struct kv_runner *r, struct kv_case *c, const str
     KV_TRY(k->oracle(c));
     double t2 = kv_now_ms();
     res->ms.inputs = t1 - t0;
+    snprintf(res->note, sizeof res->note, "%s", c->note);
     res->ms.oracle = t2 - t1;
 
     if (any_stage) {

@@ -76,7 +76,10 @@ struct kv_stage_def {
     /* Optional builds with KV_INT8 (8-bit storage buffers), used instead of
      * the two above where the device has storageBuffer8BitAccess. */
     struct kv_spirv_blob subgroup8, fallback8;
+    unsigned needs; /* KV_NEED_* device features the stage cannot run without */
 };
+
+enum { KV_NEED_STORAGE16 = 1 }; /* storageBuffer16BitAccess */
 
 /* A property checked on an output beside the oracle comparison (qdq-affine's
  * round trip |qdq - w| <= s/2): the oracle fills a reference (y, S, bound,
@@ -157,6 +160,11 @@ struct kv_case {
     double *slack[KV_MAX_TENSORS], *slack_chain[KV_MAX_TENSORS];
     int16_t *tie[KV_MAX_TENSORS], *flush[KV_MAX_TENSORS];
     struct kv_check_ref chk[KV_MAX_CHECKS];
+    /* Elements of each output whose oracle value has a legal alternative (a
+     * rounding that a legal computation may flip), counted by the oracle. */
+    size_t ambiguous[KV_MAX_TENSORS];
+    /* A remark of the input generator for the report (e.g. poor conditioning). */
+    char note[256];
     /* Extra k_op (units of u_acc) for the chained result of an output whose
      * stage consumes device intermediates: it carries their allowed error. */
     double k_chain[KV_MAX_TENSORS];

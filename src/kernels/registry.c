@@ -10,11 +10,13 @@
 extern const struct kv_kernel kv_kernel_rmsnorm_bwd;
 extern const struct kv_kernel kv_kernel_gemm_bwd;
 extern const struct kv_kernel kv_kernel_qdq_affine;
+extern const struct kv_kernel kv_kernel_gdn_wu;
 
 const struct kv_kernel *const kv_kernels[] = {
     &kv_kernel_rmsnorm_bwd,
     &kv_kernel_gemm_bwd,
     &kv_kernel_qdq_affine,
+    &kv_kernel_gdn_wu,
     NULL,
 };
 
@@ -238,7 +240,9 @@ void kv_case_free(struct kv_case *c)
         free(c->flush[i]);
         c->slack[i] = c->slack_chain[i] = NULL;
         c->tie[i] = c->flush[i] = NULL;
+        c->ambiguous[i] = 0;
     }
+    c->note[0] = '\0';
     for (int i = 0; i < KV_MAX_CHECKS; i++) {
         free(c->chk[i].y);
         free(c->chk[i].S);

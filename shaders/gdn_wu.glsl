@@ -1,0 +1,63 @@
+// gdn-wu: one chunk of BT = 64 rows of one head: out[t0+i, h, :] =
+// sum_j A[t0+i, h, j] * staged[t0+j, :], f32 accumulation, rounded once to
+// bf16. The including shader declares the buffers and defines D (the output
+// width), load_A(row index), staged(b, t, h, col) (the bf16-rounded scaled
+// input of a row t < seq) and store_out(index, value).
+// A workgroup takes (batch, head, chunk) items, grid-strided: it holds the
+// chunk's A in shared memory and walks the output columns 64 at a time; each
+// invocation computes a 4 x 4 block. Rows past seq (a partial last chunk)
+// stage as zero and are not written.
+#extension GL_EXT_shader_16bit_storage : require
+layout(local_size_x = 256) in;
+layout(push_constant) uniform Push { uint batch; uint seq; uint heads; uint kv_heads; uint dk; uint dv; } p;
+
+#define BT 64u
+shared float a_s[BT * 65u]; // A rows, padded against bank conflicts
+shared float st[BT * 64u];  // staged rows x 64 columns
+
+// bf16 by bit operations: round to nearest even, NaN kept (quiet).
+uint bf16_bits(float f)
+{
+    uint u = floatBitsToUint(f);
+    if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (u >> 16) | 0x40u;
+    return (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+}
+float bf16_float(uint h) { return uintBitsToFloat(h << 16); }
+// The staging cast of the spec: f32 -> bf16 (round to nearest even) -> f32.
+float bf16_round(float f) { return bf16_float(bf16_bits(f)); }
+
+void main()
+{
+    uint nt = (p.seq + BT - 1u) / BT, lid = gl_LocalInvocationID.x, ti = lid / 16u, tj = lid % 16u;
+    uint items = p.batch * p.heads * nt;
+    for (uint id = gl_WorkGroupID.x; id < items; id += gl_NumWorkGroups.x) {
+        uint c = id % nt, h = (id / nt) % p.heads, b = id / (nt * p.heads);
+        uint t0 = c * BT, nv = min(BT, p.seq - t0);
+        for (uint e = lid; e < BT * BT; e += 256u) {
+            uint i = e / BT, j = e % BT;
+            a_s[i * 65u + j] = i < nv ? A[((b * p.seq + t0 + i) * p.heads + h) * BT + j] : 0.0;
+        }
+        for (uint col0 = 0u; col0 < D; col0 += 64u) {
+            for (uint e = lid; e < BT * 64u; e += 256u) {
+                uint kk = e / 64u, j = e % 64u;
+                st[e] = kk < nv && col0 + j < D ? staged(b, t0 + kk, h, col0 + j) : 0.0;
+            }
+            barrier();
+            vec4 acc[4] = vec4[4](vec4(0.0), vec4(0.0), vec4(0.0), vec4(0.0));
+            for (uint kk = 0u; kk < BT; kk++) {
+                vec4 s = vec4(st[kk * 64u + 4u * tj], st[kk * 64u + 4u * tj + 1u], st[kk * 64u + 4u * tj + 2u],
+                              st[kk * 64u + 4u * tj + 3u]);
+                for (uint r = 0u; r < 4u; r++) acc[r] += a_s[(4u * ti + r) * 65u + kk] * s;
+            }
+            for (uint r = 0u; r < 4u; r++) {
+                uint i = 4u * ti + r;
+                if (i >= nv) break;
+                for (uint q = 0u; q < 4u; q++) {
+                    uint col = col0 + 4u * tj + q;
+                    if (col < D) store_out(((b * p.seq + t0 + i) * p.heads + h) * D + col, acc[r][q]);
+                }
+            }
+            barrier();
+        }
+    }
+}

@@ -1,0 +1,21 @@
+#version 450
+// gdn-wu stage w: w = A @ bf16(k[kh] * beta * exp(g)), kh = h / (heads / kv_heads),
+// per chunk and head (gdn_wu.glsl).
+#extension GL_EXT_shader_16bit_storage : require
+layout(std430, binding = 0) readonly buffer K { uint16_t k[]; };
+layout(std430, binding = 1) readonly buffer BETA { float beta[]; };
+layout(std430, binding = 2) readonly buffer G { float g[]; };
+layout(std430, binding = 3) readonly buffer AA { float A[]; };
+layout(std430, binding = 4) writeonly buffer W { uint16_t w[]; };
+#define D p.dk
+float staged(uint b, uint t, uint h, uint col);
+void store_out(uint i, float x);
+#include "gdn_wu.glsl"
+
+float staged(uint b, uint t, uint h, uint col)
+{
+    uint r = (b * p.seq + t) * p.heads + h, kh = h / (p.heads / p.kv_heads);
+    float x = bf16_float(uint(k[((b * p.seq + t) * p.kv_heads + kh) * p.dk + col]));
+    return bf16_round(x * beta[r] * exp(g[r]));
+}
+void store_out(uint i, float x) { w[i] = uint16_t(bf16_bits(x)); }

@@ -1,0 +1,309 @@
+/* gdn-wu: gated delta net recompute of w and u in bf16 (kernels.md, seed 003,
+ * after FLA's recompute_w_u_fwd). Chunks of BT = 64 rows; for batch b, chunk
+ * rows t0.., head h and key head kh = h / (H/Hg):
+ *   u[t0+i,h,:] = sum_j A[t0+i,h,j] * bf16(v[t0+j,h,:] * beta[t0+j,h])
+ *   w[t0+i,h,:] = sum_j A[t0+i,h,j] * bf16(k[t0+j,kh,:] * beta[t0+j,h] * exp(g[t0+j,h]))
+ * with f32 accumulation and one final round to bf16. The port masks the
+ * partial last chunk (rows past T stage as zero and are not written) and
+ * takes any K, V >= 1. bf16 is held as 16-bit words (16-bit storage) and
+ * converted by bit operations, round to nearest even, NaN kept. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../rng.h"
+#include "kernel.h"
+
+static const uint32_t u_sh[] =
+#include "gdn_wu_u.sh.h"
+    ;
+static const uint32_t w_sh[] =
+#include "gdn_wu_w.sh.h"
+    ;
+
+#define BT 64
+
+enum { P_B, P_T, P_H, P_HG, P_K, P_V, P_DIST };
+enum { T_K, T_V, T_BETA, T_G, T_A, T_W, T_U };
+enum { S_U, S_W };
+enum { D_REALISTIC, D_RANDOM };
+
+static const struct kv_param_def params[] = {
+    {"batch", KV_PARAM_INT, "1", 1, 65536, NULL, "batch size B", 1},
+    {"seq", KV_PARAM_INT, "256", 1, 2147483647, NULL, "sequence length T (any; a partial last chunk is masked)", 1},
+    {"heads", KV_PARAM_INT, "4", 1, 65536, NULL, "value heads H (a multiple of --kv-heads)", 1},
+    {"kv-heads", KV_PARAM_INT, "2", 1, 65536, NULL, "key heads Hg", 1},
+    {"dk", KV_PARAM_INT, "128", 1, 65536, NULL, "key dimension K (any)", 1},
+    {"dv", KV_PARAM_INT, "128", 1, 65536, NULL, "value dimension V (any)", 1},
+    {"dist", KV_PARAM_CHOICE, "realistic", 0, 0, "realistic|random",
+     "FLA's inputs (L2-normalised k, beta = sigmoid, chunk-cumulative log-sigmoid g, A = (I+L)^-1), "
+     "or unnormalised N(0,1) k (A is then ill-conditioned: a stress test)", 0},
+};
+
+static const struct kv_tensor_def tensors[] = {
+    [T_K] = {"k", KV_BF16, KV_INPUT, -1, "batch,seq,kv-heads,dk"},
+    [T_V] = {"v", KV_BF16, KV_INPUT, -1, "batch,seq,heads,dv"},
+    [T_BETA] = {"beta", KV_F32, KV_INPUT, -1, "batch,seq,heads"},
+    [T_G] = {"g", KV_F32, KV_INPUT, -1, "batch,seq,heads"},
+    [T_A] = {"A", KV_F32, KV_INPUT, -1, "batch,seq,heads,64"},
+    [T_W] = {"w", KV_BF16, KV_OUTPUT, S_W, "batch,seq,heads,dk"},
+    [T_U] = {"u", KV_BF16, KV_OUTPUT, S_U, "batch,seq,heads,dv"},
+};
+
+struct push {
+    uint32_t batch, seq, heads, kv_heads, dk, dv;
+};
+
+/* One workgroup per (batch, head, chunk), grid-strided over that list. */
+static void launch(const struct kv_case *c, const uint32_t local[3], const uint32_t max[3], void *push,
+                   uint32_t groups[3])
+{
+    (void)local;
+    struct push *p = push;
+    p->batch = (uint32_t)c->p[P_B].i, p->seq = (uint32_t)c->p[P_T].i, p->heads = (uint32_t)c->p[P_H].i;
+    p->kv_heads = (uint32_t)c->p[P_HG].i, p->dk = (uint32_t)c->p[P_K].i, p->dv = (uint32_t)c->p[P_V].i;
+    uint64_t nt = ((uint64_t)c->p[P_T].i + BT - 1) / BT;
+    groups[0] = kv_groups((uint64_t)c->p[P_B].i * (uint64_t)c->p[P_H].i * nt, 1, max[0]);
+    groups[1] = groups[2] = 1;
+}
+
+#define PUSH_DOC "uint batch; uint seq; uint heads; uint kv_heads; uint dk; uint dv;"
+#define DISPATCH_DOC                                                                                       \
+    "groups = (min(batch*heads*ceil(seq/64), maxComputeWorkGroupCount.x), 1, 1); workgroup item "        \
+    "id = chunk + ceil(seq/64)*(head + heads*batch), grid-strided by gl_NumWorkGroups.x"
+
+static const struct kv_stage_def stages[] = {
+    [S_U] = {.name = "u", .subgroup = KV_SPIRV(u_sh), .fallback = KV_SPIRV(u_sh), .n_bindings = 4,
+             .bindings = {T_V, T_BETA, T_A, T_U}, .push_size = sizeof(struct push), .push_doc = PUSH_DOC,
+             .dispatch_doc = DISPATCH_DOC, .launch = launch, .needs = KV_NEED_STORAGE16},
+    [S_W] = {.name = "w", .subgroup = KV_SPIRV(w_sh), .fallback = KV_SPIRV(w_sh), .n_bindings = 5,
+             .bindings = {T_K, T_BETA, T_G, T_A, T_W}, .push_size = sizeof(struct push), .push_doc = PUSH_DOC,
+             .dispatch_doc = DISPATCH_DOC, .launch = launch, .needs = KV_NEED_STORAGE16},
+};
+
+static enum kv_status validate(struct kv_case *c)
+{
+    int64_t h = c->p[P_H].i, hg = c->p[P_HG].i;
+    if (h % hg)
+        return kv_error(KV_EUSAGE, "--heads %lld is not a multiple of --kv-heads %lld", (long long)h, (long long)hg);
+    /* Shaders index with 32-bit integers: every tensor below 2^31 elements. */
+    int64_t rows = c->p[P_B].i * c->p[P_T].i, d = c->p[P_K].i > c->p[P_V].i ? c->p[P_K].i : c->p[P_V].i;
+    if (d < BT) d = BT;
+    if (c->p[P_B].i > INT32_MAX / c->p[P_T].i || rows > INT32_MAX / h || rows * h > INT32_MAX / d)
+        return kv_error(KV_EUSAGE, "--batch x --seq x --heads x max(--dk, --dv, 64) is more than 2^31-1 elements");
+    return KV_OK;
+}
+
+/* ---- inputs ---- */
+
+static float bf16(double x) { return kv_bf16_to_f32(kv_f32_to_bf16((float)x)); }
+
+struct dims {
+    int64_t B, T, H, Hg, K, V, NT, ratio;
+};
+
+static struct dims dims_of(const struct kv_case *c)
+{
+    struct dims d = {c->p[P_B].i, c->p[P_T].i, c->p[P_H].i, c->p[P_HG].i, c->p[P_K].i, c->p[P_V].i, 0, 0};
+    d.NT = (d.T + BT - 1) / BT;
+    d.ratio = d.H / d.Hg;
+    return d;
+}
+
+/* A = (I + L)^-1 of one chunk in float64 by forward substitution, L strictly
+ * lower, L[i][j] = beta_i (k_i . k_j) exp(g_i - g_j), from the inputs as
+ * stored. Columns past the end of a partial chunk are filled with 1: a kernel
+ * must not use them (their rows do not exist), and one that reads rows past
+ * T picks them up. Returns the chunk's inf-norm condition estimate. */
+static double chunk_A(struct kv_case *c, const struct dims *d, int64_t b, int64_t ch, int64_t h)
+{
+    const uint16_t *k = c->t[T_K].data;
+    const float *beta = c->t[T_BETA].data, *g = c->t[T_G].data;
+    float *A = c->t[T_A].data;
+    int64_t t0 = ch * BT, nv = d->T - t0 < BT ? d->T - t0 : BT, kh = h / d->ratio;
+    double L[BT][BT] = {{0}}, X[BT][BT] = {{0}};
+    for (int64_t i = 0; i < nv; i++) {
+        int64_t ri = (b * d->T + t0 + i) * d->H + h;
+        const uint16_t *ki = k + ((b * d->T + t0 + i) * d->Hg + kh) * d->K;
+        for (int64_t j = 0; j < i; j++) {
+            int64_t rj = (b * d->T + t0 + j) * d->H + h;
+            const uint16_t *kj = k + ((b * d->T + t0 + j) * d->Hg + kh) * d->K;
+            double dot = 0;
+            for (int64_t e = 0; e < d->K; e++) dot += (double)kv_bf16_to_f32(ki[e]) * kv_bf16_to_f32(kj[e]);
+            L[i][j] = beta[ri] * dot * exp((double)g[ri] - (double)g[rj]);
+        }
+    }
+    double norm_il = 0, norm_x = 0;
+    for (int64_t j = 0; j < nv; j++) {
+        X[j][j] = 1;
+        for (int64_t i = j + 1; i < nv; i++) {
+            double s = 0;
+            for (int64_t m = j; m < i; m++) s += L[i][m] * X[m][j];
+            X[i][j] = -s;
+        }
+    }
+    for (int64_t i = 0; i < nv; i++) {
+        double ri = 1, rx = 0;
+        for (int64_t j = 0; j < nv; j++) ri += fabs(L[i][j]), rx += fabs(X[i][j]);
+        norm_il = fmax(norm_il, ri), norm_x = fmax(norm_x, rx);
+        float *row = A + ((b * d->T + t0 + i) * d->H + h) * BT;
+        for (int64_t j = 0; j < BT; j++) row[j] = j < nv ? (float)X[i][j] : 1.0f;
+    }
+    return norm_il * norm_x;
+}
+
+static enum kv_status inputs(struct kv_case *c)
+{
+    const struct dims d = dims_of(c);
+    const int random = c->p[P_DIST].c == D_RANDOM;
+    uint16_t *k = c->t[T_K].data, *v = c->t[T_V].data;
+    float *beta = c->t[T_BETA].data, *g = c->t[T_G].data;
+    const int64_t rows = d.B * d.T;
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows * d.Hg; r++) { /* one key vector, L2-normalised unless random */
+        double nrm = 0, x[4096];
+        uint16_t *kr = k + r * d.K;
+        for (int64_t e = 0; e < d.K; e++) {
+            double z = kv_rng_normal(c->seed, T_K, (uint64_t)(r * d.K + e));
+            if (e < 4096) x[e] = z;
+            nrm += z * z;
+            kr[e] = kv_f32_to_bf16((float)z);
+        }
+        if (!random && d.K <= 4096)
+            for (int64_t e = 0; e < d.K; e++) kr[e] = kv_f32_to_bf16((float)(x[e] / sqrt(nrm)));
+        else if (!random)
+            for (int64_t e = 0; e < d.K; e++) kr[e] = kv_f32_to_bf16(kv_bf16_to_f32(kr[e]) / (float)sqrt(nrm));
+    }
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < rows * d.H * d.V; i++) v[i] = kv_f32_to_bf16((float)kv_rng_normal(c->seed, T_V, (uint64_t)i));
+    /* beta = sigmoid(N(0,1)); g = chunk-cumulative log(sigmoid(N(0,1))), clipped at -20 */
+#pragma omp parallel for schedule(static)
+    for (int64_t bh = 0; bh < d.B * d.H; bh++) {
+        int64_t b = bh / d.H, h = bh % d.H;
+        double acc = 0;
+        for (int64_t t = 0; t < d.T; t++) {
+            int64_t ri = (b * d.T + t) * d.H + h;
+            if (t % BT == 0) acc = 0;
+            beta[ri] = (float)(1 / (1 + exp(-kv_rng_normal(c->seed, T_BETA, (uint64_t)ri))));
+            acc += -log1p(exp(-kv_rng_normal(c->seed, T_G, (uint64_t)ri)));
+            g[ri] = (float)fmax(acc, -20.0);
+        }
+    }
+    double cond = 0;
+#pragma omp parallel for schedule(dynamic) reduction(max : cond)
+    for (int64_t item = 0; item < d.B * d.NT * d.H; item++) {
+        double k_ = chunk_A(c, &d, item / (d.NT * d.H), (item / d.H) % d.NT, item % d.H);
+        cond = fmax(cond, k_);
+    }
+    if (cond > 1e4 || isnan(cond))
+        snprintf(c->note, sizeof c->note, "A = (I+L)^-1 is ill-conditioned (inf-norm condition up to %.3g): "
+                 "errors measure the inputs more than the kernel", cond);
+    return KV_OK;
+}
+
+/* ---- oracle ---- */
+
+/* The staged value bf16(x) and, where x lies so near a bf16 rounding
+ * boundary that a legal device computation (rel. error rel) may round it to
+ * the other neighbour, |other - staged|; else 0. */
+static double stage(double x, double rel, double *flip)
+{
+    float s = bf16(x);
+    *flip = 0;
+    if (!isfinite(s) || !isfinite(x) || x == s) return s;
+    uint16_t hs = kv_f32_to_bf16(s);
+    int up = x > s;
+    double other = s == 0 ? (x > 0 ? 1 : -1) * (double)kv_bf16_to_f32(1)
+                          : kv_bf16_to_f32((uint16_t)(hs + ((s > 0) == up ? 1 : -1)));
+    double mid = 0.5 * ((double)s + other);
+    if (fabs(x - mid) <= rel * fabs(x)) *flip = fabs(other - (double)s);
+    return s;
+}
+
+/* Tolerances (metrics.md): n = rows of the chunk (<= 64), S = sum_j |A*staged|,
+ * the products 1u (k_op = 1), u = 2^-24 (f32 accumulation), and the final
+ * round to bf16: 0.5 ulp_bf16(y). Staging: u's bf16(v*beta) is one f32
+ * product, correctly rounded, then rounded to bf16: exact to mirror. w's
+ * bf16(k*beta*exp(g)): exp may be 3+2|g| ULP off and there are two f32
+ * products, so where the exact value lies within (3+2|g|)*2^-23 + 2^-23
+ * (relative) of a bf16 midpoint either neighbour is legal: the output gets
+ * |A_ij| times the gap as slack, and the element is counted as ambiguous. */
+static enum kv_status oracle(struct kv_case *c)
+{
+    const struct dims d = dims_of(c);
+    const uint16_t *k = c->t[T_K].data, *v = c->t[T_V].data;
+    const float *beta = c->t[T_BETA].data, *g = c->t[T_G].data, *A = c->t[T_A].data;
+    const int exact = c->exact;
+    free(c->slack[T_W]); /* --oracle both calls the oracle twice */
+    c->slack[T_W] = calloc(c->t[T_W].count ? c->t[T_W].count : 1, sizeof(double));
+    if (!c->slack[T_W]) return kv_error(KV_EDEVICE, "out of host memory for the oracle");
+    size_t ambiguous = 0;
+#pragma omp parallel for schedule(dynamic) reduction(+ : ambiguous)
+    for (int64_t item = 0; item < d.B * d.NT * d.H; item++) {
+        int64_t b = item / (d.NT * d.H), ch = (item / d.H) % d.NT, h = item % d.H, kh = h / d.ratio;
+        int64_t t0 = ch * BT, nv = d.T - t0 < BT ? d.T - t0 : BT;
+        for (int out = 0; out < 2; out++) {
+            int64_t D = out ? d.K : d.V;
+            double *y = c->y[out ? T_W : T_U], *S = c->S[out ? T_W : T_U], *sl = out ? c->slack[T_W] : NULL;
+            for (int64_t col = 0; col < D; col++) {
+                double st[BT], fl[BT];
+                for (int64_t j = 0; j < nv; j++) {
+                    int64_t r = (b * d.T + t0 + j) * d.H + h;
+                    if (!out) {
+                        double x = (double)kv_bf16_to_f32(v[r * d.V + col]) * beta[r];
+                        st[j] = exact ? x : bf16((float)x), fl[j] = 0;
+                    } else {
+                        double e = exp((double)g[r]);
+                        double x = (double)kv_bf16_to_f32(k[((b * d.T + t0 + j) * d.Hg + kh) * d.K + col]) * beta[r] * e;
+                        st[j] = exact ? x : stage(x, (3 + 2 * fabs((double)g[r])) * 0x1p-23 + 0x1p-23, &fl[j]);
+                        if (exact) fl[j] = 0;
+                    }
+                }
+                for (int64_t i = 0; i < nv; i++) {
+                    const float *a = A + ((b * d.T + t0 + i) * d.H + h) * BT;
+                    double acc = 0, abs_acc = 0, slack = 0;
+                    for (int64_t j = 0; j < nv; j++) {
+                        acc += (double)a[j] * st[j];
+                        abs_acc += fabs((double)a[j] * st[j]);
+                        slack += fabs((double)a[j]) * fl[j];
+                    }
+                    int64_t o = ((b * d.T + t0 + i) * d.H + h) * D + col;
+                    y[o] = acc, S[o] = abs_acc;
+                    if (sl) sl[o] = slack, ambiguous += slack > 0;
+                }
+            }
+        }
+    }
+    c->ambiguous[T_W] = ambiguous;
+    for (int t = T_W; t <= T_U; t++)
+        c->bound[t] = (struct kv_bound){.n = BT, .k_op = 1, .u_acc = 0x1p-24, .rho = 1};
+    return KV_OK;
+}
+
+static const char *const sweep[] = {
+    "batch=2,seq=1,heads=2,kv-heads=2,dk=64,dv=64",
+    "batch=2,seq=63,heads=4,kv-heads=2,dk=64,dv=128",
+    "batch=2,seq=64,heads=4,kv-heads=1,dk=128,dv=64",
+    "batch=2,seq=65,heads=4,kv-heads=4,dk=128,dv=128",
+    "batch=2,seq=200,heads=4,kv-heads=2,dk=256,dv=256",
+    "batch=2,seq=130,heads=2,kv-heads=1,dk=48,dv=80",
+    NULL,
+};
+
+const struct kv_kernel kv_kernel_gdn_wu = {
+    .name = "gdn-wu",
+    .summary = "gated delta net recompute of w and u, bf16 with f32 accumulation",
+    .params = params,
+    .n_params = KV_COUNT(params),
+    .tensors = tensors,
+    .n_tensors = KV_COUNT(tensors),
+    .stages = stages,
+    .n_stages = KV_COUNT(stages),
+    .has_exact = 1,
+    .sweep = sweep,
+    .sweep_seeds = 3,
+    .validate = validate,
+    .inputs = inputs,
+    .oracle = oracle,
+};

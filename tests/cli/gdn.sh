@@ -1,0 +1,46 @@
+# gdn-wu: the sweep for 102 seeds (GQA ratios 1, 2, 4; T = 1, 63, 64, 65, 130,
+# 200; K, V from 48 to 256; B = 2), both oracles, the conditioning note of
+# random inputs, files in and out, and bad input.
+. "$(dirname "$0")/lib.bash"
+J=(--json "$TMP/report.json")
+expect_exit 0 "$KV" gdn-wu --seq 70 --json "$TMP/d.json"
+python3 - "$TMP/d.json" <<'PY' || fail "default report"
+import json, sys
+c = json.load(open(sys.argv[1]))["cases"][0]
+o = {x["name"]: x for x in c["outputs"]}
+assert o["w"]["dtype"] == "bf16" and o["w"]["ambiguous"] > 0 and o["u"]["ambiguous"] == 0, o["w"]
+assert c["note"] is None
+PY
+expect_exit 0 "$KV" gdn-wu --sweep --seeds 17
+grep -q '^102 cases: 102 passed, 0 failed, 0 errors, 0 skipped' "$TMP/out" || fail "sweep: expected 102 passing cases"
+
+# --oracle both: the exact oracle's rows show what the bf16 stagings cost, unjudged.
+expect_exit 0 "$KV" gdn-wu --seq 65 --heads 2 --kv-heads 1 --oracle both --json "$TMP/b.json"
+python3 - "$TMP/b.json" <<'PY' || fail "--oracle both"
+import json, sys
+o = {x["name"]: x for x in json.load(open(sys.argv[1]))["cases"][0]["outputs"]}
+assert o["w"]["judged"] and o["w"]["pass"] and not o["w.exact"]["judged"]
+assert o["u.exact"]["oracle"] == "exact" and o["u.exact"]["max_ulp"] > o["u"]["max_ulp"]
+PY
+# Unnormalised inputs: A is ill-conditioned and the report says so.
+expect_exit 0 "$KV" gdn-wu --seq 64 --dist random --json "$TMP/r.json"
+grep -q 'note: A = (I+L)^-1 is ill-conditioned' "$TMP/out" || fail "no conditioning note"
+grep -q '"note":.*ill-conditioned' "$TMP/r.json" || fail "no conditioning note in the JSON report"
+
+# --save, then the saved inputs and device outputs as candidates, no device.
+expect_exit 0 "$KV" gdn-wu --batch 2 --seq 65 --heads 2 --kv-heads 1 --dk 16 --dv 8 --save "$TMP/s"
+d="$TMP/s/gdn-wu_batch=2,seq=65,heads=2,kv-heads=1,dk=16,dv=8,seed=1_"
+for f in inputs/k.npy inputs/A.npy device/w.npy device/u.npy oracle/w.npy report.json; do
+  [ -f "$d/$f" ] || fail "--save did not write $f"
+done
+expect_exit 0 "$KV" gdn-wu --inputs "$d/inputs" --candidate w="$d/device/w.npy" --candidate u="$d/device/u.npy" --no-device
+grep -q '^  u .* pass  (candidate)' "$TMP/out" || fail "candidate not judged"
+for f in "$KV_SRC"/fixtures/gdn-wu/*.json; do expect_exit 0 "$KV" gdn-wu --inputs "$f"; done
+
+# Bad input: one line, exit 2, nothing written.
+expect_error 2 "--heads 6 is not a multiple of --kv-heads 4" "$KV" gdn-wu --heads 6 --kv-heads 4 "${J[@]}"
+expect_error 2 "--seq: 0 is out of range" "$KV" gdn-wu --seq 0 "${J[@]}"
+expect_error 2 "--dk: 0 is out of range" "$KV" gdn-wu --dk 0 "${J[@]}"
+expect_error 2 "--batch: 70000 is out of range" "$KV" gdn-wu --batch 70000 "${J[@]}"
+expect_error 2 "more than 2\^31-1 elements" "$KV" gdn-wu --batch 4096 --seq 1048576 "${J[@]}"
+expect_error 2 "--dist: 'uniform' is not one of" "$KV" gdn-wu --dist uniform "${J[@]}"
