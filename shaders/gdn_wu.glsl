@@ -4,16 +4,17 @@
 // width), load_A(row index), staged(b, t, h, col) (the bf16-rounded scaled
 // input of a row t < seq) and store_out(index, value).
 // A workgroup takes (batch, head, chunk) items, grid-strided: it holds the
-// chunk's A in shared memory and walks the output columns 64 at a time; each
-// invocation computes a 4 x 4 block. Rows past seq (a partial last chunk)
-// stage as zero and are not written.
+// chunk's A in shared memory (transposed, four rows to a vec4) and walks the
+// output columns 64 at a time; each invocation computes a 4 x 4 block from
+// two vec4 loads per step. Rows past seq (a partial last chunk) stage as
+// zero and are not written.
 #extension GL_EXT_shader_16bit_storage : require
 layout(local_size_x = 256) in;
 layout(push_constant) uniform Push { uint batch; uint seq; uint heads; uint kv_heads; uint dk; uint dv; } p;
 
 #define BT 64u
-shared float a_s[BT * 65u]; // A rows, padded against bank conflicts
-shared float st[BT * 64u];  // staged rows x 64 columns
+shared vec4 a_t[BT * 16u]; // a_t[j*16 + i/4][i%4] = A[i][j]
+shared vec4 st[BT * 16u];  // st[kk*16 + c/4][c%4]: staged row kk, column col0 + c
 
 // bf16 by bit operations: round to nearest even, NaN kept (quiet).
 uint bf16_bits(float f)
@@ -31,23 +32,23 @@ void main()
     uint nt = (p.seq + BT - 1u) / BT, lid = gl_LocalInvocationID.x, ti = lid / 16u, tj = lid % 16u;
     uint items = p.batch * p.heads * nt;
     for (uint id = gl_WorkGroupID.x; id < items; id += gl_NumWorkGroups.x) {
-        uint c = id % nt, h = (id / nt) % p.heads, b = id / (nt * p.heads);
+        // Heads vary fastest: workgroups running together read whole rows.
+        uint h = id % p.heads, c = (id / p.heads) % nt, b = id / (nt * p.heads);
         uint t0 = c * BT, nv = min(BT, p.seq - t0);
         for (uint e = lid; e < BT * BT; e += 256u) {
             uint i = e / BT, j = e % BT;
-            a_s[i * 65u + j] = i < nv ? A[((b * p.seq + t0 + i) * p.heads + h) * BT + j] : 0.0;
+            a_t[j * 16u + i / 4u][i % 4u] = i < nv ? A[((b * p.seq + t0 + i) * p.heads + h) * BT + j] : 0.0;
         }
         for (uint col0 = 0u; col0 < D; col0 += 64u) {
             for (uint e = lid; e < BT * 64u; e += 256u) {
                 uint kk = e / 64u, j = e % 64u;
-                st[e] = kk < nv && col0 + j < D ? staged(b, t0 + kk, h, col0 + j) : 0.0;
+                st[e / 4u][e % 4u] = kk < nv && col0 + j < D ? staged(b, t0 + kk, h, col0 + j) : 0.0;
             }
             barrier();
             vec4 acc[4] = vec4[4](vec4(0.0), vec4(0.0), vec4(0.0), vec4(0.0));
             for (uint kk = 0u; kk < BT; kk++) {
-                vec4 s = vec4(st[kk * 64u + 4u * tj], st[kk * 64u + 4u * tj + 1u], st[kk * 64u + 4u * tj + 2u],
-                              st[kk * 64u + 4u * tj + 3u]);
-                for (uint r = 0u; r < 4u; r++) acc[r] += a_s[(4u * ti + r) * 65u + kk] * s;
+                vec4 a = a_t[kk * 16u + ti], s = st[kk * 16u + tj];
+                for (uint r = 0u; r < 4u; r++) acc[r] += a[r] * s;
             }
             for (uint r = 0u; r < 4u; r++) {
                 uint i = 4u * ti + r;
