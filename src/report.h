@@ -51,7 +51,8 @@ struct kv_case_result {
     char saved[4200];      /* --save folder of this case, or "" */
     int n_stages;
     const char *stage_name[KV_MAX_STAGES];
-    double stage_ms[KV_MAX_STAGES]; /* median device time per stage */
+    double stage_ms[KV_MAX_STAGES];     /* median device time per stage */
+    double stage_min_ms[KV_MAX_STAGES]; /* and the fastest of the --repeat runs */
 };
 
 struct kv_report {

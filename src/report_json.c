@@ -123,6 +123,8 @@ static cJSON *case_json(const struct kv_case_result *c)
     add_num(t, "compare", c->ms.compare);
     cJSON *st = cJSON_AddObjectToObject(t, "stages");
     for (int i = 0; i < c->n_stages; i++) add_num(st, c->stage_name[i], c->stage_ms[i]);
+    cJSON *sm = cJSON_AddObjectToObject(t, "stages_min");
+    for (int i = 0; i < c->n_stages; i++) add_num(sm, c->stage_name[i], c->stage_min_ms[i]);
     return o;
 }
 

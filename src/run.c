@@ -322,6 +322,7 @@ static enum kv_status run_case(struct kv_runner *r, struct kv_case *c, const str
             double v[64];
             for (int rep = 0; rep < repeat; rep++) v[rep] = stage_runs[rep][s];
             res->stage_ms[s] = kv_quantile(v, (size_t)repeat, 0.5);
+            res->stage_min_ms[s] = kv_quantile(v, (size_t)repeat, 0.0);
             res->ms.device += res->stage_ms[s];
         }
     }
