@@ -12,7 +12,7 @@
 #include "source.h"
 
 enum {
-    OPT_SEED = 1000, OPT_SEEDS, OPT_SWEEP, OPT_REPEAT, OPT_JSON, OPT_DEVICE, OPT_SHADER, OPT_NO_SUBGROUP, OPT_NO_8BIT,
+    OPT_SEED = 1000, OPT_SEEDS, OPT_SWEEP, OPT_REPEAT, OPT_JSON, OPT_DEVICE, OPT_SHADER, OPT_NO_SUBGROUP, OPT_NO_8BIT, OPT_JUNIT, OPT_MARKDOWN,
     OPT_LAMBDA, OPT_MAX_ULP, OPT_RTOL, OPT_ATOL, OPT_MAX_NMSE, OPT_VERBOSE, OPT_HELP, OPT_INPUTS,
     OPT_CANDIDATE, OPT_SAVE, OPT_NO_DEVICE, OPT_ORACLE, OPT_SAMPLE, OPT_PARAM = 2000,
 };
@@ -23,6 +23,8 @@ static const struct option common_opts[] = {
     {"sweep", no_argument, NULL, OPT_SWEEP},
     {"repeat", required_argument, NULL, OPT_REPEAT},
     {"json", required_argument, NULL, OPT_JSON},
+    {"junit", required_argument, NULL, OPT_JUNIT},
+    {"markdown", required_argument, NULL, OPT_MARKDOWN},
     {"device", required_argument, NULL, OPT_DEVICE},
     {"shader", required_argument, NULL, OPT_SHADER},
     {"no-subgroup", no_argument, NULL, OPT_NO_SUBGROUP},
@@ -79,6 +81,8 @@ static void kernel_usage(const struct kv_kernel *k, FILE *f)
                "  --max-nmse X                 pass when NMSE <= X\n"
                "\noutput:\n"
                "  --json FILE                  write the JSON report (schema 1); - for stdout\n"
+               "  --junit FILE                 write a JUnit XML report (a testcase per case and output)\n"
+               "  --markdown FILE              write the table as Markdown (for pull-request comments)\n"
                "  --device N|NAME              pick a device (kverify devices) [default: best GPU, else CPU]\n"
                "  --verbose                    print where the time went, to stderr\n"
                "  --help                       this help\n"
@@ -90,7 +94,7 @@ struct kopts {
     struct kv_run_opts run;
     uint64_t seed, seeds, range_lo;
     int seeds_given, seed_from_range, seed_given, sweep, verbose, no_device;
-    const char *json, *device, *inputs;
+    const char *json, *junit, *markdown, *device, *inputs;
     const char *set[KV_MAX_PARAMS];
     const char *candidate[2 * KV_MAX_TENSORS];
     int n_candidates;
@@ -164,9 +168,13 @@ static enum kv_status parse(const struct kv_kernel *k, int argc, char **argv, st
             o->run.repeat = (int)v;
             break;
         case OPT_JSON:
-            KV_CHECK(*arg, KV_EUSAGE, "--json: empty file name");
-            o->json = arg;
+        case OPT_JUNIT:
+        case OPT_MARKDOWN: {
+            const char *flag = c == OPT_JSON ? "--json" : c == OPT_JUNIT ? "--junit" : "--markdown";
+            KV_CHECK(*arg, KV_EUSAGE, "%s: empty file name", flag);
+            *(c == OPT_JSON ? &o->json : c == OPT_JUNIT ? &o->junit : &o->markdown) = arg;
             break;
+        }
         case OPT_DEVICE:
             KV_CHECK(*arg, KV_EUSAGE, "--device: empty device index or name");
             o->device = arg;
@@ -206,14 +214,21 @@ static enum kv_status parse(const struct kv_kernel *k, int argc, char **argv, st
     KV_CHECK(optind >= argc, KV_EUSAGE, "%s: unexpected argument '%s'", k->name, argv[optind]);
     if (o->seed_from_range) o->seed = o->range_lo, o->seed_given = 1;
     KV_CHECK(!(o->sweep && o->inputs), KV_EUSAGE, "--sweep and --inputs exclude each other");
-    if (o->json && strcmp(o->json, "-") != 0) {
+    const char *reports[3] = {o->json, o->junit, o->markdown}, *flags[3] = {"--json", "--junit", "--markdown"};
+    int to_stdout = 0;
+    for (int i = 0; i < 3; i++) {
+        if (!reports[i]) continue;
+        if (!strcmp(reports[i], "-")) {
+            KV_CHECK(!to_stdout++, KV_EUSAGE, "%s -: only one report can go to stdout", flags[i]);
+            continue;
+        }
         /* Fail before any work rather than after it. */
         char dir[4096];
-        snprintf(dir, sizeof dir, "%s", o->json);
+        snprintf(dir, sizeof dir, "%s", reports[i]);
         char *slash = strrchr(dir, '/');
         if (slash) slash[slash == dir] = '\0';
         const char *d = slash ? dir : ".";
-        KV_CHECK(access(d, W_OK) == 0, KV_EUSAGE, "--json: cannot write to directory '%s'", d);
+        KV_CHECK(access(d, W_OK) == 0, KV_EUSAGE, "%s: cannot write to directory '%s'", flags[i], d);
     }
 cleanup:
     return st;
@@ -302,8 +317,10 @@ int cmd_kernel(const struct kv_kernel *k, int argc, char **argv)
     double t_dev = kv_now_ms();
     KV_TRY(kv_runner_init(&runner, dev, k, &o.run));
 
-    /* With --json - the report owns stdout; the table moves to stderr. */
-    FILE *tab = o.json && !strcmp(o.json, "-") ? stderr : stdout;
+    /* A report on stdout owns it; the table moves to stderr. */
+    int report_on_stdout = (o.json && !strcmp(o.json, "-")) || (o.junit && !strcmp(o.junit, "-")) ||
+                           (o.markdown && !strcmp(o.markdown, "-"));
+    FILE *tab = report_on_stdout ? stderr : stdout;
     if (dev) fprintf(tab, "device %u: %s (%s, %s)\n", dev->info.index, dev->info.name, dev->info.type, dev->info.driver);
     else fprintf(tab, "no device: every output is a candidate\n");
     kv_table_header(tab);
@@ -326,6 +343,8 @@ int cmd_kernel(const struct kv_kernel *k, int argc, char **argv)
                 t_dev - t_start, runner.pipeline_ms, sum[0], sum[1], sum[2], sum[3], sum[4], sum[5],
                 kv_now_ms() - t_start);
     if (o.json) KV_TRY(kv_report_write_json(&report, o.json));
+    if (o.junit) KV_TRY(kv_report_write_junit(&report, o.junit));
+    if (o.markdown) KV_TRY(kv_report_write_markdown(&report, o.markdown));
 cleanup:
     kv_runner_free(&runner);
     kv_vk_close(dev);

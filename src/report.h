@@ -80,6 +80,11 @@ void kv_table_summary(FILE *f, const struct kv_report *r);
 /* JSON report (schema 1), written whole or not at all; "-" is stdout. */
 enum kv_status kv_report_write_json(const struct kv_report *r, const char *path);
 
+/* JUnit XML (one testcase per judged output row) and Markdown (the table),
+ * written whole or not at all; "-" is stdout. */
+enum kv_status kv_report_write_junit(const struct kv_report *r, const char *path);
+enum kv_status kv_report_write_markdown(const struct kv_report *r, const char *path);
+
 /* Write a whole buffer to path through a temporary file and rename(), so the
  * file is either the old one or the complete new one. "-" writes to stdout. */
 enum kv_status kv_write_atomic(const char *path, const char *data, size_t size);
