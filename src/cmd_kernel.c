@@ -6,13 +6,14 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cmd_kernel.h"
 #include "commands.h"
 #include "run.h"
 #include "save.h"
 #include "source.h"
 
 enum {
-    OPT_SEED = 1000, OPT_SEEDS, OPT_SWEEP, OPT_REPEAT, OPT_JSON, OPT_DEVICE, OPT_SHADER, OPT_NO_SUBGROUP, OPT_NO_8BIT, OPT_JUNIT, OPT_MARKDOWN,
+    OPT_SEED = 1000, OPT_SEEDS, OPT_SWEEP, OPT_REPEAT, OPT_JSON, OPT_DEVICE, OPT_SHADER, OPT_NO_SUBGROUP, OPT_NO_8BIT, OPT_JUNIT, OPT_MARKDOWN, OPT_BASELINE, OPT_REGRESS,
     OPT_LAMBDA, OPT_MAX_ULP, OPT_RTOL, OPT_ATOL, OPT_MAX_NMSE, OPT_VERBOSE, OPT_HELP, OPT_INPUTS,
     OPT_CANDIDATE, OPT_SAVE, OPT_NO_DEVICE, OPT_ORACLE, OPT_SAMPLE, OPT_PARAM = 2000,
 };
@@ -25,6 +26,8 @@ static const struct option common_opts[] = {
     {"json", required_argument, NULL, OPT_JSON},
     {"junit", required_argument, NULL, OPT_JUNIT},
     {"markdown", required_argument, NULL, OPT_MARKDOWN},
+    {"baseline", required_argument, NULL, OPT_BASELINE},
+    {"regress-factor", required_argument, NULL, OPT_REGRESS},
     {"device", required_argument, NULL, OPT_DEVICE},
     {"shader", required_argument, NULL, OPT_SHADER},
     {"no-subgroup", no_argument, NULL, OPT_NO_SUBGROUP},
@@ -83,6 +86,8 @@ static void kernel_usage(const struct kv_kernel *k, FILE *f)
                "  --json FILE                  write the JSON report (schema 1); - for stdout\n"
                "  --junit FILE                 write a JUnit XML report (a testcase per case and output)\n"
                "  --markdown FILE              write the table as Markdown (for pull-request comments)\n"
+               "  --baseline PREV.json         compare with an earlier report; exit 1 on a regression\n"
+               "  --regress-factor X           growth of max bound ratio or max ULP that regresses [default: 2]\n"
                "  --device N|NAME              pick a device (kverify devices) [default: best GPU, else CPU]\n"
                "  --verbose                    print where the time went, to stderr\n"
                "  --help                       this help\n"
@@ -90,17 +95,9 @@ static void kernel_usage(const struct kv_kernel *k, FILE *f)
             k->sweep_seeds);
 }
 
-struct kopts {
-    struct kv_run_opts run;
-    uint64_t seed, seeds, range_lo;
-    int seeds_given, seed_from_range, seed_given, sweep, verbose, no_device;
-    const char *json, *junit, *markdown, *device, *inputs;
-    const char *set[KV_MAX_PARAMS];
-    const char *candidate[2 * KV_MAX_TENSORS];
-    int n_candidates;
-};
 
-static enum kv_status parse(const struct kv_kernel *k, int argc, char **argv, struct kopts *o, int *help)
+
+enum kv_status kv_kopts_parse(const struct kv_kernel *k, int argc, char **argv, struct kopts *o, int *help)
 {
     enum kv_status st = KV_OK;
     struct option opts[64];
@@ -172,12 +169,17 @@ static enum kv_status parse(const struct kv_kernel *k, int argc, char **argv, st
         case OPT_MARKDOWN: {
             const char *flag = c == OPT_JSON ? "--json" : c == OPT_JUNIT ? "--junit" : "--markdown";
             KV_CHECK(*arg, KV_EUSAGE, "%s: empty file name", flag);
-            *(c == OPT_JSON ? &o->json : c == OPT_JUNIT ? &o->junit : &o->markdown) = arg;
+            *(c == OPT_JSON ? &o->out.json : c == OPT_JUNIT ? &o->out.junit : &o->out.markdown) = arg;
             break;
         }
+        case OPT_BASELINE:
+            KV_CHECK(*arg, KV_EUSAGE, "--baseline: empty file name");
+            o->out.baseline = arg;
+            break;
+        case OPT_REGRESS: KV_TRY(kv_parse_f64("--regress-factor", arg, 1, 1e30, &o->out.regress_factor)); break;
         case OPT_DEVICE:
             KV_CHECK(*arg, KV_EUSAGE, "--device: empty device index or name");
-            o->device = arg;
+            o->out.device = arg;
             break;
         case OPT_SHADER: {
             const char *eq = strchr(arg, '=');
@@ -199,7 +201,7 @@ static enum kv_status parse(const struct kv_kernel *k, int argc, char **argv, st
         case OPT_ATOL: KV_TRY(kv_parse_f64("--atol", arg, 0, 1e30, &o->run.crit.atol)); break;
         case OPT_MAX_NMSE: KV_TRY(kv_parse_f64("--max-nmse", arg, 0, 1e30, &o->run.crit.max_nmse)); break;
         case 'v':
-        case OPT_VERBOSE: o->verbose = 1; break;
+        case OPT_VERBOSE: o->out.verbose = 1; break;
         case 'h':
         case OPT_HELP: *help = 1; break;
         case ':': KV_CHECK(0, KV_EUSAGE, "%s: missing value for %s", k->name, argv[prev]); break;
@@ -214,6 +216,14 @@ static enum kv_status parse(const struct kv_kernel *k, int argc, char **argv, st
     KV_CHECK(optind >= argc, KV_EUSAGE, "%s: unexpected argument '%s'", k->name, argv[optind]);
     if (o->seed_from_range) o->seed = o->range_lo, o->seed_given = 1;
     KV_CHECK(!(o->sweep && o->inputs), KV_EUSAGE, "--sweep and --inputs exclude each other");
+    KV_TRY(kv_outputs_check(&o->out));
+cleanup:
+    return st;
+}
+
+enum kv_status kv_outputs_check(const struct kv_outputs *o)
+{
+    enum kv_status st = KV_OK;
     const char *reports[3] = {o->json, o->junit, o->markdown}, *flags[3] = {"--json", "--junit", "--markdown"};
     int to_stdout = 0;
     for (int i = 0; i < 3; i++) {
@@ -269,91 +279,62 @@ cleanup:
     return st;
 }
 
-int cmd_kernel(const struct kv_kernel *k, int argc, char **argv)
+enum kv_status kv_job_build(struct kv_job *j)
 {
     enum kv_status st = KV_OK;
-    struct kopts o;
-    memset(&o, 0, sizeof o);
-    kv_criteria_default(&o.run.crit);
-    o.run.repeat = 1;
-    o.seed = 1;
-    int help = 0;
-    struct kv_case *cases = NULL;
-    size_t n_cases = 0;
-    struct kv_vk_device *dev = NULL;
-    struct kv_runner runner;
-    memset(&runner, 0, sizeof runner);
-    struct kv_report report;
-    memset(&report, 0, sizeof report);
-    struct kv_given given;
-    memset(&given, 0, sizeof given);
-    double t_start = kv_now_ms();
+    if (j->o.inputs) KV_TRY(kv_given_inputs(j->k, j->o.inputs, &j->given));
+    for (int i = 0; i < j->o.n_candidates; i++) KV_TRY(kv_given_candidate(j->k, j->o.candidate[i], &j->given));
+    KV_TRY(build_cases(j->k, &j->o, &j->given, &j->cases, &j->n_cases));
+    for (size_t i = 0; i < j->n_cases; i++)
+        for (int t = 0; t < j->k->n_tensors; t++) {
+            const struct kv_kernel *k = j->k;
+            if (k->tensors[t].role != KV_OUTPUT || !kv_tensor_on(&j->cases[i], t) || j->cases[i].given[t]) continue;
+            KV_CHECK(!j->o.no_device, KV_EUSAGE, "--no-device: output '%s' has no candidate (--candidate %s=FILE.npy)",
+                     k->tensors[t].name, k->tensors[t].name);
+            j->need_device = 1;
+        }
+cleanup:
+    return st;
+}
 
-    KV_TRY(parse(k, argc, argv, &o, &help));
-    if (help) {
+void kv_job_free(struct kv_job *j)
+{
+    free(j->cases);
+    j->cases = NULL;
+    j->n_cases = 0;
+    kv_given_free(&j->given);
+}
+
+void kv_kopts_init(struct kopts *o)
+{
+    memset(o, 0, sizeof *o);
+    kv_criteria_default(&o->run.crit);
+    o->run.repeat = 1;
+    o->seed = 1;
+    o->out.regress_factor = 2;
+}
+
+int cmd_kernel(const struct kv_kernel *k, int argc, char **argv)
+{
+    struct kv_job job;
+    memset(&job, 0, sizeof job);
+    job.k = k;
+    kv_kopts_init(&job.o);
+    int help = 0, code;
+    enum kv_status st = kv_kopts_parse(k, argc, argv, &job.o, &help);
+    if (!st && help) {
         kernel_usage(k, stdout);
         return 0;
     }
-    if (o.run.save_dir) KV_TRY(kv_mkdir_p(o.run.save_dir));
-    if (o.inputs) KV_TRY(kv_given_inputs(k, o.inputs, &given));
-    for (int i = 0; i < o.n_candidates; i++) KV_TRY(kv_given_candidate(k, o.candidate[i], &given));
-    KV_TRY(build_cases(k, &o, &given, &cases, &n_cases));
-    /* The device is needed only for outputs without a candidate. */
-    int need_device = 0;
-    for (size_t i = 0; i < n_cases; i++) {
-        for (int t = 0; t < k->n_tensors; t++) {
-            if (k->tensors[t].role != KV_OUTPUT || !kv_tensor_on(&cases[i], t) || cases[i].given[t]) continue;
-            KV_CHECK(!o.no_device, KV_EUSAGE, "--no-device: output '%s' has no candidate (--candidate %s=FILE.npy)",
-                     k->tensors[t].name, k->tensors[t].name);
-            need_device = 1;
-        }
+    if (!st && job.o.run.save_dir) st = kv_mkdir_p(job.o.run.save_dir);
+    if (!st) st = kv_job_build(&job);
+    if (st) {
+        fprintf(stderr, "kverify: %s\n", kv_error_msg());
+        kv_job_free(&job);
+        return (int)st;
     }
-    if (need_device) {
-        KV_TRY(kv_vk_open(o.device, &dev));
-        report.has_device = 1;
-        report.device = dev->info;
-        for (size_t i = 0; i < n_cases; i++) KV_TRY(kv_case_check(&cases[i], &dev->info));
-    }
-    double t_dev = kv_now_ms();
-    KV_TRY(kv_runner_init(&runner, dev, k, &o.run));
-
-    /* A report on stdout owns it; the table moves to stderr. */
-    int report_on_stdout = (o.json && !strcmp(o.json, "-")) || (o.junit && !strcmp(o.junit, "-")) ||
-                           (o.markdown && !strcmp(o.markdown, "-"));
-    FILE *tab = report_on_stdout ? stderr : stdout;
-    if (dev) fprintf(tab, "device %u: %s (%s, %s)\n", dev->info.index, dev->info.name, dev->info.type, dev->info.driver);
-    else fprintf(tab, "no device: every output is a candidate\n");
-    kv_table_header(tab);
-    double sum[6] = {0};
-    for (size_t i = 0; i < n_cases; i++) {
-        struct kv_case_result *res = kv_report_add(&report);
-        KV_CHECK(res, KV_EDEVICE, "out of host memory for the report");
-        kv_run_case(&runner, &cases[i], &o.run, res);
-        kv_table_case(tab, res);
-        fflush(tab);
-        double parts[6] = {res->ms.inputs, res->ms.oracle, res->ms.upload, res->ms.device, res->ms.download, res->ms.compare};
-        for (int j = 0; j < 6; j++) sum[j] += parts[j];
-    }
-    kv_table_summary(tab, &report);
-    fflush(tab);
-    if (o.verbose)
-        fprintf(stderr,
-                "kverify: time: start-up %.1f ms, pipelines %.1f ms, inputs %.1f ms, oracle %.1f ms, "
-                "upload %.2f ms, device %.2f ms, download %.2f ms, compare %.1f ms, total %.1f ms\n",
-                t_dev - t_start, runner.pipeline_ms, sum[0], sum[1], sum[2], sum[3], sum[4], sum[5],
-                kv_now_ms() - t_start);
-    if (o.json) KV_TRY(kv_report_write_json(&report, o.json));
-    if (o.junit) KV_TRY(kv_report_write_junit(&report, o.junit));
-    if (o.markdown) KV_TRY(kv_report_write_markdown(&report, o.markdown));
-cleanup:
-    kv_runner_free(&runner);
-    kv_vk_close(dev);
-    free(cases);
-    kv_given_free(&given);
-    if (!st && kv_vk_validation_errors())
-        st = kv_error(KV_EDEVICE, "the validation layer reported %u errors", kv_vk_validation_errors());
-    int code = st ? (int)st : kv_report_exit_code(&report);
-    if (st) fprintf(stderr, "kverify: %s\n", kv_error_msg());
-    kv_report_free(&report);
+    struct kv_select all = {NULL, 1, 1};
+    code = kv_run_jobs(&job, 1, &job.o.out, &all);
+    kv_job_free(&job);
     return code;
 }

@@ -7,6 +7,9 @@
 int cmd_kernel(const struct kv_kernel *k, int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_devices(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
 void kv_usage(FILE *f);
 
 #endif

@@ -15,6 +15,9 @@ struct command {
 static const struct command commands[] = {
     {"list", cmd_list, "kernels, stages, outputs, parameters (--abi: stage interfaces)"},
     {"devices", cmd_devices, "usable Vulkan devices and what they support"},
+    {"run", cmd_run, "run a suite file of cases in one process (--shard I/N, --filter, --baseline)"},
+    {"merge", cmd_merge, "merge shard reports into the report of the whole run (-o ALL.json)"},
+    {"compare", cmd_compare, "regressions between two reports (exit 1 on any)"},
 };
 
 void kv_usage(FILE *f)

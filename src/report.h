@@ -32,6 +32,7 @@ enum kv_case_status { KV_CASE_PASS, KV_CASE_FAIL, KV_CASE_ERROR, KV_CASE_SKIP };
 
 struct kv_case_result {
     char name[256];
+    size_t index;          /* position in the whole (unsharded, filtered) run: merge orders by it */
     const char *kernel;
     uint64_t seed;
     int n_params;
@@ -79,6 +80,14 @@ void kv_table_summary(FILE *f, const struct kv_report *r);
 
 /* JSON report (schema 1), written whole or not at all; "-" is stdout. */
 enum kv_status kv_report_write_json(const struct kv_report *r, const char *path);
+
+/* The JSON report as a cJSON tree (schema 1), the summary recomputed from a
+ * tree's cases (merge uses it too, so a merged report equals the unsharded
+ * one), and printing a tree atomically. */
+struct cJSON;
+struct cJSON *kv_report_json(const struct kv_report *r);
+void kv_json_set_summary(struct cJSON *root);
+enum kv_status kv_json_write(const struct cJSON *root, const char *path);
 
 /* JUnit XML (one testcase per judged output row) and Markdown (the table),
  * written whole or not at all; "-" is stdout. */

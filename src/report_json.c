@@ -96,6 +96,7 @@ static cJSON *case_json(const struct kv_case_result *c)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "name", c->name);
+    cJSON_AddNumberToObject(o, "index", (double)c->index);
     cJSON_AddStringToObject(o, "kernel", c->kernel);
     cJSON *params = cJSON_AddObjectToObject(o, "params");
     for (int i = 0; i < c->n_params; i++) {
@@ -128,33 +129,57 @@ static cJSON *case_json(const struct kv_case_result *c)
     return o;
 }
 
-enum kv_status kv_report_write_json(const struct kv_report *r, const char *path)
+void kv_json_set_summary(cJSON *root)
 {
-    enum kv_status st = KV_OK;
-    char *text = NULL;
+    size_t n = 0, p = 0, f = 0, e = 0, sk = 0;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(root, "cases"))
+    {
+        const char *st = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "status"));
+        n++;
+        if (!st) continue;
+        p += !strcmp(st, "pass"), f += !strcmp(st, "fail"), e += !strcmp(st, "error"), sk += !strcmp(st, "skip");
+    }
+    cJSON_DeleteItemFromObjectCaseSensitive(root, "summary");
+    cJSON *sum = cJSON_AddObjectToObject(root, "summary");
+    cJSON_AddNumberToObject(sum, "cases", (double)n);
+    cJSON_AddNumberToObject(sum, "passed", (double)p);
+    cJSON_AddNumberToObject(sum, "failed", (double)f);
+    cJSON_AddNumberToObject(sum, "errors", (double)e);
+    cJSON_AddNumberToObject(sum, "skipped", (double)sk);
+}
+
+cJSON *kv_report_json(const struct kv_report *r)
+{
     cJSON *root = cJSON_CreateObject();
-    KV_CHECK(root, KV_EDATA, "%s: out of memory building the report", path);
+    if (!root) return NULL;
     cJSON *kv = cJSON_AddObjectToObject(root, "kverify");
     cJSON_AddStringToObject(kv, "version", KV_VERSION);
     cJSON_AddNumberToObject(kv, "schema", 1);
     cJSON_AddItemToObject(root, "device", device_json(r));
     cJSON *cases = cJSON_AddArrayToObject(root, "cases");
     for (size_t i = 0; i < r->n; i++) cJSON_AddItemToArray(cases, case_json(&r->cases[i]));
-    size_t p, f, e, s;
-    kv_report_counts(r, &p, &f, &e, &s);
-    cJSON *sum = cJSON_AddObjectToObject(root, "summary");
-    cJSON_AddNumberToObject(sum, "cases", (double)r->n);
-    cJSON_AddNumberToObject(sum, "passed", (double)p);
-    cJSON_AddNumberToObject(sum, "failed", (double)f);
-    cJSON_AddNumberToObject(sum, "errors", (double)e);
-    cJSON_AddNumberToObject(sum, "skipped", (double)s);
-    text = cJSON_Print(root);
+    kv_json_set_summary(root);
+    return root;
+}
+
+enum kv_status kv_json_write(const cJSON *root, const char *path)
+{
+    enum kv_status st = KV_OK;
+    char *text = cJSON_Print(root);
     KV_CHECK(text, KV_EDATA, "%s: out of memory printing the report", path);
-    size_t len = strlen(text);
-    KV_TRY(kv_write_atomic(path, text, len));
+    KV_TRY(kv_write_atomic(path, text, strlen(text)));
     if (strcmp(path, "-") == 0) fputc('\n', stdout);
 cleanup:
     free(text);
+    return st;
+}
+
+enum kv_status kv_report_write_json(const struct kv_report *r, const char *path)
+{
+    cJSON *root = kv_report_json(r);
+    if (!root) return kv_error(KV_EDATA, "%s: out of memory building the report", path);
+    enum kv_status st = kv_json_write(root, path);
     cJSON_Delete(root);
     return st;
 }

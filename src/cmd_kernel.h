@@ -1,0 +1,72 @@
+/* Kernel options and jobs: what `kverify KERNEL` and `kverify run SUITE`
+ * share. A job is one kernel with its options and built cases; kv_run_jobs
+ * runs a list of them on one device, with pipelines made once per kernel,
+ * and writes the reports. */
+#ifndef KV_CMD_KERNEL_H
+#define KV_CMD_KERNEL_H
+
+#include <regex.h>
+
+#include "run.h"
+#include "source.h"
+
+/* Report and run-wide options. */
+struct kv_outputs {
+    const char *json, *junit, *markdown, *baseline, *device;
+    double regress_factor; /* default 2 */
+    int verbose;
+};
+
+struct kopts {
+    struct kv_run_opts run;
+    struct kv_outputs out;
+    uint64_t seed, seeds, range_lo;
+    int seeds_given, seed_from_range, seed_given, sweep, no_device;
+    const char *inputs;
+    const char *set[KV_MAX_PARAMS];
+    const char *candidate[2 * KV_MAX_TENSORS];
+    int n_candidates;
+};
+
+struct kv_job {
+    const struct kv_kernel *k;
+    struct kopts o;
+    struct kv_given given;
+    struct kv_case *cases;
+    size_t n_cases;
+    int need_device;
+    /* A suite entry that could not be built becomes one error row. */
+    const char *label;
+    enum kv_status error;
+    char error_msg[512];
+    /* A suite entry's argument strings, which the options point into. */
+    char **argv;
+    int argc;
+};
+
+/* Which cases run: those whose name matches filter (NULL: all), then every
+ * shard_n-th of them starting at shard_i (1-based). */
+struct kv_select {
+    const regex_t *filter;
+    int shard_i, shard_n;
+};
+
+void kv_kopts_init(struct kopts *o);
+enum kv_status kv_kopts_parse(const struct kv_kernel *k, int argc, char **argv, struct kopts *o, int *help);
+/* Check the report paths before any work: writable directories, at most one on stdout. */
+enum kv_status kv_outputs_check(const struct kv_outputs *o);
+/* Read the job's files and build its cases. */
+enum kv_status kv_job_build(struct kv_job *j);
+void kv_job_free(struct kv_job *j);
+/* Run the selected cases of every job, print the table, write the reports,
+ * compare with the baseline; returns the exit code. */
+int kv_run_jobs(struct kv_job *jobs, size_t n, const struct kv_outputs *out, const struct kv_select *sel);
+
+/* The regression table of cur against prev (report trees): printed to f;
+ * returns the number of regressions (improvements are listed, not counted). */
+struct cJSON;
+size_t kv_regressions(const struct cJSON *prev, const struct cJSON *cur, double factor, FILE *f);
+/* Read a JSON report file (KV_EDATA naming the file if it is not one). */
+enum kv_status kv_report_read(const char *path, struct cJSON **out);
+
+#endif
