@@ -202,6 +202,12 @@ static enum kv_status load_suite(const char *path, struct kv_job **jobs, size_t 
         }
         if (j->o.run.save_dir) st = kv_mkdir_p(j->o.run.save_dir);
         if (!st) st = kv_job_build(j);
+        if (st == KV_EUSAGE) { /* a bad value is the suite's usage error, before anything runs */
+            char msg[600];
+            snprintf(msg, sizeof msg, "%s", kv_error_msg());
+            st = kv_error(KV_EUSAGE, "%s (%s): %s", what, kn, msg);
+            goto cleanup;
+        }
         if (st) { /* files that cannot be read: this entry errors, the others run */
             j->error = st;
             snprintf(j->error_msg, sizeof j->error_msg, "%s", kv_error_msg());

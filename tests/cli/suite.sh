@@ -1,0 +1,86 @@
+# kverify run: the smoke suite, sharding and merge (equal to the unsharded
+# report apart from times), --filter, a baseline that catches a mutant,
+# a suite whose case errors, a killed run that leaves the report intact, and
+# bad input.
+. "$(dirname "$0")/lib.bash"
+S="$KV_SRC/suites/smoke.json"
+expect_exit 0 "$KV" run "$S" --json "$TMP/all.json" --junit "$TMP/all.xml"
+n=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['summary']['cases'])" "$TMP/all.json")
+[ "$n" -ge 40 ] || fail "smoke suite ran only $n cases"
+for i in 1 2 3; do expect_exit 0 "$KV" run "$S" --shard "$i/3" --json "$TMP/s$i.json"; done
+expect_exit 0 "$KV" merge "$TMP/s3.json" "$TMP/s1.json" "$TMP/s2.json" -o "$TMP/merged.json"
+same() { # same report apart from times
+  python3 - "$1" "$2" <<'PY'
+import json, sys
+def strip(d):
+    for c in d["cases"]: c.pop("time_ms", None)
+    return d
+a, b = (strip(json.load(open(p))) for p in sys.argv[1:3])
+assert a == b, "reports differ"
+PY
+}
+same "$TMP/all.json" "$TMP/merged.json" || fail "merged shards differ from the unsharded report"
+# A filter selects by case name; shards of a filtered run merge to it too.
+expect_exit 0 "$KV" run "$S" --filter '^qdq-affine' --json "$TMP/q.json"
+python3 -c "import json,sys; c=json.load(open(sys.argv[1]))['cases']; assert c and all(x['kernel']=='qdq-affine' for x in c)" "$TMP/q.json" || fail "--filter"
+for i in 1 2; do expect_exit 0 "$KV" run "$S" --filter '^qdq-affine' --shard "$i/2" --json "$TMP/q$i.json"; done
+expect_exit 0 "$KV" merge "$TMP/q1.json" "$TMP/q2.json" -o "$TMP/qm.json"
+same "$TMP/q.json" "$TMP/qm.json" || fail "merged filtered shards differ"
+expect_error 3 "two reports hold case" "$KV" merge "$TMP/q1.json" "$TMP/q1.json" -o "$TMP/report.json"
+
+# A baseline run against a mutant reports the regression and exits 1.
+mkdir -p "$TMP/mut" && cp "$KV_SRC"/shaders/* "$TMP/mut/"
+patch -s -p1 -d "$TMP/mut" < "$KV_SRC/tests/mutants/qdq-round-half-even.patch" || fail "patch"
+Q=(qdq-affine --groups 16 --group-size 8 --bits 1 --dist ties)
+expect_exit 0 "$KV" "${Q[@]}" --json "$TMP/base.json"
+expect_exit 0 "$KV" "${Q[@]}" --baseline "$TMP/base.json"
+grep -q '^0 regressions' "$TMP/out" || fail "a run equal to its baseline must show no regression"
+expect_exit 1 "$KV" "${Q[@]}" --shader init="$TMP/mut/qdq_affine_init.comp" --baseline "$TMP/base.json" --json "$TMP/cur.json"
+grep -Eq 'REGRESSION .* q +newly failing' "$TMP/out" || fail "the baseline did not report the newly failing codes"
+expect_exit 1 "$KV" compare "$TMP/base.json" "$TMP/cur.json"
+grep -Eq '^[1-9][0-9]* regressions' "$TMP/out" || fail "compare: no regressions counted"
+expect_exit 0 "$KV" compare "$TMP/cur.json" "$TMP/base.json"
+grep -q 'improved' "$TMP/out" || fail "compare: improvements not listed"
+
+# An entry that errors (its inputs file is missing) does not stop the others.
+cat > "$TMP/err.json" <<'JSON'
+{"cases": [
+  {"kernel": "rmsnorm-bwd", "params": {"rows": 3, "dim": 7}},
+  {"kernel": "rmsnorm-bwd", "name": "missing", "inputs": "no/such/file.npz"},
+  {"kernel": "qdq-affine", "params": {"groups": 4}}
+]}
+JSON
+expect_exit 3 "$KV" run "$TMP/err.json" --json "$TMP/e.json"
+python3 - "$TMP/e.json" <<'PY' || fail "the erroring entry"
+import json, sys
+c = json.load(open(sys.argv[1]))["cases"]
+assert [x["status"] for x in c] == ["pass", "error", "pass"], [x["status"] for x in c]
+assert "no/such/file.npz" in c[1]["error"] and c[1]["name"] == "rmsnorm-bwd[missing]"
+PY
+
+# Killed mid-run, the previous report stays whole.
+printf '{"cases": [{"kernel": "rmsnorm-bwd", "params": {"rows": 512, "dim": 4096}, "seeds": "1..400"}]}' > "$TMP/long.json"
+cp "$TMP/base.json" "$TMP/keep.json"
+"$KV" run "$TMP/long.json" --json "$TMP/base.json" > /dev/null 2>&1 & pid=$!
+sleep 1.5; kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+cmp -s "$TMP/base.json" "$TMP/keep.json" || fail "a killed run changed the previous report"
+
+# Bad input: one line, the documented code, nothing written.
+J=(--json "$TMP/report.json")
+expect_error 2 "run: no suite file given" "$KV" run
+expect_error 2 "--shard I: 4 is out of range" "$KV" run "$S" --shard 4/3 "${J[@]}"
+expect_error 2 "--shard: 'x' is not I/N" "$KV" run "$S" --shard x "${J[@]}"
+expect_error 2 "--filter: '\(' is not a regular expression" "$KV" run "$S" --filter '(' "${J[@]}"
+expect_error 2 "--regress-factor: 0.5 is out of range" "$KV" run "$S" --regress-factor 0.5 "${J[@]}"
+printf '{"cases": [{"kernel": "rmsnorm-bwd", "colour": 1}]}' > "$TMP/bad1.json"
+expect_error 2 'cases\[0\]: unknown key "colour"' "$KV" run "$TMP/bad1.json" "${J[@]}"
+printf '{"cases": [{"kernel": "nope"}]}' > "$TMP/bad2.json"
+expect_error 2 'unknown kernel "nope"' "$KV" run "$TMP/bad2.json" "${J[@]}"
+printf '{"cases": [{"kernel": "rmsnorm-bwd", "params": {"rows": 0}}]}' > "$TMP/bad3.json"
+expect_error 2 'cases\[0\] \(rmsnorm-bwd\): --rows: 0 is out of range' "$KV" run "$TMP/bad3.json" "${J[@]}"
+printf '{"cases": [' > "$TMP/bad4.json"
+expect_error 3 "bad4.json: not JSON" "$KV" run "$TMP/bad4.json" "${J[@]}"
+expect_error 3 "not JSON" "$KV" compare "$TMP/bad4.json" "$TMP/cur.json"
+expect_error 2 "compare: needs two reports" "$KV" compare "$TMP/cur.json"
+expect_error 2 "merge: no output given" "$KV" merge "$TMP/q1.json"
+expect_error 3 "not a kverify report" "$KV" merge "$TMP/bad1.json" -o "$TMP/report.json"
