@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "cmd_kernel.h"
 #include "commands.h"
+#include "io_npy.h"
 #include "save.h"
 
 #define MAX_ARGS 128
@@ -151,16 +152,9 @@ static enum kv_status load_suite(const char *path, struct kv_job **jobs, size_t 
     char *slash = strrchr(dir, '/');
     if (slash) *slash = '\0';
     else dir[0] = '\0';
-    FILE *f = fopen(path, "rb");
-    KV_CHECK(f, KV_EDATA, "%s: cannot open the suite", path);
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    rewind(f);
-    char *buf = size >= 0 && size < (1L << 26) ? malloc((size_t)size + 1) : NULL;
-    size_t got = buf ? fread(buf, 1, (size_t)size, f) : 0;
-    fclose(f);
-    KV_CHECK(buf && got == (size_t)size, KV_EDATA, "%s: cannot read the suite", path);
-    buf[size] = '\0';
+    char *buf = NULL;
+    size_t size;
+    KV_TRY(kv_read_file(path, (size_t)1 << 26, &buf, &size));
     root = cJSON_Parse(buf);
     free(buf);
     KV_CHECK(root, KV_EDATA, "%s: not JSON", path);

@@ -11,21 +11,15 @@
 #include <string.h>
 
 #include "cmd_kernel.h"
+#include "io_npy.h"
 
 enum kv_status kv_report_read(const char *path, cJSON **out)
 {
     enum kv_status st = KV_OK;
-    *out = NULL;
-    FILE *f = fopen(path, "rb");
     char *buf = NULL;
-    KV_CHECK(f, KV_EDATA, "%s: cannot open the report", path);
-    KV_CHECK(fseek(f, 0, SEEK_END) == 0, KV_EDATA, "%s: cannot read the report", path);
-    long size = ftell(f);
-    KV_CHECK(size >= 0 && size < (1L << 30), KV_EDATA, "%s: cannot read the report (size)", path);
-    rewind(f);
-    buf = malloc((size_t)size + 1);
-    KV_CHECK(buf && fread(buf, 1, (size_t)size, f) == (size_t)size, KV_EDATA, "%s: cannot read the report", path);
-    buf[size] = '\0';
+    size_t size;
+    *out = NULL;
+    KV_TRY(kv_read_file(path, (size_t)1 << 31, &buf, &size));
     *out = cJSON_Parse(buf);
     KV_CHECK(*out, KV_EDATA, "%s: not JSON (near byte %ld)", path,
              cJSON_GetErrorPtr() ? (long)(cJSON_GetErrorPtr() - buf) : 0L);
@@ -35,7 +29,6 @@ enum kv_status kv_report_read(const char *path, cJSON **out)
     const cJSON *schema = cJSON_GetObjectItemCaseSensitive(kv, "schema");
     KV_CHECK(cJSON_IsNumber(schema) && schema->valuedouble == 1, KV_EDATA, "%s: report schema is not 1", path);
 cleanup:
-    if (f) fclose(f);
     free(buf);
     if (st) cJSON_Delete(*out), *out = NULL;
     return st;

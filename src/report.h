@@ -73,6 +73,9 @@ void kv_report_counts(const struct kv_report *r, size_t *passed, size_t *failed,
 int kv_report_exit_code(const struct kv_report *r);
 const char *kv_case_status_str(enum kv_case_status s);
 
+/* "[i,j] device vs oracle" of an output's worst element, or "-". */
+void kv_output_worst_str(const struct kv_output_result *o, char *buf, size_t size);
+
 /* Terminal table: a header, then rows as cases finish. */
 void kv_table_header(FILE *f);
 void kv_table_case(FILE *f, const struct kv_case_result *c);

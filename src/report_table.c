@@ -11,14 +11,6 @@ void kv_table_header(FILE *f)
             "worst [index] device vs oracle", "result");
 }
 
-static void index_str(const struct kv_output_result *o, char *buf, size_t size)
-{
-    size_t n = (size_t)snprintf(buf, size, "[");
-    for (int d = 0; d < o->ndim && n < size; d++)
-        n += (size_t)snprintf(buf + n, size - n, "%s%" PRId64, d ? "," : "", o->worst_idx[d]);
-    if (n < size) snprintf(buf + n, size - n, "]");
-}
-
 void kv_table_case(FILE *f, const struct kv_case_result *c)
 {
     fprintf(f, "%s  %s\n", c->name, kv_case_status_str(c->status));
@@ -30,11 +22,8 @@ void kv_table_case(FILE *f, const struct kv_case_result *c)
     for (int i = 0; i < c->n_outputs; i++) {
         const struct kv_output_result *o = &c->out[i];
         const struct kv_metrics *m = &o->m;
-        char worst[96] = "-", idx[48];
-        if (m->has_worst) {
-            index_str(o, idx, sizeof idx);
-            snprintf(worst, sizeof worst, "%s %.9g vs %.9g", idx, m->worst_c, m->worst_y);
-        }
+        char worst[160];
+        kv_output_worst_str(o, worst, sizeof worst);
         if (m->integer) {
             size_t mism = m->elements - m->exact;
             fprintf(f, "  %-16s codes: %zu of %zu exact, %zu differ (%zu across a tie, %zu flushed, %zu unexplained), "

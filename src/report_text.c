@@ -59,7 +59,7 @@ static void put_xml(struct buf *b, const char *s)
     }
 }
 
-static void worst_str(const struct kv_output_result *o, char *buf, size_t size)
+void kv_output_worst_str(const struct kv_output_result *o, char *buf, size_t size)
 {
     const struct kv_metrics *m = &o->m;
     if (!m->has_worst) {
@@ -77,7 +77,7 @@ static void failure_str(const struct kv_output_result *o, char *buf, size_t size
 {
     const struct kv_metrics *m = &o->m;
     char worst[160];
-    worst_str(o, worst, sizeof worst);
+    kv_output_worst_str(o, worst, sizeof worst);
     if (m->integer)
         snprintf(buf, size, "%s: %zu unexplained code differences, max |diff| %g; first at %s", o->name,
                  m->unexplained, m->max_abs, worst);
@@ -216,7 +216,7 @@ enum kv_status kv_report_write_markdown(const struct kv_report *r, const char *p
             const struct kv_output_result *o = &c->out[j];
             const struct kv_metrics *m = &o->m;
             char worst[160];
-            worst_str(o, worst, sizeof worst);
+            kv_output_worst_str(o, worst, sizeof worst);
             put(&b, "| `");
             put_md(&b, c->name);
             put(&b, "` | %s%s | ", o->name, o->judged ? "" : " (not judged)");
