@@ -13,7 +13,7 @@
 #include "source.h"
 
 enum {
-    OPT_SEED = 1000, OPT_SEEDS, OPT_SWEEP, OPT_REPEAT, OPT_JSON, OPT_DEVICE, OPT_SHADER, OPT_NO_SUBGROUP, OPT_NO_8BIT, OPT_JUNIT, OPT_MARKDOWN, OPT_BASELINE, OPT_REGRESS,
+    OPT_SEED = 1000, OPT_SEEDS, OPT_SWEEP, OPT_REPEAT, OPT_JSON, OPT_DEVICE, OPT_SHADER, OPT_NO_SUBGROUP, OPT_NO_8BIT, OPT_JUNIT, OPT_MARKDOWN, OPT_BASELINE, OPT_REGRESS, OPT_BENCH,
     OPT_LAMBDA, OPT_MAX_ULP, OPT_RTOL, OPT_ATOL, OPT_MAX_NMSE, OPT_VERBOSE, OPT_HELP, OPT_INPUTS,
     OPT_CANDIDATE, OPT_SAVE, OPT_NO_DEVICE, OPT_ORACLE, OPT_SAMPLE, OPT_PARAM = 2000,
 };
@@ -23,6 +23,7 @@ static const struct option common_opts[] = {
     {"seeds", required_argument, NULL, OPT_SEEDS},
     {"sweep", no_argument, NULL, OPT_SWEEP},
     {"repeat", required_argument, NULL, OPT_REPEAT},
+    {"bench", required_argument, NULL, OPT_BENCH},
     {"json", required_argument, NULL, OPT_JSON},
     {"junit", required_argument, NULL, OPT_JUNIT},
     {"markdown", required_argument, NULL, OPT_MARKDOWN},
@@ -63,6 +64,8 @@ static void kernel_usage(const struct kv_kernel *k, FILE *f)
                "                               [default: 1; with --sweep: %d]\n"
                "  --sweep                      run the kernel's built-in shapes (kverify list)\n"
                "  --repeat N                   run the device N times, fail on any difference [default: 1]\n"
+               "  --bench N                    time each stage N times back to back after 3 warm-up runs:\n"
+               "                               min and median, GB/s, GFLOP/s [default: off]\n"
                "  --shader STAGE=FILE          replace a stage's shader (.comp or .spv; kverify list --abi)\n"
                "  --no-subgroup                use the shared-memory reduction shaders\n"
                "  --no-8bit-storage            read and write 8-bit codes as packed words\n"
@@ -160,6 +163,10 @@ enum kv_status kv_kopts_parse(const struct kv_kernel *k, int argc, char **argv, 
             o->seeds_given = 1;
             break;
         case OPT_SWEEP: o->sweep = 1; break;
+        case OPT_BENCH:
+            KV_TRY(kv_parse_i64("--bench", arg, 1, 1000, &v));
+            o->run.bench = (int)v;
+            break;
         case OPT_REPEAT:
             KV_TRY(kv_parse_i64("--repeat", arg, 1, 64, &v));
             o->run.repeat = (int)v;

@@ -175,6 +175,58 @@ cleanup:
     return st;
 }
 
+/* The bindings of stage s on its isolated inputs (the first pass of kv_plan_run). */
+static void stage_bindings(const struct kv_kernel *k, struct kv_case *c, struct kv_plan *p, int s,
+                           struct kv_vk_range *bind)
+{
+    const struct kv_stage_def *sd = &k->stages[s];
+    for (int i = 0; i < sd->n_bindings; i++) {
+        int t = sd->bindings[i];
+        size_t bytes = kv_tensor_bytes(&c->t[t]);
+        const struct kv_tensor_def *td = &k->tensors[t];
+        const struct kv_vk_buffer *buf = td->role == KV_OUTPUT && td->stage != s ? &p->iso[t] : &p->dev[t];
+        bind[i] = whole(buf, bytes ? round4(bytes) : 4);
+    }
+}
+
+enum kv_status kv_plan_bench(struct kv_runner *r, struct kv_case *c, struct kv_plan *p, const int *run_stage, int n,
+                             double *min_ms, double *median_ms)
+{
+    enum kv_status st = KV_OK;
+    const struct kv_kernel *k = r->k;
+    enum { WARMUP = 3 };
+    double *t = malloc((size_t)n * sizeof *t);
+    KV_CHECK(t, KV_EDEVICE, "out of host memory for --bench");
+    for (int s = 0; s < k->n_stages; s++) {
+        min_ms[s] = median_ms[s] = 0;
+        if (!run_stage[s]) continue;
+        struct kv_vk_batch b;
+        int stamps[1024 + WARMUP + 2];
+        KV_TRY(kv_vk_batch_begin(r->d, (uint32_t)(n + WARMUP), (uint32_t)(n + WARMUP + 2), &b));
+        struct kv_vk_range bind[KV_VK_MAX_BINDINGS];
+        stage_bindings(k, c, p, s, bind);
+        unsigned char push[256] = {0};
+        uint32_t groups[3];
+        k->stages[s].launch(c, r->local[s], r->d->info.max_groups, push, groups);
+        stamps[0] = kv_vk_batch_stamp(&b);
+        for (int i = 0; i < n + WARMUP; i++) {
+            st = kv_vk_batch_dispatch(&b, &r->pipe[s], bind, push, groups);
+            if (st) break;
+            kv_vk_batch_barrier(&b, KV_BARRIER_COMPUTE_TO_COMPUTE);
+            stamps[i + 1] = kv_vk_batch_stamp(&b);
+        }
+        if (!st) st = kv_vk_batch_submit(&b);
+        for (int i = 0; !st && i < n; i++) t[i] = kv_vk_batch_ms(&b, stamps[WARMUP + i], stamps[WARMUP + i + 1]);
+        kv_vk_batch_destroy(&b);
+        if (st) goto cleanup;
+        median_ms[s] = kv_quantile(t, (size_t)n, 0.5);
+        min_ms[s] = kv_quantile(t, (size_t)n, 0.0);
+    }
+cleanup:
+    free(t);
+    return st;
+}
+
 /* Guard words start after the last whole word of the output (a packed
  * 16-bit output may write the rest of its last word). */
 size_t kv_guard_check(const void *base, size_t bytes, size_t padded)

@@ -134,6 +134,18 @@ size_t kv_regressions(const cJSON *prev, const cJSON *cur, double factor, FILE *
             row(&t, 1, cs, "-", !strcmp(b, "error") ? "newly erroring" : "newly failing", a, b);
         else if (strcmp(a, "pass") && !strcmp(b, "pass")) row(&t, 0, cs, "-", "now passing", a, b);
         compare_outputs(&t, cs, c, n, factor);
+        /* --bench: a stage's fastest time grown by more than the factor is a slowdown. */
+        const cJSON *pb = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(c, "bench"), "stages");
+        const cJSON *nb = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(n, "bench"), "stages");
+        const cJSON *s;
+        cJSON_ArrayForEach(s, pb)
+        {
+            const cJSON *q = cJSON_GetObjectItemCaseSensitive(nb, s->string);
+            if (!q) continue;
+            char stage[80];
+            snprintf(stage, sizeof stage, "stage %s", s->string);
+            grown(&t, cs, stage, "bench min time (ms)", num(s, "min_ms"), num(q, "min_ms"), factor, 0);
+        }
     }
     cJSON_ArrayForEach(c, ccs) if (!find(pcs, str(c, "name"))) row(&t, -1, str(c, "name"), "-", "case added", "absent", str(c, "status"));
     fprintf(f, "%zu regressions, %zu improvements or changes listed\n", t.regress, t.improve);

@@ -54,6 +54,13 @@ struct kv_case_result {
     const char *stage_name[KV_MAX_STAGES];
     double stage_ms[KV_MAX_STAGES];     /* median device time per stage */
     double stage_min_ms[KV_MAX_STAGES]; /* and the fastest of the --repeat runs */
+    int bench_runs;                     /* --bench N, or 0 */
+    struct {
+        int ran;
+        double min_ms, median_ms;
+        double bytes;  /* the fewest bytes the stage must move: each bound tensor once */
+        double flops;  /* 0 when the kernel does not count them */
+    } bench[KV_MAX_STAGES];
 };
 
 struct kv_report {

@@ -126,6 +126,24 @@ static cJSON *case_json(const struct kv_case_result *c)
     for (int i = 0; i < c->n_stages; i++) add_num(st, c->stage_name[i], c->stage_ms[i]);
     cJSON *sm = cJSON_AddObjectToObject(t, "stages_min");
     for (int i = 0; i < c->n_stages; i++) add_num(sm, c->stage_name[i], c->stage_min_ms[i]);
+    if (c->bench_runs) {
+        cJSON *b = cJSON_AddObjectToObject(o, "bench");
+        cJSON_AddNumberToObject(b, "runs", c->bench_runs);
+        cJSON *bs = cJSON_AddObjectToObject(b, "stages");
+        for (int i = 0; i < c->n_stages; i++) {
+            if (!c->bench[i].ran) continue;
+            cJSON *x = cJSON_AddObjectToObject(bs, c->stage_name[i]);
+            double mn = c->bench[i].min_ms;
+            add_num(x, "min_ms", mn);
+            add_num(x, "median_ms", c->bench[i].median_ms);
+            add_num(x, "bytes", c->bench[i].bytes);
+            add_num(x, "flops", c->bench[i].flops);
+            add_num(x, "gb_per_s", mn > 0 ? c->bench[i].bytes / mn / 1e6 : 0);
+            add_num(x, "gflop_per_s", mn > 0 ? c->bench[i].flops / mn / 1e6 : 0);
+        }
+    } else {
+        cJSON_AddNullToObject(o, "bench");
+    }
     return o;
 }
 

@@ -11,6 +11,8 @@ void kv_table_header(FILE *f)
             "worst [index] device vs oracle", "result");
 }
 
+static void bench_rows(FILE *f, const struct kv_case_result *c);
+
 void kv_table_case(FILE *f, const struct kv_case_result *c)
 {
     fprintf(f, "%s  %s\n", c->name, kv_case_status_str(c->status));
@@ -46,6 +48,19 @@ void kv_table_case(FILE *f, const struct kv_case_result *c)
             fprintf(f, "  (%zu elements depend on a rounding a legal device may flip)", m->ambiguous);
         if (m->slack_used && !o->check) fprintf(f, "  (%zu elements within bound by a legal upstream choice)", m->slack_used);
         if (m->nan_match + m->inf_match) fprintf(f, "  (%zu NaN, %zu Inf match the oracle)", m->nan_match, m->inf_match);
+        fputc('\n', f);
+    }
+    bench_rows(f, c);
+}
+
+static void bench_rows(FILE *f, const struct kv_case_result *c)
+{
+    for (int s = 0; s < c->n_stages; s++) {
+        if (!c->bench[s].ran) continue;
+        double mn = c->bench[s].min_ms;
+        fprintf(f, "  bench %-10s min %.4f ms, median %.4f ms over %d runs: %.1f GB/s", c->stage_name[s], mn,
+                c->bench[s].median_ms, c->bench_runs, mn > 0 ? c->bench[s].bytes / mn / 1e6 : 0.0);
+        if (c->bench[s].flops > 0) fprintf(f, ", %.1f GFLOP/s", mn > 0 ? c->bench[s].flops / mn / 1e6 : 0.0);
         fputc('\n', f);
     }
 }

@@ -318,6 +318,24 @@ static enum kv_status run_case(struct kv_runner *r, struct kv_case *c, const str
                 }
             }
         }
+        if (o->bench > 0) {
+            double mn[KV_MAX_STAGES], md[KV_MAX_STAGES];
+            KV_TRY(kv_plan_bench(r, c, &p, run_stage, o->bench, mn, md));
+            res->bench_runs = o->bench;
+            for (int s = 0; s < k->n_stages; s++) {
+                if (!run_stage[s]) continue;
+                const struct kv_stage_def *sd = &k->stages[s];
+                double bytes = 0;
+                for (int i = 0; i < sd->n_bindings; i++) {
+                    int dup = 0;
+                    for (int j = 0; j < i; j++) dup |= sd->bindings[j] == sd->bindings[i];
+                    if (!dup) bytes += (double)kv_tensor_bytes(&c->t[sd->bindings[i]]);
+                }
+                res->bench[s].ran = 1;
+                res->bench[s].min_ms = mn[s], res->bench[s].median_ms = md[s], res->bench[s].bytes = bytes;
+                res->bench[s].flops = sd->flops ? sd->flops(c) : 0;
+            }
+        }
         for (int s = 0; s < k->n_stages; s++) {
             double v[64];
             for (int rep = 0; rep < repeat; rep++) v[rep] = stage_runs[rep][s];

@@ -17,6 +17,7 @@ struct kv_run_opts {
     const char *save_dir;               /* --save DIR, or NULL */
     int oracle;                         /* KV_ORACLE_SPEC, _EXACT or _BOTH */
     int64_t sample;                     /* --sample N: random elements per output (0: all) */
+    int bench;                          /* --bench N: timed runs per stage after warm-up (0: none) */
 };
 
 /* Pipelines for one kernel on one device, created once per process. */

@@ -73,13 +73,23 @@ static void launch(const struct kv_case *c, const uint32_t local[3], const uint3
     "groups = (min(batch*heads*ceil(seq/64), maxComputeWorkGroupCount.x), 1, 1); workgroup item "        \
     "id = head + heads*(chunk + ceil(seq/64)*batch), grid-strided by gl_NumWorkGroups.x"
 
+/* Each output element: a dot of (up to) 64 terms, counted as 64 multiply-adds. */
+static double u_flops(const struct kv_case *c)
+{
+    return 2.0 * 64 * (double)c->p[P_B].i * (double)c->p[P_T].i * (double)c->p[P_H].i * (double)c->p[P_V].i;
+}
+static double w_flops(const struct kv_case *c)
+{
+    return 2.0 * 64 * (double)c->p[P_B].i * (double)c->p[P_T].i * (double)c->p[P_H].i * (double)c->p[P_K].i;
+}
+
 static const struct kv_stage_def stages[] = {
     [S_U] = {.name = "u", .subgroup = KV_SPIRV(u_sh), .fallback = KV_SPIRV(u_sh), .n_bindings = 4,
              .bindings = {T_V, T_BETA, T_A, T_U}, .push_size = sizeof(struct push), .push_doc = PUSH_DOC,
-             .dispatch_doc = DISPATCH_DOC, .launch = launch, .needs = KV_NEED_STORAGE16},
+             .dispatch_doc = DISPATCH_DOC, .launch = launch, .needs = KV_NEED_STORAGE16, .flops = u_flops},
     [S_W] = {.name = "w", .subgroup = KV_SPIRV(w_sh), .fallback = KV_SPIRV(w_sh), .n_bindings = 5,
              .bindings = {T_K, T_BETA, T_G, T_A, T_W}, .push_size = sizeof(struct push), .push_doc = PUSH_DOC,
-             .dispatch_doc = DISPATCH_DOC, .launch = launch, .needs = KV_NEED_STORAGE16},
+             .dispatch_doc = DISPATCH_DOC, .launch = launch, .needs = KV_NEED_STORAGE16, .flops = w_flops},
 };
 
 static enum kv_status validate(struct kv_case *c)

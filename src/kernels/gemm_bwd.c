@@ -112,20 +112,26 @@ static void launch_cast(const struct kv_case *c, const uint32_t local[3], const 
 #define TILES_DOC "a 16x16 workgroup per output tile; tile t = gl_WorkGroupID.y*gl_NumWorkGroups.x + " \
                   "gl_WorkGroupID.x, strided by the group count; groups.x = min(tiles, 65535)"
 
+/* Each product stage: m*n*k multiply-adds. */
+static double gemm_flops(const struct kv_case *c)
+{
+    return 2.0 * (double)c->p[P_M].i * (double)c->p[P_N].i * (double)c->p[P_K].i;
+}
+
 static const struct kv_stage_def stages[] = {
     [S_DA] = {"dA", KV_SPIRV(dA_sg), KV_SPIRV(dA_sh), 3, {T_DC, T_B, T_DA}, sizeof(struct push),
-              "uint m; uint n; uint k;", TILES_DOC " over dA[m, k]", launch_dA, is_f32},
+              "uint m; uint n; uint k;", TILES_DOC " over dA[m, k]", launch_dA, is_f32, .flops = gemm_flops},
     [S_DA_ACC] = {"dA_acc", KV_SPIRV(dA_acc_sg), KV_SPIRV(dA_acc_sh), 4, {T_DC, T_B, T_DAIN, T_DA_ACC},
-                  sizeof(struct push), "uint m; uint n; uint k;", TILES_DOC " over dA[m, k]", launch_dA, is_acc},
+                  sizeof(struct push), "uint m; uint n; uint k;", TILES_DOC " over dA[m, k]", launch_dA, is_acc, .flops = gemm_flops},
     [S_CAST] = {"cast", KV_SPIRV(cast_sg), KV_SPIRV(cast_sh), 2, {T_DC, T_DC16}, sizeof(struct push),
                 "uint m; uint n; uint k;",
                 "groups = min(ceil(m*n/2 / local_size_x), max); one packed word (two f16) per invocation, "
                 "grid-strided", launch_cast, is_f16},
     [S_DA16] = {"dA16", KV_SPIRV(dA16_sg), KV_SPIRV(dA16_sh), 3, {T_DC16, T_B16, T_DA16}, sizeof(struct push),
                 "uint m; uint n; uint k;", TILES_DOC " over dA[m, k]; f16 operands packed two per uint",
-                launch_dA, is_f16},
+                launch_dA, is_f16, .flops = gemm_flops},
     [S_DB] = {"dB", KV_SPIRV(dB_sg), KV_SPIRV(dB_sh), 3, {T_A, T_DC, T_DB}, sizeof(struct push),
-              "uint m; uint n; uint k;", TILES_DOC " over dB[k, n]", launch_dB, NULL},
+              "uint m; uint n; uint k;", TILES_DOC " over dB[k, n]", launch_dB, NULL, .flops = gemm_flops},
 };
 
 static enum kv_status validate(struct kv_case *c)

@@ -77,6 +77,9 @@ struct kv_stage_def {
      * the two above where the device has storageBuffer8BitAccess. */
     struct kv_spirv_blob subgroup8, fallback8;
     unsigned needs; /* KV_NEED_* device features the stage cannot run without */
+    /* Floating-point operations of one run of the stage (--bench GFLOP/s);
+     * NULL: none worth counting (memory-bound stages report GB/s only). */
+    double (*flops)(const struct kv_case *c);
 };
 
 enum { KV_NEED_STORAGE16 = 1 }; /* storageBuffer16BitAccess */
