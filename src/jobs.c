@@ -28,6 +28,20 @@ static void error_row(struct kv_case_result *res, const struct kv_job *j, const 
     snprintf(res->error, sizeof res->error, "%s", msg);
 }
 
+/* Whether the next case named `name` runs; *seen counts the cases the filter
+ * keeps (their position in the unsharded run, stored as *index). */
+static int selected(const struct kv_select *sel, const char *name, size_t *seen, size_t *index)
+{
+    if (sel->filter && regexec(sel->filter, name, 0, NULL, 0) != 0) return 0;
+    *index = (*seen)++;
+    return (int)(*index % (size_t)sel->shard_n) + 1 == sel->shard_i;
+}
+
+static const char *case_name(const struct kv_job *j, size_t i)
+{
+    return j->error ? j->label : j->cases[i].name;
+}
+
 int kv_run_jobs(struct kv_job *jobs, size_t n, const struct kv_outputs *out, const struct kv_select *sel)
 {
     enum kv_status st = KV_OK;
@@ -45,18 +59,12 @@ int kv_run_jobs(struct kv_job *jobs, size_t n, const struct kv_outputs *out, con
     if (out->baseline) KV_TRY(kv_report_read(out->baseline, &base));
 
     /* Select the cases; the device is opened only if a selected one needs it. */
-    size_t seen = 0;
+    size_t seen = 0, index;
     int need_device = 0;
-    for (size_t j = 0; j < n; j++) {
-        size_t m = jobs[j].error ? 1 : jobs[j].n_cases;
-        for (size_t i = 0; i < m; i++) {
-            const char *name = jobs[j].error ? jobs[j].label : jobs[j].cases[i].name;
-            int keep = !sel->filter || regexec(sel->filter, name, 0, NULL, 0) == 0;
-            if (!keep) continue;
-            if ((int)(seen++ % (size_t)sel->shard_n) + 1 == sel->shard_i && !jobs[j].error)
+    for (size_t j = 0; j < n; j++)
+        for (size_t i = 0; i < (jobs[j].error ? 1 : jobs[j].n_cases); i++)
+            if (selected(sel, case_name(&jobs[j], i), &seen, &index) && !jobs[j].error)
                 need_device |= jobs[j].need_device;
-        }
-    }
     if (need_device) {
         KV_TRY(kv_vk_open(out->device, &dev));
         report.has_device = 1;
@@ -78,12 +86,9 @@ int kv_run_jobs(struct kv_job *jobs, size_t n, const struct kv_outputs *out, con
     seen = 0;
     for (size_t j = 0; j < n; j++) {
         struct kv_job *jb = &jobs[j];
-        size_t m = jb->error ? 1 : jb->n_cases;
-        for (size_t i = 0; i < m; i++) {
-            const char *name = jb->error ? jb->label : jb->cases[i].name;
-            if (sel->filter && regexec(sel->filter, name, 0, NULL, 0) != 0) continue;
-            size_t index = seen++;
-            if ((int)(index % (size_t)sel->shard_n) + 1 != sel->shard_i) continue;
+        for (size_t i = 0; i < (jb->error ? 1 : jb->n_cases); i++) {
+            const char *name = case_name(jb, i);
+            if (!selected(sel, name, &seen, &index)) continue;
             struct kv_case_result *res = kv_report_add(&report);
             KV_CHECK(res, KV_EDEVICE, "out of host memory for the report");
             res->index = index;

@@ -101,6 +101,24 @@ static struct kv_vk_range whole(const struct kv_vk_buffer *b, size_t size)
     return (struct kv_vk_range){b, 0, size};
 }
 
+/* The bindings of stage s: pass 0 reads the oracle's rounded intermediates
+ * (stage isolation), pass 1 the device's own and writes the chained copies. */
+static void stage_bindings(const struct kv_kernel *k, struct kv_case *c, struct kv_plan *p, int s, int pass,
+                           struct kv_vk_range *bind)
+{
+    const struct kv_stage_def *sd = &k->stages[s];
+    for (int i = 0; i < sd->n_bindings; i++) {
+        int t = sd->bindings[i];
+        size_t bytes = kv_tensor_bytes(&c->t[t]);
+        const struct kv_tensor_def *td = &k->tensors[t];
+        const struct kv_vk_buffer *buf = &p->dev[t];
+        if (td->role == KV_OUTPUT && td->stage != s) buf = pass == 0 ? &p->iso[t] : &p->dev[t];
+        else if (td->role == KV_OUTPUT && pass == 1) buf = &p->chain[t];
+        /* Whole words: f16 and u8 tensors are read as packed uints. */
+        bind[i] = whole(buf, bytes ? round4(bytes) : 4);
+    }
+}
+
 /* Record and run every stage once: isolated stages, then chained reruns. */
 enum kv_status kv_plan_run(struct kv_runner *r, struct kv_case *c, struct kv_plan *p, const int *run_stage,
                                const int *chain_stage, double *stage_ms, double *upload_ms, double *download_ms)
@@ -132,16 +150,7 @@ enum kv_status kv_plan_run(struct kv_runner *r, struct kv_case *c, struct kv_pla
             const struct kv_stage_def *sd = &k->stages[s];
             if (!run_stage[s] || (pass == 1 && !chain_stage[s])) continue;
             struct kv_vk_range bind[KV_VK_MAX_BINDINGS];
-            for (int i = 0; i < sd->n_bindings; i++) {
-                int t = sd->bindings[i];
-                size_t bytes = kv_tensor_bytes(&c->t[t]);
-                const struct kv_tensor_def *td = &k->tensors[t];
-                const struct kv_vk_buffer *buf = &p->dev[t];
-                if (td->role == KV_OUTPUT && td->stage != s) buf = pass == 0 ? &p->iso[t] : &p->dev[t];
-                else if (td->role == KV_OUTPUT && pass == 1) buf = &p->chain[t];
-                /* Whole words: f16 and u8 tensors are read as packed uints. */
-                bind[i] = whole(buf, bytes ? round4(bytes) : 4);
-            }
+            stage_bindings(k, c, p, s, pass, bind);
             unsigned char push[256] = {0};
             uint32_t groups[3];
             sd->launch(c, r->local[s], d->info.max_groups, push, groups);
@@ -175,20 +184,6 @@ cleanup:
     return st;
 }
 
-/* The bindings of stage s on its isolated inputs (the first pass of kv_plan_run). */
-static void stage_bindings(const struct kv_kernel *k, struct kv_case *c, struct kv_plan *p, int s,
-                           struct kv_vk_range *bind)
-{
-    const struct kv_stage_def *sd = &k->stages[s];
-    for (int i = 0; i < sd->n_bindings; i++) {
-        int t = sd->bindings[i];
-        size_t bytes = kv_tensor_bytes(&c->t[t]);
-        const struct kv_tensor_def *td = &k->tensors[t];
-        const struct kv_vk_buffer *buf = td->role == KV_OUTPUT && td->stage != s ? &p->iso[t] : &p->dev[t];
-        bind[i] = whole(buf, bytes ? round4(bytes) : 4);
-    }
-}
-
 enum kv_status kv_plan_bench(struct kv_runner *r, struct kv_case *c, struct kv_plan *p, const int *run_stage, int n,
                              double *min_ms, double *median_ms)
 {
@@ -204,7 +199,7 @@ enum kv_status kv_plan_bench(struct kv_runner *r, struct kv_case *c, struct kv_p
         int stamps[1024 + WARMUP + 2];
         KV_TRY(kv_vk_batch_begin(r->d, (uint32_t)(n + WARMUP), (uint32_t)(n + WARMUP + 2), &b));
         struct kv_vk_range bind[KV_VK_MAX_BINDINGS];
-        stage_bindings(k, c, p, s, bind);
+        stage_bindings(k, c, p, s, 0, bind);
         unsigned char push[256] = {0};
         uint32_t groups[3];
         k->stages[s].launch(c, r->local[s], r->d->info.max_groups, push, groups);

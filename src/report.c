@@ -66,7 +66,16 @@ enum kv_status kv_write_atomic(const char *path, const char *data, size_t size)
         return kv_error(KV_EUSAGE, "%s: path too long", path);
     FILE *f = fopen(tmp, "wb");
     if (!f) return kv_error(KV_EDATA, "%s: cannot write: %s", path, strerror(errno));
-    int ok = fwrite(data, 1, size, f) == size;
+    /* KVERIFY_TEST_WRITE_PAUSE_MS: pause half-way through the write, so a
+     * test can kill the process there and find the previous report whole. */
+    const char *pause = getenv("KVERIFY_TEST_WRITE_PAUSE_MS");
+    size_t half = pause ? size / 2 : size;
+    int ok = fwrite(data, 1, half, f) == half;
+    if (pause) {
+        fflush(f);
+        usleep((useconds_t)(atoi(pause) > 0 ? atoi(pause) : 0) * 1000u);
+    }
+    ok = fwrite(data + half, 1, size - half, f) == size - half && ok;
     ok = fflush(f) == 0 && ok;
     ok = fsync(fileno(f)) == 0 && ok;
     ok = fclose(f) == 0 && ok;

@@ -58,12 +58,20 @@ assert [x["status"] for x in c] == ["pass", "error", "pass"], [x["status"] for x
 assert "no/such/file.npz" in c[1]["error"] and c[1]["name"] == "rmsnorm-bwd[missing]"
 PY
 
-# Killed mid-run, the previous report stays whole.
-printf '{"cases": [{"kernel": "rmsnorm-bwd", "params": {"rows": 512, "dim": 4096}, "seeds": "1..400"}]}' > "$TMP/long.json"
+# Killed half-way through writing its report (the write pauses there under
+# KVERIFY_TEST_WRITE_PAUSE_MS), a run leaves the previous report whole.
+printf '{"cases": [{"kernel": "rmsnorm-bwd", "params": {"rows": 3, "dim": 7}, "seeds": "1..50"}]}' > "$TMP/many.json"
 cp "$TMP/base.json" "$TMP/keep.json"
-"$KV" run "$TMP/long.json" --json "$TMP/base.json" > /dev/null 2>&1 & pid=$!
-sleep 1.5; kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
-cmp -s "$TMP/base.json" "$TMP/keep.json" || fail "a killed run changed the previous report"
+KVERIFY_TEST_WRITE_PAUSE_MS=20000 "$KV" run "$TMP/many.json" --json "$TMP/base.json" > /dev/null 2>&1 & pid=$!
+for _ in $(seq 1 300); do ls "$TMP"/base.json.tmp.* > /dev/null 2>&1 && break; sleep 0.05; done
+ls "$TMP"/base.json.tmp.* > /dev/null 2>&1 || { kill -9 "$pid"; fail "the run never reached its write"; }
+[ "$(stat -c %s "$TMP"/base.json.tmp.*)" -gt 0 ] || { kill -9 "$pid"; fail "nothing written before the pause"; }
+kill -9 "$pid"; wait "$pid" 2>/dev/null
+cmp -s "$TMP/base.json" "$TMP/keep.json" || fail "killed mid-write, the run changed the previous report"
+rm -f "$TMP"/base.json.tmp.*
+# Without the pause the same run replaces the report whole.
+expect_exit 0 "$KV" run "$TMP/many.json" --json "$TMP/base.json"
+python3 -c "import json,sys; assert json.load(open(sys.argv[1]))['summary']['cases'] == 50" "$TMP/base.json" || fail "new report"
 
 # Bad input: one line, the documented code, nothing written.
 J=(--json "$TMP/report.json")
