@@ -4,6 +4,8 @@ layout(std430, set = 0, binding = 0) readonly buffer DC { float dc[]; };
 layout(std430, set = 0, binding = 1) readonly buffer Bm { float b[]; };
 layout(std430, set = 0, binding = 2) writeonly buffer DA { float da[]; };
 layout(push_constant) uniform Push { uint m; uint n; uint k; } p;
+#define X_RED_CONTIG 1
+#define Y_RED_CONTIG 1
 #define ROWS p.m
 #define COLS p.k
 #define RED p.n

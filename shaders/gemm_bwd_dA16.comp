@@ -5,6 +5,8 @@ layout(std430, set = 0, binding = 0) readonly buffer DC16 { uint dc16[]; };
 layout(std430, set = 0, binding = 1) readonly buffer B16 { uint b16[]; };
 layout(std430, set = 0, binding = 2) writeonly buffer DA { float da[]; };
 layout(push_constant) uniform Push { uint m; uint n; uint k; } p;
+#define X_RED_CONTIG 1
+#define Y_RED_CONTIG 1
 #include "f16.glsl"
 #define ROWS p.m
 #define COLS p.k

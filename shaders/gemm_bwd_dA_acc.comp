@@ -6,6 +6,8 @@ layout(std430, set = 0, binding = 1) readonly buffer Bm { float b[]; };
 layout(std430, set = 0, binding = 2) readonly buffer DAI { float da_in[]; };
 layout(std430, set = 0, binding = 3) writeonly buffer DA { float da[]; };
 layout(push_constant) uniform Push { uint m; uint n; uint k; } p;
+#define X_RED_CONTIG 1
+#define Y_RED_CONTIG 1
 #define ROWS p.m
 #define COLS p.k
 #define RED p.n

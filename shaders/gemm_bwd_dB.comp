@@ -4,6 +4,8 @@ layout(std430, set = 0, binding = 0) readonly buffer Am { float a[]; };
 layout(std430, set = 0, binding = 1) readonly buffer DC { float dc[]; };
 layout(std430, set = 0, binding = 2) writeonly buffer DB { float db[]; };
 layout(push_constant) uniform Push { uint m; uint n; uint k; } p;
+#define X_RED_CONTIG 0
+#define Y_RED_CONTIG 0
 #define ROWS p.k
 #define COLS p.n
 #define RED p.m

@@ -1,36 +1,89 @@
-// Tiled product OUT[r, c] = sum_l X(r, l) * Y(l, c) for r < ROWS, c < COLS,
-// l < RED, accumulated in f32. The including shader defines:
+// Register-tiled product OUT[r, c] = sum_l X(r, l) * Y(l, c) for r < ROWS,
+// c < COLS, l < RED, accumulated in f32. The including shader defines:
 //   KV_X(r, l), KV_Y(l, c)  element loads (transposes happen here, in place)
 //   KV_STORE(r, c, v)       the store of one result
 //   ROWS, COLS, RED         the extents (uints)
-// A workgroup of T x T invocations owns a T x T output tile and walks the
-// reduction in steps of T through two shared tiles; tails are masked with
+//   X_RED_CONTIG, Y_RED_CONTIG  1 when consecutive l are adjacent in memory
+//                           (then a tile is loaded along l, else along r or c,
+//                           so that neighbouring invocations read neighbours)
+// A workgroup of 256 invocations owns a BM x BN output tile; each invocation
+// holds an 8 x 8 block in registers (two 4-row by two 4-column quads, 64 apart).
+// The reduction advances BK at a time through double-buffered shared tiles:
+// the next step's values are fetched into registers while this step's
+// products run, so one barrier per step suffices. Tails are masked with
 // zeros, so every extent >= 1 works. Output tiles are grid-strided.
-#define T 16
-layout(local_size_x = T, local_size_y = T) in;
+#define BM 128u
+#define BN 128u
+#define BK 16u
+layout(local_size_x = 256) in;
 
-shared float tx[T][T + 1];
-shared float ty[T][T + 1];
+// [buffer][l][quad of rows or columns]; one spare quad per l keeps the
+// stores of one step on different banks.
+shared vec4 sx[2][BK][BM / 4u + 1u];
+shared vec4 sy[2][BK][BN / 4u + 1u];
+
+// Invocation t's i-th element of a tile: (row or column, l) offsets.
+uvec2 kv_slot(uint t, uint i, uint extent, bool red_contig)
+{
+    return red_contig ? uvec2(t / BK + (256u / BK) * i, t % BK) : uvec2(t % extent, t / extent + (256u / extent) * i);
+}
 
 void kv_gemm()
 {
-    uint lx = gl_LocalInvocationID.x, ly = gl_LocalInvocationID.y;
-    uint tiles_c = (COLS + T - 1u) / T, tiles_r = (ROWS + T - 1u) / T;
-    uint groups = gl_NumWorkGroups.x * gl_NumWorkGroups.y;
+    const uint t = gl_LocalInvocationID.x, tx = t % 16u, ty = t / 16u;
+    const uint tiles_c = (COLS + BN - 1u) / BN, tiles_r = (ROWS + BM - 1u) / BM;
+    const uint groups = gl_NumWorkGroups.x * gl_NumWorkGroups.y;
     for (uint tile = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x; tile < tiles_r * tiles_c;
          tile += groups) {
-        uint r0 = (tile / tiles_c) * T, c0 = (tile % tiles_c) * T;
-        uint r = r0 + ly, c = c0 + lx;
-        float acc = 0.0;
-        for (uint l0 = 0u; l0 < RED; l0 += T) {
-            // tx[row][l]: X rows r0.., columns l0..; ty[l][col]: Y rows l0.., columns c0..
-            uint xr = r0 + ly, xl = l0 + lx, yl = l0 + ly, yc = c0 + lx;
-            tx[ly][lx] = (xr < ROWS && xl < RED) ? KV_X(xr, xl) : 0.0;
-            ty[ly][lx] = (yl < RED && yc < COLS) ? KV_Y(yl, yc) : 0.0;
-            barrier();
-            for (uint l = 0u; l < T; l++) acc += tx[ly][l] * ty[l][lx];
-            barrier();
+        const uint r0 = (tile / tiles_c) * BM, c0 = (tile % tiles_c) * BN;
+        vec4 acc[8][2];
+        for (uint i = 0u; i < 8u; i++) acc[i][0] = acc[i][1] = vec4(0.0);
+        float xv[8], yv[8];
+        // Fetch the step at l0 into registers (zeros past the edges).
+#define KV_FETCH(l0)                                                              \
+        for (uint i = 0u; i < 8u; i++) {                                          \
+            uvec2 sx_ = kv_slot(t, i, BM, X_RED_CONTIG != 0);                     \
+            uvec2 sy_ = kv_slot(t, i, BN, Y_RED_CONTIG != 0);                     \
+            uint xr_ = r0 + sx_.x, xl_ = (l0) + sx_.y;                            \
+            uint yc_ = c0 + sy_.x, yl_ = (l0) + sy_.y;                            \
+            xv[i] = (xr_ < ROWS && xl_ < RED) ? KV_X(xr_, xl_) : 0.0;             \
+            yv[i] = (yc_ < COLS && yl_ < RED) ? KV_Y(yl_, yc_) : 0.0;             \
         }
-        if (r < ROWS && c < COLS) KV_STORE(r, c, acc);
+#define KV_PUT(buf)                                                               \
+        for (uint i = 0u; i < 8u; i++) {                                          \
+            uvec2 sx_ = kv_slot(t, i, BM, X_RED_CONTIG != 0);                     \
+            uvec2 sy_ = kv_slot(t, i, BN, Y_RED_CONTIG != 0);                     \
+            sx[buf][sx_.y][sx_.x / 4u][sx_.x % 4u] = xv[i];                       \
+            sy[buf][sy_.y][sy_.x / 4u][sy_.x % 4u] = yv[i];                       \
+        }
+        KV_FETCH(0u)
+        KV_PUT(0u)
+        barrier();
+        uint cur = 0u;
+        for (uint l0 = 0u; l0 < RED; l0 += BK) {
+            const bool more = l0 + BK < RED;
+            if (more) { KV_FETCH(l0 + BK) }
+            for (uint l = 0u; l < BK; l++) {
+                vec4 a0 = sx[cur][l][ty], a1 = sx[cur][l][ty + 16u];
+                vec4 b0 = sy[cur][l][tx], b1 = sy[cur][l][tx + 16u];
+                for (uint i = 0u; i < 4u; i++) {
+                    acc[i][0] += a0[i] * b0;
+                    acc[i][1] += a0[i] * b1;
+                    acc[i + 4u][0] += a1[i] * b0;
+                    acc[i + 4u][1] += a1[i] * b1;
+                }
+            }
+            if (more) { KV_PUT(cur ^ 1u) }
+            barrier();
+            cur ^= 1u;
+        }
+        for (uint i = 0u; i < 8u; i++) {
+            uint r = r0 + (i < 4u ? 0u : 64u) + ty * 4u + (i % 4u);
+            for (uint j = 0u; j < 2u; j++)
+                for (uint q = 0u; q < 4u; q++) {
+                    uint c = c0 + j * 64u + tx * 4u + q;
+                    if (r < ROWS && c < COLS) KV_STORE(r, c, acc[i][j][q]);
+                }
+        }
     }
 }

@@ -76,11 +76,14 @@ static void fill_push(const struct kv_case *c, struct push *p)
     p->m = (uint32_t)c->p[P_M].i, p->n = (uint32_t)c->p[P_N].i, p->k = (uint32_t)c->p[P_K].i;
 }
 
-/* One 16x16 workgroup per output tile, tiles grid-strided over a 2-D grid. */
+/* One workgroup per 128x128 output tile, tiles grid-strided over a 2-D grid
+ * (a user shader with other tiles strides over its own tile count). */
+#define TILE 128
 static void launch_tiles(uint64_t rows, uint64_t cols, const uint32_t local[3], const uint32_t max[3],
                          uint32_t groups[3])
 {
-    uint64_t tiles = ((rows + local[1] - 1) / local[1]) * ((cols + local[0] - 1) / local[0]);
+    (void)local;
+    uint64_t tiles = ((rows + TILE - 1) / TILE) * ((cols + TILE - 1) / TILE);
     groups[0] = kv_groups(tiles, 1, max[0] < 65535 ? max[0] : 65535);
     groups[1] = kv_groups((tiles + groups[0] - 1) / groups[0], 1, max[1]);
     groups[2] = 1;
@@ -109,8 +112,9 @@ static void launch_cast(const struct kv_case *c, const uint32_t local[3], const 
     groups[1] = groups[2] = 1;
 }
 
-#define TILES_DOC "a 16x16 workgroup per output tile; tile t = gl_WorkGroupID.y*gl_NumWorkGroups.x + " \
-                  "gl_WorkGroupID.x, strided by the group count; groups.x = min(tiles, 65535)"
+#define TILES_DOC "one workgroup per 128x128 output tile (tiles = ceil(rows/128)*ceil(cols/128)); tile t = " \
+                  "gl_WorkGroupID.y*gl_NumWorkGroups.x + gl_WorkGroupID.x, strided by the group count; " \
+                  "groups.x = min(tiles, 65535)"
 
 /* Each product stage: m*n*k multiply-adds. */
 static double gemm_flops(const struct kv_case *c)
