@@ -6,6 +6,9 @@
 //   X_RED_CONTIG, Y_RED_CONTIG  1 when consecutive l are adjacent in memory
 //                           (then a tile is loaded along l, else along r or c,
 //                           so that neighbouring invocations read neighbours)
+// and optionally, where both are contiguous, KV_X4(r, l) and KV_Y4(l, c): the
+// four values at l..l+3 as one vec4 load, used when KV_VEC4_OK (a uniform
+// condition: the rows start on 16-byte boundaries) holds.
 // A workgroup of 256 invocations owns a BM x BN output tile; each invocation
 // holds an 8 x 8 block in registers (two 4-row by two 4-column quads, 64 apart).
 // The reduction advances BK at a time through double-buffered shared tiles:
@@ -22,9 +25,11 @@ layout(local_size_x = 256) in;
 shared vec4 sx[2][BK][BM / 4u + 1u];
 shared vec4 sy[2][BK][BN / 4u + 1u];
 
-// Invocation t's i-th element of a tile: (row or column, l) offsets.
-uvec2 kv_slot(uint t, uint i, uint extent, bool red_contig)
+// Invocation t's i-th element of a tile: (row or column, l) offsets. With
+// vec4 loads, elements 4j..4j+3 are one load at l = 4 (t % 4) + 0..3.
+uvec2 kv_slot(uint t, uint i, uint extent, bool red_contig, bool vec)
 {
+    if (vec) return uvec2(t / 4u + 64u * (i / 4u), 4u * (t % 4u) + i % 4u);
     return red_contig ? uvec2(t / BK + (256u / BK) * i, t % BK) : uvec2(t % extent, t / extent + (256u / extent) * i);
 }
 
@@ -39,11 +44,29 @@ void kv_gemm()
         vec4 acc[8][2];
         for (uint i = 0u; i < 8u; i++) acc[i][0] = acc[i][1] = vec4(0.0);
         float xv[8], yv[8];
+#ifdef KV_X4
+        const bool vec = KV_VEC4_OK; // RED is then a multiple of 4
+#else
+        const bool vec = false;
+#endif
         // Fetch the step at l0 into registers (zeros past the edges).
+#ifdef KV_X4
+#define KV_FETCH4(l0)                                                             \
+        for (uint j = 0u; j < 2u; j++) {                                          \
+            uvec2 s_ = kv_slot(t, 4u * j, BM, true, true);                        \
+            uint l_ = (l0) + s_.y;                                                \
+            vec4 x_ = (r0 + s_.x < ROWS && l_ < RED) ? KV_X4(r0 + s_.x, l_) : vec4(0.0); \
+            vec4 y_ = (c0 + s_.x < COLS && l_ < RED) ? KV_Y4(l_, c0 + s_.x) : vec4(0.0); \
+            for (uint q = 0u; q < 4u; q++) xv[4u * j + q] = x_[q], yv[4u * j + q] = y_[q]; \
+        }
+#else
+#define KV_FETCH4(l0)
+#endif
 #define KV_FETCH(l0)                                                              \
+        if (vec) { KV_FETCH4(l0) } else                                           \
         for (uint i = 0u; i < 8u; i++) {                                          \
-            uvec2 sx_ = kv_slot(t, i, BM, X_RED_CONTIG != 0);                     \
-            uvec2 sy_ = kv_slot(t, i, BN, Y_RED_CONTIG != 0);                     \
+            uvec2 sx_ = kv_slot(t, i, BM, X_RED_CONTIG != 0, false);              \
+            uvec2 sy_ = kv_slot(t, i, BN, Y_RED_CONTIG != 0, false);              \
             uint xr_ = r0 + sx_.x, xl_ = (l0) + sx_.y;                            \
             uint yc_ = c0 + sy_.x, yl_ = (l0) + sy_.y;                            \
             xv[i] = (xr_ < ROWS && xl_ < RED) ? KV_X(xr_, xl_) : 0.0;             \
@@ -51,8 +74,8 @@ void kv_gemm()
         }
 #define KV_PUT(buf)                                                               \
         for (uint i = 0u; i < 8u; i++) {                                          \
-            uvec2 sx_ = kv_slot(t, i, BM, X_RED_CONTIG != 0);                     \
-            uvec2 sy_ = kv_slot(t, i, BN, Y_RED_CONTIG != 0);                     \
+            uvec2 sx_ = kv_slot(t, i, BM, X_RED_CONTIG != 0, vec);                \
+            uvec2 sy_ = kv_slot(t, i, BN, Y_RED_CONTIG != 0, vec);                \
             sx[buf][sx_.y][sx_.x / 4u][sx_.x % 4u] = xv[i];                       \
             sy[buf][sy_.y][sy_.x / 4u][sy_.x % 4u] = yv[i];                       \
         }

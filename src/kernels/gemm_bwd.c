@@ -329,6 +329,7 @@ static const char *const sweep[] = {
     "m=1000,n=333,k=77", "m=1000,n=333,k=77,variant=accumulate", "m=1000,n=333,k=77,variant=f16",
     "m=512,n=512,k=16",      /* LoRA rank 16 */
     "m=4099,n=17,k=3",       /* tall and skinny */
+    "m=257,n=132,k=129",     /* aligned rows (vec4 loads) with partial tiles */
     "m=33,n=1031,k=31,variant=f16",
     NULL,
 };
