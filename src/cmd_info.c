@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ceilings.h"
 #include "commands.h"
 #include "spirv.h"
 
@@ -94,16 +95,68 @@ int cmd_list(int argc, char **argv)
     return 0;
 }
 
+static void print_ceilings(const struct kv_ceilings *c)
+{
+    printf("  copy %.1f GB/s (read + written; transfer %.1f, shader %.1f; %.0f MiB)\n", c->copy_gbs, c->transfer_gbs,
+           c->shader_gbs, c->copy_mib);
+    printf("  f32 matmul %.1f GFLOP/s (%s)\n", c->f32_gflops, c->f32_how[0] ? c->f32_how : "none");
+    printf("  f16 matmul %.1f GFLOP/s (%s)\n", c->f16_gflops, c->f16_how[0] ? c->f16_how : "none");
+}
+
+/* --measure: the ceilings of one device, printed and cached. */
+static int measure(const char *selector)
+{
+    struct kv_vk_device *d = NULL;
+    struct kv_ceilings c;
+    char path[1024] = "";
+    enum kv_status st = KV_OK;
+    if (!kv_ceilings_path(path, sizeof path))
+        st = kv_error(KV_EUSAGE, "no cache directory for the ceilings: XDG_CACHE_HOME or HOME must name "
+                                 "a directory kverify can create kverify/ in");
+    if (!st) st = kv_vk_open(selector, &d);
+    if (!st) {
+        printf("measuring device %u: %s (%s)\n", d->info.index, d->info.name, d->info.driver);
+        fflush(stdout);
+        st = kv_ceilings_measure(d, &c, stdout);
+    }
+    if (!st) st = kv_ceilings_save(&d->info, &c);
+    if (!st) {
+        print_ceilings(&c);
+        printf("cached in %s; --bench reports each stage's share of these\n", path);
+    }
+    if (!st && kv_vk_validation_errors()) st = kv_error(KV_EDEVICE, "validation layer reported errors");
+    kv_vk_close(d);
+    if (st) fprintf(stderr, "kverify: devices: %s\n", kv_error_msg());
+    return (int)st;
+}
+
 int cmd_devices(int argc, char **argv)
 {
+    int do_measure = 0;
+    const char *selector = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: kverify devices\nlists the usable Vulkan devices and their capabilities\n");
+            printf("usage: kverify devices [--measure] [--device SEL]\n"
+                   "lists the usable Vulkan devices, their capabilities and cached ceilings\n"
+                   "  --measure     measure one device's ceilings (a large copy; the f32 and f16\n"
+                   "                products of gemm-bwd's fastest built-in stages, verified) and cache them\n"
+                   "  --device SEL  the device to measure: index or name substring [default: GPU > CPU]\n");
             return 0;
         }
-        fprintf(stderr, "kverify: devices: unknown option '%s'\n", argv[i]);
+        if (!strcmp(argv[i], "--measure")) do_measure = 1;
+        else if (!strcmp(argv[i], "--device") && i + 1 < argc) selector = argv[++i];
+        else if (!strncmp(argv[i], "--device=", 9)) selector = argv[i] + 9;
+        else {
+            fprintf(stderr, "kverify: devices: %s '%s'\n",
+                    !strcmp(argv[i], "--device") ? "missing value for" : "unknown option", argv[i]);
+            return 2;
+        }
+    }
+    if (selector && !do_measure) {
+        fprintf(stderr, "kverify: devices: --device only applies with --measure\n");
         return 2;
     }
+    if (do_measure) return measure(selector);
     struct kv_vk_info *d = NULL;
     uint32_t n = 0;
     enum kv_status st = kv_vk_list(&d, &n);
@@ -119,6 +172,12 @@ int cmd_devices(int argc, char **argv)
                d[i].bfloat16 ? "yes" : "no", d[i].coopmat ? "yes" : "no",
                d[i].max_storage_range >= (1ull << 30) ? "4G" : d[i].max_storage_range >= (1ull << 20) ? "MiB" : "small",
                d[i].driver);
+    for (uint32_t i = 0; i < n; i++) {
+        struct kv_ceilings c;
+        if (!kv_ceilings_load(&d[i], &c)) continue;
+        printf("device %u ceilings, measured %s:\n", d[i].index, c.measured);
+        print_ceilings(&c);
+    }
     free(d);
     return 0;
 }

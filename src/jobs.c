@@ -37,6 +37,18 @@ static int selected(const struct kv_select *sel, const char *name, size_t *seen,
     return (int)(*index % (size_t)sel->shard_n) + 1 == sel->shard_i;
 }
 
+/* --bench rates as shares of the device's measured ceilings. */
+static void bench_shares(struct kv_case_result *res, const struct kv_kernel *k, const struct kv_ceilings *c)
+{
+    for (int s = 0; s < k->n_stages && res->bench_runs; s++) {
+        double ms = res->bench[s].min_ms;
+        if (!res->bench[s].ran || ms <= 0) continue;
+        double matmul = k->stages[s].flops_f16 ? c->f16_gflops : c->f32_gflops;
+        res->bench[s].pct_copy = c->copy_gbs > 0 ? 100.0 * res->bench[s].bytes / ms / 1e6 / c->copy_gbs : 0;
+        res->bench[s].pct_matmul = matmul > 0 ? 100.0 * res->bench[s].flops / ms / 1e6 / matmul : 0;
+    }
+}
+
 static const char *case_name(const struct kv_job *j, size_t i)
 {
     return j->error ? j->label : j->cases[i].name;
@@ -69,6 +81,7 @@ int kv_run_jobs(struct kv_job *jobs, size_t n, const struct kv_outputs *out, con
         KV_TRY(kv_vk_open(out->device, &dev));
         report.has_device = 1;
         report.device = dev->info;
+        report.has_ceilings = kv_ceilings_load(&dev->info, &report.ceilings);
         /* One job (a kernel command): a case beyond the device's limits is a
          * usage error before anything runs; in a suite it is that case's error. */
         for (size_t i = 0; n == 1 && !jobs[0].error && i < jobs[0].n_cases; i++)
@@ -119,6 +132,7 @@ int kv_run_jobs(struct kv_job *jobs, size_t n, const struct kv_outputs *out, con
                 }
                 if (runner_err[r]) error_row(res, jb, name, runner_err[r], runner_msg[r]); /* the others go on */
                 else kv_run_case(&runners[r], &jb->cases[i], &jb->o.run, res);
+                if (report.has_ceilings) bench_shares(res, jb->k, &report.ceilings);
             }
             kv_table_case(tab, res);
             fflush(tab);

@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 
+#include "ceilings.h"
 #include "compare.h"
 #include "kernels/kernel.h"
 #include "vk/vk.h"
@@ -60,12 +61,17 @@ struct kv_case_result {
         double min_ms, median_ms;
         double bytes;  /* the fewest bytes the stage must move: each bound tensor once */
         double flops;  /* 0 when the kernel does not count them */
+        /* Shares of the device's cached ceilings (kverify devices --measure),
+         * percent; 0 when none are cached. */
+        double pct_copy, pct_matmul;
     } bench[KV_MAX_STAGES];
 };
 
 struct kv_report {
     int has_device;
     struct kv_vk_info device;
+    int has_ceilings;
+    struct kv_ceilings ceilings;
     struct kv_case_result *cases;
     size_t n, cap;
 };

@@ -28,6 +28,16 @@ static cJSON *device_json(const struct kv_report *r)
     cJSON_AddStringToObject(o, "driver", d->driver);
     cJSON_AddStringToObject(o, "api", d->api);
     cJSON_AddNumberToObject(o, "subgroup_size", d->subgroup_size);
+    if (r->has_ceilings) { /* kverify devices --measure */
+        const struct kv_ceilings *c = &r->ceilings;
+        cJSON *x = cJSON_AddObjectToObject(o, "ceilings");
+        cJSON_AddStringToObject(x, "measured", c->measured);
+        add_num(x, "copy_gb_per_s", c->copy_gbs);
+        add_num(x, "f32_gflop_per_s", c->f32_gflops);
+        add_num(x, "f16_gflop_per_s", c->f16_gflops);
+    } else {
+        cJSON_AddNullToObject(o, "ceilings");
+    }
     return o;
 }
 
@@ -140,6 +150,10 @@ static cJSON *case_json(const struct kv_case_result *c)
             add_num(x, "flops", c->bench[i].flops);
             add_num(x, "gb_per_s", mn > 0 ? c->bench[i].bytes / mn / 1e6 : 0);
             add_num(x, "gflop_per_s", mn > 0 ? c->bench[i].flops / mn / 1e6 : 0);
+            if (c->bench[i].pct_copy > 0) add_num(x, "pct_of_copy", c->bench[i].pct_copy);
+            else cJSON_AddNullToObject(x, "pct_of_copy");
+            if (c->bench[i].pct_matmul > 0) add_num(x, "pct_of_matmul", c->bench[i].pct_matmul);
+            else cJSON_AddNullToObject(x, "pct_of_matmul");
         }
     } else {
         cJSON_AddNullToObject(o, "bench");

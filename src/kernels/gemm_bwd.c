@@ -133,7 +133,7 @@ static const struct kv_stage_def stages[] = {
                 "grid-strided", launch_cast, is_f16},
     [S_DA16] = {"dA16", KV_SPIRV(dA16_sg), KV_SPIRV(dA16_sh), 3, {T_DC16, T_B16, T_DA16}, sizeof(struct push),
                 "uint m; uint n; uint k;", TILES_DOC " over dA[m, k]; f16 operands packed two per uint",
-                launch_dA, is_f16, .flops = gemm_flops},
+                launch_dA, is_f16, .flops = gemm_flops, .flops_f16 = 1},
     [S_DB] = {"dB", KV_SPIRV(dB_sg), KV_SPIRV(dB_sh), 3, {T_A, T_DC, T_DB}, sizeof(struct push),
               "uint m; uint n; uint k;", TILES_DOC " over dB[k, n]", launch_dB, NULL, .flops = gemm_flops},
 };

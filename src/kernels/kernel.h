@@ -80,6 +80,7 @@ struct kv_stage_def {
     /* Floating-point operations of one run of the stage (--bench GFLOP/s);
      * NULL: none worth counting (memory-bound stages report GB/s only). */
     double (*flops)(const struct kv_case *c);
+    int flops_f16; /* its products take f16 operands (judged against the f16 matmul ceiling) */
 };
 
 enum { KV_NEED_STORAGE16 = 1 }; /* storageBuffer16BitAccess */

@@ -73,6 +73,9 @@ enum kv_status kv_vk_list(struct kv_vk_info **out, uint32_t *count);
  * picks that index; otherwise a case-insensitive name substring. */
 enum kv_status kv_vk_open(const char *selector, struct kv_vk_device **out);
 void kv_vk_close(struct kv_vk_device *d); /* NULL-safe; saves the pipeline cache */
+/* kverify's cache directory ($XDG_CACHE_HOME/kverify, else ~/.cache/kverify),
+ * created if missing; 0 when there is none. */
+int kv_vk_cache_dir(char *dir, size_t size);
 
 /* --- buffers --- */
 enum kv_vk_mem { KV_MEM_DEVICE, KV_MEM_UPLOAD, KV_MEM_READBACK };
@@ -115,6 +118,7 @@ enum kv_vk_barrier {
     KV_BARRIER_COMPUTE_TO_COMPUTE,
     KV_BARRIER_COMPUTE_TO_TRANSFER,
     KV_BARRIER_TRANSFER_TO_HOST,
+    KV_BARRIER_TRANSFER_TO_TRANSFER, /* back-to-back copies into one buffer */
 };
 struct kv_vk_batch {
     struct kv_vk_device *d;
