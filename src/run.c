@@ -32,8 +32,16 @@ enum kv_status kv_runner_init(struct kv_runner *r, struct kv_vk_device *d, const
     for (int s = 0; s < k->n_stages; s++) {
         const struct kv_stage_def *sd = &k->stages[s];
         int int8 = d->info.storage8 && !o->no_8bit && sd->subgroup8.words;
-        KV_CHECK(!(sd->needs & KV_NEED_STORAGE16) || d->info.storage16, KV_ENODEV,
-                 "%s: stage %s needs storageBuffer16BitAccess, which %s lacks", k->name, sd->name, d->info.name);
+        /* A stage the device cannot run gets no pipeline; a case that runs it is skipped. */
+        const char *lacks = (sd->needs & KV_NEED_STORAGE16) && !d->info.storage16 ? "storageBuffer16BitAccess"
+                            : (sd->needs & KV_NEED_COOPMAT16) && !d->info.coopmat16
+                                ? "VK_NV_cooperative_matrix with 16x16x16 f16 products into f32 on 32-wide subgroups"
+                                : NULL;
+        if (lacks) {
+            snprintf(r->missing[s], sizeof r->missing[s], "%s: stage %s needs %s, which %s lacks", k->name, sd->name,
+                     lacks, d->info.name);
+            continue;
+        }
         const uint32_t *words;
         size_t bytes;
         char what[1100];
@@ -262,6 +270,8 @@ static enum kv_status run_case(struct kv_runner *r, struct kv_case *c, const str
             if (td->role == KV_OUTPUT && td->stage != s && !run_stage[td->stage]) chain_stage[s] = 0;
         }
     }
+    for (int s = 0; s < k->n_stages; s++)
+        KV_CHECK(!run_stage[s] || !r->missing[s][0], KV_ENODEV, "%s", r->missing[s]);
     double t0 = kv_now_ms();
     KV_TRY(kv_case_alloc(c));
     if (!all_inputs_given) KV_TRY(k->inputs(c));

@@ -26,6 +26,7 @@ struct kv_runner {
     const struct kv_kernel *k;
     struct kv_vk_pipeline pipe[KV_MAX_STAGES];
     uint32_t local[KV_MAX_STAGES][3];
+    char missing[KV_MAX_STAGES][512]; /* why a stage has no pipeline here (a device feature it needs), or "" */
     double pipeline_ms;
 };
 

@@ -4,7 +4,9 @@
  * f16 (dC cast to f16 on the device with round-to-nearest-even, weights B
  * stored as f16, f32 accumulation; dB follows the f32 path as in the seed).
  * The shaders read the transposed operands in place; f16 values are packed
- * two to a word so the variant needs no 16-bit storage or float16 features. */
+ * two to a word so the variant needs no 16-bit storage or float16 features.
+ * f16-coopmat: the f16 math with dA on cooperative matrices (tensor cores;
+ * VK_NV_cooperative_matrix), skipped on devices without them. */
 #include <cblas.h>
 #include <omp.h>
 #include <math.h>
@@ -26,6 +28,9 @@ static const uint32_t cast_sg[] =
 static const uint32_t dA16_sg[] =
 #include "gemm_bwd_dA16.sg.h"
     ;
+static const uint32_t dA16cm_sg[] =
+#include "gemm_bwd_dA16cm.sg.h"
+    ;
 static const uint32_t dB_sg[] =
 #include "gemm_bwd_dB.sg.h"
     ;
@@ -34,24 +39,28 @@ static const uint32_t dB_sg[] =
 #define dA_acc_sh dA_acc_sg
 #define cast_sh cast_sg
 #define dA16_sh dA16_sg
+#define dA16cm_sh dA16cm_sg
 #define dB_sh dB_sg
 
 enum { P_M, P_N, P_K, P_VARIANT, P_SCALE };
-enum { V_F32, V_ACC, V_F16 };
-enum { T_A, T_B, T_B16, T_DC, T_DAIN, T_DC16, T_DA, T_DA_ACC, T_DA16, T_DB };
-enum { S_DA, S_DA_ACC, S_CAST, S_DA16, S_DB };
+enum { V_F32, V_ACC, V_F16, V_CM };
+enum { T_A, T_B, T_B16, T_DC, T_DAIN, T_DC16, T_DA, T_DA_ACC, T_DA16, T_DA_CM, T_DB };
+enum { S_DA, S_DA_ACC, S_CAST, S_DA16, S_DA_CM, S_DB };
 
 static const struct kv_param_def params[] = {
     {"m", KV_PARAM_INT, "512", 1, 2147483647, NULL, "rows of A and dC", 1},
     {"n", KV_PARAM_INT, "512", 1, 2147483647, NULL, "columns of B and dC", 1},
     {"k", KV_PARAM_INT, "512", 1, 2147483647, NULL, "columns of A, rows of B", 1},
-    {"variant", KV_PARAM_CHOICE, "f32", 0, 0, "f32|accumulate|f16", "precision path", 1},
+    {"variant", KV_PARAM_CHOICE, "f32", 0, 0, "f32|accumulate|f16|f16-coopmat", "precision path", 1},
     {"scale", KV_PARAM_FLOAT, "1", 1e-30, 1e30, NULL, "multiplies dC (1e5: the f16 overflow regime)", 0},
 };
 
 static int is_f32(const struct kv_case *c) { return c->p[P_VARIANT].c == V_F32; }
 static int is_acc(const struct kv_case *c) { return c->p[P_VARIANT].c == V_ACC; }
-static int is_f16(const struct kv_case *c) { return c->p[P_VARIANT].c == V_F16; }
+/* f16 math: the portable f16 variant and the cooperative-matrix one. */
+static int is_f16(const struct kv_case *c) { return c->p[P_VARIANT].c == V_F16 || c->p[P_VARIANT].c == V_CM; }
+static int is_f16_portable(const struct kv_case *c) { return c->p[P_VARIANT].c == V_F16; }
+static int is_cm(const struct kv_case *c) { return c->p[P_VARIANT].c == V_CM; }
 static int not_f16(const struct kv_case *c) { return !is_f16(c); }
 
 static const struct kv_tensor_def tensors[] = {
@@ -63,7 +72,8 @@ static const struct kv_tensor_def tensors[] = {
     [T_DC16] = {"dC16", KV_F16, KV_OUTPUT, S_CAST, "m,n", is_f16},
     [T_DA] = {"dA", KV_F32, KV_OUTPUT, S_DA, "m,k", is_f32},
     [T_DA_ACC] = {"dA", KV_F32, KV_OUTPUT, S_DA_ACC, "m,k", is_acc},
-    [T_DA16] = {"dA", KV_F32, KV_OUTPUT, S_DA16, "m,k", is_f16},
+    [T_DA16] = {"dA", KV_F32, KV_OUTPUT, S_DA16, "m,k", is_f16_portable},
+    [T_DA_CM] = {"dA", KV_F32, KV_OUTPUT, S_DA_CM, "m,k", is_cm},
     [T_DB] = {"dB", KV_F32, KV_OUTPUT, S_DB, "k,n", NULL},
 };
 
@@ -133,7 +143,11 @@ static const struct kv_stage_def stages[] = {
                 "grid-strided", launch_cast, is_f16},
     [S_DA16] = {"dA16", KV_SPIRV(dA16_sg), KV_SPIRV(dA16_sh), 3, {T_DC16, T_B16, T_DA16}, sizeof(struct push),
                 "uint m; uint n; uint k;", TILES_DOC " over dA[m, k]; f16 operands packed two per uint",
-                launch_dA, is_f16, .flops = gemm_flops, .flops_f16 = 1},
+                launch_dA, is_f16_portable, .flops = gemm_flops, .flops_f16 = 1},
+    [S_DA_CM] = {"dA16cm", KV_SPIRV(dA16cm_sg), KV_SPIRV(dA16cm_sh), 3, {T_DC16, T_B16, T_DA_CM},
+                 sizeof(struct push), "uint m; uint n; uint k;",
+                 TILES_DOC " over dA[m, k]; 8 subgroups of 32 on cooperative matrices; f16 operands packed two per uint",
+                 launch_dA, is_cm, .needs = KV_NEED_COOPMAT16, .flops = gemm_flops, .flops_f16 = 1},
     [S_DB] = {"dB", KV_SPIRV(dB_sg), KV_SPIRV(dB_sh), 3, {T_A, T_DC, T_DB}, sizeof(struct push),
               "uint m; uint n; uint k;", TILES_DOC " over dB[k, n]", launch_dB, NULL, .flops = gemm_flops},
 };
@@ -266,7 +280,7 @@ static enum kv_status oracle(struct kv_case *c)
     const int m = (int)c->p[P_M].i, n = (int)c->p[P_N].i, k = (int)c->p[P_K].i;
     const int f16 = is_f16(c), cast = f16 && !c->exact;
     const struct kv_tensor *B = f16 ? &c->t[T_B16] : &c->t[T_B], *A = &c->t[T_A], *DC = &c->t[T_DC];
-    const int tda = f16 ? T_DA16 : is_acc(c) ? T_DA_ACC : T_DA;
+    const int tda = is_cm(c) ? T_DA_CM : f16 ? T_DA16 : is_acc(c) ? T_DA_ACC : T_DA;
     double *dc = NULL, *dca = NULL, *b = NULL, *ba = NULL, *a = NULL, *aa = NULL, *dc32 = NULL, *dc32a = NULL;
     if (c->sample[tda]) {
 #pragma omp parallel for schedule(dynamic, 64)
@@ -301,6 +315,9 @@ static enum kv_status oracle(struct kv_case *c)
     }
     const double u = 0x1p-24;
     c->bound[tda] = (struct kv_bound){.n = n, .k_op = 1, .u_acc = u, .rho = 1};
+    /* Tensor cores may add with directed rounding (an error below 1 ulp
+     * rather than half): the cooperative-matrix sums get twice the unit. */
+    if (is_cm(c)) c->bound[tda].u_acc = 2 * u;
     c->bound[T_DB] = (struct kv_bound){.n = m, .k_op = 1, .u_acc = u, .rho = 1};
     if (is_acc(c)) {
         const float *din = c->t[T_DAIN].data;

@@ -83,7 +83,10 @@ struct kv_stage_def {
     int flops_f16; /* its products take f16 operands (judged against the f16 matmul ceiling) */
 };
 
-enum { KV_NEED_STORAGE16 = 1 }; /* storageBuffer16BitAccess */
+enum {
+    KV_NEED_STORAGE16 = 1, /* storageBuffer16BitAccess */
+    KV_NEED_COOPMAT16 = 2, /* kv_vk_info.coopmat16: NV cooperative matrices, 16x16x16 f16 -> f32 */
+};
 
 /* A property checked on an output beside the oracle comparison (qdq-affine's
  * round trip |qdq - w| <= s/2): the oracle fills a reference (y, S, bound,

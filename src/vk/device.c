@@ -163,7 +163,35 @@ static const char *type_name(VkPhysicalDeviceType t)
 }
 
 /* Fill info for p; returns 0 when the device cannot run kverify. */
-static int describe(VkPhysicalDevice p, uint32_t index, struct kv_vk_info *o)
+/* VK_NV_cooperative_matrix with 16x16x16 products of f16 operands into f32
+ * at subgroup scope, on 32-wide subgroups (the shape the f16-coopmat stage uses). */
+static int coopmat16(VkInstance inst, VkPhysicalDevice p, const struct kv_vk_info *o)
+{
+    if (!has_extension(p, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME) || !o->float16 || !o->storage16 ||
+        o->subgroup_size != 32)
+        return 0;
+    VkPhysicalDeviceCooperativeMatrixFeaturesNV cf = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+    VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &cf};
+    vkGetPhysicalDeviceFeatures2(p, &f2);
+    PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV get = (PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV)
+        vkGetInstanceProcAddr(inst, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV");
+    uint32_t n = 0;
+    if (!cf.cooperativeMatrix || !get || get(p, &n, NULL) != VK_SUCCESS || n == 0 || n > 256) return 0;
+    VkCooperativeMatrixPropertiesNV props[256];
+    for (uint32_t i = 0; i < n; i++) props[i] = (VkCooperativeMatrixPropertiesNV){
+        .sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV};
+    if (get(p, &n, props) != VK_SUCCESS) return 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (props[i].MSize == 16 && props[i].NSize == 16 && props[i].KSize == 16 &&
+            props[i].AType == VK_COMPONENT_TYPE_FLOAT16_NV && props[i].BType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+            props[i].CType == VK_COMPONENT_TYPE_FLOAT32_NV && props[i].DType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+            props[i].scope == VK_SCOPE_SUBGROUP_NV)
+            return 1;
+    return 0;
+}
+
+static int describe(VkInstance inst, VkPhysicalDevice p, uint32_t index, struct kv_vk_info *o)
 {
     VkPhysicalDeviceProperties props;
     vkGetPhysicalDeviceProperties(p, &props);
@@ -212,7 +240,8 @@ static int describe(VkPhysicalDevice p, uint32_t index, struct kv_vk_info *o)
     o->int8 = v12 && f12.shaderInt8;
     o->storage8 = v12 && f12.storageBuffer8BitAccess;
     o->bfloat16 = has_extension(p, "VK_KHR_shader_bfloat16");
-    o->coopmat = has_extension(p, "VK_KHR_cooperative_matrix");
+    o->coopmat = has_extension(p, "VK_KHR_cooperative_matrix") || has_extension(p, "VK_NV_cooperative_matrix");
+    o->coopmat16 = coopmat16(inst, p, o);
     return 1;
 }
 
@@ -244,7 +273,7 @@ enum kv_status kv_vk_list(struct kv_vk_info **out, uint32_t *count)
     *out = calloc(n, sizeof **out);
     KV_CHECK(*out, KV_EDEVICE, "out of host memory");
     for (uint32_t i = 0; i < n; i++)
-        if (describe(phys[i], i, &(*out)[*count])) (*count)++;
+        if (describe(inst, phys[i], i, &(*out)[*count])) (*count)++;
     KV_CHECK(*count > 0, KV_ENODEV, "%s", no_device_hint);
 cleanup:
     free(phys);
@@ -400,7 +429,7 @@ enum kv_status kv_vk_open(const char *selector, struct kv_vk_device **out)
     infos = calloc(n, sizeof *infos);
     KV_CHECK(infos, KV_EDEVICE, "out of host memory");
     for (uint32_t i = 0; i < n; i++)
-        if (describe(phys[i], i, &infos[usable])) usable++;
+        if (describe(d->instance, phys[i], i, &infos[usable])) usable++;
     KV_CHECK(usable > 0, KV_ENODEV, "%s", no_device_hint);
     KV_TRY(choose(infos, usable, selector, &pick));
     d->info = infos[pick];
@@ -431,8 +460,17 @@ enum kv_status kv_vk_open(const char *selector, struct kv_vk_device **out)
     } else {
         f2.pNext = &s16;
     }
+    VkPhysicalDeviceCooperativeMatrixFeaturesNV cm = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV, .cooperativeMatrix = VK_TRUE};
+    const char *dev_exts[1] = {VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME};
+    if (d->info.coopmat16) {
+        cm.pNext = f2.pNext;
+        f2.pNext = &cm;
+    }
     VkDeviceCreateInfo di = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .pNext = &f2,
-                             .queueCreateInfoCount = 1, .pQueueCreateInfos = &qi};
+                             .queueCreateInfoCount = 1, .pQueueCreateInfos = &qi,
+                             .enabledExtensionCount = d->info.coopmat16 ? 1 : 0,
+                             .ppEnabledExtensionNames = dev_exts};
     VK_TRY(vkCreateDevice(d->phys, &di, NULL, &d->dev));
     vkGetDeviceQueue(d->dev, d->queue_family, 0, &d->queue);
     VkCommandPoolCreateInfo pi = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
