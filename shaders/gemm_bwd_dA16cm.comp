@@ -4,8 +4,8 @@
 // as gemm_bwd_dA16.comp: each product of two f16 values is exact in f32.
 // A workgroup of 8 subgroups of 32 owns a 128x128 tile of dA; subgroup s
 // holds rows 32 (s / 2) .. +32 and columns 64 (s % 2) .. +64 as 2 x 4
-// accumulators. The reduction advances 32 at a time through shared tiles of
-// 128 rows x 32 f16 (the dC rows and the B rows of the tile, both with the
+// accumulators. The reduction advances 64 at a time through shared tiles of
+// 128 rows x 64 f16 (the dC rows and the B rows of the tile, both with the
 // reduction contiguous); the next step is fetched into registers while this
 // one is multiplied. Rows 16-byte aligned (n % 8 == 0) fetch 8 f16 per load;
 // otherwise one value at a time. Blocks inside dA are stored directly,
@@ -23,8 +23,9 @@ layout(std430, set = 0, binding = 2) writeonly buffer DA { float da[]; };
 layout(push_constant) uniform Push { uint m; uint n; uint k; } p;
 
 #define BM 128u
-#define BK 32u
-#define ROWQ 5u  // uvec4 per shared row: 4 of data (32 f16) and 1 of padding
+#define BK 64u
+#define ROWQ 9u  // uvec4 per shared row: 8 of data (64 f16) and 1 of padding
+#define FQ 4u    // uvec4 each invocation fetches per operand and step
 shared uvec4 sa[BM * ROWQ];
 shared uvec4 sb[BM * ROWQ];
 shared float stage_out[8][16 * 16];
@@ -74,24 +75,24 @@ void main()
         F32M acc[2][4];
         for (uint i = 0u; i < 2u; i++)
             for (uint j = 0u; j < 4u; j++) acc[i][j] = F32M(0.0);
-        // Invocation t fetches quad q = t % 4 of rows t / 4 and t / 4 + 64.
-        const uint q = t % 4u, row = t / 4u;
-        uvec4 xa[2], xb[2];
-        for (uint h = 0u; h < 2u; h++) {
-            xa[h] = fetch_dc(r0 + row + 64u * h, 8u * q, vec);
-            xb[h] = fetch_b(c0 + row + 64u * h, 8u * q, vec);
+        // Invocation t fetches uvec4 q = t % 8 of rows t / 8 + 32 h, h < 4.
+        const uint q = t % 8u, row = t / 8u;
+        uvec4 xa[FQ], xb[FQ];
+        for (uint h = 0u; h < FQ; h++) {
+            xa[h] = fetch_dc(r0 + row + 32u * h, 8u * q, vec);
+            xb[h] = fetch_b(c0 + row + 32u * h, 8u * q, vec);
         }
         for (uint l0 = 0u; l0 < p.n; l0 += BK) {
             barrier(); // the previous step's products are done with the tiles
-            for (uint h = 0u; h < 2u; h++) {
-                sa[(row + 64u * h) * ROWQ + q] = xa[h];
-                sb[(row + 64u * h) * ROWQ + q] = xb[h];
+            for (uint h = 0u; h < FQ; h++) {
+                sa[(row + 32u * h) * ROWQ + q] = xa[h];
+                sb[(row + 32u * h) * ROWQ + q] = xb[h];
             }
             barrier();
             if (l0 + BK < p.n)
-                for (uint h = 0u; h < 2u; h++) {
-                    xa[h] = fetch_dc(r0 + row + 64u * h, l0 + BK + 8u * q, vec);
-                    xb[h] = fetch_b(c0 + row + 64u * h, l0 + BK + 8u * q, vec);
+                for (uint h = 0u; h < FQ; h++) {
+                    xa[h] = fetch_dc(r0 + row + 32u * h, l0 + BK + 8u * q, vec);
+                    xb[h] = fetch_b(c0 + row + 32u * h, l0 + BK + 8u * q, vec);
                 }
             for (uint kk = 0u; kk < BK / 8u; kk += 2u) { // 16 of the reduction: 2 uvec4
                 F16M a[2], b[4];

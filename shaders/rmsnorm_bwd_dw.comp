@@ -4,7 +4,7 @@
 // range, then fold their partial sums through shared memory. Grid-stride
 // over column tiles.
 #define WX 64
-#define WY 4
+#define WY 16 // 1024 invocations: enough loads in flight when the columns are few
 layout(local_size_x = WX, local_size_y = WY) in;
 
 layout(std430, set = 0, binding = 0) readonly buffer X { float x[]; };
