@@ -1,4 +1,4 @@
-# gemm-bwd: each variant, the sweep for 108 seeds in total (12 shapes x 9),
+# gemm-bwd: each variant, the sweep for 117 seeds in total (13 shapes x 9),
 # the f16 overflow regime of trueno#170 reported per oracle, golden fixtures,
 # and bad input.
 . "$(dirname "$0")/lib.bash"
@@ -7,7 +7,16 @@ for v in f32 accumulate f16; do
   expect_exit 0 "$KV" gemm-bwd --m 130 --n 77 --k 33 --variant "$v"
 done
 expect_exit 0 "$KV" gemm-bwd --sweep --seeds 9
-grep -q '^108 cases: 108 passed, 0 failed, 0 errors, 0 skipped' "$TMP/out" || fail "sweep: expected 108 passing cases"
+grep -q '^117 cases: 117 passed, 0 failed, 0 errors, 0 skipped' "$TMP/out" || fail "sweep: expected 117 passing cases"
+# f16-coopmat runs on devices with NV cooperative matrices (16x16x16 f16 into
+# f32, 32-wide subgroups) and is skipped, exit 77 with the reason, elsewhere.
+run "$KV" gemm-bwd --m 130 --n 72 --k 33 --variant f16-coopmat --seeds 2
+if "$KV" devices | awk 'NR == 2' | grep -q llvmpipe; then
+  [ "$RC" = 77 ] || fail "f16-coopmat on lavapipe: exit $RC, expected 77 (skipped)"
+  grep -q 'skipped: gemm-bwd: stage dA16cm needs VK_NV_cooperative_matrix' "$TMP/out" || fail "no reason for the skip"
+else
+  [ "$RC" = 0 ] || [ "$RC" = 77 ] || fail "f16-coopmat: exit $RC"
+fi
 
 # --scale 1e5: the f16 cast overflows. The spec oracle casts too (NaN and Inf
 # match, pass); the exact oracle's rows show the Inf/NaN mismatches, unjudged.
@@ -48,7 +57,7 @@ expect_exit 0 "$KV" gemm-bwd --inputs "${gc}inputs" --candidate dA="${gc}device/
 grep -q '^4 cases: 4 passed' "$TMP/out" || fail "repeated oracle runs disagree"
 expect_error 2 "--m: 0 is out of range" "$KV" gemm-bwd --m 0 "${J[@]}"
 expect_error 2 "--k: -3 is out of range" "$KV" gemm-bwd --k -3 "${J[@]}"
-expect_error 2 "--variant: 'bf16' is not one of f32\|accumulate\|f16" "$KV" gemm-bwd --variant bf16 "${J[@]}"
+expect_error 2 "--variant: 'bf16' is not one of f32\|accumulate\|f16\|f16-coopmat" "$KV" gemm-bwd --variant bf16 "${J[@]}"
 expect_error 2 "a tensor has more than 2\^31-1 elements" "$KV" gemm-bwd --m 65536 --n 65536 "${J[@]}"
 expect_error 2 "--n: '1e9' is not an integer" "$KV" gemm-bwd --n 1e9 "${J[@]}"
 expect_error 2 "maxStorageBufferRange" "$KV" gemm-bwd --m 1 --n 1 --k 2147483647 "${J[@]}"
