@@ -162,7 +162,6 @@ static const char *type_name(VkPhysicalDeviceType t)
     }
 }
 
-/* Fill info for p; returns 0 when the device cannot run kverify. */
 /* VK_NV_cooperative_matrix with 16x16x16 products of f16 operands into f32
  * at subgroup scope, on 32-wide subgroups (the shape the f16-coopmat stage uses). */
 static int coopmat16(VkInstance inst, VkPhysicalDevice p, const struct kv_vk_info *o)
@@ -191,6 +190,7 @@ static int coopmat16(VkInstance inst, VkPhysicalDevice p, const struct kv_vk_inf
     return 0;
 }
 
+/* Fill info for p; returns 0 when the device cannot run kverify. */
 static int describe(VkInstance inst, VkPhysicalDevice p, uint32_t index, struct kv_vk_info *o)
 {
     VkPhysicalDeviceProperties props;
