@@ -20,10 +20,10 @@
 #define BK 16u
 layout(local_size_x = 256) in;
 
-// [buffer][l][quad of rows or columns]; one spare quad per l keeps the
-// stores of one step on different banks.
-shared vec4 sx[2][BK][BM / 4u + 1u];
-shared vec4 sy[2][BK][BN / 4u + 1u];
+// [buffer][l][quad of rows or columns]: 32 KiB in all, the most lavapipe
+// allows (a spare quad per l against bank conflicts would exceed it).
+shared vec4 sx[2][BK][BM / 4u];
+shared vec4 sy[2][BK][BN / 4u];
 
 // Invocation t's i-th element of a tile: (row or column, l) offsets. With
 // vec4 loads, elements 4j..4j+3 are one load at l = 4 (t % 4) + 0..3.
