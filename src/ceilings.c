@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "compare.h"
 #include "io_npy.h"
 #include "report.h"
 #include "run.h"
@@ -25,13 +26,6 @@ int kv_ceilings_path(char *path, size_t size)
     if (!kv_vk_cache_dir(dir, sizeof dir)) return 0;
     snprintf(path, size, "%s/ceilings.json", dir);
     return 1;
-}
-
-static double min_of(const double *v, int n)
-{
-    double m = v[0];
-    for (int i = 1; i < n; i++) m = v[i] < m ? v[i] : m;
-    return m;
 }
 
 /* Copy `mib` MiB RUNS times each way after WARMUP runs; the fastest of each. */
@@ -74,7 +68,7 @@ static enum kv_status measure_copy(struct kv_vk_device *d, double mib, double *t
     for (int w = 0; w < 2; w++) {
         double ms[RUNS];
         for (int i = 0; i < RUNS; i++) ms[i] = kv_vk_batch_ms(&b, stamp[w][WARMUP + i], stamp[w][WARMUP + i + 1]);
-        double best = min_of(ms, RUNS);
+        double best = kv_quantile(ms, RUNS, 0.0);
         *rate[w] = best > 0 ? 2.0 * (double)size / best / 1e6 : 0;
     }
 cleanup:
