@@ -1,7 +1,12 @@
 #version 450
 // dx[b,k] = r[b] * (dy[b,k]*w[k] - x[b,k] * s[b]*r[b]^2/D), s[b] = sum_i dy*x*w.
-// One workgroup per row, grid-stride over rows.
+// One workgroup per row, grid-stride over rows. Rows of up to 4 * KV_WG * CAP
+// values (a multiple of 4) are read once: each invocation keeps its CAP quads
+// of x and dy in registers between the reduction and the output. Longer rows
+// read x and dy twice (vec4 when dim % 4 == 0, else one value at a time).
+#extension GL_EXT_control_flow_attributes : require
 #define KV_WG 256
+#define CAP 8u
 layout(local_size_x = KV_WG) in;
 
 layout(std430, set = 0, binding = 0) readonly buffer X { float x[]; };
@@ -24,7 +29,28 @@ void main()
         uint base = row * p.dim;
         float rb = r[row];
         float acc = 0.0;
-        if (p.dim % 4u == 0u) {
+        if (p.dim % 4u == 0u && p.dim / 4u <= KV_WG * CAP) {
+            uint b4 = base / 4u, d4 = p.dim / 4u;
+            vec4 xs[CAP], ds[CAP];
+            [[unroll]] for (uint c = 0u; c < CAP; c++) {
+                uint i = gl_LocalInvocationID.x + c * KV_WG;
+                xs[c] = i < d4 ? x4[b4 + i] : vec4(0.0);
+                ds[c] = i < d4 ? dy4[b4 + i] : vec4(0.0);
+            }
+            [[unroll]] for (uint c = 0u; c < CAP; c++) {
+                uint i = gl_LocalInvocationID.x + c * KV_WG;
+                if (i < d4) {
+                    vec4 t = ds[c] * xs[c] * w4[i];
+                    acc += (t.x + t.y) + (t.z + t.w);
+                }
+            }
+            float s = kv_wg_sum(acc);
+            float coeff = s * rb * rb / float(p.dim);
+            [[unroll]] for (uint c = 0u; c < CAP; c++) {
+                uint k = gl_LocalInvocationID.x + c * KV_WG;
+                if (k < d4) dx4[b4 + k] = rb * (ds[c] * w4[k] - xs[c] * coeff);
+            }
+        } else if (p.dim % 4u == 0u) {
             uint b4 = base / 4u, d4 = p.dim / 4u;
             for (uint i = gl_LocalInvocationID.x; i < d4; i += KV_WG) {
                 vec4 t = dy4[b4 + i] * x4[b4 + i] * w4[i];

@@ -214,6 +214,8 @@ static const char *const sweep[] = {
     "rows=13,dim=1021",
     "rows=64,dim=1000",
     "rows=31,dim=4099",
+    "rows=2,dim=8192",
+    "rows=3,dim=8196",
     "rows=5,dim=12289",
     "rows=2,dim=65537",
     "rows=4,dim=33,eps=0,dist=zero-row",
