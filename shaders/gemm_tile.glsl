@@ -15,6 +15,15 @@
 // the next step's values are fetched into registers while this step's
 // products run, so one barrier per step suffices. Tails are masked with
 // zeros, so every extent >= 1 works. Output tiles are grid-strided.
+// The step's product loop is unrolled where the reduction is contiguous
+// (measured on an H100 at 4096^3: dA 4.48 -> 3.64 ms; for dB, read along rows,
+// unrolling made it slower, 3.55 -> 4.05 ms, so it is left to the compiler).
+#extension GL_EXT_control_flow_attributes : require
+#if X_RED_CONTIG
+#define KV_UNROLL_L [[unroll]]
+#else
+#define KV_UNROLL_L
+#endif
 #define BM 128u
 #define BN 128u
 #define BK 16u
@@ -86,7 +95,7 @@ void kv_gemm()
         for (uint l0 = 0u; l0 < RED; l0 += BK) {
             const bool more = l0 + BK < RED;
             if (more) { KV_FETCH(l0 + BK) }
-            for (uint l = 0u; l < BK; l++) {
+            KV_UNROLL_L for (uint l = 0u; l < BK; l++) {
                 vec4 a0 = sx[cur][l][ty], a1 = sx[cur][l][ty + 16u];
                 vec4 b0 = sy[cur][l][tx], b1 = sy[cur][l][tx + 16u];
                 for (uint i = 0u; i < 4u; i++) {
