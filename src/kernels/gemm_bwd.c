@@ -146,7 +146,7 @@ static const struct kv_stage_def stages[] = {
                 launch_dA, is_f16_portable, .flops = gemm_flops, .flops_f16 = 1},
     [S_DA_CM] = {"dA16cm", KV_SPIRV(dA16cm_sg), KV_SPIRV(dA16cm_sh), 3, {T_DC16, T_B16, T_DA_CM},
                  sizeof(struct push), "uint m; uint n; uint k;",
-                 TILES_DOC " over dA[m, k]; 8 subgroups of 32 on cooperative matrices; f16 operands packed two per uint",
+                 TILES_DOC " over dA[m, k]; 4 subgroups of 32 on cooperative matrices; f16 operands packed two per uint",
                  launch_dA, is_cm, .needs = KV_NEED_COOPMAT16, .flops = gemm_flops, .flops_f16 = 1},
     [S_DB] = {"dB", KV_SPIRV(dB_sg), KV_SPIRV(dB_sh), 3, {T_A, T_DC, T_DB}, sizeof(struct push),
               "uint m; uint n; uint k;", TILES_DOC " over dB[k, n]", launch_dB, NULL, .flops = gemm_flops},
