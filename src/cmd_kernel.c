@@ -13,7 +13,7 @@
 #include "source.h"
 
 enum {
-    OPT_SEED = 1000, OPT_SEEDS, OPT_SWEEP, OPT_REPEAT, OPT_JSON, OPT_DEVICE, OPT_SHADER, OPT_NO_SUBGROUP, OPT_NO_8BIT, OPT_JUNIT, OPT_MARKDOWN, OPT_BASELINE, OPT_REGRESS, OPT_BENCH,
+    OPT_SEED = 1000, OPT_SEEDS, OPT_SWEEP, OPT_REPEAT, OPT_JSON, OPT_DEVICE, OPT_SHADER, OPT_NO_SUBGROUP, OPT_NO_8BIT, OPT_JUNIT, OPT_MARKDOWN, OPT_BASELINE, OPT_REGRESS, OPT_BENCH, OPT_BENCH_WARMUP,
     OPT_LAMBDA, OPT_MAX_ULP, OPT_RTOL, OPT_ATOL, OPT_MAX_NMSE, OPT_VERBOSE, OPT_HELP, OPT_INPUTS,
     OPT_CANDIDATE, OPT_SAVE, OPT_NO_DEVICE, OPT_ORACLE, OPT_SAMPLE, OPT_PARAM = 2000,
 };
@@ -24,6 +24,7 @@ static const struct option common_opts[] = {
     {"sweep", no_argument, NULL, OPT_SWEEP},
     {"repeat", required_argument, NULL, OPT_REPEAT},
     {"bench", required_argument, NULL, OPT_BENCH},
+    {"bench-warmup", required_argument, NULL, OPT_BENCH_WARMUP},
     {"json", required_argument, NULL, OPT_JSON},
     {"junit", required_argument, NULL, OPT_JUNIT},
     {"markdown", required_argument, NULL, OPT_MARKDOWN},
@@ -66,6 +67,8 @@ static void kernel_usage(const struct kv_kernel *k, FILE *f)
                "  --repeat N                   run the device N times, fail on any difference [default: 1]\n"
                "  --bench N                    time each stage N times back to back after 3 warm-up runs:\n"
                "                               min and median, GB/s, GFLOP/s [default: off]\n"
+               "  --bench-warmup S             keep the device busy S seconds (0..60) before timing, so\n"
+               "                               that its clocks leave their idle state [default: 0.5]\n"
                "  --shader STAGE=FILE          replace a stage's shader (.comp or .spv; kverify list --abi)\n"
                "  --no-subgroup                use the shared-memory reduction shaders\n"
                "  --no-8bit-storage            read and write 8-bit codes as packed words\n"
@@ -167,6 +170,7 @@ enum kv_status kv_kopts_parse(const struct kv_kernel *k, int argc, char **argv, 
             KV_TRY(kv_parse_i64("--bench", arg, 1, 1000, &v));
             o->run.bench = (int)v;
             break;
+        case OPT_BENCH_WARMUP: KV_TRY(kv_parse_f64("--bench-warmup", arg, 0, 60, &o->run.bench_warmup_s)); break;
         case OPT_REPEAT:
             KV_TRY(kv_parse_i64("--repeat", arg, 1, 64, &v));
             o->run.repeat = (int)v;
@@ -317,6 +321,7 @@ void kv_kopts_init(struct kopts *o)
     memset(o, 0, sizeof *o);
     kv_criteria_default(&o->run.crit);
     o->run.repeat = 1;
+    o->run.bench_warmup_s = 0.5;
     o->seed = 1;
     o->out.regress_factor = 2;
 }

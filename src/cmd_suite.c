@@ -85,7 +85,7 @@ static enum kv_status entry_argv(const cJSON *e, const char *what, const char *d
     enum kv_status st = KV_OK;
     static const char *const scalar[][2] = {{"seed", "--seed"},     {"seeds", "--seeds"},   {"repeat", "--repeat"},
                                             {"sample", "--sample"}, {"oracle", "--oracle"},
-                                            {"bench", "--bench"}};
+                                            {"bench", "--bench"},   {"bench_warmup", "--bench-warmup"}};
     static const char *const flags[][2] = {{"sweep", "--sweep"}, {"no_subgroup", "--no-subgroup"},
                                            {"no_8bit_storage", "--no-8bit-storage"}, {"no_device", "--no-device"}};
     static const char *const tol[][2] = {{"lambda", "--lambda"}, {"max_ulp", "--max-ulp"}, {"rtol", "--rtol"},

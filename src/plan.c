@@ -1,5 +1,6 @@
 #include "plan.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -184,33 +185,59 @@ cleanup:
     return st;
 }
 
+/* Stage s dispatched `runs` times between barriers in one submission; with
+ * stamps non-NULL, a timestamp before the first and after each. */
+static enum kv_status bench_batch(struct kv_runner *r, struct kv_case *c, struct kv_plan *p, int s, int runs,
+                                  struct kv_vk_batch *b, int *stamps)
+{
+    enum kv_status st = KV_OK;
+    const struct kv_kernel *k = r->k;
+    KV_TRY(kv_vk_batch_begin(r->d, (uint32_t)runs, stamps ? (uint32_t)runs + 2 : 0, b));
+    struct kv_vk_range bind[KV_VK_MAX_BINDINGS];
+    stage_bindings(k, c, p, s, 0, bind);
+    unsigned char push[256] = {0};
+    uint32_t groups[3];
+    k->stages[s].launch(c, r->local[s], r->d->info.max_groups, push, groups);
+    if (stamps) stamps[0] = kv_vk_batch_stamp(b);
+    for (int i = 0; i < runs; i++) {
+        KV_TRY(kv_vk_batch_dispatch(b, &r->pipe[s], bind, push, groups));
+        kv_vk_batch_barrier(b, KV_BARRIER_COMPUTE_TO_COMPUTE);
+        if (stamps) stamps[i + 1] = kv_vk_batch_stamp(b);
+    }
+    st = kv_vk_batch_submit(b);
+cleanup:
+    return st;
+}
+
 enum kv_status kv_plan_bench(struct kv_runner *r, struct kv_case *c, struct kv_plan *p, const int *run_stage, int n,
-                             double *min_ms, double *median_ms)
+                             double warmup_s, double *min_ms, double *median_ms)
 {
     enum kv_status st = KV_OK;
     const struct kv_kernel *k = r->k;
     enum { WARMUP = 3 };
     double *t = malloc((size_t)n * sizeof *t);
     KV_CHECK(t, KV_EDEVICE, "out of host memory for --bench");
+    /* Batches of the first stage until the device has been busy warmup_s
+     * seconds: each batch twice the last (at most 256 dispatches), or what
+     * the time left needs at the rate seen so far, if fewer. */
+    int first = 0;
+    while (first < k->n_stages && !run_stage[first]) first++;
+    double t0 = kv_now_ms(), done = 0;
+    for (int runs = 1; first < k->n_stages && kv_now_ms() - t0 < warmup_s * 1e3;) {
+        struct kv_vk_batch b;
+        st = bench_batch(r, c, p, first, runs, &b, NULL);
+        kv_vk_batch_destroy(&b);
+        if (st) goto cleanup;
+        done += runs;
+        double need = ceil((warmup_s * 1e3 - (kv_now_ms() - t0)) / ((kv_now_ms() - t0) / done));
+        runs = need < 2 * runs ? (need < 1 ? 1 : (int)need) : (2 * runs < 256 ? 2 * runs : 256);
+    }
     for (int s = 0; s < k->n_stages; s++) {
         min_ms[s] = median_ms[s] = 0;
         if (!run_stage[s]) continue;
         struct kv_vk_batch b;
         int stamps[1024 + WARMUP + 2];
-        KV_TRY(kv_vk_batch_begin(r->d, (uint32_t)(n + WARMUP), (uint32_t)(n + WARMUP + 2), &b));
-        struct kv_vk_range bind[KV_VK_MAX_BINDINGS];
-        stage_bindings(k, c, p, s, 0, bind);
-        unsigned char push[256] = {0};
-        uint32_t groups[3];
-        k->stages[s].launch(c, r->local[s], r->d->info.max_groups, push, groups);
-        stamps[0] = kv_vk_batch_stamp(&b);
-        for (int i = 0; i < n + WARMUP; i++) {
-            st = kv_vk_batch_dispatch(&b, &r->pipe[s], bind, push, groups);
-            if (st) break;
-            kv_vk_batch_barrier(&b, KV_BARRIER_COMPUTE_TO_COMPUTE);
-            stamps[i + 1] = kv_vk_batch_stamp(&b);
-        }
-        if (!st) st = kv_vk_batch_submit(&b);
+        st = bench_batch(r, c, p, s, n + WARMUP, &b, stamps);
         for (int i = 0; !st && i < n; i++) t[i] = kv_vk_batch_ms(&b, stamps[WARMUP + i], stamps[WARMUP + i + 1]);
         kv_vk_batch_destroy(&b);
         if (st) goto cleanup;

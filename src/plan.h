@@ -36,11 +36,13 @@ enum kv_status kv_plan_make(struct kv_vk_device *d, const struct kv_kernel *k, s
 /* Record and run the stages once; times per isolated stage, upload, download. */
 enum kv_status kv_plan_run(struct kv_runner *r, struct kv_case *c, struct kv_plan *p, const int *run_stage,
                            const int *chain_stage, double *stage_ms, double *upload_ms, double *download_ms);
-/* --bench: run each stage in run_stage warm-up times, then n times back to
- * back (each between barriers, on the isolated inputs), and give each
- * stage's fastest and median time. */
+/* --bench: keep the device busy with the first stage for warmup_s seconds
+ * (a GPU leaves its idle clocks only under sustained load), then run each
+ * stage in run_stage 3 times untimed and n times timed back to back (each
+ * between barriers, on the isolated inputs), and give each stage's fastest
+ * and median time. */
 enum kv_status kv_plan_bench(struct kv_runner *r, struct kv_case *c, struct kv_plan *p, const int *run_stage, int n,
-                             double *min_ms, double *median_ms);
+                             double warmup_s, double *min_ms, double *median_ms);
 /* Guard bytes changed after an output of `bytes` in a buffer of `padded`. */
 size_t kv_guard_check(const void *base, size_t bytes, size_t padded);
 void kv_plan_free(struct kv_vk_device *d, struct kv_plan *p);

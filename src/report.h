@@ -56,6 +56,7 @@ struct kv_case_result {
     double stage_ms[KV_MAX_STAGES];     /* median device time per stage */
     double stage_min_ms[KV_MAX_STAGES]; /* and the fastest of the --repeat runs */
     int bench_runs;                     /* --bench N, or 0 */
+    double bench_warmup_s;              /* --bench-warmup S */
     struct {
         int ran;
         double min_ms, median_ms;

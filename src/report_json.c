@@ -139,6 +139,7 @@ static cJSON *case_json(const struct kv_case_result *c)
     if (c->bench_runs) {
         cJSON *b = cJSON_AddObjectToObject(o, "bench");
         cJSON_AddNumberToObject(b, "runs", c->bench_runs);
+        add_num(b, "warmup_s", c->bench_warmup_s);
         cJSON *bs = cJSON_AddObjectToObject(b, "stages");
         for (int i = 0; i < c->n_stages; i++) {
             if (!c->bench[i].ran) continue;

@@ -330,8 +330,9 @@ static enum kv_status run_case(struct kv_runner *r, struct kv_case *c, const str
         }
         if (o->bench > 0) {
             double mn[KV_MAX_STAGES], md[KV_MAX_STAGES];
-            KV_TRY(kv_plan_bench(r, c, &p, run_stage, o->bench, mn, md));
+            KV_TRY(kv_plan_bench(r, c, &p, run_stage, o->bench, o->bench_warmup_s, mn, md));
             res->bench_runs = o->bench;
+            res->bench_warmup_s = o->bench_warmup_s;
             for (int s = 0; s < k->n_stages; s++) {
                 if (!run_stage[s]) continue;
                 const struct kv_stage_def *sd = &k->stages[s];

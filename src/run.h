@@ -18,6 +18,7 @@ struct kv_run_opts {
     int oracle;                         /* KV_ORACLE_SPEC, _EXACT or _BOTH */
     int64_t sample;                     /* --sample N: random elements per output (0: all) */
     int bench;                          /* --bench N: timed runs per stage after warm-up (0: none) */
+    double bench_warmup_s;              /* --bench-warmup S: busy seconds before the first timed stage */
 };
 
 /* Pipelines for one kernel on one device, created once per process. */

@@ -28,6 +28,19 @@ expect_exit 1 "$KV" compare "$TMP/fast.json" "$TMP/r.json"
 grep -Eq 'REGRESSION .* stage dx +bench min time' "$TMP/out" || fail "the slowdown was not reported"
 expect_error 2 "--bench: 0 is out of range" "$KV" rmsnorm-bwd --bench 0 --json "$TMP/report.json"
 expect_error 2 "--bench: 1001 is out of range" "$KV" rmsnorm-bwd --bench 1001 --json "$TMP/report.json"
+# --bench-warmup S keeps the device busy at least S seconds before timing
+# (a lower bound on the wall time), and the report records S; bad values.
+python3 -c 'import json, sys; b = json.load(open(sys.argv[1]))["cases"][0]["bench"]; assert b["warmup_s"] == 0.5, b' \
+  "$TMP/r.json" || fail "the default warm-up is not 0.5 s in the report"
+t0=$EPOCHREALTIME
+expect_exit 0 "$KV" rmsnorm-bwd --rows 8 --dim 100 --bench 2 --bench-warmup 1.5 --json "$TMP/w.json"
+python3 -c 'import sys; assert float(sys.argv[2]) - float(sys.argv[1]) >= 1.5, sys.argv' "$t0" "$EPOCHREALTIME" ||
+  fail "--bench-warmup 1.5 finished in under 1.5 s"
+python3 -c 'import json, sys; assert json.load(open(sys.argv[1]))["cases"][0]["bench"]["warmup_s"] == 1.5' "$TMP/w.json" ||
+  fail "the report does not record --bench-warmup"
+for bad in -1 60.5 abc nan inf ""; do
+  expect_error 2 "--bench-warmup" "$KV" rmsnorm-bwd --bench 2 --bench-warmup "$bad" --json "$TMP/report.json"
+done
 
 # kverify devices --measure: ceilings measured, cached per device, listed,
 # and used by --bench; no cache directory, a bad device, bad options.
