@@ -161,17 +161,33 @@ static enum kv_status oracle(struct kv_case *c)
 #pragma omp parallel for schedule(static)
     for (int64_t b = 0; b < rows; b++) {
         const float *xb = x + b * dim, *dyb = dy + b * dim;
-        double ss = 0, s = 0, sabs = 0;
-        for (int64_t j = 0; j < dim; j++) ss += (double)xb[j] * xb[j];
+        /* The three row sums in one pass, each over LANES interleaved partial
+         * sums (element j into lane j % LANES) added pairwise at the end: a
+         * fixed order, so the result does not depend on the compiler, and
+         * independent lanes, so the loop vectorises without reassociation. */
+        enum { LANES = 8 };
+        double ss_l[LANES] = {0}, s_l[LANES] = {0}, sabs_l[LANES] = {0};
+        int64_t j = 0;
+        for (; j + LANES <= dim; j += LANES)
+            for (int l = 0; l < LANES; l++) {
+                const double xv = xb[j + l], t = (double)dyb[j + l] * xv * w[j + l];
+                ss_l[l] += xv * xv;
+                s_l[l] += t;
+                sabs_l[l] += fabs(t);
+            }
+        for (int l = 0; j < dim; j++, l++) {
+            const double xv = xb[j], t = (double)dyb[j] * xv * w[j];
+            ss_l[l] += xv * xv;
+            s_l[l] += t;
+            sabs_l[l] += fabs(t);
+        }
+        for (int h = LANES / 2; h > 0; h /= 2)
+            for (int l = 0; l < h; l++) ss_l[l] += ss_l[l + h], s_l[l] += s_l[l + h], sabs_l[l] += sabs_l[l + h];
+        const double ss = ss_l[0], s = s_l[0], sabs = sabs_l[0];
         yr[b] = 1.0 / sqrt(ss / D + eps);
         Sr[b] = yr[b];
         /* Stage isolation: dx sees r rounded to f32, as the runner feeds it. */
         const double r = (double)(float)yr[b];
-        for (int64_t j = 0; j < dim; j++) {
-            double t = (double)dyb[j] * xb[j] * w[j];
-            s += t;
-            sabs += fabs(t);
-        }
         const double coeff = s * r * r / D, cabs = sabs * r * r / D;
         for (int64_t k = 0; k < dim; k++) {
             ydx[b * dim + k] = r * ((double)dyb[k] * w[k] - (double)xb[k] * coeff);
