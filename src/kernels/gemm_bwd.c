@@ -106,6 +106,14 @@ static void launch_dA(const struct kv_case *c, const uint32_t local[3], const ui
     launch_tiles((uint64_t)c->p[P_M].i, (uint64_t)c->p[P_K].i, local, max, groups);
 }
 
+/* dA16cm: 128x256 tiles (rows x columns of dA). */
+static void launch_dA16cm(const struct kv_case *c, const uint32_t local[3], const uint32_t max[3], void *push,
+                          uint32_t groups[3])
+{
+    fill_push(c, push);
+    launch_tiles((uint64_t)c->p[P_M].i, ((uint64_t)c->p[P_K].i + 1) / 2, local, max, groups);
+}
+
 static void launch_dB(const struct kv_case *c, const uint32_t local[3], const uint32_t max[3], void *push,
                       uint32_t groups[3])
 {
@@ -146,8 +154,11 @@ static const struct kv_stage_def stages[] = {
                 launch_dA, is_f16_portable, .flops = gemm_flops, .flops_f16 = 1},
     [S_DA_CM] = {"dA16cm", KV_SPIRV(dA16cm_sg), KV_SPIRV(dA16cm_sh), 3, {T_DC16, T_B16, T_DA_CM},
                  sizeof(struct push), "uint m; uint n; uint k;",
-                 TILES_DOC " over dA[m, k]; 4 subgroups of 32 on cooperative matrices; f16 operands packed two per uint",
-                 launch_dA, is_cm, .needs = KV_NEED_COOPMAT16, .flops = gemm_flops, .flops_f16 = 1},
+                 "one workgroup per 128x256 tile of dA[m, k] (tiles = ceil(m/128)*ceil(k/256)); tile t = "
+                 "gl_WorkGroupID.y*gl_NumWorkGroups.x + gl_WorkGroupID.x, strided by the group count; "
+                 "groups.x = min(tiles, 65535); 8 subgroups of 32 on cooperative matrices; f16 operands packed two "
+                 "per uint",
+                 launch_dA16cm, is_cm, .needs = KV_NEED_COOPMAT16, .flops = gemm_flops, .flops_f16 = 1},
     [S_DB] = {"dB", KV_SPIRV(dB_sg), KV_SPIRV(dB_sh), 3, {T_A, T_DC, T_DB}, sizeof(struct push),
               "uint m; uint n; uint k;", TILES_DOC " over dB[k, n]", launch_dB, NULL, .flops = gemm_flops},
 };
