@@ -13,9 +13,11 @@
 # (timestamps); PyTorch's the fastest of N after 3 warm-up runs (CUDA events).
 # The ceilings come from `kverify devices --measure`, run first unless
 # KEEP_CEILINGS=1 and they are cached. Build first if KV is not executable.
-# First the GPU is kept busy for WARMUP_S seconds (default 60): on a freshly
-# started H100 machine every kernel ran 1.3-4x slower for about the first
-# minute, kverify and PyTorch alike.
+# First the GPU is kept busy for WARMUP_S seconds (default 10): an idle GPU
+# runs at its idle clocks until it has been loaded a while (on an H100, a
+# 0.7 ms stage took 3.2 ms from idle). Each kverify --bench also keeps the
+# device busy for 0.5 s before timing (--bench-warmup), because its inputs
+# and oracle leave the GPU idle for seconds.
 # Usage: scripts/bench-gpu.sh [N]   (env: KV=path to kverify, default build/kverify)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,7 +28,7 @@ if [ ! -x "$kv" ]; then
   kv=build/kverify
 fi
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-end=$((SECONDS + ${WARMUP_S:-60}))
+end=$((SECONDS + ${WARMUP_S:-10}))
 while [ "$SECONDS" -lt "$end" ]; do
   "$kv" gemm-bwd --m 2048 --n 2048 --k 2048 --sample 100 --bench 100 >/dev/null 2>&1 || break
 done
