@@ -1,8 +1,9 @@
 // gdn-wu: one chunk of BT = 64 rows of one head: out[t0+i, h, :] =
 // sum_j A[t0+i, h, j] * staged[t0+j, :], f32 accumulation, rounded once to
-// bf16. The including shader declares the buffers and defines D (the output
-// width), load_A(row index), staged(b, t, h, col) (the bf16-rounded scaled
-// input of a row t < seq) and store_out(index, value).
+// bf16. The including shader declares the buffers (A among them) and defines
+// D (the output width), staged(b, t, h, col) (the bf16-rounded scaled input
+// of a row t < seq), store_out(index, value) and store_out4(index, values)
+// (four outputs from an index that is a multiple of 4; used when D % 4 == 0).
 // A workgroup takes (batch, head, chunk) items, grid-strided: it holds the
 // chunk's A in shared memory (transposed, four rows to a vec4) and walks the
 // output columns 64 at a time; each invocation computes a 4 x 4 block from
@@ -36,8 +37,10 @@ void main()
         uint h = id % p.heads, c = (id / p.heads) % nt, b = id / (nt * p.heads);
         uint t0 = c * BT, nv = min(BT, p.seq - t0);
         for (uint e = lid; e < BT * BT; e += 256u) {
-            uint i = e / BT, j = e % BT;
-            a_t[j * 16u + i / 4u][i % 4u] = i < nv ? A[((b * p.seq + t0 + i) * p.heads + h) * BT + j] : 0.0;
+            // A warp loads 4 rows x 8 columns of A; its 32 transposed stores
+            // hit 32 banks, as quad i / 4 of row j sits at quad (i / 4) ^ (j % 8).
+            uint iq = (e / 32u) % 16u, i = 4u * iq + e % 4u, j = 8u * (e / 512u) + (e / 4u) % 8u;
+            a_t[j * 16u + (iq ^ (j % 8u))][i % 4u] = i < nv ? A[((b * p.seq + t0 + i) * p.heads + h) * BT + j] : 0.0;
         }
         for (uint col0 = 0u; col0 < D; col0 += 64u) {
             for (uint e = lid; e < BT * 64u; e += 256u) {
@@ -47,9 +50,16 @@ void main()
             barrier();
             vec4 acc[4] = vec4[4](vec4(0.0), vec4(0.0), vec4(0.0), vec4(0.0));
             for (uint kk = 0u; kk < BT; kk++) {
-                vec4 a = a_t[kk * 16u + ti], s = st[kk * 16u + tj];
+                vec4 a = a_t[kk * 16u + (ti ^ (kk % 8u))], s = st[kk * 16u + tj];
                 for (uint r = 0u; r < 4u; r++) acc[r] += a[r] * s;
             }
+            if (D % 4u == 0u) { // four bf16 outputs as one 8-byte store
+                for (uint r = 0u; r < 4u; r++) {
+                    uint i = 4u * ti + r;
+                    if (i < nv && col0 + 4u * tj < D)
+                        store_out4(((b * p.seq + t0 + i) * p.heads + h) * D + col0 + 4u * tj, acc[r]);
+                }
+            } else
             for (uint r = 0u; r < 4u; r++) {
                 uint i = 4u * ti + r;
                 if (i >= nv) break;

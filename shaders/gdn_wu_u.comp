@@ -8,6 +8,9 @@ layout(std430, binding = 3) writeonly buffer U { uint16_t u[]; };
 #define D p.dv
 float staged(uint b, uint t, uint h, uint col);
 void store_out(uint i, float x);
+void store_out4(uint i, vec4 x);
+// The output as 8-byte words: four bf16 per store where D % 4 == 0.
+layout(std430, binding = 3) writeonly buffer U4 { uvec2 u4[]; };
 #include "gdn_wu.glsl"
 
 float staged(uint b, uint t, uint h, uint col)
@@ -16,3 +19,7 @@ float staged(uint b, uint t, uint h, uint col)
     return bf16_round(bf16_float(uint(v[r * p.dv + col])) * beta[r]);
 }
 void store_out(uint i, float x) { u[i] = uint16_t(bf16_bits(x)); }
+void store_out4(uint i, vec4 x)
+{
+    u4[i / 4u] = uvec2(bf16_bits(x.x) | (bf16_bits(x.y) << 16), bf16_bits(x.z) | (bf16_bits(x.w) << 16));
+}

@@ -10,6 +10,9 @@ layout(std430, binding = 4) writeonly buffer W { uint16_t w[]; };
 #define D p.dk
 float staged(uint b, uint t, uint h, uint col);
 void store_out(uint i, float x);
+void store_out4(uint i, vec4 x);
+// The output as 8-byte words: four bf16 per store where D % 4 == 0.
+layout(std430, binding = 4) writeonly buffer W4 { uvec2 w4[]; };
 #include "gdn_wu.glsl"
 
 float staged(uint b, uint t, uint h, uint col)
@@ -19,3 +22,7 @@ float staged(uint b, uint t, uint h, uint col)
     return bf16_round(x * beta[r] * exp(g[r]));
 }
 void store_out(uint i, float x) { w[i] = uint16_t(bf16_bits(x)); }
+void store_out4(uint i, vec4 x)
+{
+    w4[i / 4u] = uvec2(bf16_bits(x.x) | (bf16_bits(x.y) << 16), bf16_bits(x.z) | (bf16_bits(x.w) << 16));
+}

@@ -303,6 +303,7 @@ static const char *const sweep[] = {
     "batch=2,seq=65,heads=4,kv-heads=4,dk=128,dv=128",
     "batch=2,seq=200,heads=4,kv-heads=2,dk=256,dv=256",
     "batch=2,seq=130,heads=2,kv-heads=1,dk=48,dv=80",
+    "batch=1,seq=70,heads=2,kv-heads=2,dk=30,dv=17",
     NULL,
 };
 
