@@ -229,7 +229,7 @@ enum kv_status kv_plan_bench(struct kv_runner *r, struct kv_case *c, struct kv_p
         kv_vk_batch_destroy(&b);
         if (st) goto cleanup;
         done += runs;
-        double need = ceil((warmup_s * 1e3 - (kv_now_ms() - t0)) / ((kv_now_ms() - t0) / done));
+        const double el = kv_now_ms() - t0, need = ceil((warmup_s * 1e3 - el) * done / el);
         runs = need < 2 * runs ? (need < 1 ? 1 : (int)need) : (2 * runs < 256 ? 2 * runs : 256);
     }
     for (int s = 0; s < k->n_stages; s++) {

@@ -86,14 +86,14 @@ static void fill_push(const struct kv_case *c, struct push *p)
     p->m = (uint32_t)c->p[P_M].i, p->n = (uint32_t)c->p[P_N].i, p->k = (uint32_t)c->p[P_K].i;
 }
 
-/* One workgroup per 128x128 output tile, tiles grid-strided over a 2-D grid
- * (a user shader with other tiles strides over its own tile count). */
+/* One workgroup per 128 x tile_cols output tile, tiles grid-strided over a
+ * 2-D grid (a user shader with other tiles strides over its own tile count). */
 #define TILE 128
-static void launch_tiles(uint64_t rows, uint64_t cols, const uint32_t local[3], const uint32_t max[3],
-                         uint32_t groups[3])
+static void launch_tiles(uint64_t rows, uint64_t cols, uint64_t tile_cols, const uint32_t local[3],
+                         const uint32_t max[3], uint32_t groups[3])
 {
     (void)local;
-    uint64_t tiles = ((rows + TILE - 1) / TILE) * ((cols + TILE - 1) / TILE);
+    uint64_t tiles = ((rows + TILE - 1) / TILE) * ((cols + tile_cols - 1) / tile_cols);
     groups[0] = kv_groups(tiles, 1, max[0] < 65535 ? max[0] : 65535);
     groups[1] = kv_groups((tiles + groups[0] - 1) / groups[0], 1, max[1]);
     groups[2] = 1;
@@ -103,7 +103,7 @@ static void launch_dA(const struct kv_case *c, const uint32_t local[3], const ui
                       uint32_t groups[3])
 {
     fill_push(c, push);
-    launch_tiles((uint64_t)c->p[P_M].i, (uint64_t)c->p[P_K].i, local, max, groups);
+    launch_tiles((uint64_t)c->p[P_M].i, (uint64_t)c->p[P_K].i, TILE, local, max, groups);
 }
 
 /* dA16cm: 128x256 tiles (rows x columns of dA). */
@@ -111,14 +111,14 @@ static void launch_dA16cm(const struct kv_case *c, const uint32_t local[3], cons
                           uint32_t groups[3])
 {
     fill_push(c, push);
-    launch_tiles((uint64_t)c->p[P_M].i, ((uint64_t)c->p[P_K].i + 1) / 2, local, max, groups);
+    launch_tiles((uint64_t)c->p[P_M].i, (uint64_t)c->p[P_K].i, 2 * TILE, local, max, groups);
 }
 
 static void launch_dB(const struct kv_case *c, const uint32_t local[3], const uint32_t max[3], void *push,
                       uint32_t groups[3])
 {
     fill_push(c, push);
-    launch_tiles((uint64_t)c->p[P_K].i, (uint64_t)c->p[P_N].i, local, max, groups);
+    launch_tiles((uint64_t)c->p[P_K].i, (uint64_t)c->p[P_N].i, TILE, local, max, groups);
 }
 
 static void launch_cast(const struct kv_case *c, const uint32_t local[3], const uint32_t max[3], void *push,
