@@ -27,6 +27,11 @@ uint bf16_bits(float f)
 float bf16_float(uint h) { return uintBitsToFloat(h << 16); }
 // The staging cast of the spec: f32 -> bf16 (round to nearest even) -> f32.
 float bf16_round(float f) { return bf16_float(bf16_bits(f)); }
+// Four values as bf16, packed low half first: one 8-byte word of the output.
+uvec2 bf16x4_words(vec4 x)
+{
+    return uvec2(bf16_bits(x.x) | (bf16_bits(x.y) << 16), bf16_bits(x.z) | (bf16_bits(x.w) << 16));
+}
 
 void main()
 {

@@ -19,7 +19,4 @@ float staged(uint b, uint t, uint h, uint col)
     return bf16_round(bf16_float(uint(v[r * p.dv + col])) * beta[r]);
 }
 void store_out(uint i, float x) { u[i] = uint16_t(bf16_bits(x)); }
-void store_out4(uint i, vec4 x)
-{
-    u4[i / 4u] = uvec2(bf16_bits(x.x) | (bf16_bits(x.y) << 16), bf16_bits(x.z) | (bf16_bits(x.w) << 16));
-}
+void store_out4(uint i, vec4 x) { u4[i / 4u] = bf16x4_words(x); }
