@@ -4,18 +4,17 @@
 // D (the output width), staged(b, t, h, col) (the bf16-rounded scaled input
 // of a row t < seq), store_out(index, value) and store_out4(index, values)
 // (four outputs from an index that is a multiple of 4; used when D % 4 == 0).
+// Built with KV_BF16CM, the products run on bf16 cooperative matrices
+// (gdn_wu_cm.glsl); otherwise on f32 FMAs, as follows.
 // A workgroup takes (batch, head, chunk) items, grid-strided: it holds the
 // chunk's A in shared memory (transposed, four rows to a vec4) and walks the
 // output columns 64 at a time; each invocation computes a 4 x 4 block from
 // two vec4 loads per step. Rows past seq (a partial last chunk) stage as
 // zero and are not written.
 #extension GL_EXT_shader_16bit_storage : require
-layout(local_size_x = 256) in;
 layout(push_constant) uniform Push { uint batch; uint seq; uint heads; uint kv_heads; uint dk; uint dv; } p;
 
 #define BT 64u
-shared vec4 a_t[BT * 16u]; // a_t[j*16 + i/4][i%4] = A[i][j]
-shared vec4 st[BT * 16u];  // st[kk*16 + c/4][c%4]: staged row kk, column col0 + c
 
 // bf16 by bit operations: round to nearest even, NaN kept (quiet).
 uint bf16_bits(float f)
@@ -32,6 +31,13 @@ uvec2 bf16x4_words(vec4 x)
 {
     return uvec2(bf16_bits(x.x) | (bf16_bits(x.y) << 16), bf16_bits(x.z) | (bf16_bits(x.w) << 16));
 }
+
+#ifdef KV_BF16CM
+#include "gdn_wu_cm.glsl"
+#else
+layout(local_size_x = 256) in;
+shared vec4 a_t[BT * 16u]; // a_t[j*16 + i/4][i%4] = A[i][j]
+shared vec4 st[BT * 16u];  // st[kk*16 + c/4][c%4]: staged row kk, column col0 + c
 
 void main()
 {
@@ -77,3 +83,4 @@ void main()
         }
     }
 }
+#endif

@@ -4,6 +4,11 @@
 layout(std430, binding = 0) readonly buffer V { uint16_t v[]; };
 layout(std430, binding = 1) readonly buffer BETA { float beta[]; };
 layout(std430, binding = 2) readonly buffer AA { float A[]; };
+// KV_BF16CM: also built for bf16 cooperative matrices (gdn_wu_cm.glsl), which
+// reads A and the input as 16-byte words.
+layout(std430, binding = 2) readonly buffer AA4 { vec4 A4[]; };
+layout(std430, binding = 0) readonly buffer IN8 { uvec4 v8[]; };
+uvec4 staged8(uint b, uint t, uint h, uint col);
 layout(std430, binding = 3) writeonly buffer U { uint16_t u[]; };
 #define D p.dv
 float staged(uint b, uint t, uint h, uint col);
@@ -20,3 +25,14 @@ float staged(uint b, uint t, uint h, uint col)
 }
 void store_out(uint i, float x) { u[i] = uint16_t(bf16_bits(x)); }
 void store_out4(uint i, vec4 x) { u4[i / 4u] = bf16x4_words(x); }
+
+// Eight staged values from one 16-byte load of v (col % 8 == 0, D % 8 == 0).
+uvec4 staged8(uint b, uint t, uint h, uint col)
+{
+    uint r = (b * p.seq + t) * p.heads + h;
+    uvec4 x = v8[(r * p.dv + col) / 8u], o;
+    float be = beta[r];
+    for (uint q = 0u; q < 4u; q++)
+        o[q] = bf16_bits(bf16_float(x[q] & 0xffffu) * be) | (bf16_bits(bf16_float(x[q] >> 16) * be) << 16);
+    return o;
+}

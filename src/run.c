@@ -36,6 +36,9 @@ enum kv_status kv_runner_init(struct kv_runner *r, struct kv_vk_device *d, const
         const char *lacks = (sd->needs & KV_NEED_STORAGE16) && !d->info.storage16 ? "storageBuffer16BitAccess"
                             : (sd->needs & KV_NEED_COOPMAT16) && !d->info.coopmat16
                                 ? "VK_NV_cooperative_matrix with 16x16x16 f16 products into f32 on 32-wide subgroups"
+                            : (sd->needs & KV_NEED_COOPMAT_BF16) && !d->info.coopmat_bf16
+                                ? "VK_KHR_cooperative_matrix and VK_KHR_shader_bfloat16 with 16x16x16 bf16 products "
+                                  "into f32 on 32-wide subgroups"
                                 : NULL;
         if (lacks) {
             snprintf(r->missing[s], sizeof r->missing[s], "%s: stage %s needs %s, which %s lacks", k->name, sd->name,

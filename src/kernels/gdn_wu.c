@@ -6,7 +6,11 @@
  * with f32 accumulation and one final round to bf16. The port masks the
  * partial last chunk (rows past T stage as zero and are not written) and
  * takes any K, V >= 1. bf16 is held as 16-bit words (16-bit storage) and
- * converted by bit operations, round to nearest even, NaN kept. */
+ * converted by bit operations, round to nearest even, NaN kept.
+ * Variant bf16-coopmat: the products on bf16 cooperative matrices (tensor
+ * cores; VK_KHR_cooperative_matrix, VK_KHR_shader_bfloat16), with A split
+ * exactly into three bf16 parts (shaders/gdn_wu_cm.glsl); skipped on devices
+ * without them. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,13 +25,20 @@ static const uint32_t u_sh[] =
 static const uint32_t w_sh[] =
 #include "gdn_wu_w.sh.h"
     ;
+static const uint32_t u_cm[] =
+#include "gdn_wu_u.cm.h"
+    ;
+static const uint32_t w_cm[] =
+#include "gdn_wu_w.cm.h"
+    ;
 
 #define BT 64
 
-enum { P_B, P_T, P_H, P_HG, P_K, P_V, P_DIST };
-enum { T_K, T_V, T_BETA, T_G, T_A, T_W, T_U };
-enum { S_U, S_W };
+enum { P_B, P_T, P_H, P_HG, P_K, P_V, P_DIST, P_VARIANT };
+enum { T_K, T_V, T_BETA, T_G, T_A, T_W, T_U, T_W_CM, T_U_CM };
+enum { S_U, S_W, S_U_CM, S_W_CM };
 enum { D_REALISTIC, D_RANDOM };
+enum { V_FMA, V_CM };
 
 static const struct kv_param_def params[] = {
     {"batch", KV_PARAM_INT, "1", 1, 65536, NULL, "batch size B", 1},
@@ -39,7 +50,13 @@ static const struct kv_param_def params[] = {
     {"dist", KV_PARAM_CHOICE, "realistic", 0, 0, "realistic|random",
      "FLA's inputs (L2-normalised k, beta = sigmoid, chunk-cumulative log-sigmoid g, A = (I+L)^-1), "
      "or unnormalised N(0,1) k (A is then ill-conditioned: a stress test)", 0},
+    {"variant", KV_PARAM_CHOICE, "fma", 0, 0, "fma|bf16-coopmat",
+     "products on f32 FMAs, or on bf16 cooperative matrices (tensor cores) with A split exactly into three "
+     "bf16 parts", 0},
 };
+
+static int is_cm(const struct kv_case *c) { return c->p[P_VARIANT].c == V_CM; }
+static int not_cm(const struct kv_case *c) { return !is_cm(c); }
 
 static const struct kv_tensor_def tensors[] = {
     [T_K] = {"k", KV_BF16, KV_INPUT, -1, "batch,seq,kv-heads,dk"},
@@ -47,8 +64,10 @@ static const struct kv_tensor_def tensors[] = {
     [T_BETA] = {"beta", KV_F32, KV_INPUT, -1, "batch,seq,heads"},
     [T_G] = {"g", KV_F32, KV_INPUT, -1, "batch,seq,heads"},
     [T_A] = {"A", KV_F32, KV_INPUT, -1, "batch,seq,heads,64"},
-    [T_W] = {"w", KV_BF16, KV_OUTPUT, S_W, "batch,seq,heads,dk"},
-    [T_U] = {"u", KV_BF16, KV_OUTPUT, S_U, "batch,seq,heads,dv"},
+    [T_W] = {"w", KV_BF16, KV_OUTPUT, S_W, "batch,seq,heads,dk", not_cm},
+    [T_U] = {"u", KV_BF16, KV_OUTPUT, S_U, "batch,seq,heads,dv", not_cm},
+    [T_W_CM] = {"w", KV_BF16, KV_OUTPUT, S_W_CM, "batch,seq,heads,dk", is_cm},
+    [T_U_CM] = {"u", KV_BF16, KV_OUTPUT, S_U_CM, "batch,seq,heads,dv", is_cm},
 };
 
 struct push {
@@ -86,10 +105,20 @@ static double w_flops(const struct kv_case *c)
 static const struct kv_stage_def stages[] = {
     [S_U] = {.name = "u", .subgroup = KV_SPIRV(u_sh), .fallback = KV_SPIRV(u_sh), .n_bindings = 4,
              .bindings = {T_V, T_BETA, T_A, T_U}, .push_size = sizeof(struct push), .push_doc = PUSH_DOC,
-             .dispatch_doc = DISPATCH_DOC, .launch = launch, .needs = KV_NEED_STORAGE16, .flops = u_flops},
+             .dispatch_doc = DISPATCH_DOC, .launch = launch, .active = not_cm, .needs = KV_NEED_STORAGE16,
+             .flops = u_flops},
     [S_W] = {.name = "w", .subgroup = KV_SPIRV(w_sh), .fallback = KV_SPIRV(w_sh), .n_bindings = 5,
              .bindings = {T_K, T_BETA, T_G, T_A, T_W}, .push_size = sizeof(struct push), .push_doc = PUSH_DOC,
-             .dispatch_doc = DISPATCH_DOC, .launch = launch, .needs = KV_NEED_STORAGE16, .flops = w_flops},
+             .dispatch_doc = DISPATCH_DOC, .launch = launch, .active = not_cm, .needs = KV_NEED_STORAGE16,
+             .flops = w_flops},
+    [S_U_CM] = {.name = "u_cm", .subgroup = KV_SPIRV(u_cm), .fallback = KV_SPIRV(u_cm), .n_bindings = 4,
+                .bindings = {T_V, T_BETA, T_A, T_U_CM}, .push_size = sizeof(struct push), .push_doc = PUSH_DOC,
+                .dispatch_doc = DISPATCH_DOC "; 4 subgroups of 32 on bf16 cooperative matrices", .launch = launch,
+                .active = is_cm, .needs = KV_NEED_STORAGE16 | KV_NEED_COOPMAT_BF16, .flops = u_flops},
+    [S_W_CM] = {.name = "w_cm", .subgroup = KV_SPIRV(w_cm), .fallback = KV_SPIRV(w_cm), .n_bindings = 5,
+                .bindings = {T_K, T_BETA, T_G, T_A, T_W_CM}, .push_size = sizeof(struct push), .push_doc = PUSH_DOC,
+                .dispatch_doc = DISPATCH_DOC "; 4 subgroups of 32 on bf16 cooperative matrices", .launch = launch,
+                .active = is_cm, .needs = KV_NEED_STORAGE16 | KV_NEED_COOPMAT_BF16, .flops = w_flops},
 };
 
 static enum kv_status validate(struct kv_case *c)
@@ -240,16 +269,17 @@ static double stage(double x, double rel, double *flip)
  * (relative) of a bf16 midpoint either neighbour is legal: the output gets
  * |A_ij| times the gap as slack, plus half a bf16 step at |y| + slack (the
  * flipped value may round with a coarser step), and the element is counted
- * as ambiguous. */
+ * as ambiguous. The bf16-coopmat variant sums 3 n products (the parts of A)
+ * with 2u per addition. */
 static enum kv_status oracle(struct kv_case *c)
 {
     const struct dims d = dims_of(c);
     const uint16_t *k = c->t[T_K].data, *v = c->t[T_V].data;
     const float *beta = c->t[T_BETA].data, *g = c->t[T_G].data, *A = c->t[T_A].data;
-    const int exact = c->exact;
-    free(c->slack[T_W]); /* --oracle both calls the oracle twice */
-    c->slack[T_W] = calloc(c->t[T_W].count ? c->t[T_W].count : 1, sizeof(double));
-    if (!c->slack[T_W]) return kv_error(KV_EDEVICE, "out of host memory for the oracle");
+    const int exact = c->exact, tw = is_cm(c) ? T_W_CM : T_W, tu = is_cm(c) ? T_U_CM : T_U;
+    free(c->slack[tw]); /* --oracle both calls the oracle twice */
+    c->slack[tw] = calloc(c->t[tw].count ? c->t[tw].count : 1, sizeof(double));
+    if (!c->slack[tw]) return kv_error(KV_EDEVICE, "out of host memory for the oracle");
     size_t ambiguous = 0;
 #pragma omp parallel for schedule(dynamic) reduction(+ : ambiguous)
     for (int64_t item = 0; item < d.B * d.NT * d.H; item++) {
@@ -257,7 +287,7 @@ static enum kv_status oracle(struct kv_case *c)
         int64_t t0 = ch * BT, nv = d.T - t0 < BT ? d.T - t0 : BT;
         for (int out = 0; out < 2; out++) {
             int64_t D = out ? d.K : d.V;
-            double *y = c->y[out ? T_W : T_U], *S = c->S[out ? T_W : T_U], *sl = out ? c->slack[T_W] : NULL;
+            double *y = c->y[out ? tw : tu], *S = c->S[out ? tw : tu], *sl = out ? c->slack[tw] : NULL;
             for (int64_t col = 0; col < D; col++) {
                 double st[BT], fl[BT];
                 for (int64_t j = 0; j < nv; j++) {
@@ -290,9 +320,11 @@ static enum kv_status oracle(struct kv_case *c)
             }
         }
     }
-    c->ambiguous[T_W] = ambiguous;
-    for (int t = T_W; t <= T_U; t++)
-        c->bound[t] = (struct kv_bound){.n = BT, .k_op = 1, .u_acc = 0x1p-24, .rho = 1};
+    c->ambiguous[tw] = ambiguous;
+    /* bf16-coopmat: the device sums 3 x 64 exact products (A's three parts),
+     * and tensor cores may add with directed rounding: 2u per addition. */
+    c->bound[tw] = c->bound[tu] = is_cm(c) ? (struct kv_bound){.n = 3 * BT, .k_op = 1, .u_acc = 0x1p-23, .rho = 1}
+                                           : (struct kv_bound){.n = BT, .k_op = 1, .u_acc = 0x1p-24, .rho = 1};
     return KV_OK;
 }
 

@@ -86,6 +86,7 @@ struct kv_stage_def {
 enum {
     KV_NEED_STORAGE16 = 1, /* storageBuffer16BitAccess */
     KV_NEED_COOPMAT16 = 2, /* kv_vk_info.coopmat16: NV cooperative matrices, 16x16x16 f16 -> f32 */
+    KV_NEED_COOPMAT_BF16 = 4, /* kv_vk_info.coopmat_bf16: KHR cooperative matrices, 16x16x16 bf16 -> f32 */
 };
 
 /* A property checked on an output beside the oracle comparison (qdq-affine's

@@ -190,6 +190,66 @@ static int coopmat16(VkInstance inst, VkPhysicalDevice p, const struct kv_vk_inf
     return 0;
 }
 
+/* VK_KHR_cooperative_matrix and VK_KHR_shader_bfloat16 are newer than
+ * Debian 12's Vulkan headers: their structures and values, from the registry. */
+#define KV_KHR_COOPMAT_EXT "VK_KHR_cooperative_matrix"
+#define KV_KHR_BF16_EXT "VK_KHR_shader_bfloat16"
+enum {
+    KV_STYPE_COOPMAT_FEATURES_KHR = 1000506000, KV_STYPE_COOPMAT_PROPERTIES_KHR = 1000506001,
+    KV_STYPE_BF16_FEATURES_KHR = 1000141000, KV_COMPONENT_BF16_KHR = 1000141000,
+    KV_COMPONENT_F32_KHR = 1, KV_SCOPE_SUBGROUP_KHR = 3,
+};
+struct kv_coopmat_features_khr {
+    VkStructureType sType;
+    void *pNext;
+    VkBool32 cooperativeMatrix, cooperativeMatrixRobustBufferAccess;
+};
+struct kv_coopmat_properties_khr {
+    VkStructureType sType;
+    void *pNext;
+    uint32_t MSize, NSize, KSize;
+    int32_t AType, BType, CType, ResultType;
+    VkBool32 saturatingAccumulation;
+    int32_t scope;
+};
+struct kv_bf16_features_khr {
+    VkStructureType sType;
+    void *pNext;
+    VkBool32 shaderBFloat16Type, shaderBFloat16DotProduct, shaderBFloat16CooperativeMatrix;
+};
+typedef VkResult(VKAPI_PTR *kv_get_coopmat_props_khr)(VkPhysicalDevice, uint32_t *, struct kv_coopmat_properties_khr *);
+
+/* VK_KHR_cooperative_matrix with bfloat16 (VK_KHR_shader_bfloat16): 16x16x16
+ * products of bf16 operands into f32 at subgroup scope, on 32-wide subgroups
+ * (the shape the bf16-coopmat stages use). */
+static int coopmat_bf16(VkInstance inst, VkPhysicalDevice p, const struct kv_vk_info *o)
+{
+    if (!has_extension(p, KV_KHR_COOPMAT_EXT) || !has_extension(p, KV_KHR_BF16_EXT) || !o->storage16 ||
+        o->subgroup_size != 32 || o->api_version < VK_API_VERSION_1_2)
+        return 0;
+    struct kv_bf16_features_khr bf = {.sType = (VkStructureType)KV_STYPE_BF16_FEATURES_KHR};
+    struct kv_coopmat_features_khr cf = {.sType = (VkStructureType)KV_STYPE_COOPMAT_FEATURES_KHR, .pNext = &bf};
+    VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &cf};
+    vkGetPhysicalDeviceFeatures2(p, &f2);
+    kv_get_coopmat_props_khr get = (kv_get_coopmat_props_khr)vkGetInstanceProcAddr(
+        inst, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR");
+    uint32_t n = 0;
+    if (!cf.cooperativeMatrix || !bf.shaderBFloat16Type || !bf.shaderBFloat16CooperativeMatrix || !get ||
+        get(p, &n, NULL) != VK_SUCCESS || n == 0 || n > 256)
+        return 0;
+    struct kv_coopmat_properties_khr props[256];
+    for (uint32_t i = 0; i < n; i++)
+        props[i] = (struct kv_coopmat_properties_khr){.sType = (VkStructureType)KV_STYPE_COOPMAT_PROPERTIES_KHR};
+    if (get(p, &n, props) != VK_SUCCESS) return 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (props[i].MSize == 16 && props[i].NSize == 16 && props[i].KSize == 16 &&
+            props[i].AType == KV_COMPONENT_BF16_KHR && props[i].BType == KV_COMPONENT_BF16_KHR &&
+            props[i].CType == KV_COMPONENT_F32_KHR && props[i].ResultType == KV_COMPONENT_F32_KHR &&
+            !props[i].saturatingAccumulation && props[i].scope == KV_SCOPE_SUBGROUP_KHR)
+            return 1;
+    return 0;
+}
+
 /* Fill info for p; returns 0 when the device cannot run kverify. */
 static int describe(VkInstance inst, VkPhysicalDevice p, uint32_t index, struct kv_vk_info *o)
 {
@@ -242,6 +302,7 @@ static int describe(VkInstance inst, VkPhysicalDevice p, uint32_t index, struct 
     o->bfloat16 = has_extension(p, "VK_KHR_shader_bfloat16");
     o->coopmat = has_extension(p, "VK_KHR_cooperative_matrix") || has_extension(p, "VK_NV_cooperative_matrix");
     o->coopmat16 = coopmat16(inst, p, o);
+    o->coopmat_bf16 = coopmat_bf16(inst, p, o);
     return 1;
 }
 
@@ -462,15 +523,27 @@ enum kv_status kv_vk_open(const char *selector, struct kv_vk_device **out)
     }
     VkPhysicalDeviceCooperativeMatrixFeaturesNV cm = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV, .cooperativeMatrix = VK_TRUE};
-    const char *dev_exts[1] = {VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME};
+    struct kv_coopmat_features_khr cmk = {.sType = (VkStructureType)KV_STYPE_COOPMAT_FEATURES_KHR,
+                                          .cooperativeMatrix = VK_TRUE};
+    struct kv_bf16_features_khr bf = {.sType = (VkStructureType)KV_STYPE_BF16_FEATURES_KHR,
+                                      .shaderBFloat16Type = VK_TRUE, .shaderBFloat16CooperativeMatrix = VK_TRUE};
+    const char *dev_exts[3];
+    uint32_t n_exts = 0;
     if (d->info.coopmat16) {
         cm.pNext = f2.pNext;
         f2.pNext = &cm;
+        dev_exts[n_exts++] = VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
+    }
+    if (d->info.coopmat_bf16) {
+        bf.pNext = f2.pNext;
+        cmk.pNext = &bf;
+        f2.pNext = &cmk;
+        dev_exts[n_exts++] = KV_KHR_COOPMAT_EXT;
+        dev_exts[n_exts++] = KV_KHR_BF16_EXT;
     }
     VkDeviceCreateInfo di = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .pNext = &f2,
                              .queueCreateInfoCount = 1, .pQueueCreateInfos = &qi,
-                             .enabledExtensionCount = d->info.coopmat16 ? 1 : 0,
-                             .ppEnabledExtensionNames = dev_exts};
+                             .enabledExtensionCount = n_exts, .ppEnabledExtensionNames = dev_exts};
     VK_TRY(vkCreateDevice(d->phys, &di, NULL, &d->dev));
     vkGetDeviceQueue(d->dev, d->queue_family, 0, &d->queue);
     VkCommandPoolCreateInfo pi = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,

@@ -26,6 +26,7 @@ struct kv_vk_info {
     int subgroup_arith;   /* subgroupAdd etc. in compute shaders */
     int float16, int8, storage16, storage8, bfloat16, coopmat;
     int coopmat16;        /* NV cooperative matrices: 16x16x16, f16 operands, f32 sums, subgroup 32 */
+    int coopmat_bf16;     /* KHR cooperative matrices: 16x16x16, bf16 operands, f32 sums, subgroup 32 */
     uint64_t max_storage_range;
     uint32_t max_groups[3];
     uint32_t max_invocations;
