@@ -8,7 +8,9 @@
 #   qdq-affine 1M x 64, 4b   min/max, scale and rounding; q * s + b; the two
 #                            group sums, elementwise in f32
 #   gdn-wu B8 T4096 H16 Hg4  the bf16 stagings and the A @ (.) einsum per
-#                            chunk (u and w apart)
+#                            chunk (u and w apart); also --variant
+#                            bf16-coopmat where the device has bf16
+#                            cooperative matrices
 # kverify's times are the fastest of N timed runs after 3 warm-up runs
 # (timestamps); PyTorch's the fastest of N after 3 warm-up runs (CUDA events).
 # The ceilings come from `kverify devices --measure`, run first unless
@@ -47,10 +49,13 @@ bench gemm32 gemm-bwd --m 4096 --n 4096 --k 4096 --sample 500
 bench gemm16 gemm-bwd --m 4096 --n 4096 --k 4096 --variant "$f16" --sample 500
 bench qdq qdq-affine --groups 1048576 --group-size 64 --bits 4
 bench gdn gdn-wu --batch 8 --seq 4096 --heads 16 --kv-heads 4 --dk 128 --dv 128
+if "$kv" gdn-wu --seq 64 --heads 1 --kv-heads 1 --dk 8 --dv 8 --variant bf16-coopmat >/dev/null 2>&1; then
+  bench gdncm gdn-wu --batch 8 --seq 4096 --heads 16 --kv-heads 4 --dk 128 --dv 128 --variant bf16-coopmat
+fi
 python3 - "$tmp" "$runs" <<'PY'
 import json, os, sys
 tmp, runs = sys.argv[1], int(sys.argv[2])
-reps = {n: json.load(open(f"{tmp}/{n}.json")) for n in ("rmsnorm", "gemm32", "gemm16", "qdq", "gdn")
+reps = {n: json.load(open(f"{tmp}/{n}.json")) for n in ("rmsnorm", "gemm32", "gemm16", "qdq", "gdn", "gdncm")
         if os.path.exists(f"{tmp}/{n}.json")}
 dev = next(iter(reps.values()))["device"]
 ceil = dev.get("ceilings") or {}
@@ -121,9 +126,11 @@ if torch is not None:
         return torch.einsum("bnihj,bnjhd->bnihd", A5, sk.view(Bt, NT, 64, H, K))
     peer[("gdn", "u")] = ("bf16 staging + einsum", timed(u))
     peer[("gdn", "w")] = ("bf16 staging + einsum", timed(wf))
+    peer[("gdncm", "u_cm")], peer[("gdncm", "w_cm")] = peer[("gdn", "u")], peer[("gdn", "w")]
 
 label = {"rmsnorm": "rmsnorm-bwd 16384x8192", "gemm32": "gemm-bwd 4096^3 f32", "gemm16": "gemm-bwd 4096^3 ",
-         "qdq": "qdq-affine 1M x 64, 4 bit", "gdn": "gdn-wu B8 T4096 H16/4 K=V=128"}
+         "qdq": "qdq-affine 1M x 64, 4 bit", "gdn": "gdn-wu B8 T4096 H16/4 K=V=128",
+         "gdncm": "gdn-wu same, bf16-coopmat"}
 fmt = "{:30} {:7} {:>9} {:>8} {:>6} {:>9} {:>6}  {:28} {:>9} {:>7}"
 print(fmt.format("kernel", "stage", "ms", "GB/s", "%copy", "GFLOP/s", "%mm", "PyTorch peer", "peer ms", "kv/pt"))
 for name, rep in reps.items():

@@ -8,7 +8,9 @@ layout(std430, binding = 2) readonly buffer AA { float A[]; };
 // reads A and the input as 16-byte words.
 layout(std430, binding = 2) readonly buffer AA4 { vec4 A4[]; };
 layout(std430, binding = 0) readonly buffer IN8 { uvec4 v8[]; };
-uvec4 staged8(uint b, uint t, uint h, uint col);
+uvec4 fetch8(uint b, uint t, uint h, uint col);
+vec2 factors(uint b, uint t, uint h);
+uvec4 stage8(uvec4 x, vec2 f);
 layout(std430, binding = 3) writeonly buffer U { uint16_t u[]; };
 #define D p.dv
 float staged(uint b, uint t, uint h, uint col);
@@ -26,13 +28,14 @@ float staged(uint b, uint t, uint h, uint col)
 void store_out(uint i, float x) { u[i] = uint16_t(bf16_bits(x)); }
 void store_out4(uint i, vec4 x) { u4[i / 4u] = bf16x4_words(x); }
 
-// Eight staged values from one 16-byte load of v (col % 8 == 0, D % 8 == 0).
-uvec4 staged8(uint b, uint t, uint h, uint col)
+// Eight staged values from one 16-byte word of v (col % 8 == 0, D % 8 == 0):
+// the same arithmetic as staged().
+uvec4 fetch8(uint b, uint t, uint h, uint col) { return v8[(((b * p.seq + t) * p.heads + h) * p.dv + col) / 8u]; }
+vec2 factors(uint b, uint t, uint h) { return vec2(beta[(b * p.seq + t) * p.heads + h], 0.0); }
+uvec4 stage8(uvec4 x, vec2 f)
 {
-    uint r = (b * p.seq + t) * p.heads + h;
-    uvec4 x = v8[(r * p.dv + col) / 8u], o;
-    float be = beta[r];
+    uvec4 o;
     for (uint q = 0u; q < 4u; q++)
-        o[q] = bf16_bits(bf16_float(x[q] & 0xffffu) * be) | (bf16_bits(bf16_float(x[q] >> 16) * be) << 16);
+        o[q] = bf16_bits(bf16_float(x[q] & 0xffffu) * f.x) | (bf16_bits(bf16_float(x[q] >> 16) * f.x) << 16);
     return o;
 }

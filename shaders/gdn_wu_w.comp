@@ -10,7 +10,9 @@ layout(std430, binding = 3) readonly buffer AA { float A[]; };
 // reads A and the input as 16-byte words.
 layout(std430, binding = 3) readonly buffer AA4 { vec4 A4[]; };
 layout(std430, binding = 0) readonly buffer IN8 { uvec4 k8[]; };
-uvec4 staged8(uint b, uint t, uint h, uint col);
+uvec4 fetch8(uint b, uint t, uint h, uint col);
+vec2 factors(uint b, uint t, uint h);
+uvec4 stage8(uvec4 x, vec2 f);
 layout(std430, binding = 4) writeonly buffer W { uint16_t w[]; };
 #define D p.dk
 float staged(uint b, uint t, uint h, uint col);
@@ -29,13 +31,23 @@ float staged(uint b, uint t, uint h, uint col)
 void store_out(uint i, float x) { w[i] = uint16_t(bf16_bits(x)); }
 void store_out4(uint i, vec4 x) { w4[i / 4u] = bf16x4_words(x); }
 
-// Eight staged values from one 16-byte load of k (col % 8 == 0, D % 8 == 0).
-uvec4 staged8(uint b, uint t, uint h, uint col)
+// Eight staged values from one 16-byte word of k (col % 8 == 0, D % 8 == 0):
+// the same arithmetic as staged().
+uvec4 fetch8(uint b, uint t, uint h, uint col)
 {
-    uint r = (b * p.seq + t) * p.heads + h, kh = h / (p.heads / p.kv_heads);
-    uvec4 x = k8[(((b * p.seq + t) * p.kv_heads + kh) * p.dk + col) / 8u], o;
-    float be = beta[r], eg = exp(g[r]);
+    uint kh = h / (p.heads / p.kv_heads);
+    return k8[(((b * p.seq + t) * p.kv_heads + kh) * p.dk + col) / 8u];
+}
+vec2 factors(uint b, uint t, uint h)
+{
+    uint r = (b * p.seq + t) * p.heads + h;
+    return vec2(beta[r], g[r]);
+}
+uvec4 stage8(uvec4 x, vec2 f)
+{
+    uvec4 o;
+    float eg = exp(f.y);
     for (uint q = 0u; q < 4u; q++)
-        o[q] = bf16_bits(bf16_float(x[q] & 0xffffu) * be * eg) | (bf16_bits(bf16_float(x[q] >> 16) * be * eg) << 16);
+        o[q] = bf16_bits(bf16_float(x[q] & 0xffffu) * f.x * eg) | (bf16_bits(bf16_float(x[q] >> 16) * f.x * eg) << 16);
     return o;
 }

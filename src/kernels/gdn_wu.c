@@ -92,6 +92,8 @@ static void launch(const struct kv_case *c, const uint32_t local[3], const uint3
     "groups = (min(batch*heads*ceil(seq/64), maxComputeWorkGroupCount.x), 1, 1); workgroup item "        \
     "id = head + heads*(chunk + ceil(seq/64)*batch), grid-strided by gl_NumWorkGroups.x"
 
+#define CM_DISPATCH_DOC DISPATCH_DOC "; 8 subgroups of 32 on bf16 cooperative matrices"
+
 /* Each output element: a dot of (up to) 64 terms, counted as 64 multiply-adds. */
 static double u_flops(const struct kv_case *c)
 {
@@ -113,11 +115,11 @@ static const struct kv_stage_def stages[] = {
              .flops = w_flops},
     [S_U_CM] = {.name = "u_cm", .subgroup = KV_SPIRV(u_cm), .fallback = KV_SPIRV(u_cm), .n_bindings = 4,
                 .bindings = {T_V, T_BETA, T_A, T_U_CM}, .push_size = sizeof(struct push), .push_doc = PUSH_DOC,
-                .dispatch_doc = DISPATCH_DOC "; 4 subgroups of 32 on bf16 cooperative matrices", .launch = launch,
+                .dispatch_doc = CM_DISPATCH_DOC, .launch = launch,
                 .active = is_cm, .needs = KV_NEED_STORAGE16 | KV_NEED_COOPMAT_BF16, .flops = u_flops},
     [S_W_CM] = {.name = "w_cm", .subgroup = KV_SPIRV(w_cm), .fallback = KV_SPIRV(w_cm), .n_bindings = 5,
                 .bindings = {T_K, T_BETA, T_G, T_A, T_W_CM}, .push_size = sizeof(struct push), .push_doc = PUSH_DOC,
-                .dispatch_doc = DISPATCH_DOC "; 4 subgroups of 32 on bf16 cooperative matrices", .launch = launch,
+                .dispatch_doc = CM_DISPATCH_DOC, .launch = launch,
                 .active = is_cm, .needs = KV_NEED_STORAGE16 | KV_NEED_COOPMAT_BF16, .flops = w_flops},
 };
 

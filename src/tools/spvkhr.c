@@ -1,7 +1,8 @@
 /* Build-time tool: kv-spvkhr [--bf16] IN.spv OUT.h
  * Rewrites a module's NV cooperative matrices as KHR ones (spirv_khr.h), with
  * --bf16 every 16-bit float as bfloat16, and writes it as a C initialiser
- * list (the form glslc -mfmt=c writes). */
+ * list (the form glslc -mfmt=c writes), or as a binary module where OUT ends
+ * in .spv (for kverify --shader). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,9 +48,14 @@ int main(int argc, char **argv)
         free(out);
         return 1;
     }
-    fputc('{', o);
-    for (size_t i = 0; i < n_out; i++) fprintf(o, "%s0x%08x%s", i % 8 ? " " : "\n", out[i], i + 1 < n_out ? "," : "");
-    fputs("}\n", o);
+    size_t plen = strlen(out_path);
+    if (plen > 4 && strcmp(out_path + plen - 4, ".spv") == 0) {
+        fwrite(out, 4, n_out, o);
+    } else {
+        fputc('{', o);
+        for (size_t i = 0; i < n_out; i++) fprintf(o, "%s0x%08x%s", i % 8 ? " " : "\n", out[i], i + 1 < n_out ? "," : "");
+        fputs("}\n", o);
+    }
     free(out);
     if (fclose(o)) {
         fprintf(stderr, "kv-spvkhr: %s: cannot write\n", out_path);
