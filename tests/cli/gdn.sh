@@ -44,3 +44,16 @@ expect_error 2 "--dk: 0 is out of range" "$KV" gdn-wu --dk 0 "${J[@]}"
 expect_error 2 "--batch: 70000 is out of range" "$KV" gdn-wu --batch 70000 "${J[@]}"
 expect_error 2 "more than 2\^31-1 elements" "$KV" gdn-wu --batch 4096 --seq 1048576 "${J[@]}"
 expect_error 2 "--dist: 'uniform' is not one of" "$KV" gdn-wu --dist uniform "${J[@]}"
+expect_error 2 "--variant: 'f16' is not one of fma\|bf16-coopmat" "$KV" gdn-wu --variant f16 "${J[@]}"
+
+# bf16-coopmat runs on devices with KHR cooperative matrices of bfloat16
+# (16x16x16 into f32, 32-wide subgroups) and is skipped, exit 77 with the
+# reason, elsewhere; where it runs, its sweep passes.
+run "$KV" gdn-wu --sweep --seeds 1 --variant bf16-coopmat
+if "$KV" devices | awk 'NR == 2' | grep -q llvmpipe; then
+  [ "$RC" = 77 ] || fail "bf16-coopmat on lavapipe: exit $RC, expected 77 (skipped)"
+  grep -q 'skipped: gdn-wu: stage u_cm needs VK_KHR_cooperative_matrix and VK_KHR_shader_bfloat16' "$TMP/out" ||
+    fail "no reason for the skip"
+else
+  [ "$RC" = 0 ] || [ "$RC" = 77 ] || fail "bf16-coopmat: exit $RC"
+fi
