@@ -20,22 +20,25 @@ void store_out4(uint i, vec4 x);
 layout(std430, binding = 3) writeonly buffer U4 { uvec2 u4[]; };
 #include "gdn_wu.glsl"
 
+// v's row and beta's index for (b, t, h); the row's factors (beta, unused)
+// and the staging's product x * beta, in f32.
+uint v_row(uint b, uint t, uint h) { return (b * p.seq + t) * p.heads + h; }
+vec2 factors(uint b, uint t, uint h) { return vec2(beta[v_row(b, t, h)], 0.0); }
+float scaled(float x, vec2 f) { return x * f.x; }
+
 float staged(uint b, uint t, uint h, uint col)
 {
-    uint r = (b * p.seq + t) * p.heads + h;
-    return bf16_round(bf16_float(uint(v[r * p.dv + col])) * beta[r]);
+    return bf16_round(scaled(bf16_float(uint(v[v_row(b, t, h) * p.dv + col])), factors(b, t, h)));
 }
 void store_out(uint i, float x) { u[i] = uint16_t(bf16_bits(x)); }
 void store_out4(uint i, vec4 x) { u4[i / 4u] = bf16x4_words(x); }
 
-// Eight staged values from one 16-byte word of v (col % 8 == 0, D % 8 == 0):
-// the same arithmetic as staged().
-uvec4 fetch8(uint b, uint t, uint h, uint col) { return v8[(((b * p.seq + t) * p.heads + h) * p.dv + col) / 8u]; }
-vec2 factors(uint b, uint t, uint h) { return vec2(beta[(b * p.seq + t) * p.heads + h], 0.0); }
+// Eight staged values from one 16-byte word of v (col % 8 == 0, D % 8 == 0).
+uvec4 fetch8(uint b, uint t, uint h, uint col) { return v8[(v_row(b, t, h) * p.dv + col) / 8u]; }
 uvec4 stage8(uvec4 x, vec2 f)
 {
     uvec4 o;
     for (uint q = 0u; q < 4u; q++)
-        o[q] = bf16_bits(bf16_float(x[q] & 0xffffu) * f.x) | (bf16_bits(bf16_float(x[q] >> 16) * f.x) << 16);
+        o[q] = bf16_bits(scaled(bf16_float(x[q] & 0xffffu), f)) | (bf16_bits(scaled(bf16_float(x[q] >> 16), f)) << 16);
     return o;
 }

@@ -22,32 +22,30 @@ void store_out4(uint i, vec4 x);
 layout(std430, binding = 4) writeonly buffer W4 { uvec2 w4[]; };
 #include "gdn_wu.glsl"
 
-float staged(uint b, uint t, uint h, uint col)
-{
-    uint r = (b * p.seq + t) * p.heads + h, kh = h / (p.heads / p.kv_heads);
-    float x = bf16_float(uint(k[((b * p.seq + t) * p.kv_heads + kh) * p.dk + col]));
-    return bf16_round(x * beta[r] * exp(g[r]));
-}
-void store_out(uint i, float x) { w[i] = uint16_t(bf16_bits(x)); }
-void store_out4(uint i, vec4 x) { w4[i / 4u] = bf16x4_words(x); }
-
-// Eight staged values from one 16-byte word of k (col % 8 == 0, D % 8 == 0):
-// the same arithmetic as staged().
-uvec4 fetch8(uint b, uint t, uint h, uint col)
-{
-    uint kh = h / (p.heads / p.kv_heads);
-    return k8[(((b * p.seq + t) * p.kv_heads + kh) * p.dk + col) / 8u];
-}
+// k's row for (b, t, h): key head kh = h / (heads / kv_heads).
+uint k_row(uint b, uint t, uint h) { return (b * p.seq + t) * p.kv_heads + h / (p.heads / p.kv_heads); }
+// The row's factors (beta, g) and the staging's product x * beta * exp(g),
+// in that order, in f32.
 vec2 factors(uint b, uint t, uint h)
 {
     uint r = (b * p.seq + t) * p.heads + h;
     return vec2(beta[r], g[r]);
 }
+float scaled(float x, vec2 f) { return x * f.x * exp(f.y); }
+
+float staged(uint b, uint t, uint h, uint col)
+{
+    return bf16_round(scaled(bf16_float(uint(k[k_row(b, t, h) * p.dk + col])), factors(b, t, h)));
+}
+void store_out(uint i, float x) { w[i] = uint16_t(bf16_bits(x)); }
+void store_out4(uint i, vec4 x) { w4[i / 4u] = bf16x4_words(x); }
+
+// Eight staged values from one 16-byte word of k (col % 8 == 0, D % 8 == 0).
+uvec4 fetch8(uint b, uint t, uint h, uint col) { return k8[(k_row(b, t, h) * p.dk + col) / 8u]; }
 uvec4 stage8(uvec4 x, vec2 f)
 {
     uvec4 o;
-    float eg = exp(f.y);
     for (uint q = 0u; q < 4u; q++)
-        o[q] = bf16_bits(bf16_float(x[q] & 0xffffu) * f.x * eg) | (bf16_bits(bf16_float(x[q] >> 16) * f.x * eg) << 16);
+        o[q] = bf16_bits(scaled(bf16_float(x[q] & 0xffffu), f)) | (bf16_bits(scaled(bf16_float(x[q] >> 16), f)) << 16);
     return o;
 }

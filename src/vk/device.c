@@ -299,8 +299,8 @@ static int describe(VkInstance inst, VkPhysicalDevice p, uint32_t index, struct 
     o->float16 = v12 && f12.shaderFloat16;
     o->int8 = v12 && f12.shaderInt8;
     o->storage8 = v12 && f12.storageBuffer8BitAccess;
-    o->bfloat16 = has_extension(p, "VK_KHR_shader_bfloat16");
-    o->coopmat = has_extension(p, "VK_KHR_cooperative_matrix") || has_extension(p, "VK_NV_cooperative_matrix");
+    o->bfloat16 = has_extension(p, KV_KHR_BF16_EXT);
+    o->coopmat = has_extension(p, KV_KHR_COOPMAT_EXT) || has_extension(p, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
     o->coopmat16 = coopmat16(inst, p, o);
     o->coopmat_bf16 = coopmat_bf16(inst, p, o);
     return 1;
