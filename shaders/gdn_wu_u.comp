@@ -18,6 +18,9 @@ void store_out(uint i, float x);
 void store_out4(uint i, vec4 x);
 // The output as 8-byte words: four bf16 per store where D % 4 == 0.
 layout(std430, binding = 3) writeonly buffer U4 { uvec2 u4[]; };
+// And as 16-byte words: eight bf16 per store where D % 8 == 0.
+layout(std430, binding = 3) writeonly buffer U8 { uvec4 u8[]; };
+void store_out8(uint i, vec4 lo, vec4 hi);
 #include "gdn_wu.glsl"
 
 // v's row and beta's index for (b, t, h); the row's factors (beta, unused)
@@ -32,6 +35,7 @@ float staged(uint b, uint t, uint h, uint col)
 }
 void store_out(uint i, float x) { u[i] = uint16_t(bf16_bits(x)); }
 void store_out4(uint i, vec4 x) { u4[i / 4u] = bf16x4_words(x); }
+void store_out8(uint i, vec4 lo, vec4 hi) { u8[i / 8u] = uvec4(bf16x4_words(lo), bf16x4_words(hi)); }
 
 // Eight staged values from one 16-byte word of v (col % 8 == 0, D % 8 == 0).
 uvec4 fetch8(uint b, uint t, uint h, uint col) { return v8[(v_row(b, t, h) * p.dv + col) / 8u]; }

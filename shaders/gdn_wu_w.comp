@@ -20,6 +20,9 @@ void store_out(uint i, float x);
 void store_out4(uint i, vec4 x);
 // The output as 8-byte words: four bf16 per store where D % 4 == 0.
 layout(std430, binding = 4) writeonly buffer W4 { uvec2 w4[]; };
+// And as 16-byte words: eight bf16 per store where D % 8 == 0.
+layout(std430, binding = 4) writeonly buffer W8 { uvec4 w8[]; };
+void store_out8(uint i, vec4 lo, vec4 hi);
 #include "gdn_wu.glsl"
 
 // k's row for (b, t, h): key head kh = h / (heads / kv_heads).
@@ -39,6 +42,7 @@ float staged(uint b, uint t, uint h, uint col)
 }
 void store_out(uint i, float x) { w[i] = uint16_t(bf16_bits(x)); }
 void store_out4(uint i, vec4 x) { w4[i / 4u] = bf16x4_words(x); }
+void store_out8(uint i, vec4 lo, vec4 hi) { w8[i / 8u] = uvec4(bf16x4_words(lo), bf16x4_words(hi)); }
 
 // Eight staged values from one 16-byte word of k (col % 8 == 0, D % 8 == 0).
 uvec4 fetch8(uint b, uint t, uint h, uint col) { return k8[(k_row(b, t, h) * p.dk + col) / 8u]; }

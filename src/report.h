@@ -31,6 +31,8 @@ struct kv_output_result {
 
 enum kv_case_status { KV_CASE_PASS, KV_CASE_FAIL, KV_CASE_ERROR, KV_CASE_SKIP };
 
+#define KV_BENCH_STATS 12
+
 struct kv_case_result {
     char name[256];
     size_t index;          /* position in the whole (unsharded, filtered) run: merge orders by it */
@@ -65,6 +67,10 @@ struct kv_case_result {
         /* Shares of the device's cached ceilings (kverify devices --measure),
          * percent; 0 when none are cached. */
         double pct_copy, pct_matmul;
+        /* The driver's compile statistics of the stage's pipeline (register
+         * count, shared memory, ...), where the device reports them. */
+        int n_stats;
+        struct kv_vk_stat stats[KV_BENCH_STATS];
     } bench[KV_MAX_STAGES];
 };
 

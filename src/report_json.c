@@ -155,6 +155,14 @@ static cJSON *case_json(const struct kv_case_result *c)
             else cJSON_AddNullToObject(x, "pct_of_copy");
             if (c->bench[i].pct_matmul > 0) add_num(x, "pct_of_matmul", c->bench[i].pct_matmul);
             else cJSON_AddNullToObject(x, "pct_of_matmul");
+            if (c->bench[i].n_stats > 0) {
+                cJSON *cs = cJSON_AddObjectToObject(x, "compiler");
+                for (int k = 0; k < c->bench[i].n_stats; k++)
+                    if (!cJSON_GetObjectItemCaseSensitive(cs, c->bench[i].stats[k].name))
+                        add_num(cs, c->bench[i].stats[k].name, c->bench[i].stats[k].value);
+            } else {
+                cJSON_AddNullToObject(x, "compiler");
+            }
         }
     } else {
         cJSON_AddNullToObject(o, "bench");

@@ -348,6 +348,7 @@ static enum kv_status run_case(struct kv_runner *r, struct kv_case *c, const str
                 res->bench[s].ran = 1;
                 res->bench[s].min_ms = mn[s], res->bench[s].median_ms = md[s], res->bench[s].bytes = bytes;
                 res->bench[s].flops = sd->flops ? sd->flops(c) : 0;
+                res->bench[s].n_stats = kv_vk_pipeline_stats(r->d, &r->pipe[s], res->bench[s].stats, KV_BENCH_STATS);
             }
         }
         for (int s = 0; s < k->n_stages; s++) {

@@ -303,6 +303,13 @@ static int describe(VkInstance inst, VkPhysicalDevice p, uint32_t index, struct 
     o->coopmat = has_extension(p, KV_KHR_COOPMAT_EXT) || has_extension(p, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
     o->coopmat16 = coopmat16(inst, p, o);
     o->coopmat_bf16 = coopmat_bf16(inst, p, o);
+    VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR xf = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
+    VkPhysicalDeviceFeatures2 xf2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &xf};
+    if (has_extension(p, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)) {
+        vkGetPhysicalDeviceFeatures2(p, &xf2);
+        o->exec_stats = xf.pipelineExecutableInfo == VK_TRUE;
+    }
     return 1;
 }
 
@@ -527,8 +534,16 @@ enum kv_status kv_vk_open(const char *selector, struct kv_vk_device **out)
                                           .cooperativeMatrix = VK_TRUE};
     struct kv_bf16_features_khr bf = {.sType = (VkStructureType)KV_STYPE_BF16_FEATURES_KHR,
                                       .shaderBFloat16Type = VK_TRUE, .shaderBFloat16CooperativeMatrix = VK_TRUE};
-    const char *dev_exts[3];
+    VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR xf = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR,
+        .pipelineExecutableInfo = VK_TRUE};
+    const char *dev_exts[4];
     uint32_t n_exts = 0;
+    if (d->info.exec_stats) {
+        xf.pNext = f2.pNext;
+        f2.pNext = &xf;
+        dev_exts[n_exts++] = VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME;
+    }
     if (d->info.coopmat16) {
         cm.pNext = f2.pNext;
         f2.pNext = &cm;

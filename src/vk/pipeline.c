@@ -1,4 +1,5 @@
 /* Compute pipelines as data: one function for every kernel stage. */
+#include <stdio.h>
 #include <string.h>
 
 #include "vk.h"
@@ -34,6 +35,7 @@ enum kv_status kv_vk_pipeline_create(struct kv_vk_device *d, const char *name,
         .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
                   .stage = VK_SHADER_STAGE_COMPUTE_BIT, .module = out->module, .pName = "main"},
         .layout = out->layout,
+        .flags = d->info.exec_stats ? VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR : 0,
     };
     VkResult r = vkCreateComputePipelines(d->dev, d->cache, 1, &ci, NULL, &out->pipeline);
     if (r != VK_SUCCESS) {
@@ -56,4 +58,45 @@ void kv_vk_pipeline_destroy(struct kv_vk_device *d, struct kv_vk_pipeline *p)
     if (p->layout) vkDestroyPipelineLayout(d->dev, p->layout, NULL);
     if (p->set_layout) vkDestroyDescriptorSetLayout(d->dev, p->set_layout, NULL);
     memset(p, 0, sizeof *p);
+}
+
+static double stat_value(const VkPipelineExecutableStatisticKHR *s)
+{
+    switch (s->format) {
+    case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR: return s->value.b32 ? 1.0 : 0.0;
+    case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR: return (double)s->value.i64;
+    case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR: return (double)s->value.u64;
+    case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_FLOAT64_KHR: return s->value.f64;
+    default: return 0.0;
+    }
+}
+
+int kv_vk_pipeline_stats(struct kv_vk_device *d, const struct kv_vk_pipeline *p, struct kv_vk_stat *out, int max)
+{
+    if (!d || !p || !p->pipeline || !d->info.exec_stats || max <= 0) return 0;
+    PFN_vkGetPipelineExecutablePropertiesKHR props =
+        (PFN_vkGetPipelineExecutablePropertiesKHR)vkGetDeviceProcAddr(d->dev, "vkGetPipelineExecutablePropertiesKHR");
+    PFN_vkGetPipelineExecutableStatisticsKHR stats =
+        (PFN_vkGetPipelineExecutableStatisticsKHR)vkGetDeviceProcAddr(d->dev, "vkGetPipelineExecutableStatisticsKHR");
+    if (!props || !stats) return 0;
+    VkPipelineInfoKHR pi = {.sType = VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR, .pipeline = p->pipeline};
+    uint32_t n_exec = 0;
+    if (props(d->dev, &pi, &n_exec, NULL) != VK_SUCCESS) return 0;
+    int n = 0;
+    for (uint32_t e = 0; e < n_exec && n < max; e++) {
+        VkPipelineExecutableInfoKHR ei = {.sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR,
+                                          .pipeline = p->pipeline, .executableIndex = e};
+        VkPipelineExecutableStatisticKHR buf[32];
+        uint32_t k = 32;
+        for (uint32_t i = 0; i < k; i++)
+            buf[i] = (VkPipelineExecutableStatisticKHR){.sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR};
+        VkResult r = stats(d->dev, &ei, &k, buf);
+        if (r != VK_SUCCESS && r != VK_INCOMPLETE) break;
+        for (uint32_t i = 0; i < k && n < max; i++) {
+            snprintf(out[n].name, sizeof out[n].name, "%s", buf[i].name);
+            out[n].value = stat_value(&buf[i]);
+            n++;
+        }
+    }
+    return n;
 }

@@ -27,6 +27,7 @@ struct kv_vk_info {
     int float16, int8, storage16, storage8, bfloat16, coopmat;
     int coopmat16;        /* NV cooperative matrices: 16x16x16, f16 operands, f32 sums, subgroup 32 */
     int coopmat_bf16;     /* KHR cooperative matrices: 16x16x16, bf16 operands, f32 sums, subgroup 32 */
+    int exec_stats;       /* VK_KHR_pipeline_executable_properties: the compiler's statistics per pipeline */
     uint64_t max_storage_range;
     uint32_t max_groups[3];
     uint32_t max_invocations;
@@ -109,6 +110,17 @@ enum kv_status kv_vk_pipeline_create(struct kv_vk_device *d, const char *name,
                                      uint32_t n_bindings, uint32_t push_size,
                                      struct kv_vk_pipeline *out);
 void kv_vk_pipeline_destroy(struct kv_vk_device *d, struct kv_vk_pipeline *p);
+/* The driver's compile statistics of a pipeline (register count, shared
+ * memory, spills: whatever it names), where the device offers
+ * VK_KHR_pipeline_executable_properties. Numeric statistics of every
+ * executable go into out, up to max; boolean ones as 0/1. Returns how many;
+ * 0 when the device gives none. */
+#define KV_VK_STAT_NAME 48
+struct kv_vk_stat {
+    char name[KV_VK_STAT_NAME];
+    double value;
+};
+int kv_vk_pipeline_stats(struct kv_vk_device *d, const struct kv_vk_pipeline *p, struct kv_vk_stat *out, int max);
 
 /* --- command batches --- */
 struct kv_vk_range {
