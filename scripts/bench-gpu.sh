@@ -131,8 +131,18 @@ if torch is not None:
 label = {"rmsnorm": "rmsnorm-bwd 16384x8192", "gemm32": "gemm-bwd 4096^3 f32", "gemm16": "gemm-bwd 4096^3 ",
          "qdq": "qdq-affine 1M x 64, 4 bit", "gdn": "gdn-wu B8 T4096 H16/4 K=V=128",
          "gdncm": "gdn-wu same, bf16-coopmat"}
-fmt = "{:30} {:7} {:>9} {:>8} {:>6} {:>9} {:>6}  {:28} {:>9} {:>7}"
-print(fmt.format("kernel", "stage", "ms", "GB/s", "%copy", "GFLOP/s", "%mm", "PyTorch peer", "peer ms", "kv/pt"))
+fmt = "{:30} {:7} {:>9} {:>8} {:>6} {:>9} {:>6} {:>5}  {:28} {:>9} {:>7}"
+print(fmt.format("kernel", "stage", "ms", "GB/s", "%copy", "GFLOP/s", "%mm", "regs", "PyTorch peer", "peer ms", "kv/pt"))
+
+
+def regs(b):
+    """The driver's register count per invocation, where it reports one."""
+    for k, v in (b.get("compiler") or {}).items():
+        if "register" in k.lower():
+            return f"{v:.0f}"
+    return "-"
+
+
 for name, rep in reps.items():
     case = rep["cases"][0]
     lab = label[name] + (case["params"].get("variant", "") if name == "gemm16" else "")
@@ -146,9 +156,9 @@ for name, rep in reps.items():
         pct = lambda v: f"{v:.0f}" if v is not None else "-"
         print(fmt.format(lab, st, f"{b['min_ms']:.4f}", f"{b['gb_per_s']:.0f}", pct(b["pct_of_copy"]),
                          f"{b['gflop_per_s']:.0f}" if b["flops"] else "-", pct(b["pct_of_matmul"]) if b["flops"] else "-",
-                         pn, f"{pms:.4f}" if pms else "-", f"{b['min_ms'] / pms:.2f}" if pms else "-"))
+                         regs(b), pn, f"{pms:.4f}" if pms else "-", f"{b['min_ms'] / pms:.2f}" if pms else "-"))
     if (name, "*") in peer:
         pn, pms = peer[(name, "*")]
-        print(fmt.format(lab, "all", f"{total:.4f}", "", "", "", "", pn, f"{pms:.4f}", f"{total / pms:.2f}"))
+        print(fmt.format(lab, "all", f"{total:.4f}", "", "", "", "", "", pn, f"{pms:.4f}", f"{total / pms:.2f}"))
 print("kv/pt: kverify's time over PyTorch's (below 1: kverify is faster)")
 PY
