@@ -116,11 +116,13 @@ static const struct kv_stage_def stages[] = {
     [S_U_CM] = {.name = "u_cm", .subgroup = KV_SPIRV(u_cm), .fallback = KV_SPIRV(u_cm), .n_bindings = 4,
                 .bindings = {T_V, T_BETA, T_A, T_U_CM}, .push_size = sizeof(struct push), .push_doc = PUSH_DOC,
                 .dispatch_doc = CM_DISPATCH_DOC, .launch = launch,
-                .active = is_cm, .needs = KV_NEED_STORAGE16 | KV_NEED_COOPMAT_BF16, .flops = u_flops},
+                .active = is_cm, .needs = KV_NEED_STORAGE16 | KV_NEED_COOPMAT_BF16, .flops = u_flops,
+                .flops_f16 = 1},
     [S_W_CM] = {.name = "w_cm", .subgroup = KV_SPIRV(w_cm), .fallback = KV_SPIRV(w_cm), .n_bindings = 5,
                 .bindings = {T_K, T_BETA, T_G, T_A, T_W_CM}, .push_size = sizeof(struct push), .push_doc = PUSH_DOC,
                 .dispatch_doc = CM_DISPATCH_DOC, .launch = launch,
-                .active = is_cm, .needs = KV_NEED_STORAGE16 | KV_NEED_COOPMAT_BF16, .flops = w_flops},
+                .active = is_cm, .needs = KV_NEED_STORAGE16 | KV_NEED_COOPMAT_BF16, .flops = w_flops,
+                .flops_f16 = 1},
 };
 
 static enum kv_status validate(struct kv_case *c)

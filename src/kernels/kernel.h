@@ -80,7 +80,7 @@ struct kv_stage_def {
     /* Floating-point operations of one run of the stage (--bench GFLOP/s);
      * NULL: none worth counting (memory-bound stages report GB/s only). */
     double (*flops)(const struct kv_case *c);
-    int flops_f16; /* its products take f16 operands (judged against the f16 matmul ceiling) */
+    int flops_f16; /* its products take 16-bit operands, f16 or bf16 (judged against the f16 matmul ceiling) */
 };
 
 enum {
