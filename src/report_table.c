@@ -65,7 +65,7 @@ static void bench_rows(FILE *f, const struct kv_case_result *c)
         if (c->bench[s].pct_matmul > 0) fprintf(f, " (%.3g%% of matmul)", c->bench[s].pct_matmul);
         fputc('\n', f);
         for (int k = 0; k < c->bench[s].n_stats; k++)
-            fprintf(f, "%s%s %.6g%s", k ? "" : "        compiler: ", c->bench[s].stats[k].name, c->bench[s].stats[k].value,
+            fprintf(f, "%s%s %.15g%s", k ? "" : "        compiler: ", c->bench[s].stats[k].name, c->bench[s].stats[k].value,
                     k + 1 < c->bench[s].n_stats ? ", " : "\n");
     }
 }
