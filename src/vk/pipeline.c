@@ -1,5 +1,4 @@
 /* Compute pipelines as data: one function for every kernel stage. */
-#include <stdio.h>
 #include <string.h>
 
 #include "vk.h"
@@ -93,7 +92,9 @@ int kv_vk_pipeline_stats(struct kv_vk_device *d, const struct kv_vk_pipeline *p,
         VkResult r = stats(d->dev, &ei, &k, buf);
         if (r != VK_SUCCESS && r != VK_INCOMPLETE) break;
         for (uint32_t i = 0; i < k && n < max; i++) {
-            snprintf(out[n].name, sizeof out[n].name, "%s", buf[i].name);
+            size_t len = strnlen(buf[i].name, sizeof out[n].name - 1);
+            memcpy(out[n].name, buf[i].name, len);
+            out[n].name[len] = '\0';
             out[n].value = stat_value(&buf[i]);
             n++;
         }
