@@ -156,7 +156,7 @@ static const struct kv_stage_def stages[] = {
                  sizeof(struct push), "uint m; uint n; uint k;",
                  "one workgroup per 128x256 tile of dA[m, k] (tiles = ceil(m/128)*ceil(k/256)); tile t = "
                  "gl_WorkGroupID.y*gl_NumWorkGroups.x + gl_WorkGroupID.x, strided by the group count; "
-                 "groups.x = min(tiles, 65535); 8 subgroups of 32 on cooperative matrices; f16 operands packed two "
+                 "groups.x = min(tiles, 65535); 16 subgroups of 32 on cooperative matrices; f16 operands packed two "
                  "per uint",
                  launch_dA16cm, is_cm, .needs = KV_NEED_COOPMAT16, .flops = gemm_flops, .flops_f16 = 1},
     [S_DB] = {"dB", KV_SPIRV(dB_sg), KV_SPIRV(dB_sh), 3, {T_A, T_DC, T_DB}, sizeof(struct push),
