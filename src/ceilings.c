@@ -118,7 +118,7 @@ static enum kv_status measure_gemm(struct kv_vk_device *d, const char *variant, 
     }
     for (int s = 0; s < k->n_stages; s++) {
         if (!res->bench[s].ran || res->bench[s].flops <= 0 || k->stages[s].flops_f16 != f16) continue;
-        double g = res->bench[s].flops / res->bench[s].min_ms / 1e6;
+        double g = kv_bench_gflops(&res->bench[s]);
         if (g > *gflops) {
             *gflops = g;
             snprintf(how, how_size, "gemm-bwd %s stage %s, %d^3", variant, k->stages[s].name, n);

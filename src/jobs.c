@@ -41,11 +41,11 @@ static int selected(const struct kv_select *sel, const char *name, size_t *seen,
 static void bench_shares(struct kv_case_result *res, const struct kv_kernel *k, const struct kv_ceilings *c)
 {
     for (int s = 0; s < k->n_stages && res->bench_runs; s++) {
-        double ms = res->bench[s].min_ms;
-        if (!res->bench[s].ran || ms <= 0) continue;
+        struct kv_bench_stage *b = &res->bench[s];
+        if (!b->ran || b->min_ms <= 0) continue;
         double matmul = k->stages[s].flops_f16 ? c->f16_gflops : c->f32_gflops;
-        res->bench[s].pct_copy = c->copy_gbs > 0 ? 100.0 * res->bench[s].bytes / ms / 1e6 / c->copy_gbs : 0;
-        res->bench[s].pct_matmul = matmul > 0 ? 100.0 * res->bench[s].flops / ms / 1e6 / matmul : 0;
+        b->pct_copy = c->copy_gbs > 0 ? 100.0 * kv_bench_gbs(b) / c->copy_gbs : 0;
+        b->pct_matmul = matmul > 0 ? 100.0 * kv_bench_gflops(b) / matmul : 0;
     }
 }
 

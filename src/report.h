@@ -59,7 +59,7 @@ struct kv_case_result {
     double stage_min_ms[KV_MAX_STAGES]; /* and the fastest of the --repeat runs */
     int bench_runs;                     /* --bench N, or 0 */
     double bench_warmup_s;              /* --bench-warmup S */
-    struct {
+    struct kv_bench_stage {
         int ran;
         double min_ms, median_ms;
         double bytes;  /* the fewest bytes the stage must move: each bound tensor once */
@@ -73,6 +73,17 @@ struct kv_case_result {
         struct kv_vk_stat stats[KV_BENCH_STATS];
     } bench[KV_MAX_STAGES];
 };
+
+/* A benched stage's rates at its fastest time: GB/s of its fewest bytes and
+ * GFLOP/s; 0 without a time. */
+static inline double kv_bench_gbs(const struct kv_bench_stage *b)
+{
+    return b->min_ms > 0 ? b->bytes / b->min_ms / 1e6 : 0;
+}
+static inline double kv_bench_gflops(const struct kv_bench_stage *b)
+{
+    return b->min_ms > 0 ? b->flops / b->min_ms / 1e6 : 0;
+}
 
 struct kv_report {
     int has_device;

@@ -149,8 +149,8 @@ static cJSON *case_json(const struct kv_case_result *c)
             add_num(x, "median_ms", c->bench[i].median_ms);
             add_num(x, "bytes", c->bench[i].bytes);
             add_num(x, "flops", c->bench[i].flops);
-            add_num(x, "gb_per_s", mn > 0 ? c->bench[i].bytes / mn / 1e6 : 0);
-            add_num(x, "gflop_per_s", mn > 0 ? c->bench[i].flops / mn / 1e6 : 0);
+            add_num(x, "gb_per_s", kv_bench_gbs(&c->bench[i]));
+            add_num(x, "gflop_per_s", kv_bench_gflops(&c->bench[i]));
             if (c->bench[i].pct_copy > 0) add_num(x, "pct_of_copy", c->bench[i].pct_copy);
             else cJSON_AddNullToObject(x, "pct_of_copy");
             if (c->bench[i].pct_matmul > 0) add_num(x, "pct_of_matmul", c->bench[i].pct_matmul);

@@ -59,9 +59,9 @@ static void bench_rows(FILE *f, const struct kv_case_result *c)
         if (!c->bench[s].ran) continue;
         double mn = c->bench[s].min_ms;
         fprintf(f, "  bench %-10s min %.4f ms, median %.4f ms over %d runs: %.1f GB/s", c->stage_name[s], mn,
-                c->bench[s].median_ms, c->bench_runs, mn > 0 ? c->bench[s].bytes / mn / 1e6 : 0.0);
+                c->bench[s].median_ms, c->bench_runs, kv_bench_gbs(&c->bench[s]));
         if (c->bench[s].pct_copy > 0) fprintf(f, " (%.3g%% of copy)", c->bench[s].pct_copy);
-        if (c->bench[s].flops > 0) fprintf(f, ", %.1f GFLOP/s", mn > 0 ? c->bench[s].flops / mn / 1e6 : 0.0);
+        if (c->bench[s].flops > 0) fprintf(f, ", %.1f GFLOP/s", kv_bench_gflops(&c->bench[s]));
         if (c->bench[s].pct_matmul > 0) fprintf(f, " (%.3g%% of matmul)", c->bench[s].pct_matmul);
         fputc('\n', f);
         for (int k = 0; k < c->bench[s].n_stats; k++)

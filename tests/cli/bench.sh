@@ -14,12 +14,15 @@ assert st["r"]["bytes"] == 8 * 100 * 4 + 8 * 4                   # x in, r out
 assert st["dx"]["bytes"] == 3 * 8 * 100 * 4 + 100 * 4 + 8 * 4      # x, dy, dx; w; r
 for s in st.values():
     assert 0 < s["min_ms"] <= s["median_ms"] and s["flops"] == 0
+    # GB/s of the fewest bytes at the fastest time (bytes / ms / 1e6).
+    assert abs(s["gb_per_s"] - s["bytes"] / s["min_ms"] / 1e6) <= 1e-9 * s["gb_per_s"], s
     # The driver's compile statistics: null where the device gives none,
     # else names with numbers.
     c = s["compiler"]
     assert c is None or (c and all(isinstance(v, (int, float)) for v in c.values())), c
 g = json.load(open(sys.argv[2]))["cases"][0]["bench"]["stages"]
 assert g["dA"]["flops"] == 2 * 24 * 20 * 16 and g["dA"]["gflop_per_s"] > 0
+assert abs(g["dA"]["gflop_per_s"] - g["dA"]["flops"] / g["dA"]["min_ms"] / 1e6) <= 1e-9 * g["dA"]["gflop_per_s"]
 PY
 # A baseline whose stages ran ten times faster: the slowdown is a regression.
 python3 - "$TMP/r.json" "$TMP/fast.json" <<'PY'
