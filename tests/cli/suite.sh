@@ -63,9 +63,12 @@ PY
 printf '{"cases": [{"kernel": "rmsnorm-bwd", "params": {"rows": 3, "dim": 7}, "seeds": "1..50"}]}' > "$TMP/many.json"
 cp "$TMP/base.json" "$TMP/keep.json"
 KVERIFY_TEST_WRITE_PAUSE_MS=20000 "$KV" run "$TMP/many.json" --json "$TMP/base.json" > /dev/null 2>&1 & pid=$!
-for _ in $(seq 1 300); do ls "$TMP"/base.json.tmp.* > /dev/null 2>&1 && break; sleep 0.05; done
+# The temporary file appears (fopen) a moment before its first half is
+# flushed, so wait for bytes in it, not for the name alone.
+tmp_size() { stat -c %s "$TMP"/base.json.tmp.* 2> /dev/null || echo 0; }
+for _ in $(seq 1 600); do [ "$(tmp_size)" -gt 0 ] && break; sleep 0.05; done
 ls "$TMP"/base.json.tmp.* > /dev/null 2>&1 || { kill -9 "$pid"; fail "the run never reached its write"; }
-[ "$(stat -c %s "$TMP"/base.json.tmp.*)" -gt 0 ] || { kill -9 "$pid"; fail "nothing written before the pause"; }
+[ "$(tmp_size)" -gt 0 ] || { kill -9 "$pid"; fail "nothing written before the pause"; }
 kill -9 "$pid"; wait "$pid" 2>/dev/null
 cmp -s "$TMP/base.json" "$TMP/keep.json" || fail "killed mid-write, the run changed the previous report"
 rm -f "$TMP"/base.json.tmp.*
