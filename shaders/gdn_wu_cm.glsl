@@ -23,7 +23,16 @@
 // subgroups and no loads ahead; 0.30 with the loads ahead; 0.23 with 8
 // subgroups; u 0.235 -> 0.219 and w 0.237 -> 0.227 with 16-byte stores
 // (were 8-byte). Fetching the next item's A during an item's last block (a
-// workgroup taking 2..16 items) was no faster: 0.240..0.258.
+// workgroup taking 2..16 items) was no faster: 0.240..0.258. What bounds it
+// is one item's dependent chain, at 2 items per SM (90 registers): a shader
+// that moves the same bytes of the same items on the same grid, with no
+// math, takes 0.137 / 0.105 ms (98 / 96% of copy), and the stage's time
+// grows by ~7 us per wave of 264 items (9.3 us for one wave). No faster,
+// u / w: outputs through one shared 64 x 64 f32 block, written as whole
+// 128-byte rows, 0.225 / 0.245; also reading A as whole rows, 0.214 / 0.256;
+// those two with 16 subgroups (51 registers, still 2 items per SM), 0.215 /
+// 0.235 and 0.218 / 0.247; 32-column blocks (78 registers, 3 items per SM),
+// 0.261 / 0.284.
 #extension GL_NV_cooperative_matrix : require
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_KHR_memory_scope_semantics : require
