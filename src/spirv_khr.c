@@ -53,16 +53,31 @@ static uint32_t type_of(const struct mod *m, uint32_t id)
     return rt ? m->w[m->def[id] + 1] : 0;
 }
 
+/* The fewest words of an instruction whose operands the rewrite reads. */
+static uint32_t min_len(uint32_t op, bool res, bool rt)
+{
+    switch (op) {
+    case SpvOpCapability: case SpvOpExtension: return 2;
+    case SpvOpTypeFloat: case SpvOpStore: return 3;
+    case SpvOpTypeInt: case SpvOpTypePointer: case SpvOpLoad: case SpvOpVariable: return 4;
+    case SpvOpCooperativeMatrixStoreNV: return 5;
+    case SpvOpTypeCooperativeMatrixNV: case SpvOpCooperativeMatrixLoadNV: case SpvOpCooperativeMatrixMulAddNV:
+        return 6;
+    default: return res ? (rt ? 3 : 2) : 1;
+    }
+}
+
 static int index_module(struct mod *m)
 {
     for (size_t i = 5; i < m->n;) {
         uint32_t op = op_of(m->w[i]), len = len_of(m->w[i]);
-        if (len == 0 || i + len > m->n) return fail(m, "truncated instruction at word %zu", i);
         bool res, rt;
         SpvHasResultAndType((SpvOp)op, &res, &rt);
+        if (len < min_len(op, res, rt) || i + len > m->n) return fail(m, "truncated instruction at word %zu", i);
         if (res) {
-            uint32_t id = m->w[i + (rt ? 2 : 1)];
-            if (id >= m->bound) return fail(m, "id %u beyond the bound %u", id, m->bound);
+            uint32_t id = m->w[i + (rt ? 2 : 1)], type = rt ? m->w[i + 1] : 0;
+            if (id >= m->bound || type >= m->bound)
+                return fail(m, "id %u beyond the bound %u", id >= m->bound ? id : type, m->bound);
             m->def[id] = (uint32_t)i;
         }
         i += len;
@@ -125,7 +140,7 @@ static int find_uses(struct mod *m)
             uint32_t id = in[k];
             if (id >= m->bound || m->def[id] == i || !(m->bval[id] || m->bptr[id])) continue;
             if (m->bval[id] && ((op == SpvOpCooperativeMatrixMulAddNV && k == 4) ||
-                                (op == SpvOpStore && k == 2 && m->bptr[in[1]])))
+                                (op == SpvOpStore && k == 2 && in[1] < m->bound && m->bptr[in[1]])))
                 continue;
             if (m->bptr[id] && ((op == SpvOpLoad && k == 3) || (op == SpvOpStore && k == 1))) continue;
             return fail(m, "%%%u carries B operands of a type also used as A but is used otherwise (opcode %u)",

@@ -148,6 +148,8 @@ static int rewrite_small(int kind, char *err)
     else /* A and B of one type; B not loaded */
         I(6, OP_MULADD_NV), w[n++] = 9, w[n++] = 11, w[n++] = 6, w[n++] = 6, w[n++] = 10;
     if (kind == 3) w[n - 6] = (9u << 16) | OP_MULADD_NV; /* runs past the end */
+    if (kind == 4) n -= 3, w[n - 3] = (3u << 16) | OP_MULADD_NV; /* too short for its operands */
+    if (kind == 5) w[n - 5] = 99; /* a result type beyond the bound */
 #undef I
     size_t n_out = 0;
     int r = kv_spirv_nv_to_khr(w, n, 1, &out, &n_out, err, 256);
@@ -165,6 +167,10 @@ static void unsafe_modules_are_refused(void **s)
     assert_non_null(strstr(err, "is not loaded"));
     assert_int_equal(rewrite_small(3, err), -1);
     assert_non_null(strstr(err, "truncated instruction"));
+    assert_int_equal(rewrite_small(4, err), -1);
+    assert_non_null(strstr(err, "truncated instruction"));
+    assert_int_equal(rewrite_small(5, err), -1);
+    assert_non_null(strstr(err, "id 99 beyond the bound"));
     uint32_t junk[8] = {0x12345678u, 0, 0, 4, 0, 0, 0, 0}, *out;
     size_t n_out;
     assert_int_equal(kv_spirv_nv_to_khr(junk, 8, 1, &out, &n_out, err, sizeof err), -1);
