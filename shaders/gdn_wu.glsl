@@ -31,6 +31,16 @@ uvec2 bf16x4_words(vec4 x)
 {
     return uvec2(bf16_bits(x.x) | (bf16_bits(x.y) << 16), bf16_bits(x.z) | (bf16_bits(x.w) << 16));
 }
+// The staged bits of 8 bf16 inputs (one 16-byte word, low half first) with
+// the row's factors f: each scaled (the including shader's scaled(x, f), in
+// f32) and rounded to bf16, packed the same way.
+uvec4 stage8(uvec4 x, vec2 f)
+{
+    uvec4 o;
+    for (uint q = 0u; q < 4u; q++)
+        o[q] = bf16_bits(scaled(bf16_float(x[q] & 0xffffu), f)) | (bf16_bits(scaled(bf16_float(x[q] >> 16), f)) << 16);
+    return o;
+}
 
 #ifdef KV_BF16CM
 #include "gdn_wu_cm.glsl"

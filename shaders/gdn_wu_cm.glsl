@@ -5,8 +5,8 @@
 // every float16_t below is a bfloat16 on the device.
 // The including shader also declares A4 (A as vec4) and defines, for
 // D % 8 == 0: fetch8(b, t, h, col), the 16-byte word of 8 inputs from a
-// column that is a multiple of 8; factors(b, t, h), the row's scale factors;
-// stage8(word, factors), the 8 staged values' bits, packed low half first.
+// column that is a multiple of 8; factors(b, t, h), the row's scale factors,
+// which stage8 (gdn_wu.glsl) applies to the word's 8 values.
 // The staged values are bf16 already. A is f32: it is split exactly into
 // three bf16 parts, A = hi + mid + lo (truncations; each remainder is exact
 // in f32, and the last has at most 8 significant bits), and out = lo.S +

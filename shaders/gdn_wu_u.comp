@@ -10,7 +10,7 @@ layout(std430, binding = 2) readonly buffer AA4 { vec4 A4[]; };
 layout(std430, binding = 0) readonly buffer IN8 { uvec4 v8[]; };
 uvec4 fetch8(uint b, uint t, uint h, uint col);
 vec2 factors(uint b, uint t, uint h);
-uvec4 stage8(uvec4 x, vec2 f);
+float scaled(float x, vec2 f);
 layout(std430, binding = 3) writeonly buffer U { uint16_t u[]; };
 #define D p.dv
 float staged(uint b, uint t, uint h, uint col);
@@ -37,12 +37,5 @@ void store_out(uint i, float x) { u[i] = uint16_t(bf16_bits(x)); }
 void store_out4(uint i, vec4 x) { u4[i / 4u] = bf16x4_words(x); }
 void store_out8(uint i, vec4 lo, vec4 hi) { u8[i / 8u] = uvec4(bf16x4_words(lo), bf16x4_words(hi)); }
 
-// Eight staged values from one 16-byte word of v (col % 8 == 0, D % 8 == 0).
+// The 16-byte word of 8 inputs of v from col (col % 8 == 0, D % 8 == 0).
 uvec4 fetch8(uint b, uint t, uint h, uint col) { return v8[(v_row(b, t, h) * p.dv + col) / 8u]; }
-uvec4 stage8(uvec4 x, vec2 f)
-{
-    uvec4 o;
-    for (uint q = 0u; q < 4u; q++)
-        o[q] = bf16_bits(scaled(bf16_float(x[q] & 0xffffu), f)) | (bf16_bits(scaled(bf16_float(x[q] >> 16), f)) << 16);
-    return o;
-}

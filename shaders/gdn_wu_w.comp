@@ -12,7 +12,7 @@ layout(std430, binding = 3) readonly buffer AA4 { vec4 A4[]; };
 layout(std430, binding = 0) readonly buffer IN8 { uvec4 k8[]; };
 uvec4 fetch8(uint b, uint t, uint h, uint col);
 vec2 factors(uint b, uint t, uint h);
-uvec4 stage8(uvec4 x, vec2 f);
+float scaled(float x, vec2 f);
 layout(std430, binding = 4) writeonly buffer W { uint16_t w[]; };
 #define D p.dk
 float staged(uint b, uint t, uint h, uint col);
@@ -44,12 +44,5 @@ void store_out(uint i, float x) { w[i] = uint16_t(bf16_bits(x)); }
 void store_out4(uint i, vec4 x) { w4[i / 4u] = bf16x4_words(x); }
 void store_out8(uint i, vec4 lo, vec4 hi) { w8[i / 8u] = uvec4(bf16x4_words(lo), bf16x4_words(hi)); }
 
-// Eight staged values from one 16-byte word of k (col % 8 == 0, D % 8 == 0).
+// The 16-byte word of 8 inputs of k from col (col % 8 == 0, D % 8 == 0).
 uvec4 fetch8(uint b, uint t, uint h, uint col) { return k8[(k_row(b, t, h) * p.dk + col) / 8u]; }
-uvec4 stage8(uvec4 x, vec2 f)
-{
-    uvec4 o;
-    for (uint q = 0u; q < 4u; q++)
-        o[q] = bf16_bits(scaled(bf16_float(x[q] & 0xffffu), f)) | (bf16_bits(scaled(bf16_float(x[q] >> 16), f)) << 16);
-    return o;
-}

@@ -130,9 +130,12 @@ static void launch_cast(const struct kv_case *c, const uint32_t local[3], const 
     groups[1] = groups[2] = 1;
 }
 
-#define TILES_DOC "one workgroup per 128x128 output tile (tiles = ceil(rows/128)*ceil(cols/128)); tile t = " \
-                  "gl_WorkGroupID.y*gl_NumWorkGroups.x + gl_WorkGroupID.x, strided by the group count; " \
-                  "groups.x = min(tiles, 65535)"
+/* Tiles of 128 rows and COLS columns (a string). */
+#define TILES_DOC_OF(COLS)                                                                                       \
+    "one workgroup per 128x" COLS " output tile (tiles = ceil(rows/128)*ceil(cols/" COLS ")); tile t = "          \
+    "gl_WorkGroupID.y*gl_NumWorkGroups.x + gl_WorkGroupID.x, strided by the group count; groups.x = min(tiles, " \
+    "65535)"
+#define TILES_DOC TILES_DOC_OF("128")
 
 /* Each product stage: m*n*k multiply-adds. */
 static double gemm_flops(const struct kv_case *c)
@@ -154,10 +157,8 @@ static const struct kv_stage_def stages[] = {
                 launch_dA, is_f16_portable, .flops = gemm_flops, .flops_f16 = 1},
     [S_DA_CM] = {"dA16cm", KV_SPIRV(dA16cm_sg), KV_SPIRV(dA16cm_sh), 3, {T_DC16, T_B16, T_DA_CM},
                  sizeof(struct push), "uint m; uint n; uint k;",
-                 "one workgroup per 128x256 tile of dA[m, k] (tiles = ceil(m/128)*ceil(k/256)); tile t = "
-                 "gl_WorkGroupID.y*gl_NumWorkGroups.x + gl_WorkGroupID.x, strided by the group count; "
-                 "groups.x = min(tiles, 65535); 16 subgroups of 32 on cooperative matrices; f16 operands packed two "
-                 "per uint",
+                 TILES_DOC_OF("256") " over dA[m, k]; 16 subgroups of 32 on cooperative matrices; f16 operands "
+                 "packed two per uint",
                  launch_dA16cm, is_cm, .needs = KV_NEED_COOPMAT16, .flops = gemm_flops, .flops_f16 = 1},
     [S_DB] = {"dB", KV_SPIRV(dB_sg), KV_SPIRV(dB_sh), 3, {T_A, T_DC, T_DB}, sizeof(struct push),
               "uint m; uint n; uint k;", TILES_DOC " over dB[k, n]", launch_dB, NULL, .flops = gemm_flops},
