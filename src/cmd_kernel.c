@@ -15,7 +15,8 @@
 enum {
     OPT_SEED = 1000, OPT_SEEDS, OPT_SWEEP, OPT_REPEAT, OPT_JSON, OPT_DEVICE, OPT_SHADER, OPT_NO_SUBGROUP, OPT_NO_8BIT, OPT_JUNIT, OPT_MARKDOWN, OPT_BASELINE, OPT_REGRESS, OPT_BENCH, OPT_BENCH_WARMUP,
     OPT_LAMBDA, OPT_MAX_ULP, OPT_RTOL, OPT_ATOL, OPT_MAX_NMSE, OPT_VERBOSE, OPT_HELP, OPT_INPUTS,
-    OPT_CANDIDATE, OPT_SAVE, OPT_NO_DEVICE, OPT_ORACLE, OPT_SAMPLE, OPT_PARAM = 2000,
+    OPT_CANDIDATE, OPT_SAVE, OPT_NO_DEVICE, OPT_ORACLE, OPT_SAMPLE, OPT_MAX_GROUPS, OPT_STRESS, OPT_NO_STRESS,
+    OPT_PARAM = 2000,
 };
 
 static const struct option common_opts[] = {
@@ -46,6 +47,9 @@ static const struct option common_opts[] = {
     {"no-device", no_argument, NULL, OPT_NO_DEVICE},
     {"oracle", required_argument, NULL, OPT_ORACLE},
     {"sample", required_argument, NULL, OPT_SAMPLE},
+    {"max-groups", required_argument, NULL, OPT_MAX_GROUPS},
+    {"stress", no_argument, NULL, OPT_STRESS},
+    {"no-stress", no_argument, NULL, OPT_NO_STRESS},
     {"help", no_argument, NULL, OPT_HELP},
 };
 
@@ -69,6 +73,13 @@ static void kernel_usage(const struct kv_kernel *k, FILE *f)
                "                               min and median, GB/s, GFLOP/s [default: off]\n"
                "  --bench-warmup S             keep the device busy S seconds (0..60) before timing, so\n"
                "                               that its clocks leave their idle state [default: 0.5]\n"
+               "  --stress                     also run each case with at most 1 and 3 workgroups per\n"
+               "                               dispatch and with each workgroup's subgroups in reverse\n"
+               "                               order; a differing output is judged as a row of its own\n"
+               "                               [default: on with --sweep]\n"
+               "  --no-stress                  no stress runs, also with --sweep\n"
+               "  --max-groups N               at most N workgroups per dispatch, so that grid-stride\n"
+               "                               loops iterate [default: the device's limit]\n"
                "  --shader STAGE=FILE          replace a stage's shader (.comp or .spv; kverify list --abi)\n"
                "  --no-subgroup                use the shared-memory reduction shaders\n"
                "  --no-8bit-storage            read and write 8-bit codes as packed words\n"
@@ -166,6 +177,12 @@ enum kv_status kv_kopts_parse(const struct kv_kernel *k, int argc, char **argv, 
             o->seeds_given = 1;
             break;
         case OPT_SWEEP: o->sweep = 1; break;
+        case OPT_STRESS: o->stress = 1; break;
+        case OPT_NO_STRESS: o->stress = -1; break;
+        case OPT_MAX_GROUPS:
+            KV_TRY(kv_parse_i64("--max-groups", arg, 1, UINT32_MAX, &v));
+            o->run.max_groups = (uint32_t)v;
+            break;
         case OPT_BENCH:
             KV_TRY(kv_parse_i64("--bench", arg, 1, 1000, &v));
             o->run.bench = (int)v;
@@ -226,6 +243,7 @@ enum kv_status kv_kopts_parse(const struct kv_kernel *k, int argc, char **argv, 
     }
     KV_CHECK(optind >= argc, KV_EUSAGE, "%s: unexpected argument '%s'", k->name, argv[optind]);
     if (o->seed_from_range) o->seed = o->range_lo, o->seed_given = 1;
+    o->run.stress = o->stress > 0 || (o->stress == 0 && o->sweep);
     KV_CHECK(!(o->sweep && o->inputs), KV_EUSAGE, "--sweep and --inputs exclude each other");
     KV_TRY(kv_outputs_check(&o->out));
 cleanup:

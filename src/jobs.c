@@ -11,7 +11,7 @@
  * stage options are the same. */
 static int same_stage_opts(const struct kv_run_opts *a, const struct kv_run_opts *b)
 {
-    if (a->no_subgroup != b->no_subgroup || a->no_8bit != b->no_8bit) return 0;
+    if (a->no_subgroup != b->no_subgroup || a->no_8bit != b->no_8bit || a->stress != b->stress) return 0;
     for (int s = 0; s < KV_MAX_STAGES; s++)
         if ((a->shader[s] == NULL) != (b->shader[s] == NULL) || (a->shader[s] && strcmp(a->shader[s], b->shader[s])))
             return 0;

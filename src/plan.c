@@ -28,6 +28,17 @@ int kv_is_intermediate(const struct kv_case *c, int t)
 
 static size_t round4(size_t n) { return (n + 3) & ~(size_t)3; }
 
+size_t kv_poison_bytes(size_t bytes)
+{
+    size_t n = round4(bytes);
+    return n < KV_GUARD_BYTES ? KV_GUARD_BYTES : n > KV_POISON_MAX ? KV_POISON_MAX : n;
+}
+
+size_t kv_bound_bytes(const struct kv_tensor_def *td, size_t bytes)
+{
+    return round4(bytes) + (td->role == KV_OUTPUT ? KV_GUARD_BYTES : kv_poison_bytes(bytes));
+}
+
 
 
 void kv_plan_free(struct kv_vk_device *d, struct kv_plan *p)
@@ -54,11 +65,12 @@ enum kv_status kv_plan_make(struct kv_vk_device *d, const struct kv_kernel *k, s
         size_t bytes = kv_tensor_bytes(&c->t[t]);
         if (!kv_tensor_on(c, t)) continue;
         if (k->tensors[t].role == KV_INPUT) {
-            /* A tail of up to 1 MiB past the bound range, so that a shader
-             * reading a little past an input's end (a masking bug) reads
-             * stray values instead of faulting the process. */
-            size_t tail = round4(bytes) < ((size_t)1 << 20) ? round4(bytes) : (size_t)1 << 20;
-            KV_TRY(kv_vk_buffer_create(d, round4(bytes) + tail, KV_MEM_DEVICE, &p->dev[t]));
+            /* The bound range covers a poisoned tail (NaN words), so that a
+             * shader reading past an input's end (a masking bug) reads NaN on
+             * every device instead of the zeros of robust access; as much
+             * again unbound beyond it, so that a further read cannot fault. */
+            size_t tail = kv_poison_bytes(bytes);
+            KV_TRY(kv_vk_buffer_create(d, round4(bytes) + 2 * tail, KV_MEM_DEVICE, &p->dev[t]));
             p->up_off[0][t] = up;
             up += round4(bytes);
             continue;
@@ -71,7 +83,7 @@ enum kv_status kv_plan_make(struct kv_vk_device *d, const struct kv_kernel *k, s
             struct kv_tensor *h = &p->iso_host[t];
             KV_TRY(kv_tensor_alloc(h, k->tensors[t].name, c->t[t].dtype, c->t[t].ndim, c->t[t].shape));
             for (size_t i = 0; i < h->count; i++) kv_store_f64(h->dtype, h->data, i, c->y[t][i]);
-            KV_TRY(kv_vk_buffer_create(d, round4(bytes), KV_MEM_DEVICE, &p->iso[t]));
+            KV_TRY(kv_vk_buffer_create(d, round4(bytes) + 2 * kv_poison_bytes(bytes), KV_MEM_DEVICE, &p->iso[t]));
             p->up_off[1][t] = up;
             up += round4(bytes);
         }
@@ -115,14 +127,27 @@ static void stage_bindings(const struct kv_kernel *k, struct kv_case *c, struct 
         const struct kv_vk_buffer *buf = &p->dev[t];
         if (td->role == KV_OUTPUT && td->stage != s) buf = pass == 0 ? &p->iso[t] : &p->dev[t];
         else if (td->role == KV_OUTPUT && pass == 1) buf = &p->chain[t];
-        /* Whole words: f16 and u8 tensors are read as packed uints. */
-        bind[i] = whole(buf, bytes ? round4(bytes) : 4);
+        /* Whole words (f16 and u8 tensors are read as packed uints), and the
+         * guard words or poisoned tail after them (kv_bound_bytes). */
+        bind[i] = whole(buf, kv_bound_bytes(td, bytes));
     }
 }
 
 /* Record and run every stage once: isolated stages, then chained reruns. */
+/* The group-count limits a stage's launch rule sees: the device's, or at
+ * most cap workgroups in all (cap 0: none). */
+static void group_limits(const struct kv_runner *r, int s, uint32_t cap, uint32_t max[3])
+{
+    memcpy(max, r->d->info.max_groups, 3 * sizeof *max);
+    if (cap && !r->k->stages[s].fixed_grid) {
+        max[0] = cap < max[0] ? cap : max[0];
+        max[1] = max[2] = 1;
+    }
+}
+
 enum kv_status kv_plan_run(struct kv_runner *r, struct kv_case *c, struct kv_plan *p, const int *run_stage,
-                               const int *chain_stage, double *stage_ms, double *upload_ms, double *download_ms)
+                           const int *chain_stage, uint32_t cap, int reversed, double *stage_ms, double *upload_ms,
+                           double *download_ms)
 {
     enum kv_status st = KV_OK;
     const struct kv_kernel *k = r->k;
@@ -136,12 +161,17 @@ enum kv_status kv_plan_run(struct kv_runner *r, struct kv_case *c, struct kv_pla
         if (!kv_tensor_on(c, t)) continue;
         if (k->tensors[t].role == KV_INPUT) {
             kv_vk_batch_copy(&b, (struct kv_vk_range){&p->up, p->up_off[0][t], bytes}, whole(&p->dev[t], bytes));
+            kv_vk_batch_fill(&b, (struct kv_vk_range){&p->dev[t], round4(bytes), p->dev[t].size - round4(bytes)},
+                             KV_SENTINEL);
             continue;
         }
         kv_vk_batch_fill(&b, whole(&p->dev[t], p->dev[t].size), KV_SENTINEL);
         if (p->chain[t].buf) kv_vk_batch_fill(&b, whole(&p->chain[t], p->chain[t].size), KV_SENTINEL);
-        if (p->iso[t].buf)
+        if (p->iso[t].buf) {
+            kv_vk_batch_fill(&b, (struct kv_vk_range){&p->iso[t], round4(bytes), p->iso[t].size - round4(bytes)},
+                             KV_SENTINEL);
             kv_vk_batch_copy(&b, (struct kv_vk_range){&p->up, p->up_off[1][t], bytes}, whole(&p->iso[t], bytes));
+        }
     }
     kv_vk_batch_barrier(&b, KV_BARRIER_TRANSFER_TO_COMPUTE);
     int t_prev = kv_vk_batch_stamp(&b), t_uploaded = t_prev;
@@ -154,8 +184,11 @@ enum kv_status kv_plan_run(struct kv_runner *r, struct kv_case *c, struct kv_pla
             stage_bindings(k, c, p, s, pass, bind);
             unsigned char push[256] = {0};
             uint32_t groups[3];
-            sd->launch(c, r->local[s], d->info.max_groups, push, groups);
-            KV_TRY(kv_vk_batch_dispatch(&b, &r->pipe[s], bind, push, groups));
+            uint32_t max[3];
+            group_limits(r, s, cap, max);
+            sd->launch(c, r->local[s], max, push, groups);
+            KV_TRY(kv_vk_batch_dispatch(&b, reversed && r->rev[s].pipeline ? &r->rev[s] : &r->pipe[s], bind, push,
+                                        groups));
             kv_vk_batch_barrier(&b, KV_BARRIER_COMPUTE_TO_COMPUTE);
             if (pass == 0) stamp_before[s] = t_prev;
             t_prev = kv_vk_batch_stamp(&b);
@@ -188,7 +221,7 @@ cleanup:
 /* Stage s dispatched `runs` times between barriers in one submission; with
  * stamps non-NULL, a timestamp before the first and after each. */
 static enum kv_status bench_batch(struct kv_runner *r, struct kv_case *c, struct kv_plan *p, int s, int runs,
-                                  struct kv_vk_batch *b, int *stamps)
+                                  uint32_t cap, struct kv_vk_batch *b, int *stamps)
 {
     enum kv_status st = KV_OK;
     const struct kv_kernel *k = r->k;
@@ -196,8 +229,9 @@ static enum kv_status bench_batch(struct kv_runner *r, struct kv_case *c, struct
     struct kv_vk_range bind[KV_VK_MAX_BINDINGS];
     stage_bindings(k, c, p, s, 0, bind);
     unsigned char push[256] = {0};
-    uint32_t groups[3];
-    k->stages[s].launch(c, r->local[s], r->d->info.max_groups, push, groups);
+    uint32_t groups[3], max[3];
+    group_limits(r, s, cap, max);
+    k->stages[s].launch(c, r->local[s], max, push, groups);
     if (stamps) stamps[0] = kv_vk_batch_stamp(b);
     for (int i = 0; i < runs; i++) {
         KV_TRY(kv_vk_batch_dispatch(b, &r->pipe[s], bind, push, groups));
@@ -210,7 +244,7 @@ cleanup:
 }
 
 enum kv_status kv_plan_bench(struct kv_runner *r, struct kv_case *c, struct kv_plan *p, const int *run_stage, int n,
-                             double warmup_s, double *min_ms, double *median_ms)
+                             double warmup_s, uint32_t cap, double *min_ms, double *median_ms)
 {
     enum kv_status st = KV_OK;
     const struct kv_kernel *k = r->k;
@@ -225,7 +259,7 @@ enum kv_status kv_plan_bench(struct kv_runner *r, struct kv_case *c, struct kv_p
     double t0 = kv_now_ms(), done = 0;
     for (int runs = 1; first < k->n_stages && kv_now_ms() - t0 < warmup_s * 1e3;) {
         struct kv_vk_batch b;
-        st = bench_batch(r, c, p, first, runs, &b, NULL);
+        st = bench_batch(r, c, p, first, runs, cap, &b, NULL);
         kv_vk_batch_destroy(&b);
         if (st) goto cleanup;
         done += runs;
@@ -237,7 +271,7 @@ enum kv_status kv_plan_bench(struct kv_runner *r, struct kv_case *c, struct kv_p
         if (!run_stage[s]) continue;
         struct kv_vk_batch b;
         int stamps[1024 + WARMUP + 2];
-        st = bench_batch(r, c, p, s, n + WARMUP, &b, stamps);
+        st = bench_batch(r, c, p, s, n + WARMUP, cap, &b, stamps);
         for (int i = 0; !st && i < n; i++) t[i] = kv_vk_batch_ms(&b, stamps[WARMUP + i], stamps[WARMUP + i + 1]);
         kv_vk_batch_destroy(&b);
         if (st) goto cleanup;
@@ -251,16 +285,15 @@ cleanup:
 
 /* Guard words start after the last whole word of the output (a packed
  * 16-bit output may write the rest of its last word). */
-size_t kv_guard_check(const void *base, size_t bytes, size_t padded)
+size_t kv_guard_check(const void *base, size_t bytes, size_t padded, size_t *furthest)
 {
     bytes = round4(bytes);
     const unsigned char *g = (const unsigned char *)base + bytes;
+    uint32_t want = KV_SENTINEL;
     size_t bad = 0;
-    for (size_t i = 0; i < padded - bytes; i++) {
-        uint32_t word = KV_SENTINEL;
-        unsigned char want = ((unsigned char *)&word)[i % 4];
-        if (g[i] != want) bad++;
-    }
+    *furthest = 0;
+    for (size_t w = 0; w < (padded - bytes) / 4; w++)
+        if (memcmp(g + 4 * w, &want, 4) != 0) bad++, *furthest = w + 1;
     return bad;
 }
 

@@ -11,6 +11,10 @@
  * after each output keep the same pattern unless something writes past the end. */
 #define KV_SENTINEL 0x7FC17FC1u
 #define KV_GUARD_BYTES 64
+/* Inputs (and the oracle's intermediates fed to later stages) are followed by
+ * a poisoned tail of NaN words as long as the tensor, between 64 bytes and
+ * 64 KiB: a read past the end of one reaches an output as NaN. */
+#define KV_POISON_MAX ((size_t)64 << 10)
 
 /* Device-side state of one case. */
 struct kv_plan {
@@ -33,18 +37,27 @@ int kv_is_intermediate(const struct kv_case *c, int t);
 /* Buffers for case c; chain_stage[s] marks stages rerun on device intermediates. */
 enum kv_status kv_plan_make(struct kv_vk_device *d, const struct kv_kernel *k, struct kv_case *c,
                             const int *chain_stage, struct kv_plan *p);
-/* Record and run the stages once; times per isolated stage, upload, download. */
+/* Record and run the stages once, each dispatch capped at cap workgroups
+ * (0: none), on the reversed pipelines where reversed and the runner has
+ * them; times per isolated stage, upload, download. */
 enum kv_status kv_plan_run(struct kv_runner *r, struct kv_case *c, struct kv_plan *p, const int *run_stage,
-                           const int *chain_stage, double *stage_ms, double *upload_ms, double *download_ms);
+                           const int *chain_stage, uint32_t cap, int reversed, double *stage_ms, double *upload_ms,
+                           double *download_ms);
 /* --bench: keep the device busy with the first stage for warmup_s seconds
  * (a GPU leaves its idle clocks only under sustained load), then run each
  * stage in run_stage 3 times untimed and n times timed back to back (each
  * between barriers, on the isolated inputs), and give each stage's fastest
  * and median time. */
 enum kv_status kv_plan_bench(struct kv_runner *r, struct kv_case *c, struct kv_plan *p, const int *run_stage, int n,
-                             double warmup_s, double *min_ms, double *median_ms);
-/* Guard bytes changed after an output of `bytes` in a buffer of `padded`. */
-size_t kv_guard_check(const void *base, size_t bytes, size_t padded);
+                             double warmup_s, uint32_t cap, double *min_ms, double *median_ms);
+/* The poisoned tail of an input of `bytes`. */
+size_t kv_poison_bytes(size_t bytes);
+/* The range a stage's binding of tensor td sees: its whole words, then the
+ * guard words of an output or the poisoned tail of an input (list --abi). */
+size_t kv_bound_bytes(const struct kv_tensor_def *td, size_t bytes);
+/* Guard words changed after an output of `bytes` in a buffer of `padded`;
+ * *furthest: how far past the end the furthest changed word lies, in words. */
+size_t kv_guard_check(const void *base, size_t bytes, size_t padded, size_t *furthest);
 void kv_plan_free(struct kv_vk_device *d, struct kv_plan *p);
 
 #endif

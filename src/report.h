@@ -25,6 +25,7 @@ struct kv_output_result {
     struct kv_metrics m;
     int64_t worst_idx[KV_MAX_DIMS];
     size_t guard_bad;      /* guard words changed: writes past the end */
+    size_t guard_far;      /* how far past the end the furthest of them lies, in words */
     size_t nondet;         /* elements that differed between --repeat runs */
     int pass;
 };
@@ -45,6 +46,7 @@ struct kv_case_result {
     enum kv_case_status status;
     enum kv_status error_code;
     char error[512];
+    char stress[64];       /* the stress runs made, "groups=1,groups=3+reversed,reversed" (run.h), or "" */
     int n_outputs;
     struct kv_output_result out[4 * KV_MAX_TENSORS + KV_MAX_CHECKS];
     struct {

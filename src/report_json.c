@@ -83,6 +83,7 @@ static cJSON *output_json(const struct kv_output_result *x)
         cJSON_AddNullToObject(o, "codes");
     }
     cJSON_AddNumberToObject(o, "guard_overwritten", (double)x->guard_bad);
+    cJSON_AddNumberToObject(o, "guard_furthest", (double)x->guard_far);
     cJSON_AddNumberToObject(o, "nondeterministic", (double)x->nondet);
     if (m->has_worst) {
         cJSON *w = cJSON_AddObjectToObject(o, "worst");
@@ -116,6 +117,8 @@ static cJSON *case_json(const struct kv_case_result *c)
     cJSON_AddNumberToObject(o, "seed", (double)c->seed);
     if (c->inputs[0]) cJSON_AddStringToObject(o, "inputs", c->inputs);
     else cJSON_AddNullToObject(o, "inputs");
+    if (c->stress[0]) cJSON_AddStringToObject(o, "stress", c->stress);
+    else cJSON_AddNullToObject(o, "stress");
     if (c->note[0]) cJSON_AddStringToObject(o, "note", c->note);
     else cJSON_AddNullToObject(o, "note");
     if (c->saved[0]) cJSON_AddStringToObject(o, "saved", c->saved);

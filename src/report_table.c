@@ -42,7 +42,12 @@ void kv_table_case(FILE *f, const struct kv_case_result *c)
         if (strcmp(o->source, "device") != 0) fprintf(f, "  (%s)", o->source);
         if (m->elements < o->total) fprintf(f, "  (%zu of %zu elements sampled)", m->elements, o->total);
         if (!o->judged) fprintf(f, "  (exact oracle: shown, not judged)");
-        if (o->guard_bad) fprintf(f, "  (%zu guard words overwritten: write past the end)", o->guard_bad);
+        if (o->guard_bad)
+            fprintf(f, "  (%s written past its end: %zu guard words changed, the furthest %zu words past the end)",
+                    o->name, o->guard_bad, o->guard_far);
+        if (m->nan_mismatch && !o->guard_bad)
+            fprintf(f, "  (NaN where the oracle has none: an element left unwritten, or a read past an input's "
+                    "end, whose tail is NaN)");
         if (o->nondet) fprintf(f, "  (%zu elements differ between repeats)", o->nondet);
         if (!m->integer && m->ambiguous)
             fprintf(f, "  (%zu elements depend on a rounding a legal device may flip)", m->ambiguous);

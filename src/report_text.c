@@ -81,12 +81,14 @@ static void failure_str(const struct kv_output_result *o, char *buf, size_t size
     if (m->integer)
         snprintf(buf, size, "%s: %zu unexplained code differences, max |diff| %g; first at %s", o->name,
                  m->unexplained, m->max_abs, worst);
+    else if (o->guard_bad)
+        snprintf(buf, size, "%s: written past its end: %zu guard words changed, the furthest %zu words past the end",
+                 o->name, o->guard_bad, o->guard_far);
     else if (m->nan_mismatch + m->inf_mismatch)
-        snprintf(buf, size, "%s: %zu NaN and %zu Inf mismatches; first at %s (device vs oracle)", o->name,
-                 m->nan_mismatch, m->inf_mismatch, worst);
-    else if (o->guard_bad || o->nondet)
-        snprintf(buf, size, "%s: %zu guard bytes overwritten, %zu elements differ between repeats", o->name,
-                 o->guard_bad, o->nondet);
+        snprintf(buf, size, "%s: %zu NaN and %zu Inf mismatches (a NaN: unwritten, or read past an input's end); "
+                 "first at %s (device vs oracle)", o->name, m->nan_mismatch, m->inf_mismatch, worst);
+    else if (o->nondet)
+        snprintf(buf, size, "%s: %zu elements differ between repeats", o->name, o->nondet);
     else
         snprintf(buf, size, "%s: max bound ratio %.4g (%s), max ULP %.4g; worst %s (device vs oracle)", o->name,
                  m->max_bound_ratio, m->criterion, m->max_ulp, worst);

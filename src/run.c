@@ -18,6 +18,51 @@ double kv_now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
+const struct kv_stress_run kv_stress_runs[KV_STRESS_RUNS] = {
+    {1, 0, "@groups=1"},
+    {3, 1, "@groups=3+reversed"},
+    {0, 1, "@reversed"},
+};
+
+/* Stage s recompiled with its subgroups numbered in reverse (glsl.h), from
+ * the GLSL it runs: the built-in source, the user's .comp or a mutant. A
+ * .spv has no source to renumber: the stress run keeps its plain pipeline,
+ * and the reason is kept. */
+static enum kv_status reversed_pipeline(struct kv_runner *r, int s, const struct kv_run_opts *o, unsigned defines,
+                                        const char *what)
+{
+    enum kv_status st = KV_OK;
+    const struct kv_stage_def *sd = &r->k->stages[s];
+    char name[128];
+    struct kv_glsl_env env = {.builtin = 1, .defines = defines | sd->source_defines, .reverse = 1};
+    const char *file = name;
+    uint32_t *words = NULL;
+    size_t bytes = 0;
+    if (o->src_env[s]) {
+        env = *o->src_env[s];
+        env.reverse = 1;
+        file = o->src_name[s];
+    } else if (o->shader[s]) {
+        size_t n = strlen(o->shader[s]);
+        if (n > 4 && !strcmp(o->shader[s] + n - 4, ".spv")) {
+            snprintf(r->rev_missing[s], sizeof r->rev_missing[s], "stage %s: a .spv shader cannot be renumbered",
+                     sd->name);
+            return KV_OK;
+        }
+        env = (struct kv_glsl_env){.defines = defines, .reverse = 1};
+        file = o->shader[s];
+    } else {
+        kv_stage_source(r->k, s, name, sizeof name);
+    }
+    KV_TRY(kv_glsl_compile(&env, file, &words, &bytes));
+    char rwhat[1200];
+    snprintf(rwhat, sizeof rwhat, "%s, subgroups reversed", what);
+    KV_TRY(kv_vk_pipeline_create(r->d, rwhat, words, bytes, (uint32_t)sd->n_bindings, sd->push_size, &r->rev[s]));
+cleanup:
+    free(words);
+    return st;
+}
+
 enum kv_status kv_runner_init(struct kv_runner *r, struct kv_vk_device *d, const struct kv_kernel *k,
                               const struct kv_run_opts *o)
 {
@@ -48,9 +93,17 @@ enum kv_status kv_runner_init(struct kv_runner *r, struct kv_vk_device *d, const
         const uint32_t *words;
         size_t bytes;
         char what[1100];
-        if (o->shader[s]) {
-            KV_TRY(kv_shader_load(o->shader[s], (subgroup ? KV_SHADER_SUBGROUP : 0u) | (int8 ? KV_SHADER_INT8 : 0u),
-                                  &user, &bytes));
+        unsigned defines = (subgroup ? KV_SHADER_SUBGROUP : 0u) | (int8 ? KV_SHADER_INT8 : 0u);
+        if (o->src_words[s]) {
+            words = o->src_words[s];
+            bytes = o->src_bytes[s];
+            snprintf(what, sizeof what, "%s (stage %s)", o->src_name[s], sd->name);
+        } else if (o->src_env[s]) {
+            KV_TRY(kv_glsl_compile(o->src_env[s], o->src_name[s], &user, &bytes));
+            words = user;
+            snprintf(what, sizeof what, "%s (stage %s)", o->src_name[s], sd->name);
+        } else if (o->shader[s]) {
+            KV_TRY(kv_shader_load(o->shader[s], defines, &user, &bytes));
             words = user;
             snprintf(what, sizeof what, "%s (stage %s)", o->shader[s], sd->name);
         } else {
@@ -77,6 +130,7 @@ enum kv_status kv_runner_init(struct kv_runner *r, struct kv_vk_device *d, const
                                      &r->pipe[s]));
         free(user);
         user = NULL;
+        if (o->stress) KV_TRY(reversed_pipeline(r, s, o, defines, what));
     }
     r->pipeline_ms = kv_now_ms() - t0;
 cleanup:
@@ -88,7 +142,7 @@ cleanup:
 void kv_runner_free(struct kv_runner *r)
 {
     if (!r->d) return;
-    for (int s = 0; s < KV_MAX_STAGES; s++) kv_vk_pipeline_destroy(r->d, &r->pipe[s]);
+    for (int s = 0; s < KV_MAX_STAGES; s++) kv_vk_pipeline_destroy(r->d, &r->pipe[s]), kv_vk_pipeline_destroy(r->d, &r->rev[s]);
     memset(r, 0, sizeof *r);
 }
 
@@ -246,6 +300,53 @@ static enum kv_status compare_one(struct kv_case *c, int t, const struct oracle_
     return KV_OK;
 }
 
+/* The stress runs (kv_stress_runs): each output that differs from the plain
+ * run's, or writes past its end, becomes a row judged against the oracle
+ * like the plain one (a correct shader may legally round differently when
+ * its work is split differently); an identical output is already judged. */
+static enum kv_status stress(struct kv_runner *r, struct kv_case *c, struct kv_plan *p, const int *run_stage,
+                             const int *chain_stage, void *first[][2], const struct kv_run_opts *o,
+                             struct kv_case_result *res, int *all_pass)
+{
+    enum kv_status st = KV_OK;
+    const struct kv_kernel *k = c->k;
+    int any_rev = 0;
+    for (int s = 0; s < k->n_stages; s++) any_rev |= run_stage[s] && r->rev[s].pipeline;
+    for (int v = 0; v < KV_STRESS_RUNS; v++) {
+        const struct kv_stress_run *sr = &kv_stress_runs[v];
+        if (sr->reversed && !any_rev) continue;
+        double ms[KV_MAX_STAGES], up, down;
+        KV_TRY(kv_plan_run(r, c, p, run_stage, chain_stage, sr->cap, sr->reversed, ms, &up, &down));
+        size_t used = strlen(res->stress);
+        snprintf(res->stress + used, sizeof res->stress - used, "%s%s", used ? "," : "", sr->tag + 1);
+        for (int ch = 0; ch < 2; ch++)
+            for (int t = 0; t < k->n_tensors; t++) {
+                if (k->tensors[t].role != KV_OUTPUT || !kv_tensor_on(c, t) || !run_stage[k->tensors[t].stage] ||
+                    c->given[t] || (ch == 1 && !p->has_chain[t]))
+                    continue;
+                const char *got = (const char *)p->down.map + p->down_off[ch][t];
+                size_t bytes = kv_tensor_bytes(&c->t[t]), padded = ch ? p->chain[t].size : p->dev[t].size, far;
+                size_t bad = kv_guard_check(got, bytes, padded, &far);
+                if (!bad && !memcmp(got, first[t][ch], bytes)) continue;
+                if (res->n_outputs >= KV_COUNT(res->out)) {
+                    *all_pass = 0;
+                    continue;
+                }
+                struct oracle_ref ref = {c->y[t], c->S[t], c->bound[t], {c->slack[t], c->tie[t], c->flush[t]},
+                                         o->oracle == KV_ORACLE_EXACT ? "exact" : "spec"};
+                if (ch && c->slack_chain[t]) ref.allow.slack = c->slack_chain[t];
+                char suffix[48];
+                snprintf(suffix, sizeof suffix, "%s%s", ch ? ".chained" : "", sr->tag);
+                KV_TRY(compare_one(c, t, &ref, got, suffix, ch, "device", bad, 0, o, res));
+                res->out[res->n_outputs - 1].guard_far = far;
+                *all_pass = *all_pass && res->out[res->n_outputs - 1].pass;
+            }
+        if (o->fail_fast && !*all_pass) break;
+    }
+cleanup:
+    return st;
+}
+
 static enum kv_status run_case(struct kv_runner *r, struct kv_case *c, const struct kv_run_opts *o,
                                struct kv_case_result *res)
 {
@@ -312,7 +413,7 @@ static enum kv_status run_case(struct kv_runner *r, struct kv_case *c, const str
         int repeat = o->repeat < 1 ? 1 : o->repeat > 64 ? 64 : o->repeat;
         for (int rep = 0; rep < repeat; rep++) {
             double up_ms, down_ms;
-            KV_TRY(kv_plan_run(r, c, &p, run_stage, chain_stage, stage_runs[rep], &up_ms, &down_ms));
+            KV_TRY(kv_plan_run(r, c, &p, run_stage, chain_stage, o->max_groups, 0, stage_runs[rep], &up_ms, &down_ms));
             if (rep == 0) res->ms.upload = up_ms, res->ms.download = down_ms;
             for (int t = 0; t < k->n_tensors; t++) {
                 if (k->tensors[t].role != KV_OUTPUT || !kv_tensor_on(c, t) || !run_stage[k->tensors[t].stage]) continue;
@@ -333,7 +434,7 @@ static enum kv_status run_case(struct kv_runner *r, struct kv_case *c, const str
         }
         if (o->bench > 0) {
             double mn[KV_MAX_STAGES], md[KV_MAX_STAGES];
-            KV_TRY(kv_plan_bench(r, c, &p, run_stage, o->bench, o->bench_warmup_s, mn, md));
+            KV_TRY(kv_plan_bench(r, c, &p, run_stage, o->bench, o->bench_warmup_s, o->max_groups, mn, md));
             res->bench_runs = o->bench;
             res->bench_warmup_s = o->bench_warmup_s;
             for (int s = 0; s < k->n_stages; s++) {
@@ -395,10 +496,11 @@ static enum kv_status run_case(struct kv_runner *r, struct kv_case *c, const str
             } else if (run_stage[s] && (ch == 0 || p.has_chain[t])) {
                 size_t bytes = kv_tensor_bytes(&c->t[t]);
                 size_t padded = ch ? p.chain[t].size : p.dev[t].size;
-                size_t bad = kv_guard_check(first[t][ch], bytes, padded);
+                size_t far, bad = kv_guard_check(first[t][ch], bytes, padded, &far);
                 if (ch == 0) memcpy(c->t[t].data, first[t][ch], bytes), ran[t] = 1;
                 KV_TRY(compare_one(c, t, ch ? &spec_other : &spec, first[t][ch], ch ? ".chained" : "", ch,
                                    "device", bad, p.nondet[t][ch], o, res));
+                res->out[res->n_outputs - 1].guard_far = far;
             } else {
                 continue;
             }
@@ -425,6 +527,8 @@ static enum kv_status run_case(struct kv_runner *r, struct kv_case *c, const str
         res->out[res->n_outputs - 1].check = 1;
         all_pass = all_pass && res->out[res->n_outputs - 1].pass;
     }
+    if (any_stage && o->stress && !(o->fail_fast && !all_pass))
+        KV_TRY(stress(r, c, &p, run_stage, chain_stage, first, o, res, &all_pass));
     res->ms.compare = kv_now_ms() - t3;
     res->status = all_pass ? KV_CASE_PASS : KV_CASE_FAIL;
     if (o->save_dir) {

@@ -2,6 +2,7 @@
 #ifndef KV_RUN_H
 #define KV_RUN_H
 
+#include "glsl.h"
 #include "kernels/kernel.h"
 #include "report.h"
 #include "vk/vk.h"
@@ -19,7 +20,27 @@ struct kv_run_opts {
     int64_t sample;                     /* --sample N: random elements per output (0: all) */
     int bench;                          /* --bench N: timed runs per stage after warm-up (0: none) */
     double bench_warmup_s;              /* --bench-warmup S: busy seconds before the first timed stage */
+    uint32_t max_groups;                /* --max-groups N: at most N workgroups per dispatch (0: no cap) */
+    int stress;                         /* rerun each case with groups capped at 1 and 3, and with the
+                                           subgroups of each workgroup in reverse order (kv_run_case) */
+    /* A stage's GLSL in memory (kverify mutate: a mutant through its env),
+     * with its module when already compiled; used instead of shader[s]. */
+    const struct kv_glsl_env *src_env[KV_MAX_STAGES];
+    const char *src_name[KV_MAX_STAGES];
+    const uint32_t *src_words[KV_MAX_STAGES];
+    size_t src_bytes[KV_MAX_STAGES];
+    int fail_fast;                      /* stop a case at its first failing output row (kverify mutate) */
 };
+
+/* The stress runs: group caps that make every grid-stride loop iterate and
+ * shared memory be reused across its iterations, in both subgroup orders,
+ * and the reversed order uncapped (glsl.h). */
+#define KV_STRESS_RUNS 3
+extern const struct kv_stress_run {
+    uint32_t cap;
+    int reversed;
+    const char *tag; /* the suffix of a row that differs from the plain run */
+} kv_stress_runs[KV_STRESS_RUNS];
 
 /* Pipelines for one kernel on one device, created once per process. */
 struct kv_runner {
@@ -28,6 +49,8 @@ struct kv_runner {
     struct kv_vk_pipeline pipe[KV_MAX_STAGES];
     uint32_t local[KV_MAX_STAGES][3];
     char missing[KV_MAX_STAGES][512]; /* why a stage has no pipeline here (a device feature it needs), or "" */
+    struct kv_vk_pipeline rev[KV_MAX_STAGES]; /* with o->stress: the stage with its subgroups reversed */
+    char rev_missing[KV_MAX_STAGES][160];     /* why a stage has no reversed pipeline, or "" */
     double pipeline_ms;
 };
 

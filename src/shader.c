@@ -2,7 +2,6 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <shaderc/shaderc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,92 +47,6 @@ static char *slurp(const char *path, size_t *size, enum kv_status *st)
     return buf;
 }
 
-struct inc_result {
-    shaderc_include_result r;
-    char name[PATH_MAX];
-    char *content;
-    char err[PATH_MAX + 64];
-};
-
-static shaderc_include_result *resolve_include(void *user, const char *requested, int type,
-                                               const char *requesting, size_t depth)
-{
-    (void)user, (void)type, (void)depth;
-    struct inc_result *ir = calloc(1, sizeof *ir);
-    if (!ir) return NULL;
-    const char *slash = strrchr(requesting, '/');
-    if (requested[0] == '/' || !slash)
-        snprintf(ir->name, sizeof ir->name, "%s", requested);
-    else
-        snprintf(ir->name, sizeof ir->name, "%.*s/%s", (int)(slash - requesting), requesting, requested);
-    size_t size = 0;
-    enum kv_status st = KV_OK;
-    ir->content = slurp(ir->name, &size, &st);
-    if (ir->content) {
-        ir->r.source_name = ir->name;
-        ir->r.source_name_length = strlen(ir->name);
-        ir->r.content = ir->content;
-        ir->r.content_length = size;
-    } else {
-        snprintf(ir->err, sizeof ir->err, "cannot include '%s'", ir->name);
-        ir->r.content = ir->err;
-        ir->r.content_length = strlen(ir->err);
-    }
-    ir->r.user_data = ir;
-    return &ir->r;
-}
-
-static void release_include(void *user, shaderc_include_result *r)
-{
-    (void)user;
-    struct inc_result *ir = r->user_data;
-    free(ir->content);
-    free(ir);
-}
-
-/* First line of a compiler log that says "error", for a one-line message. */
-static void first_error(const char *log, char *out, size_t size)
-{
-    const char *p = strstr(log, "error");
-    const char *start = p ? p : log;
-    while (p && start > log && start[-1] != '\n') start--;
-    size_t n = strcspn(start, "\n");
-    snprintf(out, size, "%.*s", (int)n, start);
-}
-
-static enum kv_status compile_glsl(const char *path, const char *src, size_t len, unsigned defines,
-                                   uint32_t **words, size_t *bytes)
-{
-    enum kv_status st = KV_OK;
-    shaderc_compiler_t c = shaderc_compiler_initialize();
-    shaderc_compile_options_t o = shaderc_compile_options_initialize();
-    shaderc_compilation_result_t res = NULL;
-    KV_CHECK(c && o, KV_EDATA, "%s: cannot initialise the shader compiler", path);
-    shaderc_compile_options_set_target_env(o, shaderc_target_env_vulkan, shaderc_env_version_vulkan_1_2);
-    shaderc_compile_options_set_optimization_level(o, shaderc_optimization_level_performance);
-    shaderc_compile_options_set_include_callbacks(o, resolve_include, release_include, NULL);
-    if (defines & KV_SHADER_SUBGROUP) shaderc_compile_options_add_macro_definition(o, "KV_SUBGROUP", 11, "1", 1);
-    if (defines & KV_SHADER_INT8) shaderc_compile_options_add_macro_definition(o, "KV_INT8", 7, "1", 1);
-    res = shaderc_compile_into_spv(c, src, len, shaderc_compute_shader, path, "main", o);
-    if (shaderc_result_get_compilation_status(res) != shaderc_compilation_status_success) {
-        char line[512];
-        first_error(shaderc_result_get_error_message(res), line, sizeof line);
-        size_t nerr = shaderc_result_get_num_errors(res);
-        st = kv_error(KV_EDATA, "%s: does not compile: %s%s", path, line,
-                      nerr > 1 ? " (and more errors)" : "");
-        goto cleanup;
-    }
-    *bytes = shaderc_result_get_length(res);
-    *words = malloc(*bytes);
-    KV_CHECK(*words, KV_EDATA, "%s: out of memory", path);
-    memcpy(*words, shaderc_result_get_bytes(res), *bytes);
-cleanup:
-    if (res) shaderc_result_release(res);
-    if (o) shaderc_compile_options_release(o);
-    if (c) shaderc_compiler_release(c);
-    return st;
-}
-
 enum kv_status kv_shader_load(const char *path, unsigned defines, uint32_t **words, size_t *bytes)
 {
     enum kv_status st = KV_OK;
@@ -153,7 +66,8 @@ enum kv_status kv_shader_load(const char *path, unsigned defines, uint32_t **wor
         *bytes = size;
         buf = NULL;
     } else {
-        KV_TRY(compile_glsl(path, buf, size, defines, words, bytes));
+        struct kv_glsl_env env = {.defines = defines};
+        KV_TRY(kv_glsl_compile(&env, path, words, bytes));
     }
 cleanup:
     free(buf);

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "glsl.h"
 #include "status.h"
 
 /* Load FILE as SPIR-V words into *words (malloc'd, caller frees). GLSL is
@@ -14,7 +15,6 @@
  * subgroup arithmetic) and KV_INT8=1 with KV_SHADER_INT8 (8-bit storage, for
  * stages that have such a variant). Failures are KV_EDATA with a one-line
  * message naming the file. */
-enum { KV_SHADER_SUBGROUP = 1, KV_SHADER_INT8 = 2 };
 enum kv_status kv_shader_load(const char *path, unsigned defines, uint32_t **words, size_t *bytes);
 
 #endif

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static char kv_msg[1024];
+static _Thread_local char kv_msg[1024];
 
 enum kv_status kv_verror(enum kv_status code, const char *fmt, va_list ap)
 {

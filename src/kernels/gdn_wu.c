@@ -117,12 +117,12 @@ static const struct kv_stage_def stages[] = {
                 .bindings = {T_V, T_BETA, T_A, T_U_CM}, .push_size = sizeof(struct push), .push_doc = PUSH_DOC,
                 .dispatch_doc = CM_DISPATCH_DOC, .launch = launch,
                 .active = is_cm, .needs = KV_NEED_STORAGE16 | KV_NEED_COOPMAT_BF16, .flops = u_flops,
-                .flops_f16 = 1},
+                .flops_f16 = 1, .source = "gdn_wu_u.comp", .source_defines = KV_SHADER_BF16CM},
     [S_W_CM] = {.name = "w_cm", .subgroup = KV_SPIRV(w_cm), .fallback = KV_SPIRV(w_cm), .n_bindings = 5,
                 .bindings = {T_K, T_BETA, T_G, T_A, T_W_CM}, .push_size = sizeof(struct push), .push_doc = PUSH_DOC,
                 .dispatch_doc = CM_DISPATCH_DOC, .launch = launch,
                 .active = is_cm, .needs = KV_NEED_STORAGE16 | KV_NEED_COOPMAT_BF16, .flops = w_flops,
-                .flops_f16 = 1},
+                .flops_f16 = 1, .source = "gdn_wu_w.comp", .source_defines = KV_SHADER_BF16CM},
 };
 
 static enum kv_status validate(struct kv_case *c)

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "../compare.h"
+#include "../glsl.h"
 #include "../status.h"
 #include "../tensor.h"
 #include "../vk/vk.h"
@@ -81,6 +82,14 @@ struct kv_stage_def {
      * NULL: none worth counting (memory-bound stages report GB/s only). */
     double (*flops)(const struct kv_case *c);
     int flops_f16; /* its products take 16-bit operands, f16 or bf16 (judged against the f16 matmul ceiling) */
+    /* The built-in GLSL source (shaders/), when not <kernel>_<stage>.comp
+     * with dashes as underscores, and the defines it is built with beyond
+     * KV_SUBGROUP and KV_INT8 (KV_SHADER_BF16CM, glsl.h). */
+    const char *source;
+    unsigned source_defines;
+    /* The launch rule cannot honour --max-groups (a fixed grid, no grid-stride
+     * loop): the stage runs uncapped, and list --abi says so. */
+    int fixed_grid;
 };
 
 enum {
@@ -204,6 +213,8 @@ enum kv_status kv_case_shapes(struct kv_case *c);
 enum kv_status kv_case_alloc(struct kv_case *c);
 /* "[rows, dim]" for documentation. */
 void kv_dims_doc(const struct kv_tensor_def *t, char *buf, size_t size);
+/* The built-in source file of stage s ("rmsnorm_bwd_dx.comp"). */
+void kv_stage_source(const struct kv_kernel *k, int s, char *buf, size_t size);
 /* Build the stable case name from the parameters and seed. */
 void kv_case_name(struct kv_case *c);
 /* Format parameter i's value as text. */

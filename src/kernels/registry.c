@@ -132,6 +132,15 @@ void kv_param_str(const struct kv_case *c, int i, char *buf, size_t size)
     }
 }
 
+void kv_stage_source(const struct kv_kernel *k, int s, char *buf, size_t size)
+{
+    const struct kv_stage_def *sd = &k->stages[s];
+    if (sd->source) snprintf(buf, size, "%s", sd->source);
+    else snprintf(buf, size, "%s_%s.comp", k->name, sd->name);
+    for (char *p = buf; *p; p++)
+        if (*p == '-') *p = '_';
+}
+
 void kv_case_name(struct kv_case *c)
 {
     size_t o = (size_t)snprintf(c->name, sizeof c->name, "%s[", c->k->name);
