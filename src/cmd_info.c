@@ -45,11 +45,17 @@ static void list_abi(const struct kv_kernel *k)
             int writes = td->role == KV_OUTPUT && td->stage == s;
             char shape[96];
             kv_dims_doc(td, shape, sizeof shape);
-            printf("    set 0 binding %d: %-4s %s %s  storage buffer, %s\n", b, kv_dtype_info(td->dtype)->name,
-                   td->name, shape, writes ? "written" : "read-only");
+            printf("    set 0 binding %d: %-4s %s %s  storage buffer, %s; range: %s\n", b,
+                   kv_dtype_info(td->dtype)->name, td->name, shape, writes ? "written" : "read-only",
+                   td->role == KV_OUTPUT
+                       ? "its whole words, then 16 guard words (NaN) that must stay unwritten"
+                       : "its whole words, then a tail as long as the tensor (64 B..64 KiB) of NaN words");
         }
         printf("    push constants (%u bytes): %s\n", sd->push_size, sd->push_doc);
         printf("    dispatch: %s\n", sd->dispatch_doc);
+        printf("    --max-groups: %s\n", sd->fixed_grid ? "not honoured (a fixed grid): the stage runs uncapped"
+                                                       : "honoured (at most N groups along x, 1 along y and z; "
+                                                         "grid-stride loops cover the rest)");
     }
 }
 

@@ -15,7 +15,7 @@
 enum {
     OPT_SEED = 1000, OPT_SEEDS, OPT_SWEEP, OPT_REPEAT, OPT_JSON, OPT_DEVICE, OPT_SHADER, OPT_NO_SUBGROUP, OPT_NO_8BIT, OPT_JUNIT, OPT_MARKDOWN, OPT_BASELINE, OPT_REGRESS, OPT_BENCH, OPT_BENCH_WARMUP,
     OPT_LAMBDA, OPT_MAX_ULP, OPT_RTOL, OPT_ATOL, OPT_MAX_NMSE, OPT_VERBOSE, OPT_HELP, OPT_INPUTS,
-    OPT_CANDIDATE, OPT_SAVE, OPT_NO_DEVICE, OPT_ORACLE, OPT_SAMPLE, OPT_MAX_GROUPS, OPT_STRESS, OPT_NO_STRESS,
+    OPT_CANDIDATE, OPT_SAVE, OPT_NO_DEVICE, OPT_ORACLE, OPT_SAMPLE, OPT_MAX_GROUPS, OPT_STRESS, OPT_NO_STRESS, OPT_FAIL_FAST,
     OPT_PARAM = 2000,
 };
 
@@ -50,6 +50,7 @@ static const struct option common_opts[] = {
     {"max-groups", required_argument, NULL, OPT_MAX_GROUPS},
     {"stress", no_argument, NULL, OPT_STRESS},
     {"no-stress", no_argument, NULL, OPT_NO_STRESS},
+    {"fail-fast", no_argument, NULL, OPT_FAIL_FAST},
     {"help", no_argument, NULL, OPT_HELP},
 };
 
@@ -68,6 +69,7 @@ static void kernel_usage(const struct kv_kernel *k, FILE *f)
                "  --seeds N|A..B               seeds per shape: S, S+1, ..., or the range A..B\n"
                "                               [default: 1; with --sweep: %d]\n"
                "  --sweep                      run the kernel's built-in shapes (kverify list)\n"
+               "  --fail-fast                  stop after the first case that fails or errs\n"
                "  --repeat N                   run the device N times, fail on any difference [default: 1]\n"
                "  --bench N                    time each stage N times back to back after 3 warm-up runs:\n"
                "                               min and median, GB/s, GFLOP/s [default: off]\n"
@@ -179,6 +181,7 @@ enum kv_status kv_kopts_parse(const struct kv_kernel *k, int argc, char **argv, 
         case OPT_SWEEP: o->sweep = 1; break;
         case OPT_STRESS: o->stress = 1; break;
         case OPT_NO_STRESS: o->stress = -1; break;
+        case OPT_FAIL_FAST: o->run.fail_fast = 1; break;
         case OPT_MAX_GROUPS:
             KV_TRY(kv_parse_i64("--max-groups", arg, 1, UINT32_MAX, &v));
             o->run.max_groups = (uint32_t)v;

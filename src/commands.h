@@ -10,6 +10,7 @@ int cmd_devices(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
+int cmd_mutate(int argc, char **argv);
 void kv_usage(FILE *f);
 
 #endif

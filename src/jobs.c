@@ -97,9 +97,10 @@ int kv_run_jobs(struct kv_job *jobs, size_t n, const struct kv_outputs *out, con
     kv_table_header(tab);
     double sum[6] = {0}, pipeline_ms = 0;
     seen = 0;
-    for (size_t j = 0; j < n; j++) {
+    int stopped = 0; /* --fail-fast after a failing case */
+    for (size_t j = 0; j < n && !stopped; j++) {
         struct kv_job *jb = &jobs[j];
-        for (size_t i = 0; i < (jb->error ? 1 : jb->n_cases); i++) {
+        for (size_t i = 0; i < (jb->error ? 1 : jb->n_cases) && !stopped; i++) {
             const char *name = case_name(jb, i);
             if (!selected(sel, name, &seen, &index)) continue;
             struct kv_case_result *res = kv_report_add(&report);
@@ -135,6 +136,7 @@ int kv_run_jobs(struct kv_job *jobs, size_t n, const struct kv_outputs *out, con
                 if (report.has_ceilings) bench_shares(res, jb->k, &report.ceilings);
             }
             kv_table_case(tab, res);
+            stopped = jb->o.run.fail_fast && (res->status == KV_CASE_FAIL || res->status == KV_CASE_ERROR);
             fflush(tab);
             double parts[6] = {res->ms.inputs, res->ms.oracle, res->ms.upload, res->ms.device, res->ms.download, res->ms.compare};
             for (int q = 0; q < 6; q++) sum[q] += parts[q];

@@ -18,6 +18,7 @@ static const struct command commands[] = {
     {"run", cmd_run, "run a suite file of cases in one process (--shard I/N, --filter, --baseline)"},
     {"merge", cmd_merge, "merge shard reports into the report of the whole run (-o ALL.json)"},
     {"compare", cmd_compare, "regressions between two reports (exit 1 on any)"},
+    {"mutate", cmd_mutate, "mutation score of a kernel's sweep against one-site bugs in its shaders"},
 };
 
 void kv_usage(FILE *f)

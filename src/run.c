@@ -63,78 +63,92 @@ cleanup:
     return st;
 }
 
+unsigned kv_stage_defines(const struct kv_vk_info *dev, const struct kv_stage_def *sd, const struct kv_run_opts *o)
+{
+    return (dev->subgroup_arith && !o->no_subgroup ? KV_SHADER_SUBGROUP : 0u) |
+           (dev->storage8 && !o->no_8bit && sd->subgroup8.words ? KV_SHADER_INT8 : 0u);
+}
+
+enum kv_status kv_runner_stage(struct kv_runner *r, int s, const struct kv_run_opts *o)
+{
+    enum kv_status st = KV_OK;
+    uint32_t *user = NULL;
+    struct kv_vk_device *d = r->d;
+    const struct kv_kernel *k = r->k;
+    const struct kv_stage_def *sd = &k->stages[s];
+    unsigned defines = kv_stage_defines(&d->info, sd, o);
+    int subgroup = (defines & KV_SHADER_SUBGROUP) != 0, int8 = (defines & KV_SHADER_INT8) != 0;
+    /* A stage the device cannot run gets no pipeline; a case that runs it is skipped. */
+    const char *lacks = (sd->needs & KV_NEED_STORAGE16) && !d->info.storage16 ? "storageBuffer16BitAccess"
+                        : (sd->needs & KV_NEED_COOPMAT16) && !d->info.coopmat16
+                            ? "VK_NV_cooperative_matrix with 16x16x16 f16 products into f32 on 32-wide subgroups"
+                        : (sd->needs & KV_NEED_COOPMAT_BF16) && !d->info.coopmat_bf16
+                            ? "VK_KHR_cooperative_matrix and VK_KHR_shader_bfloat16 with 16x16x16 bf16 products "
+                              "into f32 on 32-wide subgroups"
+                            : NULL;
+    if (lacks) {
+        snprintf(r->missing[s], sizeof r->missing[s], "%s: stage %s needs %s, which %s lacks", k->name, sd->name,
+                 lacks, d->info.name);
+        return KV_OK;
+    }
+    r->missing[s][0] = '\0';
+    const uint32_t *words;
+    size_t bytes;
+    char what[1100];
+    if (o->src_words[s]) {
+        words = o->src_words[s];
+        bytes = o->src_bytes[s];
+        snprintf(what, sizeof what, "%s (stage %s)", o->src_name[s], sd->name);
+    } else if (o->src_env[s]) {
+        KV_TRY(kv_glsl_compile(o->src_env[s], o->src_name[s], &user, &bytes));
+        words = user;
+        snprintf(what, sizeof what, "%s (stage %s)", o->src_name[s], sd->name);
+    } else if (o->shader[s]) {
+        KV_TRY(kv_shader_load(o->shader[s], defines, &user, &bytes));
+        words = user;
+        snprintf(what, sizeof what, "%s (stage %s)", o->shader[s], sd->name);
+    } else {
+        const struct kv_spirv_blob *b = int8 ? (subgroup ? &sd->subgroup8 : &sd->fallback8)
+                                             : (subgroup ? &sd->subgroup : &sd->fallback);
+        words = b->words;
+        bytes = b->bytes;
+        snprintf(what, sizeof what, "built-in %s stage %s", k->name, sd->name);
+    }
+    struct kv_spirv_iface iface;
+    KV_TRY(kv_spirv_reflect(what, words, bytes / 4, &iface));
+    uint32_t outputs = 0;
+    for (int b = 0; b < sd->n_bindings; b++) {
+        const struct kv_tensor_def *td = &k->tensors[sd->bindings[b]];
+        if (td->role == KV_OUTPUT && td->stage == s) outputs |= 1u << b;
+    }
+    KV_TRY(kv_spirv_check(what, &iface, (uint32_t)sd->n_bindings, outputs, sd->push_size));
+    uint64_t inv = (uint64_t)iface.local[0] * iface.local[1] * iface.local[2];
+    KV_CHECK(inv <= d->info.max_invocations, KV_EDATA,
+             "%s: workgroup of %llu invocations exceeds the device's %u", what,
+             (unsigned long long)inv, d->info.max_invocations);
+    memcpy(r->local[s], iface.local, sizeof iface.local);
+    KV_TRY(kv_vk_pipeline_create(d, what, words, bytes, (uint32_t)sd->n_bindings, sd->push_size,
+                                 &r->pipe[s]));
+    free(user);
+    user = NULL;
+    if (o->stress) KV_TRY(reversed_pipeline(r, s, o, defines, what));
+cleanup:
+    free(user);
+    return st;
+}
+
 enum kv_status kv_runner_init(struct kv_runner *r, struct kv_vk_device *d, const struct kv_kernel *k,
                               const struct kv_run_opts *o)
 {
     enum kv_status st = KV_OK;
     double t0 = kv_now_ms();
-    uint32_t *user = NULL;
     memset(r, 0, sizeof *r);
     r->d = d;
     r->k = k;
     if (!d) return KV_OK; /* every output has a candidate: nothing runs on a device */
-    int subgroup = d->info.subgroup_arith && !o->no_subgroup;
-    for (int s = 0; s < k->n_stages; s++) {
-        const struct kv_stage_def *sd = &k->stages[s];
-        int int8 = d->info.storage8 && !o->no_8bit && sd->subgroup8.words;
-        /* A stage the device cannot run gets no pipeline; a case that runs it is skipped. */
-        const char *lacks = (sd->needs & KV_NEED_STORAGE16) && !d->info.storage16 ? "storageBuffer16BitAccess"
-                            : (sd->needs & KV_NEED_COOPMAT16) && !d->info.coopmat16
-                                ? "VK_NV_cooperative_matrix with 16x16x16 f16 products into f32 on 32-wide subgroups"
-                            : (sd->needs & KV_NEED_COOPMAT_BF16) && !d->info.coopmat_bf16
-                                ? "VK_KHR_cooperative_matrix and VK_KHR_shader_bfloat16 with 16x16x16 bf16 products "
-                                  "into f32 on 32-wide subgroups"
-                                : NULL;
-        if (lacks) {
-            snprintf(r->missing[s], sizeof r->missing[s], "%s: stage %s needs %s, which %s lacks", k->name, sd->name,
-                     lacks, d->info.name);
-            continue;
-        }
-        const uint32_t *words;
-        size_t bytes;
-        char what[1100];
-        unsigned defines = (subgroup ? KV_SHADER_SUBGROUP : 0u) | (int8 ? KV_SHADER_INT8 : 0u);
-        if (o->src_words[s]) {
-            words = o->src_words[s];
-            bytes = o->src_bytes[s];
-            snprintf(what, sizeof what, "%s (stage %s)", o->src_name[s], sd->name);
-        } else if (o->src_env[s]) {
-            KV_TRY(kv_glsl_compile(o->src_env[s], o->src_name[s], &user, &bytes));
-            words = user;
-            snprintf(what, sizeof what, "%s (stage %s)", o->src_name[s], sd->name);
-        } else if (o->shader[s]) {
-            KV_TRY(kv_shader_load(o->shader[s], defines, &user, &bytes));
-            words = user;
-            snprintf(what, sizeof what, "%s (stage %s)", o->shader[s], sd->name);
-        } else {
-            const struct kv_spirv_blob *b = int8 ? (subgroup ? &sd->subgroup8 : &sd->fallback8)
-                                                 : (subgroup ? &sd->subgroup : &sd->fallback);
-            words = b->words;
-            bytes = b->bytes;
-            snprintf(what, sizeof what, "built-in %s stage %s", k->name, sd->name);
-        }
-        struct kv_spirv_iface iface;
-        KV_TRY(kv_spirv_reflect(what, words, bytes / 4, &iface));
-        uint32_t outputs = 0;
-        for (int b = 0; b < sd->n_bindings; b++) {
-            const struct kv_tensor_def *td = &k->tensors[sd->bindings[b]];
-            if (td->role == KV_OUTPUT && td->stage == s) outputs |= 1u << b;
-        }
-        KV_TRY(kv_spirv_check(what, &iface, (uint32_t)sd->n_bindings, outputs, sd->push_size));
-        uint64_t inv = (uint64_t)iface.local[0] * iface.local[1] * iface.local[2];
-        KV_CHECK(inv <= d->info.max_invocations, KV_EDATA,
-                 "%s: workgroup of %llu invocations exceeds the device's %u", what,
-                 (unsigned long long)inv, d->info.max_invocations);
-        memcpy(r->local[s], iface.local, sizeof iface.local);
-        KV_TRY(kv_vk_pipeline_create(d, what, words, bytes, (uint32_t)sd->n_bindings, sd->push_size,
-                                     &r->pipe[s]));
-        free(user);
-        user = NULL;
-        if (o->stress) KV_TRY(reversed_pipeline(r, s, o, defines, what));
-    }
+    for (int s = 0; s < k->n_stages; s++) KV_TRY(kv_runner_stage(r, s, o));
     r->pipeline_ms = kv_now_ms() - t0;
 cleanup:
-    free(user);
     if (st) kv_runner_free(r);
     return st;
 }
