@@ -29,6 +29,7 @@ struct tok {
     size_t off, len;
     int line, col;
     int skip;     /* in a directive other than #define's body, a layout(), or a dead line */
+    int dir;      /* in a directive line */
     int for_part; /* 1, 2, 3: in a for header's init, condition, step; 0 elsewhere */
     int decl;     /* in a declaration before its '=' (array sizes are not indices) */
 };
@@ -92,7 +93,7 @@ static struct tok *lex(const char *text, size_t len, const unsigned char *live, 
             define_body = !strncmp(text + j, "define", 6) ? -1 : 0; /* -1: the name comes next */
         }
         bol = 0;
-        struct tok k = {T_PUNCT, i, 1, line, (int)(i - line_start) + 1, 0, 0, 0};
+        struct tok k = {.kind = T_PUNCT, .off = i, .len = 1, .line = line, .col = (int)(i - line_start) + 1};
         if (isalpha((unsigned char)c) || c == '_') {
             k.kind = T_IDENT;
             while (i + k.len < len && (isalnum((unsigned char)text[i + k.len]) || text[i + k.len] == '_')) k.len++;
@@ -120,6 +121,7 @@ static struct tok *lex(const char *text, size_t len, const unsigned char *live, 
             else if (define_body != 1) k.skip = 1;
         }
         if (dead) k.skip = 1;
+        k.dir = directive;
         if (n == cap) {
             struct tok *t2 = realloc(t, (cap *= 2) * sizeof *t);
             if (!t2) return free(t), NULL;
@@ -132,6 +134,7 @@ static struct tok *lex(const char *text, size_t len, const unsigned char *live, 
     int depth = 0, layout_depth = -1, for_depth = -1, for_part = 0, stmt_decl = 0, stmt_start = 1;
     for (size_t j = 0; j < n; j++) {
         struct tok *k = &t[j];
+        if (k->dir) continue; /* a directive is no part of the statements around it */
         if (stmt_start) stmt_decl = k->kind == T_IDENT && in_list(text, k, TYPES), stmt_start = 0;
         if (is(text, k, "=") || is(text, k, "(")) {
             if (is(text, k, "=")) stmt_decl = 0;

@@ -162,14 +162,14 @@ enum kv_status kv_plan_run(struct kv_runner *r, struct kv_case *c, struct kv_pla
         if (k->tensors[t].role == KV_INPUT) {
             kv_vk_batch_copy(&b, (struct kv_vk_range){&p->up, p->up_off[0][t], bytes}, whole(&p->dev[t], bytes));
             kv_vk_batch_fill(&b, (struct kv_vk_range){&p->dev[t], round4(bytes), p->dev[t].size - round4(bytes)},
-                             KV_SENTINEL);
+                             KV_POISON);
             continue;
         }
         kv_vk_batch_fill(&b, whole(&p->dev[t], p->dev[t].size), KV_SENTINEL);
         if (p->chain[t].buf) kv_vk_batch_fill(&b, whole(&p->chain[t], p->chain[t].size), KV_SENTINEL);
         if (p->iso[t].buf) {
             kv_vk_batch_fill(&b, (struct kv_vk_range){&p->iso[t], round4(bytes), p->iso[t].size - round4(bytes)},
-                             KV_SENTINEL);
+                             KV_POISON);
             kv_vk_batch_copy(&b, (struct kv_vk_range){&p->up, p->up_off[1][t], bytes}, whole(&p->iso[t], bytes));
         }
     }

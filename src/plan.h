@@ -10,6 +10,12 @@
 /* Unwritten outputs read as NaN in f32, f16 and bf16 alike; the guard words
  * after each output keep the same pattern unless something writes past the end. */
 #define KV_SENTINEL 0x7FC17FC1u
+/* The poison of input tails: another NaN, so that a value computed from a
+ * read past an input's end and written past an output's end (a loop bound
+ * off by one on both) does not write the guard's own pattern back. NaN in
+ * f32, f16 and bf16; as u8 codes 0xD3 and 0x7F, which no quantization below
+ * 7 bits makes. */
+#define KV_POISON 0x7FD37FD3u
 #define KV_GUARD_BYTES 64
 /* Inputs (and the oracle's intermediates fed to later stages) are followed by
  * a poisoned tail of NaN words as long as the tensor, between 64 bytes and
