@@ -63,6 +63,13 @@ enum kv_status kv_mut_stage_add(struct kv_mut_job *j, int s, const struct kv_vk_
         kv_stage_source(k, s, name, sizeof name);
     }
     KV_TRY(add_file(ms, name));
+    { /* the original must compile: its errors are the user's to see first */
+        uint32_t *words = NULL;
+        size_t bytes = 0;
+        st = kv_glsl_compile(&ms->env, name, &words, &bytes);
+        free(words);
+        if (st) goto cleanup;
+    }
     size_t pre_len = 0;
     struct kv_glsl_env penv = ms->env;
     penv.no_optimize = 1;

@@ -4,7 +4,7 @@
 {
   "$KV" --help
   for k in $("$KV" --help | awk '/^kernels/{f=1;next} /^$/{f=0} f{print $1}'); do "$KV" "$k" --help; done
-  for c in run merge compare devices; do "$KV" "$c" --help; done
+  for c in run merge compare devices mutate; do "$KV" "$c" --help; done
 } | grep -oE -- '--[a-z0-9][a-z0-9-]*' | sort -u > "$TMP/help"
 sed 's/\\-/-/g' "$KV_SRC/man/kverify.1" | grep -oE -- '--[a-z0-9][a-z0-9-]*' | sort -u > "$TMP/man"
 [ "$(wc -l < "$TMP/help")" -gt 30 ] || fail "too few flags in --help"

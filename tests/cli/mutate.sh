@@ -1,0 +1,69 @@
+# kverify mutate end to end on a user's r stage: mutants made, equivalent ones
+# not run, a known survivor listed, killed ones counted, the JSON report; and
+# its bad input.
+. "$(dirname "$0")/lib.bash"
+cat > "$TMP/r.comp" <<'GLSL'
+#version 450
+// r[b] = 1/sqrt(mean x[b,:]^2 + eps): 32 partial sums, folded by one invocation.
+layout(local_size_x = 32) in;
+layout(std430, set = 0, binding = 0) readonly buffer X { float x[]; };
+layout(std430, set = 0, binding = 1) writeonly buffer R { float r[]; };
+layout(push_constant) uniform Push { uint rows; uint dim; float eps; } p;
+const float UNUSED = 0.5; // never read: its mutants are equivalent
+shared float part[32];
+void main()
+{
+    for (uint row = gl_WorkGroupID.x; row < p.rows; row += gl_NumWorkGroups.x) {
+        float acc = 0.0;
+        for (uint i = gl_LocalInvocationID.x; i < p.dim; i += 32u) acc += x[row * p.dim + i] * x[row * p.dim + i];
+        part[gl_LocalInvocationID.x] = acc;
+        barrier();
+        // Every invocation would fold the same sums: which one writes is free,
+        // so flipping this test is a survivor no sweep can kill.
+        if (gl_LocalInvocationID.x == 0u) {
+            float t = 0.0;
+            for (uint k = 0u; k < 32u; k++) t += part[k];
+            r[row] = inversesqrt(t / float(p.dim) + p.eps);
+        }
+        barrier();
+    }
+}
+GLSL
+expect_exit 0 "$KV" mutate rmsnorm-bwd --shader r="$TMP/r.comp" --stage r --operators flip,const,step --seeds 1 \
+  --json "$TMP/m.json"
+grep -Eq '^mutation score [0-9.]+%: [0-9]+ of [0-9]+ killed' "$TMP/out" || { cat "$TMP/out"; fail "no score line"; }
+grep -q "survived: r $TMP/r.comp:18:36 flip '==' -> '!='" "$TMP/out" || { cat "$TMP/out"; fail "the known survivor is not listed"; }
+python3 - "$TMP/m.json" <<'PY' || fail "the JSON report"
+import json, sys
+d = json.load(open(sys.argv[1]))
+m = d["mutants"]
+by = {}
+for x in m: by.setdefault(x["status"], []).append(x)
+assert d["kernel"] == "rmsnorm-bwd" and d["stages"][0]["stage"] == "r", d["stages"]
+eq = [x for x in by.get("equivalent", []) if x["change"] == "'0.5' -> '1.0'"]
+assert eq and eq[0]["line"] == 7, by.get("equivalent")
+assert any(x["change"] == "'==' -> '!='" for x in by["survived"]), by["survived"]
+assert any(x["operator"] == "step" for x in by["killed"] + by.get("killed (hang)", [])), m
+killed = len(by["killed"]) + len(by.get("killed (hang)", []))
+assert killed >= 5, killed
+assert abs(d["score"] - 100.0 * killed / (killed + len(by["survived"]))) < 1e-9, d["score"]
+assert not any(x["line"] in (1, 3, 4, 5, 6) for x in m), "mutants in a directive or a layout()"
+assert not any(x["line"] in (2, 16, 17) for x in m), "mutants in a comment"
+PY
+# --list runs nothing; the built-in stages have mutants of every operator.
+expect_exit 0 "$KV" mutate rmsnorm-bwd --list
+for op in bound rel flip barrier step assign index const drop; do
+  grep -q " $op " "$TMP/out" || fail "no '$op' mutant of the built-in rmsnorm-bwd"
+done
+grep -q 'reduce.glsl' "$TMP/out" || fail "the included reduce.glsl is not mutated"
+
+# Bad input: one line, the documented code, nothing written.
+expect_error 2 "unknown kernel 'nope'" "$KV" mutate nope --json "$TMP/report.json"
+expect_error 2 "no stage 'zz'" "$KV" mutate rmsnorm-bwd --stage zz --json "$TMP/report.json"
+expect_error 2 "unknown operator 'typo'" "$KV" mutate rmsnorm-bwd --operators typo --json "$TMP/report.json"
+expect_error 2 "no kernel given" "$KV" mutate
+printf '#version 450\nvoid main() { undeclared = 1; }\n' > "$TMP/bad.comp"
+expect_error 3 "bad.comp: does not compile" "$KV" mutate rmsnorm-bwd --shader r="$TMP/bad.comp" --json "$TMP/report.json"
+printf '\x03\x02\x23\x07' > "$TMP/r.spv"
+expect_error 3 "no source to mutate" "$KV" mutate rmsnorm-bwd --shader r="$TMP/r.spv" --json "$TMP/report.json"
+exit 0
