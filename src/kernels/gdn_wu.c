@@ -37,7 +37,7 @@ static const uint32_t w_cm[] =
 enum { P_B, P_T, P_H, P_HG, P_K, P_V, P_DIST, P_VARIANT };
 enum { T_K, T_V, T_BETA, T_G, T_A, T_W, T_U, T_W_CM, T_U_CM };
 enum { S_U, S_W, S_U_CM, S_W_CM };
-enum { D_REALISTIC, D_RANDOM };
+enum { D_REALISTIC, D_RANDOM, D_NONFINITE };
 enum { V_FMA, V_CM };
 
 static const struct kv_param_def params[] = {
@@ -47,9 +47,10 @@ static const struct kv_param_def params[] = {
     {"kv-heads", KV_PARAM_INT, "2", 1, 65536, NULL, "key heads Hg", 1},
     {"dk", KV_PARAM_INT, "128", 1, 65536, NULL, "key dimension K (any)", 1},
     {"dv", KV_PARAM_INT, "128", 1, 65536, NULL, "value dimension V (any)", 1},
-    {"dist", KV_PARAM_CHOICE, "realistic", 0, 0, "realistic|random",
+    {"dist", KV_PARAM_CHOICE, "realistic", 0, 0, "realistic|random|nonfinite",
      "FLA's inputs (L2-normalised k, beta = sigmoid, chunk-cumulative log-sigmoid g, A = (I+L)^-1), "
-     "or unnormalised N(0,1) k (A is then ill-conditioned: a stress test)", 0},
+     "or unnormalised N(0,1) k (A is then ill-conditioned: a stress test), or FLA's with a few NaN and "
+     "+-Inf in k, v and beta (the shaders' non-finite paths)", 0},
     {"variant", KV_PARAM_CHOICE, "fma", 0, 0, "fma|bf16-coopmat",
      "products on f32 FMAs, or on bf16 cooperative matrices (tensor cores) with A split exactly into three "
      "bf16 parts", 0},
@@ -196,6 +197,24 @@ static double chunk_A(struct kv_case *c, const struct dims *d, int64_t b, int64_
     return norm_il * norm_x;
 }
 
+/* --dist nonfinite: after A is made from the finite k, put a NaN, a +Inf and
+ * a -Inf in v and in k, and a NaN in beta, at seeded places: the staging's
+ * NaN and Inf paths run, and the outputs they reach are NaN or +-Inf in the
+ * oracle too (0 * Inf and Inf - Inf included), the rest stay finite. */
+static void nonfinite(struct kv_case *c, const struct dims *d)
+{
+    static const uint16_t bits[3] = {0x7FC1, 0x7F80, 0xFF80}; /* NaN with a payload, +Inf, -Inf */
+    uint16_t *k = c->t[T_K].data, *v = c->t[T_V].data;
+    float *beta = c->t[T_BETA].data;
+    const uint64_t nk = (uint64_t)(d->B * d->T * d->Hg * d->K), nv = (uint64_t)(d->B * d->T * d->H * d->V),
+                   nb = (uint64_t)(d->B * d->T * d->H);
+    for (uint32_t i = 0; i < 3; i++) {
+        v[(uint64_t)(kv_rng_uniform(c->seed, 40 + i, 0) * (double)nv) % nv] = bits[i];
+        k[(uint64_t)(kv_rng_uniform(c->seed, 50 + i, 0) * (double)nk) % nk] = bits[i];
+    }
+    beta[(uint64_t)(kv_rng_uniform(c->seed, 60, 0) * (double)nb) % nb] = NAN;
+}
+
 static enum kv_status inputs(struct kv_case *c)
 {
     const struct dims d = dims_of(c);
@@ -242,6 +261,7 @@ static enum kv_status inputs(struct kv_case *c)
     if (cond > 1e4 || isnan(cond))
         snprintf(c->note, sizeof c->note, "A = (I+L)^-1 is ill-conditioned (inf-norm condition up to %.3g): "
                  "errors measure the inputs more than the kernel", cond);
+    if (c->p[P_DIST].c == D_NONFINITE) nonfinite(c, &d);
     return KV_OK;
 }
 
@@ -340,6 +360,7 @@ static const char *const sweep[] = {
     "batch=2,seq=200,heads=4,kv-heads=2,dk=256,dv=256",
     "batch=2,seq=130,heads=2,kv-heads=1,dk=48,dv=80",
     "batch=1,seq=70,heads=2,kv-heads=2,dk=30,dv=17",
+    "batch=1,seq=100,heads=2,kv-heads=1,dk=64,dv=36,dist=nonfinite",
     NULL,
 };
 

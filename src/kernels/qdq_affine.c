@@ -52,7 +52,7 @@ static const struct kv_param_def params[] = {
     {"bits", KV_PARAM_INT, "4", 1, 8, NULL, "code width; codes 0 .. 2^bits-1", 1},
     {"dist", KV_PARAM_CHOICE, "normal", 0, 0, "normal|uniform|outlier|constant|subnormal|ties|nonfinite",
      "w ~ N(0,1); U(-sqrt3,sqrt3); N(0,1) with one x100 outlier per group; constant groups; "
-     "subnormal and near-2^-126 ranges; values exactly on rounding ties; groups with NaN, +-Inf "
+     "subnormal, near-2^-126 and exactly-2^-126 ranges; values exactly on rounding ties; groups with NaN, +-Inf "
      "and overflowing ranges", 1},
     {"scale", KV_PARAM_FLOAT, "1", 1e-30, 1e30, NULL, "multiplies w", 0},
 };
@@ -156,14 +156,18 @@ static void ties_group(const struct kv_case *c, int64_t g, int64_t gs, double N,
     }
 }
 
-/* Six kinds of group in turn: NaN, +Inf, -Inf, both infinities, a range that
- * overflows float32, and a plain one. */
+/* Seven kinds of group in turn: NaN, +Inf, -Inf, both infinities, a range
+ * that overflows float32, a negative NaN whose payload is its lowest bit
+ * alone (a NaN that a mask missing a bit of the exponent or the mantissa
+ * takes for a finite number or an infinity), and a plain one. */
 static void nonfinite_group(const struct kv_case *c, int64_t g, int64_t gs, float *w)
 {
     int64_t at = (int64_t)(kv_rng_uniform(c->seed, 9, (uint64_t)g) * (double)gs);
     for (int64_t j = 0; j < gs; j++) w[j] = (float)normal(c, T_W, g * gs + j);
-    switch (g % 6) {
+    uint32_t odd_nan = 0xFF800001u;
+    switch (g % 7) {
     case 0: w[at] = NAN; break;
+    case 5: memcpy(&w[at], &odd_nan, 4); break;
     case 1: w[at] = INFINITY; break;
     case 2: w[at] = -INFINITY; break;
     case 3: w[at] = INFINITY, w[(at + 1) % gs] = -INFINITY; break;
@@ -190,8 +194,12 @@ static enum kv_status inputs(struct kv_case *c)
             case D_UNIFORM: v = (2.0 * kv_rng_uniform(c->seed, T_W, (uint64_t)i) - 1.0) * sqrt(3.0); break;
             case D_OUTLIER: v *= j == (g * 7) % gs ? 100.0 : 1.0; break;
             case D_CONSTANT: v = normal(c, 10, g); break;
-            /* Even groups all subnormal; odd ones near 2^-124, so s is near 2^-126. */
-            case D_SUBNORMAL: v = ldexp(v, g % 2 ? -124 : -130); break;
+            /* Even groups all subnormal; odd ones near 2^-124, so s is near 2^-126;
+             * every fourth from 0 to N*2^-126, so s is exactly 2^-126. */
+            case D_SUBNORMAL:
+                v = g % 4 == 3 ? (j == 0 ? 0 : j == 1 ? ldexp(N, -126) : ldexp(floor(N * kv_rng_uniform(c->seed, 11, (uint64_t)i)), -126))
+                               : ldexp(v, g % 2 ? -124 : -130);
+                break;
             default: break;
             }
             if (dist != D_TIES && dist != D_NONFINITE) wg[j] = (float)(v * scale);
@@ -391,7 +399,9 @@ static const char *const sweep[] = {
     "groups=16,group-size=32,bits=4,dist=subnormal",
     "groups=64,group-size=8,bits=1,dist=ties",
     "groups=64,group-size=16,bits=4,dist=ties",
-    "groups=24,group-size=8,bits=4,dist=nonfinite",
+    "groups=28,group-size=8,bits=4,dist=nonfinite",
+    "groups=9,group-size=2,bits=4",
+    "groups=11,group-size=2,bits=3,dist=nonfinite",
     NULL,
 };
 
