@@ -40,7 +40,7 @@ static void usage(FILE *f)
 }
 
 static const char *const STATUS[] = {"pending", "killed", "survived", "equivalent", "stillborn", "killed (hang)",
-                                     "skipped"};
+                                     "skipped", "lost"};
 
 static enum kv_status parse(int argc, char **argv, struct kv_mut_job *j, unsigned *ops, int *only, int *list,
                             double *min_score, const char **json, int *help)
@@ -52,14 +52,19 @@ static enum kv_status parse(int argc, char **argv, struct kv_mut_job *j, unsigne
         {"jobs", required_argument, NULL, 'j'},    {"timeout", required_argument, NULL, 't'},
         {"list", no_argument, NULL, 'l'},          {"min-score", required_argument, NULL, 'm'},
         {"json", required_argument, NULL, 'J'},    {"device", required_argument, NULL, 'd'},
-        {"verbose", no_argument, NULL, 'v'},       {"help", no_argument, NULL, 'h'},
-        {0, 0, 0, 0}};
+        {"verbose", no_argument, NULL, 'v'},       {"help", no_argument, NULL, 'h'}};
     const struct kv_kernel *k = j->job.k;
+    /* The kernel's parameters too: they apply to every sweep case (--variant). */
+    struct option all[32 + KV_MAX_PARAMS];
+    int n_opts = (int)(sizeof opts / sizeof *opts);
+    memcpy(all, opts, sizeof opts);
+    for (int i = 0; i < k->n_params; i++) all[n_opts + i] = (struct option){k->params[i].name, required_argument, NULL, 1000 + i};
+    all[n_opts + k->n_params] = (struct option){0, 0, 0, 0};
     int64_t v;
     optind = 1;
     opterr = 0;
     for (;;) {
-        int prev = optind, c = getopt_long(argc, argv, ":hv", opts, NULL), s;
+        int prev = optind, c = getopt_long(argc, argv, ":hv", all, NULL), s;
         if (c == -1) break;
         const char *arg = optarg;
         switch (c) {
@@ -108,7 +113,10 @@ static enum kv_status parse(int argc, char **argv, struct kv_mut_job *j, unsigne
         case 'v': j->verbose = 1; break;
         case 'h': *help = 1; break;
         case ':': KV_CHECK(0, KV_EUSAGE, "mutate: missing value for %s", argv[prev]); break;
-        default: KV_CHECK(0, KV_EUSAGE, "mutate: unknown option '%s' (see kverify mutate --help)", argv[prev]);
+        default:
+            KV_CHECK(c >= 1000 && c < 1000 + k->n_params, KV_EUSAGE,
+                     "mutate: unknown option '%s' (see kverify mutate --help)", argv[prev]);
+            j->job.o.set[c - 1000] = arg;
         }
     }
     KV_CHECK(optind >= argc, KV_EUSAGE, "mutate: unexpected argument '%s'", argv[optind]);
@@ -221,11 +229,11 @@ int cmd_mutate(int argc, char **argv)
     double t0 = kv_now_ms();
     KV_TRY(kv_mut_run(&j));
     FILE *f = json && !strcmp(json, "-") ? stderr : stdout;
-    size_t tot[7] = {0};
+    size_t tot[8] = {0};
     fprintf(f, "kverify mutate %s on %s: %.1f s\n", k->name, info.name, (kv_now_ms() - t0) / 1e3);
     for (int i = 0; i < j.n_st; i++) {
         const struct kv_mut_stage *ms = &j.st[i];
-        size_t c[7] = {0};
+        size_t c[8] = {0};
         for (size_t q = ms->first; q < ms->first + ms->count; q++) c[j.res[q].status]++, tot[j.res[q].status]++;
         size_t killed = c[KV_MUT_KILLED] + c[KV_MUT_HANG], judged = killed + c[KV_MUT_SURVIVED];
         fprintf(f, "  stage %-10s %-24s %5zu mutants: %zu killed (%zu by a hang), %zu survived, %zu equivalent, "

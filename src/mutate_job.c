@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <omp.h>
 #include <unistd.h>
 
 #include "plan.h"
@@ -118,6 +119,12 @@ static void sweep(struct kv_mut_job *j, struct worker_state *w, struct kv_runner
         kv_run_case(r, &c, o, w->res);
         if (w->res->status == KV_CASE_PASS || w->res->status == KV_CASE_SKIP) continue;
         out->status = KV_MUT_KILLED;
+        if (w->res->status == KV_CASE_ERROR && strstr(w->res->error, "DEVICE_LOST")) {
+            /* Perhaps another worker's mutant hung the GPU: not this one's verdict. */
+            out->status = KV_MUT_LOST;
+            snprintf(out->why, sizeof out->why, "%.150s: %.200s", w->res->name, w->res->error);
+            return;
+        }
         if (w->res->status == KV_CASE_ERROR) {
             snprintf(out->why, sizeof out->why, "%.150s: error: %.200s", w->res->name, w->res->error);
             return;
@@ -212,6 +219,9 @@ static void worker_main(struct kv_mut_job *j, int in, int out)
     struct worker_state w;
     memset(&w, 0, sizeof w);
     int code = 0;
+    /* The workers share the CPUs: each oracle gets its share of the threads. */
+    int cpus = (int)sysconf(_SC_NPROCESSORS_ONLN), share = cpus / (j->workers > 0 ? j->workers : 1);
+    omp_set_num_threads(share > 1 ? share : 1);
     w.res = calloc(1, sizeof *w.res);
     if (!w.res || kv_vk_open(j->job.o.out.device, &w.dev) != KV_OK ||
         kv_runner_init(&w.base, w.dev, j->job.k, &j->job.o.run) != KV_OK) {
@@ -222,7 +232,7 @@ static void worker_main(struct kv_mut_job *j, int in, int out)
     while (!code && read_full(in, &idx, sizeof idx) == 0) {
         struct kv_mut_result r;
         process(j, &w, idx, &r);
-        if (write_full(out, &r, sizeof r)) break;
+        if (write_full(out, &r, sizeof r) || r.status == KV_MUT_LOST) break; /* a lost device is of no more use */
     }
     kv_runner_free(&w.base);
     for (int s = 0; s < KV_MAX_STAGES; s++) free(w.orig[s]);
@@ -287,7 +297,9 @@ static enum kv_status pool(struct kv_mut_job *j, const long *items, size_t n, st
                 wk[i].limit_ms = it < 0 ? 3600e3 : limit_ms_of_stage[sti];
                 if (write_full(wk[i].to, &it, sizeof it)) {
                     stop(&wk[i], SIGKILL);
-                    KV_CHECK(0, KV_EDEVICE, "a mutation worker died before its first mutant (see above)");
+                    KV_CHECK(++j->respawns < 64, KV_EDEVICE, "mutation workers keep dying (see above)");
+                    wk[i].idx = LONG_MIN;
+                    continue; /* respawned on the next round */
                 }
                 next++;
             }
@@ -314,11 +326,14 @@ static enum kv_status pool(struct kv_mut_job *j, const long *items, size_t n, st
                 }
             } else if (el > wk[i].limit_ms) {
                 stop(&wk[i], SIGKILL);
-                r->status = KV_MUT_HANG;
+                /* On a GPU another worker's hang stalls this one too: only a
+                 * mutant that times out running alone (nw == 1) hangs itself. */
+                r->status = nw == 1 || it < 0 ? KV_MUT_HANG : KV_MUT_LOST;
                 snprintf(r->why, sizeof r->why, "did not finish in %.0f s (a hang)", wk[i].limit_ms / 1e3);
             } else {
                 continue;
             }
+            if (r->status == KV_MUT_LOST) stop(&wk[i], SIGKILL);
             wk[i].idx = LONG_MIN;
             done++;
             if (j->verbose && it >= 0)
@@ -363,6 +378,23 @@ enum kv_status kv_mut_run(struct kv_mut_job *j)
         }
     }
     if (n) KV_TRY(pool(j, items, n, j->res, wk, nw, limit));
+    /* Mutants whose device was lost (another's hang resets the GPU for all)
+     * run again one at a time: losing it then is their own hang. */
+    n = 0;
+    for (size_t i = 0; i < j->n_m; i++)
+        if (j->res[i].status == KV_MUT_LOST) items[n++] = (long)i;
+    if (n) {
+        for (int i = 1; i < nw; i++) stop(&wk[i], 0);
+        KV_TRY(pool(j, items, n, j->res, wk, 1, limit));
+        for (size_t i = 0; i < n; i++) {
+            struct kv_mut_result *r = &j->res[items[i]];
+            if (r->status != KV_MUT_LOST) continue;
+            r->status = KV_MUT_HANG;
+            char why[sizeof r->why];
+            snprintf(why, sizeof why, "lost the device running alone (a hang the driver stopped): %.300s", r->why);
+            memcpy(r->why, why, sizeof why);
+        }
+    }
 cleanup:
     for (int i = 0; i < nw; i++) stop(&wk[i], 0);
     free(items);

@@ -16,7 +16,7 @@
 #define KV_MUT_FILES 16
 
 enum kv_mut_status { KV_MUT_PENDING, KV_MUT_KILLED, KV_MUT_SURVIVED, KV_MUT_EQUIVALENT, KV_MUT_STILLBORN,
-                     KV_MUT_HANG, KV_MUT_SKIPPED };
+                     KV_MUT_HANG, KV_MUT_SKIPPED, KV_MUT_LOST /* the device was lost: run it again alone */ };
 
 struct kv_mut_stage {
     int s;                             /* the kernel's stage index */
@@ -47,6 +47,7 @@ struct kv_mut_job {
     int workers;
     double timeout_s;                  /* 0: 30 s + 10x the unmutated sweep */
     int verbose;
+    int respawns;                      /* workers started again after dying */
 };
 
 /* Read stage s's sources (o->shader[s] or the built-in), find its live
