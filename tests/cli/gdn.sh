@@ -12,7 +12,7 @@ assert o["w"]["dtype"] == "bf16" and o["w"]["ambiguous"] > 0 and o["u"]["ambiguo
 assert c["note"] is None
 PY
 expect_exit 0 "$KV" gdn-wu --sweep --seeds 17
-grep -q '^119 cases: 119 passed, 0 failed, 0 errors, 0 skipped' "$TMP/out" || fail "sweep: expected 119 passing cases"
+grep -q '^136 cases: 136 passed, 0 failed, 0 errors, 0 skipped' "$TMP/out" || fail "sweep: expected 136 passing cases"
 
 # --oracle both: the exact oracle's rows show what the bf16 stagings cost, unjudged.
 expect_exit 0 "$KV" gdn-wu --seq 65 --heads 2 --kv-heads 1 --oracle both --json "$TMP/b.json"

@@ -1,13 +1,13 @@
-# qdq-affine: the sweep for 108 seeds on both code paths, the documented NaN
+# qdq-affine: the sweep for 126 cases (9 seeds) on both code paths, the documented NaN
 # and Inf behaviour, a device that flushes subnormals (emulated by a shader),
 # files in and out, and bad input.
 . "$(dirname "$0")/lib.bash"
 J=(--json "$TMP/report.json")
 expect_exit 0 "$KV" qdq-affine --groups 64
 expect_exit 0 "$KV" qdq-affine --sweep --seeds 9
-grep -q '^108 cases: 108 passed, 0 failed, 0 errors, 0 skipped' "$TMP/out" || fail "sweep: expected 108 passing cases"
+grep -q '^126 cases: 126 passed, 0 failed, 0 errors, 0 skipped' "$TMP/out" || fail "sweep: expected 126 passing cases"
 expect_exit 0 "$KV" qdq-affine --sweep --seeds 2 --no-8bit-storage
-grep -q '^24 cases: 24 passed' "$TMP/out" || fail "packed-word sweep"
+grep -q '^28 cases: 28 passed' "$TMP/out" || fail "packed-word sweep"
 
 # Exact ties with bits=1 must round away from zero (no ambiguity); with bits=4
 # they are within reach of the device's division error and are counted.
@@ -21,15 +21,16 @@ assert q1["tie_ambiguous"] == 0 and q1["exact"] == 128, q1
 assert q4["tie_ambiguous"] == 96 and q4["unexplained"] == 0, q4   # 6 of 8 per group are ties
 PY
 
-# NaN poisons its group (scale and bias NaN, codes 0, forward NaN), as does a
-# range that overflows float32; infinities clip to the ends of the range.
+# NaN (any sign and payload) poisons its group (scale and bias NaN, codes 0,
+# forward NaN), as does a range that overflows float32; infinities clip to
+# the ends of the range.
 expect_exit 0 "$KV" qdq-affine --groups 12 --group-size 8 --dist nonfinite --json "$TMP/nf.json"
 python3 - "$TMP/nf.json" <<'PY' || fail "non-finite groups"
 import json, sys
 o = {o["name"]: o for o in json.load(open(sys.argv[1]))["cases"][0]["outputs"]}
-# groups 0 and 4 of every 6 (NaN, overflowing range) are poisoned: 4 of 12
-assert o["scales"]["nan_match"] == 4 and o["biases"]["nan_match"] == 4, o["scales"]
-assert o["qdq"]["nan_match"] == 32 and o["q"]["codes"]["exact"] == 96
+# groups 0, 4 and 5 of every 7 (NaN, overflowing range, NaN of payload 1) are poisoned: 5 of 12
+assert o["scales"]["nan_match"] == 5 and o["biases"]["nan_match"] == 5, o["scales"]
+assert o["qdq"]["nan_match"] == 40 and o["q"]["codes"]["exact"] == 96
 assert o["qdq.roundtrip"]["pass"] and o["qdq.chained"]["pass"]
 PY
 

@@ -124,15 +124,16 @@ static void ties(void **state)
     kv_case_free(&x.c);
 }
 
-/* Group kinds cycle: NaN, +Inf, -Inf, both, overflowing range, plain. */
+/* Group kinds cycle: NaN, +Inf, -Inf, both, overflowing range, a NaN of
+ * payload 1 (sign set), plain. */
 static void nonfinite(void **state)
 {
     (void)state;
     struct qdq x;
-    make(&x, "groups=12,group-size=8,bits=4,dist=nonfinite", 6);
+    make(&x, "groups=14,group-size=8,bits=4,dist=nonfinite", 6);
     const float *w = x.c.t[x.w].data;
     for (int64_t g = 0; g < x.groups; g++) {
-        int poison = g % 6 == 0 || g % 6 == 4;
+        int poison = g % 7 == 0 || g % 7 == 4 || g % 7 == 5;
         assert_int_equal(isnan(x.c.y[x.s][g]) != 0, poison);
         assert_int_equal(isnan(x.c.y[x.b][g]) != 0, poison);
         for (int64_t j = 0; j < x.gs; j++) {
