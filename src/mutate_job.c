@@ -372,7 +372,7 @@ enum kv_status kv_mut_run(struct kv_mut_job *j)
         struct kv_mut_stage *ms = &j->st[j->m_stage[i]];
         if (ms->skip[0]) {
             j->res[i].status = KV_MUT_SKIPPED;
-            snprintf(j->res[i].why, sizeof j->res[i].why, "%s", ms->skip);
+            snprintf(j->res[i].why, sizeof j->res[i].why, "%.390s", ms->skip);
         } else {
             items[n++] = (long)i;
         }
