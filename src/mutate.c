@@ -32,6 +32,7 @@ struct tok {
     int dir;      /* in a directive line */
     int for_part; /* 1, 2, 3: in a for header's init, condition, step; 0 elsewhere */
     int decl;     /* in a declaration before its '=' (array sizes are not indices) */
+    int size;     /* inside a declaration's [ ]: an array size, not a constant of the math */
 };
 
 static const char *const PUNCT3[] = {"<<=", ">>=", NULL};
@@ -131,7 +132,7 @@ static struct tok *lex(const char *text, size_t len, const unsigned char *live, 
         i += k.len;
     }
     /* Context: layout(...), for headers, declarations. */
-    int depth = 0, layout_depth = -1, for_depth = -1, for_part = 0, stmt_decl = 0, stmt_start = 1;
+    int depth = 0, layout_depth = -1, for_depth = -1, for_part = 0, stmt_decl = 0, stmt_start = 1, brackets = 0;
     for (size_t j = 0; j < n; j++) {
         struct tok *k = &t[j];
         if (k->dir) continue; /* a directive is no part of the statements around it */
@@ -159,6 +160,10 @@ static struct tok *lex(const char *text, size_t len, const unsigned char *live, 
         if (layout_depth >= 0) k->skip = 1;
         k->for_part = for_depth >= 0 && !is(text, k, ";") ? for_part : 0;
         k->decl = stmt_decl && !(for_depth >= 0 && for_part > 1);
+        if (is(text, k, "[")) brackets++;
+        if (is(text, k, "]") && brackets > 0) brackets--;
+        k->size = k->decl && brackets > 0;
+        if (stmt_start) brackets = 0;
         if (stmt_decl && for_depth >= 0 && for_part == 1 && is(text, k, "=")) stmt_decl = 0;
     }
     *n_out = n;
@@ -324,7 +329,7 @@ enum kv_status kv_mutate_text(const char *text, size_t len, int file, const unsi
             }
         } else if (k->kind == T_NUM) {
             /* Literals in array sizes of declarations are not constants of the math. */
-            int in_size = k->decl && prev && is(text, prev, "[");
+            int in_size = k->size;
             int shifted = prev && (is(text, prev, "<<") || is(text, prev, ">>"));
             if (ON(OP_CONST) && !in_size && !shifted) {
                 char buf[64];
