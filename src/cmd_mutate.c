@@ -208,11 +208,10 @@ int cmd_mutate(int argc, char **argv)
         j.m_stage = ms;
         for (size_t i = before; i < j.n_m; i++) j.m_stage[i] = j.n_st - 1;
         const struct kv_stage_def *sd = &k->stages[s];
-        if (!j.st[j.n_st - 1].skip[0] &&
-            (((sd->needs & KV_NEED_STORAGE16) && !info.storage16) || ((sd->needs & KV_NEED_COOPMAT16) && !info.coopmat16) ||
-             ((sd->needs & KV_NEED_COOPMAT_BF16) && !info.coopmat_bf16)))
-            snprintf(j.st[j.n_st - 1].skip, sizeof j.st[j.n_st - 1].skip, "%s lacks a feature stage %s needs",
-                     info.name, sd->name);
+        const char *lacks = kv_stage_lacks(&info, sd);
+        if (!j.st[j.n_st - 1].skip[0] && lacks)
+            snprintf(j.st[j.n_st - 1].skip, sizeof j.st[j.n_st - 1].skip, "stage %s needs %.300s, which %.100s lacks",
+                     sd->name, lacks, info.name);
     }
     if (list) {
         for (size_t i = 0; i < j.n_m; i++) {

@@ -42,6 +42,13 @@ enum kv_status kv_glsl_read(const struct kv_glsl_env *env, const char *name, cha
     return KV_OK;
 }
 
+void kv_glsl_include_path(const char *requesting, const char *requested, char *out, size_t size)
+{
+    const char *slash = strrchr(requesting, '/');
+    if (requested[0] == '/' || !slash) snprintf(out, size, "%s", requested);
+    else snprintf(out, size, "%.*s/%s", (int)(slash - requesting), requesting, requested);
+}
+
 /* The reordered numbering (kv_glsl_compile): with N invocations in whole
  * subgroups of S, logical index (N/S - 1 - P/S)*S + P%S for physical P. */
 static const char REVERSE_PROLOGUE[] =
@@ -135,11 +142,7 @@ static shaderc_include_result *resolve_include(void *user, const char *requested
     const struct kv_glsl_env *env = user;
     struct inc_result *ir = calloc(1, sizeof *ir);
     if (!ir) return NULL;
-    const char *slash = strrchr(requesting, '/');
-    if (requested[0] == '/' || !slash)
-        snprintf(ir->name, sizeof ir->name, "%s", requested);
-    else
-        snprintf(ir->name, sizeof ir->name, "%.*s/%s", (int)(slash - requesting), requesting, requested);
+    kv_glsl_include_path(requesting, requested, ir->name, sizeof ir->name);
     size_t size = 0;
     if (load(env, ir->name, 0, &ir->content, &size) == KV_OK) {
         ir->r.source_name = ir->name;

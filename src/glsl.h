@@ -41,6 +41,10 @@ const struct kv_glsl_file *kv_glsl_builtin_at(size_t i);
  * from disk); *text is malloc'd and NUL-terminated. */
 enum kv_status kv_glsl_read(const struct kv_glsl_env *env, const char *name, char **text, size_t *len);
 
+/* The file that `#include "requested"` in file requesting names: relative
+ * to the including file's directory, unless absolute. */
+void kv_glsl_include_path(const char *requesting, const char *requested, char *out, size_t size);
+
 /* Compile name for Vulkan 1.2 into SPIR-V (*words malloc'd). #include is
  * resolved relative to the including file, through env. With env->reverse,
  * every file's gl_LocalInvocationID, gl_LocalInvocationIndex,

@@ -28,10 +28,9 @@ static enum kv_status add_file(struct kv_mut_stage *ms, const char *name)
         if (!q || (nl && q > nl)) continue;
         const char *q2 = strchr(q + 1, '"');
         if (!q2) continue;
-        char inc[PATH_MAX];
-        const char *slash = strrchr(name, '/');
-        if (q[1] == '/' || !slash) snprintf(inc, sizeof inc, "%.*s", (int)(q2 - q - 1), q + 1);
-        else snprintf(inc, sizeof inc, "%.*s/%.*s", (int)(slash - name), name, (int)(q2 - q - 1), q + 1);
+        char req[PATH_MAX], inc[PATH_MAX];
+        snprintf(req, sizeof req, "%.*s", (int)(q2 - q - 1), q + 1);
+        kv_glsl_include_path(name, req, inc, sizeof inc);
         KV_TRY(add_file(ms, inc));
     }
 cleanup:

@@ -69,6 +69,17 @@ unsigned kv_stage_defines(const struct kv_vk_info *dev, const struct kv_stage_de
            (dev->storage8 && !o->no_8bit && sd->subgroup8.words ? KV_SHADER_INT8 : 0u);
 }
 
+const char *kv_stage_lacks(const struct kv_vk_info *dev, const struct kv_stage_def *sd)
+{
+    return (sd->needs & KV_NEED_STORAGE16) && !dev->storage16 ? "storageBuffer16BitAccess"
+           : (sd->needs & KV_NEED_COOPMAT16) && !dev->coopmat16
+               ? "VK_NV_cooperative_matrix with 16x16x16 f16 products into f32 on 32-wide subgroups"
+           : (sd->needs & KV_NEED_COOPMAT_BF16) && !dev->coopmat_bf16
+               ? "VK_KHR_cooperative_matrix and VK_KHR_shader_bfloat16 with 16x16x16 bf16 products "
+                 "into f32 on 32-wide subgroups"
+               : NULL;
+}
+
 enum kv_status kv_runner_stage(struct kv_runner *r, int s, const struct kv_run_opts *o)
 {
     enum kv_status st = KV_OK;
@@ -79,13 +90,7 @@ enum kv_status kv_runner_stage(struct kv_runner *r, int s, const struct kv_run_o
     unsigned defines = kv_stage_defines(&d->info, sd, o);
     int subgroup = (defines & KV_SHADER_SUBGROUP) != 0, int8 = (defines & KV_SHADER_INT8) != 0;
     /* A stage the device cannot run gets no pipeline; a case that runs it is skipped. */
-    const char *lacks = (sd->needs & KV_NEED_STORAGE16) && !d->info.storage16 ? "storageBuffer16BitAccess"
-                        : (sd->needs & KV_NEED_COOPMAT16) && !d->info.coopmat16
-                            ? "VK_NV_cooperative_matrix with 16x16x16 f16 products into f32 on 32-wide subgroups"
-                        : (sd->needs & KV_NEED_COOPMAT_BF16) && !d->info.coopmat_bf16
-                            ? "VK_KHR_cooperative_matrix and VK_KHR_shader_bfloat16 with 16x16x16 bf16 products "
-                              "into f32 on 32-wide subgroups"
-                            : NULL;
+    const char *lacks = kv_stage_lacks(&d->info, sd);
     if (lacks) {
         snprintf(r->missing[s], sizeof r->missing[s], "%s: stage %s needs %s, which %s lacks", k->name, sd->name,
                  lacks, d->info.name);

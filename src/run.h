@@ -63,6 +63,8 @@ void kv_runner_free(struct kv_runner *r);
 /* The KV_SHADER_* defines stage sd's GLSL is built with on dev (a user's
  * .comp too; built-ins add sd->source_defines). */
 unsigned kv_stage_defines(const struct kv_vk_info *dev, const struct kv_stage_def *sd, const struct kv_run_opts *o);
+/* The device feature stage sd needs and dev lacks, as text, or NULL. */
+const char *kv_stage_lacks(const struct kv_vk_info *dev, const struct kv_stage_def *sd);
 /* (Re)build stage s's pipelines of r (the plain one, and the reversed one
  * with o->stress) from o; kverify mutate swaps one stage of a runner this way. */
 enum kv_status kv_runner_stage(struct kv_runner *r, int s, const struct kv_run_opts *o);
