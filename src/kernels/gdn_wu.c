@@ -37,7 +37,7 @@ static const uint32_t w_cm[] =
 enum { P_B, P_T, P_H, P_HG, P_K, P_V, P_DIST, P_VARIANT };
 enum { T_K, T_V, T_BETA, T_G, T_A, T_W, T_U, T_W_CM, T_U_CM };
 enum { S_U, S_W, S_U_CM, S_W_CM };
-enum { D_REALISTIC, D_RANDOM, D_NONFINITE };
+enum { D_REALISTIC, D_RANDOM, D_NONFINITE, D_DENSE };
 enum { V_FMA, V_CM };
 
 static const struct kv_param_def params[] = {
@@ -47,11 +47,12 @@ static const struct kv_param_def params[] = {
     {"kv-heads", KV_PARAM_INT, "2", 1, 65536, NULL, "key heads Hg", 1},
     {"dk", KV_PARAM_INT, "128", 1, 65536, NULL, "key dimension K (any)", 1},
     {"dv", KV_PARAM_INT, "128", 1, 65536, NULL, "value dimension V (any)", 1},
-    {"dist", KV_PARAM_CHOICE, "realistic", 0, 0, "realistic|random|nonfinite",
+    {"dist", KV_PARAM_CHOICE, "realistic", 0, 0, "realistic|random|nonfinite|dense",
      "FLA's inputs (L2-normalised k, beta = sigmoid, chunk-cumulative log-sigmoid g, A = (I+L)^-1), "
      "or unnormalised N(0,1) k (A is then ill-conditioned: a stress test), or FLA's with a few NaN and "
      "+-Inf in k, v and beta (the shaders' non-finite paths; NaNs only with bf16-coopmat, whose three-part "
-     "split of A multiplies zero parts by Inf)", 0},
+     "split of A multiplies zero parts by Inf), or FLA's with A's strictly upper triangle filled too (the "
+     "math sums over every column of A; FLA's zeros there hide a shader that stages A's slots wrongly)", 0},
     {"variant", KV_PARAM_CHOICE, "fma", 0, 0, "fma|bf16-coopmat",
      "products on f32 FMAs, or on bf16 cooperative matrices (tensor cores) with A split exactly into three "
      "bf16 parts", 0},
@@ -221,10 +222,25 @@ static void nonfinite(struct kv_case *c, const struct dims *d)
     beta[(uint64_t)(kv_rng_uniform(c->seed, 60, 0) * (double)nb) % nb] = NAN;
 }
 
+/* --dist dense: the strictly upper triangle of each chunk's A (within its
+ * rows) gets seeded N(0, 1/16) values; g decays 16 times slower (inputs()),
+ * so that the later rows of a chunk weigh in w about as the first do. */
+static void dense_A(struct kv_case *c, const struct dims *d)
+{
+    float *A = c->t[T_A].data;
+    const int64_t rows = d->B * d->T * d->H;
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t t = (r / d->H) % d->T, i = t % BT, t0 = t - i, nv = d->T - t0 < BT ? d->T - t0 : BT;
+        for (int64_t j = i + 1; j < nv; j++)
+            A[r * BT + j] = (float)(0.25 * kv_rng_normal(c->seed, 70, (uint64_t)(r * BT + j)));
+    }
+}
+
 static enum kv_status inputs(struct kv_case *c)
 {
     const struct dims d = dims_of(c);
-    const int random = c->p[P_DIST].c == D_RANDOM;
+    const int random = c->p[P_DIST].c == D_RANDOM, dense = c->p[P_DIST].c == D_DENSE;
     uint16_t *k = c->t[T_K].data, *v = c->t[T_V].data;
     float *beta = c->t[T_BETA].data, *g = c->t[T_G].data;
     const int64_t rows = d.B * d.T;
@@ -254,7 +270,7 @@ static enum kv_status inputs(struct kv_case *c)
             int64_t ri = (b * d.T + t) * d.H + h;
             if (t % BT == 0) acc = 0;
             beta[ri] = (float)(1 / (1 + exp(-kv_rng_normal(c->seed, T_BETA, (uint64_t)ri))));
-            acc += -log1p(exp(-kv_rng_normal(c->seed, T_G, (uint64_t)ri)));
+            acc += -log1p(exp(-kv_rng_normal(c->seed, T_G, (uint64_t)ri))) * (dense ? 1.0 / 16 : 1.0);
             g[ri] = (float)fmax(acc, -20.0);
         }
     }
@@ -268,6 +284,7 @@ static enum kv_status inputs(struct kv_case *c)
         snprintf(c->note, sizeof c->note, "A = (I+L)^-1 is ill-conditioned (inf-norm condition up to %.3g): "
                  "errors measure the inputs more than the kernel", cond);
     if (c->p[P_DIST].c == D_NONFINITE) nonfinite(c, &d);
+    if (c->p[P_DIST].c == D_DENSE) dense_A(c, &d);
     return KV_OK;
 }
 
@@ -367,6 +384,8 @@ static const char *const sweep[] = {
     "batch=2,seq=130,heads=2,kv-heads=1,dk=48,dv=80",
     "batch=1,seq=70,heads=2,kv-heads=2,dk=30,dv=17",
     "batch=1,seq=100,heads=2,kv-heads=1,dk=64,dv=36,dist=nonfinite",
+    "batch=1,seq=40,heads=2,kv-heads=1,dk=65,dv=30", /* a one-column last block; D % 4 of 1 and 2 */
+    "batch=1,seq=130,heads=2,kv-heads=2,dk=64,dv=64,dist=dense",
     NULL,
 };
 

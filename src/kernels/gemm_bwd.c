@@ -42,7 +42,8 @@ static const uint32_t dB_sg[] =
 #define dA16cm_sh dA16cm_sg
 #define dB_sh dB_sg
 
-enum { P_M, P_N, P_K, P_VARIANT, P_SCALE };
+enum { P_M, P_N, P_K, P_VARIANT, P_SCALE, P_DIST };
+enum { D_NORMAL, D_SPECIAL };
 enum { V_F32, V_ACC, V_F16, V_CM };
 enum { T_A, T_B, T_B16, T_DC, T_DAIN, T_DC16, T_DA, T_DA_ACC, T_DA16, T_DA_CM, T_DB };
 enum { S_DA, S_DA_ACC, S_CAST, S_DA16, S_DA_CM, S_DB };
@@ -53,6 +54,10 @@ static const struct kv_param_def params[] = {
     {"k", KV_PARAM_INT, "512", 1, 2147483647, NULL, "columns of A, rows of B", 1},
     {"variant", KV_PARAM_CHOICE, "f32", 0, 0, "f32|accumulate|f16|f16-coopmat", "precision path", 1},
     {"scale", KV_PARAM_FLOAT, "1", 1e-30, 1e30, NULL, "multiplies dC (1e5: the f16 overflow regime)", 0},
+    {"dist", KV_PARAM_CHOICE, "normal", 0, 0, "normal|special",
+     "dC ~ N(0,1) * scale, or the same with 21 special values at seeded places: +-Inf, NaNs (one of payload 1), "
+     "and values at the f16 cast's edges (65504, the ties to 65504 and Inf, overflow, subnormal ties, underflow)",
+     0},
 };
 
 static int is_f32(const struct kv_case *c) { return c->p[P_VARIANT].c == V_F32; }
@@ -174,8 +179,22 @@ static enum kv_status validate(struct kv_case *c)
     return KV_OK;
 }
 
+/* --dist special: values every path of an f32 -> f16 cast meets (f16.glsl),
+ * as bits: infinities, NaNs (a quiet one, one whose payload is its lowest
+ * bit alone, a negative one), f16's largest value, the values just under
+ * and at its tie to Inf, overflow, f16's smallest subnormal, the ties below,
+ * between and above it, underflow, the largest subnormal's tie, the smallest
+ * normal, an f32 subnormal, a negative subnormal, one just below the
+ * subnormal tie, and one whose cast shifts its mantissa by 32. */
+static const uint32_t special_bits[21] = {
+    0x7F800000u, 0xFF800000u, 0x7FC00000u, 0x7F800001u, 0xFFC00001u, 0x477FE000u, 0x477FEF00u,
+    0x477FF000u, 0x47800000u, 0x49742400u, 0x33800000u, 0x33000000u, 0x33C00000u, 0x33A00000u,
+    0x32800000u, 0x387FE000u, 0x38800000u, 0x000116C2u, 0xB3800000u, 0x387FB000u, 0x2F400000u,
+};
+
 /* Inputs: activations A ~ N(0,1); weights B ~ N(0,1)/sqrt(k) (f16 variant:
- * rounded to f16, as stored); gradients dC ~ N(0,1) * scale; dA_in ~ N(0,1). */
+ * rounded to f16, as stored); gradients dC ~ N(0,1) * scale (and with
+ * --dist special, special_bits at seeded places); dA_in ~ N(0,1). */
 static enum kv_status inputs(struct kv_case *c)
 {
     const int64_t m = c->p[P_M].i, n = c->p[P_N].i, k = c->p[P_K].i;
@@ -185,6 +204,11 @@ static enum kv_status inputs(struct kv_case *c)
     for (int64_t i = 0; i < m * k; i++) a[i] = (float)kv_rng_normal(c->seed, T_A, (uint64_t)i);
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < m * n; i++) dc[i] = (float)(kv_rng_normal(c->seed, T_DC, (uint64_t)i) * scale);
+    if (c->p[P_DIST].c == D_SPECIAL)
+        for (uint32_t s = 0; s < KV_COUNT(special_bits); s++) {
+            uint64_t at = (uint64_t)(kv_rng_uniform(c->seed, 80 + s, 0) * (double)(m * n)) % (uint64_t)(m * n);
+            memcpy(&dc[at], &special_bits[s], 4);
+        }
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < k * n; i++) {
         float v = (float)(kv_rng_normal(c->seed, T_B, (uint64_t)i) * bs);
@@ -360,6 +384,10 @@ static const char *const sweep[] = {
     "m=4099,n=17,k=3",       /* tall and skinny */
     "m=257,n=132,k=129",     /* aligned rows (vec4 loads) with partial tiles */
     "m=33,n=1031,k=31,variant=f16",
+    "m=33,n=40,k=17,variant=f16,dist=special", /* every path of the f16 cast */
+    "m=20,n=48,k=9,variant=f16,scale=3e4",     /* f16's top binade and overflow; n % 16 == 0 */
+    "m=20,n=48,k=9,variant=f16,scale=1e-6",    /* f16 subnormals */
+    "m=40,n=32,k=24,variant=accumulate",       /* n % 16 == 0: the reduction ends on a step */
     NULL,
 };
 

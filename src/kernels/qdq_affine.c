@@ -53,7 +53,7 @@ static const struct kv_param_def params[] = {
     {"dist", KV_PARAM_CHOICE, "normal", 0, 0, "normal|uniform|outlier|constant|subnormal|ties|nonfinite",
      "w ~ N(0,1); U(-sqrt3,sqrt3); N(0,1) with one x100 outlier per group; constant groups; "
      "subnormal, near-2^-126 and exactly-2^-126 ranges; values exactly on rounding ties; groups with NaN, +-Inf "
-     "and overflowing ranges", 1},
+     "and ranges at the edge of float32 (overflowing, all FLT_MAX, all -FLT_MAX)", 1},
     {"scale", KV_PARAM_FLOAT, "1", 1e-30, 1e30, NULL, "multiplies w", 0},
 };
 
@@ -157,9 +157,11 @@ static void ties_group(const struct kv_case *c, int64_t g, int64_t gs, double N,
 }
 
 /* Seven kinds of group in turn: NaN, +Inf, -Inf, both infinities, a range
- * that overflows float32, a negative NaN whose payload is its lowest bit
- * alone (a NaN that a mask missing a bit of the exponent or the mantissa
- * takes for a finite number or an infinity), and a plain one. */
+ * at the edge of float32 (in turn: one that overflows, every value FLT_MAX,
+ * every value -FLT_MAX: an initial min or max short of the float range
+ * shows), a negative NaN whose payload is its lowest bit alone (a NaN that a
+ * mask missing a bit of the exponent or the mantissa takes for a finite
+ * number or an infinity), and a plain one. */
 static void nonfinite_group(const struct kv_case *c, int64_t g, int64_t gs, float *w)
 {
     int64_t at = (int64_t)(kv_rng_uniform(c->seed, 9, (uint64_t)g) * (double)gs);
@@ -171,7 +173,10 @@ static void nonfinite_group(const struct kv_case *c, int64_t g, int64_t gs, floa
     case 1: w[at] = INFINITY; break;
     case 2: w[at] = -INFINITY; break;
     case 3: w[at] = INFINITY, w[(at + 1) % gs] = -INFINITY; break;
-    case 4: w[at] = 3e38f, w[(at + 1) % gs] = -3e38f; break;
+    case 4:
+        if ((g / 7) % 3 == 0) w[at] = 3e38f, w[(at + 1) % gs] = -3e38f;
+        else for (int64_t j = 0; j < gs; j++) w[j] = (g / 7) % 3 == 1 ? FLT_MAX : -FLT_MAX;
+        break;
     default: break;
     }
 }
@@ -195,9 +200,13 @@ static enum kv_status inputs(struct kv_case *c)
             case D_OUTLIER: v *= j == (g * 7) % gs ? 100.0 : 1.0; break;
             case D_CONSTANT: v = normal(c, 10, g); break;
             /* Even groups all subnormal; odd ones near 2^-124, so s is near 2^-126;
-             * every fourth from 0 to N*2^-126, so s is exactly 2^-126. */
+             * every fourth from 0 to N*2^-126, so s is exactly 2^-126, except,
+             * with one bit (N = 1, an exact division), every eighth from 0 to
+             * the largest subnormal: s = 2^-126 - 2^-149 becomes 1. */
             case D_SUBNORMAL:
-                v = g % 4 == 3 ? (j == 0 ? 0 : j == 1 ? ldexp(N, -126) : ldexp(floor(N * kv_rng_uniform(c->seed, 11, (uint64_t)i)), -126))
+                v = g % 4 == 3 ? (j == 0   ? 0
+                                  : j == 1 ? (N == 1 && g % 8 == 7 ? 0x1.fffffcp-127 : ldexp(N, -126))
+                                           : ldexp(floor(N * kv_rng_uniform(c->seed, 11, (uint64_t)i)), -126))
                                : ldexp(v, g % 2 ? -124 : -130);
                 break;
             default: break;
@@ -402,6 +411,8 @@ static const char *const sweep[] = {
     "groups=28,group-size=8,bits=4,dist=nonfinite",
     "groups=9,group-size=2,bits=4",
     "groups=11,group-size=2,bits=3,dist=nonfinite",
+    "groups=2050,group-size=2,bits=4", /* groups of 2 in every stride of two tiles, n % 4 == 0 */
+    "groups=16,group-size=32,bits=1,dist=subnormal",
     NULL,
 };
 
