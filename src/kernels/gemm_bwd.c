@@ -378,16 +378,16 @@ cleanup:
 
 static const char *const sweep[] = {
     "m=1,n=1,k=1", "m=1,n=1,k=1,variant=accumulate", "m=1,n=1,k=1,variant=f16",
-    "m=7,n=13,k=5", "m=13,n=5,k=7,variant=accumulate", "m=5,n=7,k=13,variant=f16",
+    "m=7,n=15,k=5", "m=13,n=5,k=7,variant=accumulate", "m=5,n=7,k=13,variant=f16",
     "m=1000,n=333,k=77", "m=1000,n=333,k=77,variant=accumulate", "m=1000,n=333,k=77,variant=f16",
     "m=512,n=512,k=16",      /* LoRA rank 16 */
     "m=4099,n=17,k=3",       /* tall and skinny */
     "m=257,n=132,k=129",     /* aligned rows (vec4 loads) with partial tiles */
-    "m=33,n=1031,k=31,variant=f16",
+    "m=33,n=1031,k=131,variant=f16", /* k > 128: a second column of tiles */
     "m=33,n=40,k=17,variant=f16,dist=special", /* every path of the f16 cast */
     "m=20,n=48,k=9,variant=f16,scale=3e4",     /* f16's top binade and overflow; n % 16 == 0 */
     "m=20,n=48,k=9,variant=f16,scale=1e-6",    /* f16 subnormals */
-    "m=40,n=32,k=24,variant=accumulate",       /* n % 16 == 0: the reduction ends on a step */
+    "m=40,n=32,k=136,variant=accumulate",      /* n % 16 == 0: the reduction ends on a step; k > 128 */
     NULL,
 };
 
