@@ -50,6 +50,14 @@ assert abs(d["score"] - 100.0 * killed / (killed + len(by["survived"]))) < 1e-9,
 assert not any(x["line"] in (1, 3, 4, 5, 6) for x in m), "mutants in a directive or a layout()"
 assert not any(x["line"] in (2, 16, 17) for x in m), "mutants in a comment"
 PY
+# scripts/survivors.py explains the survivors from a list of file:line:col,
+# change, kind and reason: the known survivor listed passes, unlisted fails.
+printf '| r.comp:18:* | * | equivalent | which invocation writes |\n' > "$TMP/list.md"
+python3 "$KV_SRC/scripts/survivors.py" "$TMP/m.json" "$TMP/list.md" > "$TMP/sv" || { cat "$TMP/sv"; fail "a listed survivor not explained"; }
+grep -q "^  equivalent  *r .*r.comp:18:36 flip" "$TMP/sv" || { cat "$TMP/sv"; fail "the survivor's kind"; }
+: > "$TMP/empty.md"
+if python3 "$KV_SRC/scripts/survivors.py" "$TMP/m.json" "$TMP/empty.md" > "$TMP/sv"; then fail "an unlisted survivor passed"; fi
+grep -q "^  UNEXPLAINED .*r.comp:18:36" "$TMP/sv" || { cat "$TMP/sv"; fail "the unexplained survivor not named"; }
 # --list runs nothing; the built-in stages have mutants of every operator.
 expect_exit 0 "$KV" mutate rmsnorm-bwd --list
 for op in bound rel flip barrier step assign index const drop; do
