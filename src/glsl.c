@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "io_npy.h"
 #include "spirv_khr.h"
@@ -49,14 +50,19 @@ void kv_glsl_include_path(const char *requesting, const char *requested, char *o
     else snprintf(out, size, "%.*s/%s", (int)(slash - requesting), requesting, requested);
 }
 
-/* The reordered numbering (kv_glsl_compile): with N invocations in whole
- * subgroups of S, logical index (N/S - 1 - P/S)*S + P%S for physical P. */
+/* The reordered numbering (kv_glsl_compile): with N invocations in G = N/S
+ * whole subgroups of S, logical index (G - 1 - P/S)*S + P%S for physical P;
+ * transposed (KV_REV_T, a shader that names nothing of subgroups),
+ * (P%S)*G + G - 1 - P/S, so that logical neighbours sit in different
+ * subgroups, the later one in the subgroup that runs first. */
 static const char REVERSE_PROLOGUE[] =
     "#extension GL_KHR_shader_subgroup_basic : enable\n"
     "#define KV_REV_N (gl_WorkGroupSize.x * gl_WorkGroupSize.y * gl_WorkGroupSize.z)\n"
     "#define KV_REV_WHOLE ((KV_REV_N % gl_SubgroupSize) == 0u)\n"
-    "#define KV_REV_IDX (KV_REV_WHOLE ? KV_REV_N - gl_SubgroupSize * (gl_LocalInvocationIndex / gl_SubgroupSize + 1u)"
-    " + gl_LocalInvocationIndex % gl_SubgroupSize : gl_LocalInvocationIndex)\n"
+    "#define KV_REV_G (KV_REV_N / gl_SubgroupSize)\n"
+    "#define KV_REV_IDX (!KV_REV_WHOLE ? gl_LocalInvocationIndex : KV_REV_T != 0 ? (gl_LocalInvocationIndex % "
+    "gl_SubgroupSize) * KV_REV_G + KV_REV_G - 1u - gl_LocalInvocationIndex / gl_SubgroupSize : KV_REV_N - "
+    "gl_SubgroupSize * (gl_LocalInvocationIndex / gl_SubgroupSize + 1u) + gl_LocalInvocationIndex % gl_SubgroupSize)\n"
     "#define KV_REV_LID uvec3(KV_REV_IDX % gl_WorkGroupSize.x, (KV_REV_IDX / gl_WorkGroupSize.x) % gl_WorkGroupSize.y,"
     " KV_REV_IDX / (gl_WorkGroupSize.x * gl_WorkGroupSize.y))\n"
     "#define KV_REV_GID (gl_WorkGroupID * gl_WorkGroupSize + KV_REV_LID)\n"
@@ -73,7 +79,7 @@ static int ident_char(int c) { return isalnum(c) || c == '_'; }
 
 /* text with the built-in ids renamed (and, in the main file, the prologue
  * after #version); malloc'd, NULL when out of memory. */
-static char *reverse_ids(const char *text, size_t len, int main_file, size_t *out_len)
+static char *reverse_ids(const char *text, size_t len, int main_file, int transpose, size_t *out_len)
 {
     size_t cap = len * 2 + sizeof REVERSE_PROLOGUE + 64, n = 0;
     char *out = malloc(cap);
@@ -86,6 +92,7 @@ static char *reverse_ids(const char *text, size_t len, int main_file, size_t *ou
             memcpy(out + n, text + i, e - i);
             n += e - i;
             out[n++] = '\n';
+            n += (size_t)snprintf(out + n, 32, "#define KV_REV_T %d\n", transpose != 0);
             memcpy(out + n, REVERSE_PROLOGUE, sizeof REVERSE_PROLOGUE - 1);
             n += sizeof REVERSE_PROLOGUE - 1;
             i = e < len ? e + 1 : e;
@@ -122,7 +129,7 @@ static enum kv_status load(const struct kv_glsl_env *env, const char *name, int 
 {
     enum kv_status st = kv_glsl_read(env, name, text, len);
     if (st || !env->reverse) return st;
-    char *r = reverse_ids(*text, *len, main_file, len);
+    char *r = reverse_ids(*text, *len, main_file, env->transpose, len);
     free(*text);
     *text = r;
     return r ? KV_OK : kv_error(KV_EDATA, "%s: out of memory", name);
@@ -216,11 +223,35 @@ cleanup:
     return st;
 }
 
-enum kv_status kv_glsl_compile(const struct kv_glsl_env *env, const char *name, uint32_t **words, size_t *bytes)
+/* Whether the program text names anything of subgroups (case aside):
+ * subgroup operations, gl_Subgroup* or cooperative matrices. */
+static int names_subgroups(const char *text)
+{
+    static const char *const words[] = {"subgroup", "coopmat"};
+    for (const char *p = text; *p; p++)
+        for (size_t w = 0; w < sizeof words / sizeof *words; w++)
+            if (!strncasecmp(p, words[w], strlen(words[w]))) return 1;
+    return 0;
+}
+
+enum kv_status kv_glsl_compile(const struct kv_glsl_env *env_in, const char *name, uint32_t **words, size_t *bytes)
 {
     enum kv_status st = KV_OK;
     void *spv = NULL;
+    struct kv_glsl_env e = *env_in;
+    const struct kv_glsl_env *env = &e;
     *words = NULL;
+    e.transpose = 0;
+    if (e.reverse) { /* transposed unless the program names subgroups (before the renumbering adds some) */
+        char *pre = NULL;
+        size_t len = 0;
+        e.reverse = 0;
+        st = run_shaderc(&e, name, 1, (void **)&pre, &len);
+        e.reverse = 1;
+        e.transpose = st == KV_OK && !names_subgroups(pre);
+        free(pre);
+        KV_TRY(st);
+    }
     KV_TRY(run_shaderc(env, name, 0, &spv, bytes));
     if (env->defines & KV_SHADER_BF16CM) {
         uint32_t *khr = NULL;

@@ -29,6 +29,7 @@ struct kv_glsl_env {
     int n_over;
     unsigned defines;                /* KV_SHADER_* */
     int reverse;                     /* number the subgroups of a workgroup in reverse (below) */
+    int transpose;                   /* with reverse: also spread neighbours over subgroups (set by compile) */
     int no_optimize;                 /* -O0 instead of -O (kverify mutate's liveness probe) */
 };
 
@@ -52,8 +53,12 @@ void kv_glsl_include_path(const char *requesting, const char *requested, char *o
  * workgroup's subgroups run in reverse order of their logical indices
  * (lanes keep their place in the subgroup): a correct shader computes the
  * same, while a missing barrier between subgroups meets the other order of
- * a device that runs subgroups one after another (lavapipe). Failures are
- * KV_EDATA with a one-line message naming the file. */
+ * a device that runs subgroups one after another (lavapipe). A shader that
+ * names nothing of subgroups (no subgroup operation, gl_Subgroup* or
+ * cooperative matrix) is also transposed: logical neighbours sit in
+ * different subgroups, so a race between two of them, which lanes of one
+ * subgroup running in lockstep would hide, meets both orders too. Failures
+ * are KV_EDATA with a one-line message naming the file. */
 enum kv_status kv_glsl_compile(const struct kv_glsl_env *env, const char *name, uint32_t **words, size_t *bytes);
 
 /* The preprocessed text of name (#line markers kept), for kverify mutate's
