@@ -5,8 +5,10 @@ usage: scripts/survivors.py REPORT.json [SURVIVORS.md]
 
 Prints each surviving mutant the list explains (with its kind) and each it does
 not, then the score over the mutants that are not equivalent (kinds
-equivalent and nan-payload left out). Exit 0 when every survivor is explained,
-1 when some are not, 2 on bad input.
+equivalent and nan-payload left out), per stage as kverify mutate counts, and
+per site: a change to a file that several stages include (gdn_wu.glsl,
+gemm_tile.glsl) is one bug, killed when any stage's sweep kills it. Exit 0 when
+every survivor is explained, 1 when some are not, 2 on bad input.
 """
 import json
 import os
@@ -67,12 +69,31 @@ def main(argv):
         else:
             unexplained.append(where)
             print(f"  {'UNEXPLAINED':<22} {where}")
+    sites = {}
+    for m in report.get("mutants", []):
+        if m["status"].startswith("killed"):
+            fate = "killed"
+        elif m["status"] == "survived":
+            hit = explain(m, rules)
+            fate = "equivalent" if (hit and hit[0] in EQUIVALENT) else "survived"
+        elif m["status"] == "equivalent":
+            fate = "equivalent"
+        else:
+            continue
+        key = (m["file"], m["line"], m["column"], m["change"])
+        old = sites.get(key)
+        rank = {"killed": 2, "survived": 1, "equivalent": 0}
+        if old is None or rank[fate] > rank[old]:
+            sites[key] = fate
+    site_killed = sum(1 for f in sites.values() if f == "killed")
+    site_judged = sum(1 for f in sites.values() if f != "equivalent")
     equivalent = sum(v for k, v in counts.items() if k in EQUIVALENT)
     survived = sum(counts.values()) + len(unexplained)
     judged = killed + survived - equivalent
     kinds = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
     print(f'{report.get("kernel", "?")}: {killed} killed, {survived} survived ({kinds}; unexplained {len(unexplained)}); '
-          f"killed of the non-equivalent: {killed}/{judged} = {100.0 * killed / judged if judged else 100.0:.1f}%")
+          f"killed of the non-equivalent: {killed}/{judged} = {100.0 * killed / judged if judged else 100.0:.1f}%; "
+          f"by site {site_killed}/{site_judged} = {100.0 * site_killed / site_judged if site_judged else 100.0:.1f}%")
     return 1 if unexplained else 0
 
 
