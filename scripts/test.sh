@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Runs every test, as CI does:
+#   0. Release builds with GCC and (where installed) clang, warnings as errors
 #   1. the -Werror build's whole suite (unit + CLI end-to-end, on the default device)
 #   2. the same suite built with AddressSanitizer + UndefinedBehaviorSanitizer
 #   3. the end-to-end tests with the Khronos validation layer and its
@@ -8,6 +9,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
+
+cmake -S . -B build-release -DKV_WERROR=ON -DCMAKE_BUILD_TYPE=Release
+cmake --build build-release -j "$jobs"
+if command -v clang >/dev/null; then
+  CC=clang cmake -S . -B build-clang -DKV_WERROR=ON -DCMAKE_BUILD_TYPE=Release
+  cmake --build build-clang -j "$jobs"
+fi
 
 cmake -S . -B build -DKV_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build build -j "$jobs"

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "kv_commit.h" /* KV_COMMIT, written at build time (scripts/commit-header.cmake) */
 #include "version.h"
 
 struct command {
@@ -48,7 +49,7 @@ static int dispatch(int argc, char **argv)
         return 0;
     }
     if (!strcmp(cmd, "--version") || !strcmp(cmd, "-V")) {
-        printf("kverify %s\n", KV_VERSION);
+        printf("kverify %s%s%s\n", KV_VERSION, KV_COMMIT[0] ? ", commit " : "", KV_COMMIT);
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)

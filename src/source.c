@@ -18,7 +18,7 @@ static enum kv_status add(struct kv_given *g, int tensor, enum kv_given_kind kin
     }
     g->e[g->n].tensor = tensor;
     g->e[g->n].kind = kind;
-    snprintf(g->e[g->n].from, sizeof g->e[0].from, "%s", from);
+    snprintf(g->e[g->n].from, sizeof g->e[0].from, "%.*s", (int)sizeof g->e[0].from - 1, from); /* a long path is cut */
     g->e[g->n].t = *t;
     memset(t, 0, sizeof *t);
     g->n++;

@@ -196,6 +196,7 @@ static uint32_t twin_ptr_of(const struct mod *m, uint32_t ptr_type)
 static int layout_of(struct mod *m, uint32_t flag, const uint32_t layout_ids[2], uint32_t *id)
 {
     uint32_t op = flag < m->bound && m->def[flag] ? op_of(m->w[m->def[flag]]) : 0;
+    *id = 0; /* set on failure too */
     if (op != SpvOpConstantTrue && op != SpvOpConstantFalse)
         return fail(m, "column-major flag %%%u is not a constant", flag);
     *id = layout_ids[op == SpvOpConstantTrue];
