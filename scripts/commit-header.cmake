@@ -10,6 +10,8 @@ if(GIT_FOUND AND EXISTS "${SRC}/.git")
   if(NOT rc EQUAL 0)
     set(commit "")
   else()
+    # Refresh the index's stat data first: a touched but unchanged file is not a change.
+    execute_process(COMMAND ${GIT_EXECUTABLE} -C "${SRC}" update-index -q --refresh OUTPUT_QUIET ERROR_QUIET)
     execute_process(COMMAND ${GIT_EXECUTABLE} -C "${SRC}" diff-index --quiet HEAD --
                     RESULT_VARIABLE dirty ERROR_QUIET)
     if(NOT dirty EQUAL 0)

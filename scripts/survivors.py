@@ -38,7 +38,7 @@ def explain(m, rules):
             continue
         if col != "*" and int(col) != m["column"]:
             continue
-        if change != "*" and change != m["change"] and not change.startswith(m["change"] + " "):
+        if change != "*" and change != m["change"]:
             continue
         return kind, why
     return None
@@ -51,39 +51,35 @@ def main(argv):
     here = os.path.dirname(os.path.abspath(__file__))
     md = argv[2] if len(argv) > 2 else os.path.join(here, "..", "tests", "mutants", "SURVIVORS.md")
     try:
-        report = json.load(open(argv[1], encoding="utf-8"))
+        with open(argv[1], encoding="utf-8") as f:
+            report = json.load(f)
         rules = load_rules(md)
     except (OSError, ValueError) as e:
         print(f"survivors.py: {e}", file=sys.stderr)
         return 2
-    killed = sum(1 for m in report.get("mutants", []) if m["status"].startswith("killed"))
-    counts, unexplained = {}, []
-    for m in report.get("mutants", []):
-        if m["status"] != "survived":
-            continue
-        hit = explain(m, rules)
-        where = f'{m["stage"]} {m["file"]}:{m["line"]}:{m["column"]} {m["operator"]} {m["change"]}'
-        if hit:
-            counts[hit[0]] = counts.get(hit[0], 0) + 1
-            print(f"  {hit[0]:<22} {where}")
-        else:
-            unexplained.append(where)
-            print(f"  {'UNEXPLAINED':<22} {where}")
-    sites = {}
+    rank = {"killed": 2, "survived": 1, "equivalent": 0}
+    killed, counts, unexplained, sites = 0, {}, [], {}
     for m in report.get("mutants", []):
         if m["status"].startswith("killed"):
+            killed += 1
             fate = "killed"
         elif m["status"] == "survived":
             hit = explain(m, rules)
+            where = f'{m["stage"]} {m["file"]}:{m["line"]}:{m["column"]} {m["operator"]} {m["change"]}'
+            if hit:
+                counts[hit[0]] = counts.get(hit[0], 0) + 1
+                print(f"  {hit[0]:<22} {where}")
+            else:
+                unexplained.append(where)
+                print(f"  {'UNEXPLAINED':<22} {where}")
             fate = "equivalent" if (hit and hit[0] in EQUIVALENT) else "survived"
         elif m["status"] == "equivalent":
             fate = "equivalent"
         else:
             continue
+        # A site (file, line, column, change) takes its best fate over the stages that compile it.
         key = (m["file"], m["line"], m["column"], m["change"])
-        old = sites.get(key)
-        rank = {"killed": 2, "survived": 1, "equivalent": 0}
-        if old is None or rank[fate] > rank[old]:
+        if key not in sites or rank[fate] > rank[sites[key]]:
             sites[key] = fate
     site_killed = sum(1 for f in sites.values() if f == "killed")
     site_judged = sum(1 for f in sites.values() if f != "equivalent")
@@ -92,8 +88,8 @@ def main(argv):
     judged = killed + survived - equivalent
     kinds = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
     print(f'{report.get("kernel", "?")}: {killed} killed, {survived} survived ({kinds}; unexplained {len(unexplained)}); '
-          f"killed of the non-equivalent: {killed}/{judged} = {100.0 * killed / judged if judged else 100.0:.1f}%; "
-          f"by site {site_killed}/{site_judged} = {100.0 * site_killed / site_judged if site_judged else 100.0:.1f}%")
+          f"killed of the non-equivalent: {killed}/{judged} = {100.0 * killed / judged if judged else 100.0:.2f}%; "
+          f"by site {site_killed}/{site_judged} = {100.0 * site_killed / site_judged if site_judged else 100.0:.2f}%")
     return 1 if unexplained else 0
 
 

@@ -173,10 +173,12 @@ static void nonfinite_group(const struct kv_case *c, int64_t g, int64_t gs, floa
     case 1: w[at] = INFINITY; break;
     case 2: w[at] = -INFINITY; break;
     case 3: w[at] = INFINITY, w[(at + 1) % gs] = -INFINITY; break;
-    case 4:
-        if ((g / 7) % 3 == 0) w[at] = 3e38f, w[(at + 1) % gs] = -3e38f;
-        else for (int64_t j = 0; j < gs; j++) w[j] = (g / 7) % 3 == 1 ? FLT_MAX : -FLT_MAX;
+    case 4: {
+        const int64_t edge = (g / 7) % 3; /* overflowing, all FLT_MAX, all -FLT_MAX */
+        if (edge == 0) w[at] = 3e38f, w[(at + 1) % gs] = -3e38f;
+        else for (int64_t j = 0; j < gs; j++) w[j] = edge == 1 ? FLT_MAX : -FLT_MAX;
         break;
+    }
     default: break;
     }
 }
