@@ -1,7 +1,7 @@
 // gdn-wu on bf16 cooperative matrices (tensor cores), included by gdn_wu.glsl
 // when built with KV_BF16CM. It is written against NV cooperative matrices of
 // float16_t, which is what Debian 12's glslang compiles; the build rewrites
-// the module to KHR cooperative matrices of bfloat16 (src/spirv_khr.h), so
+// the module to KHR cooperative matrices of bfloat16 (src/spirv/spirv_khr.h), so
 // every float16_t below is a bfloat16 on the device.
 // The including shader also declares A4 (A as vec4) and defines, for
 // D % 8 == 0: fetch8(b, t, h, col), the 16-byte word of 8 inputs from a

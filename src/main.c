@@ -3,9 +3,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "commands.h"
+#include "cli/commands.h"
+#include "core/version.h"
+
 #include "kv_commit.h" /* KV_COMMIT, written at build time (scripts/commit-header.cmake) */
-#include "version.h"
 
 struct command {
     const char *name;

@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../rng.h"
-#include "kernel.h"
+#include "core/rng.h"
+#include "kernels/kernel.h"
 
 static const uint32_t u_sh[] =
 #include "gdn_wu_u.sh.h"

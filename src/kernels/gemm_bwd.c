@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../rng.h"
-#include "kernel.h"
+#include "core/rng.h"
+#include "kernels/kernel.h"
 
 static const uint32_t dA_sg[] =
 #include "gemm_bwd_dA.sg.h"

@@ -1,6 +1,6 @@
 /* A kernel describes itself as data: parameters, tensors, stages (each a
  * compute shader with a documented interface), the input generator and the
- * float64 oracle. The runner (run.c) does everything else generically, so
+ * float64 oracle. The pipeline (src/pipeline/run.c) does everything else generically, so
  * adding a kernel is one C file, its shaders and one registry line. */
 #ifndef KV_KERNEL_H
 #define KV_KERNEL_H
@@ -8,11 +8,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../compare.h"
-#include "../glsl.h"
-#include "../status.h"
-#include "../tensor.h"
-#include "../vk/vk.h"
+#include "core/compare.h"
+#include "core/status.h"
+#include "core/tensor.h"
+#include "spirv/glsl.h"
+#include "vk/vk.h"
 
 #define KV_MAX_PARAMS 16
 #define KV_MAX_TENSORS 16
@@ -84,7 +84,7 @@ struct kv_stage_def {
     int flops_f16; /* its products take 16-bit operands, f16 or bf16 (judged against the f16 matmul ceiling) */
     /* The built-in GLSL source (shaders/), when not <kernel>_<stage>.comp
      * with dashes as underscores, and the defines it is built with beyond
-     * KV_SUBGROUP and KV_INT8 (KV_SHADER_BF16CM, glsl.h). */
+     * KV_SUBGROUP and KV_INT8 (KV_SHADER_BF16CM, spirv/glsl.h). */
     const char *source;
     unsigned source_defines;
     /* The launch rule cannot honour --max-groups (a fixed grid, no grid-stride
@@ -153,7 +153,7 @@ struct kv_case {
      * device (outputs: candidates); borrowed, not owned. */
     const struct kv_tensor *given[KV_MAX_TENSORS];
     const char *given_from[KV_MAX_TENSORS];
-    int given_kind[KV_MAX_TENSORS];  /* enum kv_given_kind (source.h) */
+    int given_kind[KV_MAX_TENSORS];  /* enum kv_given_kind (formats/source.h) */
     /* A fixture's expected outputs: judged in addition to the device's. */
     const struct kv_tensor *expected[KV_MAX_TENSORS];
     struct kv_tensor t[KV_MAX_TENSORS];
@@ -168,7 +168,7 @@ struct kv_case {
     double *y_exact[KV_MAX_TENSORS];     /* with --oracle both: the exact oracle's */
     double *S_exact[KV_MAX_TENSORS];
     struct kv_bound bound_exact[KV_MAX_TENSORS];
-    /* Per-element allowances (compare.h, struct kv_allow), allocated by the
+    /* Per-element allowances (core/compare.h, struct kv_allow), allocated by the
      * oracle where it needs them and freed with the case; NULL: none.
      * slack applies to every row of the output; slack_chain replaces it on
      * rows computed from another implementation's intermediates (chained

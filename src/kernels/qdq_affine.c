@@ -22,8 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../rng.h"
-#include "kernel.h"
+#include "core/rng.h"
+#include "kernels/kernel.h"
 
 static const uint32_t init_sh[] =
 #include "qdq_affine_init.sh.h"

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../cli.h"
-#include "kernel.h"
+#include "core/parse.h"
+#include "kernels/kernel.h"
 
 extern const struct kv_kernel kv_kernel_rmsnorm_bwd;
 extern const struct kv_kernel kv_kernel_gemm_bwd;

@@ -7,8 +7,8 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "../rng.h"
-#include "kernel.h"
+#include "core/rng.h"
+#include "kernels/kernel.h"
 
 static const uint32_t r_sg[] =
 #include "rmsnorm_bwd_r.sg.h"

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../spirv_khr.h"
+#include "spirv/spirv_khr.h"
 
 int main(int argc, char **argv)
 {

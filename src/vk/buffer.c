@@ -1,7 +1,7 @@
 /* Buffers and their memory: live for one case. */
 #include <string.h>
 
-#include "vk.h"
+#include "vk/vk.h"
 
 static int pick_memory(const struct kv_vk_device *d, uint32_t type_bits,
                        VkMemoryPropertyFlags want, VkMemoryPropertyFlags avoid)

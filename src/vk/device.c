@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "vk.h"
+#include "vk/vk.h"
 
 static unsigned validation_errors;
 

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vk.h"
+#include "vk/vk.h"
 
 enum kv_status kv_vk_batch_begin(struct kv_vk_device *d, uint32_t max_dispatches,
                                  uint32_t max_stamps, struct kv_vk_batch *b)

@@ -1,7 +1,7 @@
 /* Compute pipelines as data: one function for every kernel stage. */
 #include <string.h>
 
-#include "vk.h"
+#include "vk/vk.h"
 
 enum kv_status kv_vk_pipeline_create(struct kv_vk_device *d, const char *name,
                                      const uint32_t *spirv, size_t bytes,

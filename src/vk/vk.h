@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <vulkan/vulkan.h>
 
-#include "../status.h"
+#include "core/status.h"
 
 #define KV_VK_MAX_BINDINGS 12
 

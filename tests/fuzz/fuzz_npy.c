@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io_npy.h"
+#include "formats/npy.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 

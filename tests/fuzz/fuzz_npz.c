@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io_npy.h"
-#include "io_npz.h"
+#include "formats/npy.h"
+#include "formats/npz.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 

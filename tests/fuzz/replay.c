@@ -7,7 +7,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "io_npy.h"
+#include "core/files.h"
+#include "formats/npy.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 

@@ -8,7 +8,7 @@
 
 #include <string.h>
 
-#include "cli.h"
+#include "core/parse.h"
 
 static void integers(void **s)
 {

@@ -9,8 +9,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "dtype.h"
-#include "rng.h"
+#include "core/dtype.h"
+#include "core/rng.h"
 
 static int is_nan16(uint16_t h, int bf) { return bf ? (h & 0x7f80) == 0x7f80 && (h & 0x7f) : (h & 0x7c00) == 0x7c00 && (h & 0x3ff); }
 

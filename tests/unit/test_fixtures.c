@@ -13,8 +13,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "io_json.h"
-#include "source.h"
+#include "formats/fixture.h"
+#include "formats/source.h"
 
 static int check_fixture(const char *path)
 {

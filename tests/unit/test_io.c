@@ -10,9 +10,10 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "io_json.h"
-#include "io_npy.h"
-#include "io_npz.h"
+#include "core/files.h"
+#include "formats/fixture.h"
+#include "formats/npy.h"
+#include "formats/npz.h"
 
 /* An .npy image with the given version, header dict and payload. */
 static size_t npy(unsigned char *out, int version, const char *dict, const void *data, size_t bytes)

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "rng.h"
+#include "core/rng.h"
 
 static void philox_known_answers(void **s)
 {

@@ -10,8 +10,8 @@
 #include <cmocka.h>
 
 #include "kernels/kernel.h"
-#include "rng.h"
-#include "spirv.h"
+#include "core/rng.h"
+#include "spirv/spirv.h"
 
 static void builtins_match_their_abi(void **s)
 {

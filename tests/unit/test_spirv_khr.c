@@ -11,7 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "spirv_khr.h"
+#include "spirv/spirv_khr.h"
 
 enum { OP_CAPABILITY = 17, OP_EXTENSION = 10, OP_TYPE_INT = 21, OP_TYPE_FLOAT = 22, OP_CONSTANT = 43,
        OP_UNDEF = 1, OP_TYPE_CM_NV = 5358, OP_MULADD_NV = 5361, OP_TYPE_CM = 4456, OP_LOAD_CM = 4457,

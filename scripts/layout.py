@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""Check src/'s layout (src/README.md): every source file sits in a layer
+folder, includes only headers of its own layer and of the layers before it,
+and no two modules (a .c with its .h) depend on each other, directly or
+around a longer circle. Prints each violation; exits 1 if there is one.
+
+usage: scripts/layout.py [SRC_DIR]"""
+import os
+import re
+import sys
+
+# The layers, lowest first: a file may include headers of its own folder and
+# of the folders listed before it. main.c and tools/ sit on top.
+LAYERS = ["core", "vk", "spirv", "kernels", "reports", "formats", "pipeline", "cli"]
+TOP = ["tools", "."]
+
+
+def main():
+    src = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "src")
+    src = os.path.normpath(src)
+    files = []
+    for d, _, names in os.walk(src):
+        for n in names:
+            if n.endswith((".c", ".h")):
+                files.append(os.path.relpath(os.path.join(d, n), src))
+    bad = []
+    deps = {}
+    for f in sorted(files):
+        folder = os.path.dirname(f) or "."
+        if folder not in LAYERS and folder not in TOP:
+            bad.append(f"{f}: in no layer folder ({', '.join(LAYERS)})")
+            continue
+        rank = LAYERS.index(folder) if folder in LAYERS else len(LAYERS)
+        mod = f[:-2]
+        text = open(os.path.join(src, f), encoding="utf-8").read()
+        for m in re.finditer(r'^\s*#\s*include\s+"([^"]+)"', text, re.M):
+            inc = m.group(1)
+            path = os.path.normpath(os.path.join(src, inc))
+            if not os.path.exists(path):
+                continue  # a build-time header (spirv/, kv_commit.h)
+            if inc != os.path.relpath(path, src):
+                bad.append(f'{f}: #include "{inc}": name it from src/ ("{os.path.relpath(path, src)}")')
+            to = os.path.dirname(inc) or "."
+            if to in LAYERS and LAYERS.index(to) > rank:
+                bad.append(f'{f}: #include "{inc}": layer {folder} may not include {to} (a later layer)')
+            elif to in TOP and folder != to:
+                bad.append(f'{f}: #include "{inc}": nothing includes {to}/')
+            if inc[:-2] != mod:
+                deps.setdefault(mod, set()).add(inc[:-2])
+    # circles between modules: a depth-first search over module dependencies
+    state, stack = {}, []
+
+    def visit(m):
+        state[m] = 1
+        stack.append(m)
+        for n in sorted(deps.get(m, ())):
+            if state.get(n) == 1:
+                bad.append("circle: " + " -> ".join(stack[stack.index(n):] + [n]))
+            elif n not in state:
+                visit(n)
+        stack.pop()
+        state[m] = 2
+
+    for m in sorted(deps):
+        if m not in state:
+            visit(m)
+    for b in bad:
+        print(b)
+    print(f"layout: {len(files)} files in {len(LAYERS)} layers, {len(bad)} violations", file=sys.stderr)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

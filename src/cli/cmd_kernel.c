@@ -1,0 +1,301 @@
+/* `kverify <kernel> [options]`: build the cases, run them, report. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cmd_kernel.h"
+
+#include "cli/commands.h"
+#include "core/parse.h"
+#include "formats/save.h"
+#include "formats/source.h"
+#include "pipeline/run.h"
+
+enum {
+    OPT_SEED = 1000, OPT_SEEDS, OPT_SWEEP, OPT_REPEAT, OPT_JSON, OPT_DEVICE, OPT_SHADER, OPT_NO_SUBGROUP, OPT_NO_8BIT, OPT_JUNIT, OPT_MARKDOWN, OPT_BASELINE, OPT_REGRESS, OPT_BENCH, OPT_BENCH_WARMUP,
+    OPT_LAMBDA, OPT_MAX_ULP, OPT_RTOL, OPT_ATOL, OPT_MAX_NMSE, OPT_VERBOSE, OPT_HELP, OPT_INPUTS,
+    OPT_CANDIDATE, OPT_SAVE, OPT_NO_DEVICE, OPT_ORACLE, OPT_SAMPLE, OPT_MAX_GROUPS, OPT_STRESS, OPT_NO_STRESS, OPT_FAIL_FAST,
+    OPT_PARAM = 2000,
+};
+
+static const struct option common_opts[] = {
+    {"seed", required_argument, NULL, OPT_SEED},
+    {"seeds", required_argument, NULL, OPT_SEEDS},
+    {"sweep", no_argument, NULL, OPT_SWEEP},
+    {"repeat", required_argument, NULL, OPT_REPEAT},
+    {"bench", required_argument, NULL, OPT_BENCH},
+    {"bench-warmup", required_argument, NULL, OPT_BENCH_WARMUP},
+    {"json", required_argument, NULL, OPT_JSON},
+    {"junit", required_argument, NULL, OPT_JUNIT},
+    {"markdown", required_argument, NULL, OPT_MARKDOWN},
+    {"baseline", required_argument, NULL, OPT_BASELINE},
+    {"regress-factor", required_argument, NULL, OPT_REGRESS},
+    {"device", required_argument, NULL, OPT_DEVICE},
+    {"shader", required_argument, NULL, OPT_SHADER},
+    {"no-subgroup", no_argument, NULL, OPT_NO_SUBGROUP},
+    {"no-8bit-storage", no_argument, NULL, OPT_NO_8BIT},
+    {"lambda", required_argument, NULL, OPT_LAMBDA},
+    {"max-ulp", required_argument, NULL, OPT_MAX_ULP},
+    {"rtol", required_argument, NULL, OPT_RTOL},
+    {"atol", required_argument, NULL, OPT_ATOL},
+    {"max-nmse", required_argument, NULL, OPT_MAX_NMSE},
+    {"verbose", no_argument, NULL, OPT_VERBOSE},
+    {"inputs", required_argument, NULL, OPT_INPUTS},
+    {"candidate", required_argument, NULL, OPT_CANDIDATE},
+    {"save", required_argument, NULL, OPT_SAVE},
+    {"no-device", no_argument, NULL, OPT_NO_DEVICE},
+    {"oracle", required_argument, NULL, OPT_ORACLE},
+    {"sample", required_argument, NULL, OPT_SAMPLE},
+    {"max-groups", required_argument, NULL, OPT_MAX_GROUPS},
+    {"stress", no_argument, NULL, OPT_STRESS},
+    {"no-stress", no_argument, NULL, OPT_NO_STRESS},
+    {"fail-fast", no_argument, NULL, OPT_FAIL_FAST},
+    {"help", no_argument, NULL, OPT_HELP},
+};
+
+static void kernel_usage(const struct kv_kernel *k, FILE *f)
+{
+    fprintf(f, "usage: kverify %s [options]\n%s\n\nkernel parameters:\n", k->name, k->summary);
+    for (int i = 0; i < k->n_params; i++) {
+        const struct kv_param_def *p = &k->params[i];
+        char flag[64];
+        snprintf(flag, sizeof flag, "--%s %s", p->name,
+                 p->type == KV_PARAM_CHOICE ? p->choices : p->type == KV_PARAM_INT ? "N" : "X");
+        fprintf(f, "  %-28s %s [default: %s]\n", flag, p->help, p->def);
+    }
+    fprintf(f, "\ncases:\n"
+               "  --seed S                     first seed [default: 1]\n"
+               "  --seeds N|A..B               seeds per shape: S, S+1, ..., or the range A..B\n"
+               "                               [default: 1; with --sweep: %d]\n"
+               "  --sweep                      run the kernel's built-in shapes (kverify list)\n"
+               "  --fail-fast                  stop after the first case that fails or errs\n"
+               "  --repeat N                   run the device N times, fail on any difference [default: 1]\n"
+               "  --bench N                    time each stage N times back to back after 3 warm-up runs:\n"
+               "                               min and median, GB/s, GFLOP/s [default: off]\n"
+               "  --bench-warmup S             keep the device busy S seconds (0..60) before timing, so\n"
+               "                               that its clocks leave their idle state [default: 0.5]\n"
+               "  --stress                     also run each case with at most 1 and 3 workgroups per\n"
+               "                               dispatch and with each workgroup's subgroups in reverse\n"
+               "                               order; a differing output is judged as a row of its own\n"
+               "                               [default: on with --sweep]\n"
+               "  --no-stress                  no stress runs, also with --sweep\n"
+               "  --max-groups N               at most N workgroups per dispatch, so that grid-stride\n"
+               "                               loops iterate [default: the device's limit]\n"
+               "  --shader STAGE=FILE          replace a stage's shader (.comp or .spv; kverify list --abi)\n"
+               "  --no-subgroup                use the shared-memory reduction shaders\n"
+               "  --no-8bit-storage            read and write 8-bit codes as packed words\n"
+               "\nfiles (man kverify: FILES):\n"
+               "  --inputs PATH                inputs from a directory of NAME.npy, an .npz or a .json\n"
+               "                               fixture; shapes infer the size parameters\n"
+               "  --candidate OUTPUT=FILE.npy  judge an output computed elsewhere instead of the device\n"
+               "  --no-device                  never open a device (every output needs a candidate)\n"
+               "  --save DIR                   write inputs, device and oracle outputs, report per case\n"
+               "  --oracle spec|exact|both     judge against the spec oracle (the kernel's intended\n"
+               "                               roundings) or the exact one; both shows the exact\n"
+               "                               oracle's rows beside, not judged [default: spec]\n"
+               "  --sample N                   verify N random elements per output, plus its last row and\n"
+               "                               column and tile edges, instead of all [default: all]\n"
+               "\ntolerance (metrics.md; any override replaces the default bound):\n"
+               "  --lambda X                   probabilistic bound factor [default: 8]\n"
+               "  --max-ulp X                  pass when max ULP error <= X\n"
+               "  --rtol X, --atol X           pass when |c-y| <= atol + rtol*|y|\n"
+               "  --max-nmse X                 pass when NMSE <= X\n"
+               "\noutput:\n"
+               "  --json FILE                  write the JSON report (schema 1); - for stdout\n"
+               "  --junit FILE                 write a JUnit XML report (a testcase per case and output)\n"
+               "  --markdown FILE              write the table as Markdown (for pull-request comments)\n"
+               "  --baseline PREV.json         compare with an earlier report; exit 1 on a regression\n"
+               "  --regress-factor X           growth of max bound ratio or max ULP that regresses [default: 2]\n"
+               "  --device N|NAME              pick a device (kverify devices) [default: best GPU, else CPU]\n"
+               "  --verbose                    print where the time went, to stderr\n"
+               "  --help                       this help\n"
+               "\nexit: 0 pass, 1 out of tolerance, 2 usage, 3 bad input data, 4 device error, 77 no device\n",
+            k->sweep_seeds);
+}
+
+enum kv_status kv_kopts_parse(const struct kv_kernel *k, int argc, char **argv, struct kopts *o, int *help)
+{
+    enum kv_status st = KV_OK;
+    struct option opts[64];
+    int n = 0;
+    for (size_t i = 0; i < sizeof common_opts / sizeof *common_opts; i++) opts[n++] = common_opts[i];
+    for (int i = 0; i < k->n_params; i++)
+        opts[n++] = (struct option){k->params[i].name, required_argument, NULL, OPT_PARAM + i};
+    opts[n] = (struct option){0, 0, 0, 0};
+    int64_t v;
+    optind = 1;
+    opterr = 0;
+    for (;;) {
+        int prev = optind;
+        int c = getopt_long(argc, argv, ":hv", opts, NULL);
+        if (c == -1) break;
+        const char *arg = optarg;
+        switch (c) {
+        case OPT_SEED:
+            KV_TRY(kv_parse_i64("--seed", arg, 0, INT64_MAX, &v));
+            o->seed = (uint64_t)v;
+            o->seed_given = 1;
+            break;
+        case OPT_INPUTS:
+            KV_CHECK(*arg, KV_EUSAGE, "--inputs: empty path");
+            o->inputs = arg;
+            break;
+        case OPT_CANDIDATE:
+            KV_CHECK(o->n_candidates < (int)(sizeof o->candidate / sizeof *o->candidate), KV_EUSAGE,
+                     "--candidate: too many");
+            o->candidate[o->n_candidates++] = arg;
+            break;
+        case OPT_SAVE:
+            KV_CHECK(*arg, KV_EUSAGE, "--save: empty directory name");
+            o->run.save_dir = arg;
+            break;
+        case OPT_NO_DEVICE: o->no_device = 1; break;
+        case OPT_SAMPLE: KV_TRY(kv_parse_i64("--sample", arg, 1, 100000000, &o->run.sample)); break;
+        case OPT_ORACLE:
+            if (!strcmp(arg, "spec")) o->run.oracle = KV_ORACLE_SPEC;
+            else if (!strcmp(arg, "exact")) o->run.oracle = KV_ORACLE_EXACT;
+            else if (!strcmp(arg, "both")) o->run.oracle = KV_ORACLE_BOTH;
+            else KV_CHECK(0, KV_EUSAGE, "--oracle: '%s' is not one of spec|exact|both", arg);
+            KV_CHECK(k->has_exact || o->run.oracle == KV_ORACLE_SPEC, KV_EUSAGE,
+                     "--oracle %s: %s rounds only at its outputs, so its spec oracle is the exact one", arg,
+                     k->name);
+            break;
+        case OPT_SEEDS:
+            if (strstr(arg, "..")) { /* an inclusive range A..B */
+                uint64_t lo, hi;
+                KV_TRY(kv_parse_range("--seeds", arg, &lo, &hi));
+                KV_CHECK(hi - lo < 100000, KV_EUSAGE, "--seeds: range '%s' has more than 100000 seeds", arg);
+                o->seed_from_range = 1;
+                o->range_lo = lo;
+                o->seeds = hi - lo + 1;
+            } else {
+                KV_TRY(kv_parse_i64("--seeds", arg, 1, 100000, &v));
+                o->seeds = (uint64_t)v;
+                o->seed_from_range = 0;
+            }
+            o->seeds_given = 1;
+            break;
+        case OPT_SWEEP: o->sweep = 1; break;
+        case OPT_STRESS: o->stress = 1; break;
+        case OPT_NO_STRESS: o->stress = -1; break;
+        case OPT_FAIL_FAST: o->run.fail_fast = 1; break;
+        case OPT_MAX_GROUPS:
+            KV_TRY(kv_parse_i64("--max-groups", arg, 1, UINT32_MAX, &v));
+            o->run.max_groups = (uint32_t)v;
+            break;
+        case OPT_BENCH:
+            KV_TRY(kv_parse_i64("--bench", arg, 1, 1000, &v));
+            o->run.bench = (int)v;
+            break;
+        case OPT_BENCH_WARMUP: KV_TRY(kv_parse_f64("--bench-warmup", arg, 0, 60, &o->run.bench_warmup_s)); break;
+        case OPT_REPEAT:
+            KV_TRY(kv_parse_i64("--repeat", arg, 1, 64, &v));
+            o->run.repeat = (int)v;
+            break;
+        case OPT_JSON:
+        case OPT_JUNIT:
+        case OPT_MARKDOWN: {
+            const char *flag = c == OPT_JSON ? "--json" : c == OPT_JUNIT ? "--junit" : "--markdown";
+            KV_CHECK(*arg, KV_EUSAGE, "%s: empty file name", flag);
+            *(c == OPT_JSON ? &o->out.json : c == OPT_JUNIT ? &o->out.junit : &o->out.markdown) = arg;
+            break;
+        }
+        case OPT_BASELINE:
+            KV_CHECK(*arg, KV_EUSAGE, "--baseline: empty file name");
+            o->out.baseline = arg;
+            break;
+        case OPT_REGRESS: KV_TRY(kv_parse_f64("--regress-factor", arg, 1, 1e30, &o->out.regress_factor)); break;
+        case OPT_DEVICE:
+            KV_CHECK(*arg, KV_EUSAGE, "--device: empty device index or name");
+            o->out.device = arg;
+            break;
+        case OPT_SHADER: {
+            const char *eq = strchr(arg, '=');
+            KV_CHECK(eq && eq != arg && eq[1], KV_EUSAGE, "--shader: '%s' is not STAGE=FILE", arg);
+            int s;
+            for (s = 0; s < k->n_stages; s++)
+                if (strlen(k->stages[s].name) == (size_t)(eq - arg) && !strncmp(k->stages[s].name, arg, (size_t)(eq - arg)))
+                    break;
+            KV_CHECK(s < k->n_stages, KV_EUSAGE, "--shader: %s has no stage '%.*s' (see kverify list)", k->name,
+                     (int)(eq - arg), arg);
+            o->run.shader[s] = eq + 1;
+            break;
+        }
+        case OPT_NO_SUBGROUP: o->run.no_subgroup = 1; break;
+        case OPT_NO_8BIT: o->run.no_8bit = 1; break;
+        case OPT_LAMBDA: KV_TRY(kv_parse_f64("--lambda", arg, 0, 1e6, &o->run.crit.lambda)); break;
+        case OPT_MAX_ULP: KV_TRY(kv_parse_f64("--max-ulp", arg, 0, 1e30, &o->run.crit.max_ulp)); break;
+        case OPT_RTOL: KV_TRY(kv_parse_f64("--rtol", arg, 0, 1e30, &o->run.crit.rtol)); break;
+        case OPT_ATOL: KV_TRY(kv_parse_f64("--atol", arg, 0, 1e30, &o->run.crit.atol)); break;
+        case OPT_MAX_NMSE: KV_TRY(kv_parse_f64("--max-nmse", arg, 0, 1e30, &o->run.crit.max_nmse)); break;
+        case 'v':
+        case OPT_VERBOSE: o->out.verbose = 1; break;
+        case 'h':
+        case OPT_HELP: *help = 1; break;
+        case ':': KV_CHECK(0, KV_EUSAGE, "%s: missing value for %s", k->name, argv[prev]); break;
+        case '?':
+            KV_CHECK(0, KV_EUSAGE, "%s: unknown option '%s' (see kverify %s --help)", k->name, argv[prev], k->name);
+            break;
+        default:
+            if (c >= OPT_PARAM && c < OPT_PARAM + k->n_params) o->set[c - OPT_PARAM] = arg;
+            break;
+        }
+    }
+    KV_CHECK(optind >= argc, KV_EUSAGE, "%s: unexpected argument '%s'", k->name, argv[optind]);
+    if (o->seed_from_range) o->seed = o->range_lo, o->seed_given = 1;
+    o->run.stress = o->stress > 0 || (o->stress == 0 && o->sweep);
+    KV_CHECK(!(o->sweep && o->inputs), KV_EUSAGE, "--sweep and --inputs exclude each other");
+    KV_TRY(kv_outputs_check(&o->out));
+cleanup:
+    return st;
+}
+
+enum kv_status kv_outputs_check(const struct kv_outputs *o)
+{
+    enum kv_status st = KV_OK;
+    const char *reports[3] = {o->json, o->junit, o->markdown}, *flags[3] = {"--json", "--junit", "--markdown"};
+    int to_stdout = 0;
+    for (int i = 0; i < 3; i++) {
+        if (!reports[i]) continue;
+        if (!strcmp(reports[i], "-")) {
+            KV_CHECK(!to_stdout++, KV_EUSAGE, "%s -: only one report can go to stdout", flags[i]);
+            continue;
+        }
+        /* Fail before any work rather than after it. */
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%s", reports[i]);
+        char *slash = strrchr(dir, '/');
+        if (slash) slash[slash == dir] = '\0';
+        const char *d = slash ? dir : ".";
+        KV_CHECK(access(d, W_OK) == 0, KV_EUSAGE, "%s: cannot write to directory '%s'", flags[i], d);
+    }
+cleanup:
+    return st;
+}
+
+int cmd_kernel(const struct kv_kernel *k, int argc, char **argv)
+{
+    struct kv_job job;
+    memset(&job, 0, sizeof job);
+    job.k = k;
+    kv_kopts_init(&job.o);
+    int help = 0, code;
+    enum kv_status st = kv_kopts_parse(k, argc, argv, &job.o, &help);
+    if (!st && help) {
+        kernel_usage(k, stdout);
+        return 0;
+    }
+    if (!st && job.o.run.save_dir) st = kv_mkdir_p(job.o.run.save_dir);
+    if (!st) st = kv_job_build(&job);
+    if (st) {
+        fprintf(stderr, "kverify: %s\n", kv_error_msg());
+        kv_job_free(&job);
+        return (int)st;
+    }
+    struct kv_select all = {NULL, 1, 1};
+    code = kv_run_jobs(&job, 1, &job.o.out, &all);
+    kv_job_free(&job);
+    return code;
+}

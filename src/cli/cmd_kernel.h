@@ -1,0 +1,12 @@
+/* The options of a kernel command (`kverify KERNEL ...`, and each entry of
+ * a suite): parsing them into a job's options, and checking the report paths. */
+#ifndef KV_CMD_KERNEL_H
+#define KV_CMD_KERNEL_H
+
+#include "pipeline/jobs.h"
+
+enum kv_status kv_kopts_parse(const struct kv_kernel *k, int argc, char **argv, struct kopts *o, int *help);
+/* Check the report paths before any work: writable directories, at most one on stdout. */
+enum kv_status kv_outputs_check(const struct kv_outputs *o);
+
+#endif

@@ -1,0 +1,84 @@
+/* Error metrics of a candidate output against the float64 oracle (metrics.md). */
+#ifndef KV_COMPARE_H
+#define KV_COMPARE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/dtype.h"
+#include "core/status.h"
+
+/* The allowed error of element i (metrics.md):
+ *   lambda*sqrt(n)*u_acc*S_i + k_op*u_acc*S_i + 0.5*ulp_T(y_i)*rho
+ * Each kernel derives n and k_op per output. */
+struct kv_bound {
+    double n;     /* terms accumulated per element */
+    double k_op;  /* non-reduction rounding budget, in units of u_acc */
+    double u_acc; /* unit roundoff of the accumulation (f32: 2^-24) */
+    double rho;   /* 1, or 2 where either neighbour is allowed */
+};
+
+/* User overrides; a negative value means "not given". When any is given the
+ * default bound criterion is replaced by all the given ones. */
+struct kv_criteria {
+    double lambda;   /* default 8 */
+    double max_ulp;
+    double rtol, atol;
+    double max_nmse;
+};
+
+/* Per-element additions to the criterion; NULL members: none (metrics.md,
+ * "a legal implementation can flip an intended rounding"). */
+struct kv_allow {
+    /* Float outputs: absolute error allowed on top of the bound, for a legal
+     * choice upstream (a subnormal a device may flush; a code computed by the
+     * implementation itself that sits on a rounding tie). */
+    const double *slack;
+    /* Integer outputs (codes): the code on the other side of a rounding tie
+     * that lies within the allowed error, and the code a device that flushes
+     * subnormals computes; -1 where there is none. */
+    const int16_t *tie, *flush;
+};
+
+struct kv_metrics {
+    size_t elements;
+    size_t compared;      /* finite pairs entering the finite metrics */
+    double max_ulp, mean_ulp, p99_ulp;
+    double max_abs, max_rel;
+    size_t rel_skipped;   /* |y| below the relative floor */
+    double nmse, rmse_ratio, max_bound_ratio;
+    size_t nan_match, inf_match, nan_mismatch, inf_mismatch;
+    size_t worst_index;   /* largest bound ratio; a mismatch counts as infinite */
+    double worst_c, worst_y;
+    int has_worst;
+    size_t slack_used;    /* within the bound only thanks to kv_allow.slack */
+    /* Integer outputs (compared exactly; the float metrics above stay 0 but
+     * max_abs, which is the largest |code difference|). */
+    int integer;
+    size_t exact;           /* codes equal to the oracle's */
+    size_t ambiguous;       /* elements whose exact quotient is within reach of a tie */
+    size_t tie_explained;   /* mismatches that are the other side of such a tie */
+    size_t flush_explained; /* mismatches that are the flushed-subnormal code */
+    size_t unexplained;     /* every other mismatch: fails */
+    int pass;
+    char criterion[96];   /* which rule decided, e.g. "bound_ratio<=1" */
+};
+
+void kv_criteria_default(struct kv_criteria *c);
+
+/* Compare cand[i] (dtype t, the output's dtype) against y[i] with scales S[i]
+ * (allow may be NULL). Integer dtypes are codes: compared exactly, a mismatch
+ * passes only when allow explains it. Allocates a scratch array for the p99;
+ * fails only on out of memory. */
+enum kv_status kv_compare(enum kv_dtype t, const void *cand, const double *y,
+                          const double *S, size_t n, const struct kv_bound *b,
+                          const struct kv_allow *allow, const struct kv_criteria *crit,
+                          struct kv_metrics *m);
+
+/* Whether dtype t holds integer codes rather than real numbers. */
+int kv_dtype_is_integer(enum kv_dtype t);
+
+/* The q-quantile (0..1, nearest rank) of v[0..n), reordering v. */
+double kv_quantile(double *v, size_t n, double q);
+
+#endif

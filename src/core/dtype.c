@@ -1,0 +1,148 @@
+#include "core/dtype.h"
+
+#include <math.h>
+#include <string.h>
+
+static const struct kv_dtype_info infos[KV_DTYPE_COUNT] = {
+    [KV_F32] = {"f32", 4, 1, 24, -126},
+    [KV_F64] = {"f64", 8, 1, 53, -1022},
+    [KV_F16] = {"f16", 2, 1, 11, -14},
+    [KV_BF16] = {"bf16", 2, 1, 8, -126},
+    [KV_U8] = {"u8", 1, 0, 0, 0},
+    [KV_I32] = {"i32", 4, 0, 0, 0},
+    [KV_U16] = {"u16", 2, 0, 0, 0},
+};
+
+const struct kv_dtype_info *kv_dtype_info(enum kv_dtype t) { return &infos[t]; }
+
+int kv_dtype_from_name(const char *name)
+{
+    for (int i = 0; i < KV_DTYPE_COUNT; i++)
+        if (strcmp(infos[i].name, name) == 0) return i;
+    return -1;
+}
+
+float kv_f32_from_bits(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+uint32_t kv_f32_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+uint16_t kv_f32_to_f16(float f)
+{
+    uint32_t x = kv_f32_bits(f);
+    uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+    uint32_t ax = x & 0x7fffffffu;
+    if (ax >= 0x7f800000u) /* Inf or NaN: keep NaN quiet and non-zero */
+        return (uint16_t)(sign | 0x7c00u | (ax > 0x7f800000u ? 0x0200u | ((ax >> 13) & 0x3ffu) : 0));
+    int e = (int)(ax >> 23) - 127;  /* unbiased exponent */
+    if (e > 15) return (uint16_t)(sign | 0x7c00u);
+    uint32_t mant = (ax & 0x7fffffu) | (ax >= 0x00800000u ? 0x800000u : 0);
+    /* The result's LSB sits at 2^(max(e,-14)-10); shift the 24-bit f32
+     * significand (LSB 2^(e-23), or 2^-149 for subnormals) down to it. */
+    int lsb_exp = (e < -14 ? -14 : e) - 10;
+    int src_lsb = ax >= 0x00800000u ? e - 23 : -149;
+    int shift = lsb_exp - src_lsb; /* >= 13 */
+    if (shift > 31) return sign;   /* below half the smallest subnormal */
+    uint32_t q = mant >> shift;
+    uint32_t rem = mant & ((1u << shift) - 1u);
+    uint32_t half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (q & 1u))) q++;
+    /* q is the significand at the result's LSB; a normal result carries the
+     * implicit bit at 2^10, and a carry out of it bumps the exponent, which
+     * the biased-exponent addition below does for free. */
+    uint32_t bits;
+    if (e < -14) bits = q; /* subnormal (or rounded up to the smallest normal) */
+    else bits = ((uint32_t)(e + 15) << 10) + (q - 0x400u);
+    if (bits >= 0x7c00u) return (uint16_t)(sign | 0x7c00u);
+    return (uint16_t)(sign | bits);
+}
+
+float kv_f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    if (e == 0x1f) return kv_f32_from_bits(sign | 0x7f800000u | (m << 13));
+    if (e == 0) {
+        /* subnormal: m * 2^-24, exact in f32 */
+        float v = (float)m * 0x1p-24f;
+        return sign ? -v : v;
+    }
+    return kv_f32_from_bits(sign | ((e + 112u) << 23) | (m << 13));
+}
+
+uint16_t kv_f32_to_bf16(float f)
+{
+    uint32_t x = kv_f32_bits(f);
+    if ((x & 0x7fffffffu) > 0x7f800000u) /* NaN: keep sign and payload top, force quiet */
+        return (uint16_t)((x >> 16) | 0x0040u);
+    uint32_t lsb = (x >> 16) & 1u;
+    x += 0x7fffu + lsb; /* overflow to Inf is the correct RNE result */
+    return (uint16_t)(x >> 16);
+}
+
+float kv_bf16_to_f32(uint16_t b) { return kv_f32_from_bits((uint32_t)b << 16); }
+
+double kv_ulp(enum kv_dtype t, double y)
+{
+    const struct kv_dtype_info *d = &infos[t];
+    uint64_t bits;
+    memcpy(&bits, &y, sizeof bits);
+    int biased = (int)((bits >> 52) & 0x7ff);
+    if (biased == 0x7ff) return NAN;
+    /* floor(log2|y|) is the unbiased exponent for normal doubles; zero and
+     * double subnormals sit below every emin we use. */
+    int e = biased - 1023;
+    if (biased == 0 || e < d->emin) e = d->emin;
+    int ue = e - d->precision + 1; /* >= -1074 for every dtype here */
+    uint64_t out = ue >= -1022 ? (uint64_t)(ue + 1023) << 52 : 1ull << (ue + 1074);
+    double r;
+    memcpy(&r, &out, sizeof r);
+    return r;
+}
+
+double kv_load_f64(enum kv_dtype t, const void *data, size_t i)
+{
+    switch (t) {
+    case KV_F32: return ((const float *)data)[i];
+    case KV_F64: return ((const double *)data)[i];
+    case KV_F16: return kv_f16_to_f32(((const uint16_t *)data)[i]);
+    case KV_BF16: return kv_bf16_to_f32(((const uint16_t *)data)[i]);
+    case KV_U8: return ((const uint8_t *)data)[i];
+    case KV_I32: return ((const int32_t *)data)[i];
+    case KV_U16: return ((const uint16_t *)data)[i];
+    case KV_DTYPE_COUNT: break;
+    }
+    return NAN;
+}
+
+static double clampd(double v, double lo, double hi)
+{
+    if (isnan(v)) return 0;
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+void kv_store_f64(enum kv_dtype t, void *data, size_t i, double v)
+{
+    switch (t) {
+    case KV_F32: ((float *)data)[i] = (float)v; break;
+    case KV_F64: ((double *)data)[i] = v; break;
+    /* f64 -> f32 -> f16 could round twice; callers that need a single RNE
+     * rounding from f64 to a 16-bit type round to f32 first on purpose only
+     * where the kernel does the same. */
+    case KV_F16: ((uint16_t *)data)[i] = kv_f32_to_f16((float)v); break;
+    case KV_BF16: ((uint16_t *)data)[i] = kv_f32_to_bf16((float)v); break;
+    case KV_U8: ((uint8_t *)data)[i] = (uint8_t)nearbyint(clampd(v, 0, 255)); break;
+    case KV_I32: ((int32_t *)data)[i] = (int32_t)nearbyint(clampd(v, -2147483648.0, 2147483647.0)); break;
+    case KV_U16: ((uint16_t *)data)[i] = (uint16_t)nearbyint(clampd(v, 0, 65535)); break;
+    case KV_DTYPE_COUNT: break;
+    }
+}

@@ -1,0 +1,67 @@
+/* Whole files in and out. */
+#include "core/files.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum kv_status kv_read_file(const char *path, size_t max, char **buf, size_t *size)
+{
+    enum kv_status st = KV_OK;
+    *buf = NULL;
+    *size = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return kv_error(KV_EDATA, "%s: cannot open: %s", path, strerror(errno));
+    KV_CHECK(fseek(f, 0, SEEK_END) == 0, KV_EDATA, "%s: cannot seek (not a regular file?)", path);
+    long n = ftell(f);
+    KV_CHECK(n >= 0, KV_EDATA, "%s: cannot tell its size", path);
+    KV_CHECK((unsigned long)n <= max, KV_EDATA, "%s: %ld bytes, larger than the %zu accepted", path, n, max);
+    KV_CHECK(fseek(f, 0, SEEK_SET) == 0, KV_EDATA, "%s: cannot seek", path);
+    *buf = malloc((size_t)n + 1);
+    KV_CHECK(*buf, KV_EDATA, "%s: out of memory for %ld bytes", path, n);
+    KV_CHECK(fread(*buf, 1, (size_t)n, f) == (size_t)n, KV_EDATA, "%s: read error", path);
+    (*buf)[n] = '\0';
+    *size = (size_t)n;
+cleanup:
+    fclose(f);
+    if (st) {
+        free(*buf);
+        *buf = NULL;
+    }
+    return st;
+}
+
+enum kv_status kv_write_atomic(const char *path, const char *data, size_t size)
+{
+    if (strcmp(path, "-") == 0) {
+        if (fwrite(data, 1, size, stdout) != size || fflush(stdout) != 0)
+            return kv_error(KV_EDATA, "stdout: write failed");
+        return KV_OK;
+    }
+    char tmp[4096];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= sizeof tmp)
+        return kv_error(KV_EUSAGE, "%s: path too long", path);
+    FILE *f = fopen(tmp, "wb");
+    if (!f) return kv_error(KV_EDATA, "%s: cannot write: %s", path, strerror(errno));
+    /* KVERIFY_TEST_WRITE_PAUSE_MS: pause half-way through the write, so a
+     * test can kill the process there and find the previous report whole. */
+    const char *pause = getenv("KVERIFY_TEST_WRITE_PAUSE_MS");
+    size_t half = pause ? size / 2 : size;
+    int ok = fwrite(data, 1, half, f) == half;
+    if (pause) {
+        fflush(f);
+        usleep((useconds_t)(atoi(pause) > 0 ? atoi(pause) : 0) * 1000u);
+    }
+    ok = fwrite(data + half, 1, size - half, f) == size - half && ok;
+    ok = fflush(f) == 0 && ok;
+    ok = fsync(fileno(f)) == 0 && ok;
+    ok = fclose(f) == 0 && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        int e = errno;
+        remove(tmp);
+        return kv_error(KV_EDATA, "%s: cannot write: %s", path, strerror(e));
+    }
+    return KV_OK;
+}

@@ -1,0 +1,16 @@
+/* Whole files in and out: read a bounded file into memory, and write one
+ * atomically (the file is the old one or the complete new one). */
+#ifndef KV_FILES_H
+#define KV_FILES_H
+
+#include <stddef.h>
+
+#include "core/status.h"
+
+/* Read a whole file into a malloc'd buffer (at most max bytes), NUL-terminated. */
+enum kv_status kv_read_file(const char *path, size_t max, char **buf, size_t *size);
+/* Write a whole buffer to path through a temporary file and rename(), so the
+ * file is either the old one or the complete new one. "-" writes to stdout. */
+enum kv_status kv_write_atomic(const char *path, const char *data, size_t size);
+
+#endif

@@ -1,0 +1,70 @@
+#include "core/tensor.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum kv_status kv_shape_count(const char *name, enum kv_dtype t, int ndim,
+                              const int64_t *shape, size_t *count)
+{
+    size_t n = 1, esize = kv_dtype_info(t)->size;
+    if (ndim < 0 || ndim > KV_MAX_DIMS)
+        return kv_error(KV_EUSAGE, "%s: %d dimensions, at most %d supported", name, ndim, KV_MAX_DIMS);
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] < 1)
+            return kv_error(KV_EUSAGE, "%s: dimension %d is %lld, must be >= 1", name, d,
+                            (long long)shape[d]);
+        if ((uint64_t)shape[d] > SIZE_MAX / n || n * (size_t)shape[d] > SIZE_MAX / esize)
+            return kv_error(KV_EUSAGE, "%s: size overflows", name);
+        n *= (size_t)shape[d];
+    }
+    *count = n;
+    return KV_OK;
+}
+
+enum kv_status kv_tensor_alloc(struct kv_tensor *t, const char *name,
+                               enum kv_dtype dtype, int ndim, const int64_t *shape)
+{
+    size_t n;
+    enum kv_status st = kv_shape_count(name, dtype, ndim, shape, &n);
+    if (st) return st;
+    void *p = calloc(n, kv_dtype_info(dtype)->size);
+    if (!p)
+        return kv_error(KV_EDEVICE, "%s: out of host memory (%zu elements)", name, n);
+    free(t->data);
+    t->dtype = dtype;
+    t->ndim = ndim;
+    memcpy(t->shape, shape, sizeof(int64_t) * (size_t)ndim);
+    t->count = n;
+    t->data = p;
+    return KV_OK;
+}
+
+size_t kv_tensor_bytes(const struct kv_tensor *t)
+{
+    return t->count * kv_dtype_info(t->dtype)->size;
+}
+
+void kv_tensor_free(struct kv_tensor *t)
+{
+    if (!t) return;
+    free(t->data);
+    memset(t, 0, sizeof *t);
+}
+
+void kv_tensor_unravel(const struct kv_tensor *t, size_t i, int64_t *idx)
+{
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        idx[d] = (int64_t)(i % (size_t)t->shape[d]);
+        i /= (size_t)t->shape[d];
+    }
+}
+
+void kv_shape_str(int ndim, const int64_t *shape, char *buf, size_t size)
+{
+    size_t o = 0;
+    o += (size_t)snprintf(buf + o, size - o, "[");
+    for (int d = 0; d < ndim && o < size; d++)
+        o += (size_t)snprintf(buf + o, size - o, "%s%lld", d ? ", " : "", (long long)shape[d]);
+    if (o < size) snprintf(buf + o, size - o, "]");
+}

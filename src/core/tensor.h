@@ -1,0 +1,35 @@
+/* A dense row-major tensor owning its data. */
+#ifndef KV_TENSOR_H
+#define KV_TENSOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/dtype.h"
+#include "core/status.h"
+
+#define KV_MAX_DIMS 4
+
+struct kv_tensor {
+    enum kv_dtype dtype;
+    int ndim;
+    int64_t shape[KV_MAX_DIMS];
+    size_t count;  /* elements */
+    void *data;    /* owned; NULL until kv_tensor_alloc */
+};
+
+/* Element count of a shape, or an error if any extent is < 1 or the product
+ * (or its size in bytes for dtype) overflows size_t. */
+enum kv_status kv_shape_count(const char *name, enum kv_dtype t, int ndim,
+                              const int64_t *shape, size_t *count);
+/* Set dtype and shape and allocate zeroed storage (data is replaced). */
+enum kv_status kv_tensor_alloc(struct kv_tensor *t, const char *name,
+                               enum kv_dtype dtype, int ndim, const int64_t *shape);
+size_t kv_tensor_bytes(const struct kv_tensor *t);
+void kv_tensor_free(struct kv_tensor *t); /* NULL-safe, leaves t empty */
+/* Write the multi-index of flat element i into idx[0..ndim). */
+void kv_tensor_unravel(const struct kv_tensor *t, size_t i, int64_t *idx);
+/* Format a shape as "[a, b]" into buf. */
+void kv_shape_str(int ndim, const int64_t *shape, char *buf, size_t size);
+
+#endif

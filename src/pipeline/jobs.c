@@ -1,0 +1,250 @@
+/* Running jobs: one device, pipelines made once per kernel and stage
+ * options, a table row per case as it finishes, the reports at the end. */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pipeline/jobs.h"
+
+#include "core/clock.h"
+#include "pipeline/ceilings.h"
+#include "reports/regress.h"
+
+/* Build every case (validated, before any device work). */
+static enum kv_status build_cases(const struct kv_kernel *k, const struct kopts *o, const struct kv_given *g,
+                                  struct kv_case **out, size_t *n)
+{
+    enum kv_status st = KV_OK;
+    const char *const none[] = {"", NULL};
+    const char *const *shapes = o->sweep ? k->sweep : none;
+    size_t n_shapes = 0;
+    while (shapes[n_shapes]) n_shapes++;
+    uint64_t seeds = o->seeds_given ? o->seeds : o->sweep ? (uint64_t)k->sweep_seeds : 1;
+    *n = 0;
+    *out = calloc(n_shapes * seeds, sizeof **out);
+    KV_CHECK(*out, KV_EUSAGE, "too many cases");
+    for (size_t s = 0; s < n_shapes; s++)
+        for (uint64_t j = 0; j < seeds; j++) {
+            struct kv_case *c = &(*out)[(*n)++];
+            KV_TRY(kv_case_init(c, k, o->seed + j));
+            int explicit_param[KV_MAX_PARAMS] = {0};
+            for (int i = 0; i < k->n_params; i++)
+                if (o->set[i]) {
+                    KV_TRY(kv_param_set(c, i, o->set[i]));
+                    explicit_param[i] = 1;
+                }
+            if (shapes[s][0]) KV_TRY(kv_param_apply(c, shapes[s]));
+            if (g->n) {
+                KV_TRY(kv_given_apply(g, c, explicit_param, o->seed_given));
+                c->seed += j; /* a fixture's seed starts the range */
+            }
+            kv_case_name(c);
+            KV_TRY(kv_case_check(c, NULL));
+        }
+cleanup:
+    return st;
+}
+
+enum kv_status kv_job_build(struct kv_job *j)
+{
+    enum kv_status st = KV_OK;
+    if (j->o.inputs) KV_TRY(kv_given_inputs(j->k, j->o.inputs, &j->given));
+    for (int i = 0; i < j->o.n_candidates; i++) KV_TRY(kv_given_candidate(j->k, j->o.candidate[i], &j->given));
+    KV_TRY(build_cases(j->k, &j->o, &j->given, &j->cases, &j->n_cases));
+    for (size_t i = 0; i < j->n_cases; i++)
+        for (int t = 0; t < j->k->n_tensors; t++) {
+            const struct kv_kernel *k = j->k;
+            if (k->tensors[t].role != KV_OUTPUT || !kv_tensor_on(&j->cases[i], t) || j->cases[i].given[t]) continue;
+            KV_CHECK(!j->o.no_device, KV_EUSAGE, "--no-device: output '%s' has no candidate (--candidate %s=FILE.npy)",
+                     k->tensors[t].name, k->tensors[t].name);
+            j->need_device = 1;
+        }
+cleanup:
+    return st;
+}
+
+void kv_job_free(struct kv_job *j)
+{
+    free(j->cases);
+    j->cases = NULL;
+    j->n_cases = 0;
+    kv_given_free(&j->given);
+}
+
+void kv_kopts_init(struct kopts *o)
+{
+    memset(o, 0, sizeof *o);
+    kv_criteria_default(&o->run.crit);
+    o->run.repeat = 1;
+    o->run.bench_warmup_s = 0.5;
+    o->seed = 1;
+    o->out.regress_factor = 2;
+}
+
+/* The runner of job j, reusing an earlier job's when the kernel and the
+ * stage options are the same. */
+static int same_stage_opts(const struct kv_run_opts *a, const struct kv_run_opts *b)
+{
+    if (a->no_subgroup != b->no_subgroup || a->no_8bit != b->no_8bit || a->stress != b->stress) return 0;
+    for (int s = 0; s < KV_MAX_STAGES; s++)
+        if ((a->shader[s] == NULL) != (b->shader[s] == NULL) || (a->shader[s] && strcmp(a->shader[s], b->shader[s])))
+            return 0;
+    return 1;
+}
+
+static void error_row(struct kv_case_result *res, const struct kv_job *j, const char *name, enum kv_status code,
+                      const char *msg)
+{
+    snprintf(res->name, sizeof res->name, "%s", name);
+    res->kernel = j->k->name;
+    res->status = code == KV_ENODEV ? KV_CASE_SKIP : KV_CASE_ERROR;
+    res->error_code = code;
+    snprintf(res->error, sizeof res->error, "%s", msg);
+}
+
+/* Whether the next case named `name` runs; *seen counts the cases the filter
+ * keeps (their position in the unsharded run, stored as *index). */
+static int selected(const struct kv_select *sel, const char *name, size_t *seen, size_t *index)
+{
+    if (sel->filter && regexec(sel->filter, name, 0, NULL, 0) != 0) return 0;
+    *index = (*seen)++;
+    return (int)(*index % (size_t)sel->shard_n) + 1 == sel->shard_i;
+}
+
+/* --bench rates as shares of the device's measured ceilings. */
+static void bench_shares(struct kv_case_result *res, const struct kv_kernel *k, const struct kv_ceilings *c)
+{
+    for (int s = 0; s < k->n_stages && res->bench_runs; s++) {
+        struct kv_bench_stage *b = &res->bench[s];
+        if (!b->ran || b->min_ms <= 0) continue;
+        double matmul = k->stages[s].flops_f16 ? c->f16_gflops : c->f32_gflops;
+        b->pct_copy = c->copy_gbs > 0 ? 100.0 * kv_bench_gbs(b) / c->copy_gbs : 0;
+        b->pct_matmul = matmul > 0 ? 100.0 * kv_bench_gflops(b) / matmul : 0;
+    }
+}
+
+static const char *case_name(const struct kv_job *j, size_t i)
+{
+    return j->error ? j->label : j->cases[i].name;
+}
+
+int kv_run_jobs(struct kv_job *jobs, size_t n, const struct kv_outputs *out, const struct kv_select *sel)
+{
+    enum kv_status st = KV_OK;
+    double t_start = kv_now_ms();
+    struct kv_vk_device *dev = NULL;
+    struct kv_report report;
+    memset(&report, 0, sizeof report);
+    struct kv_runner *runners = calloc(n ? n : 1, sizeof *runners);
+    int *runner_of = calloc(n ? n : 1, sizeof *runner_of), *ready = calloc(n ? n : 1, sizeof *ready);
+    enum kv_status *runner_err = calloc(n ? n : 1, sizeof *runner_err);
+    char (*runner_msg)[512] = calloc(n ? n : 1, sizeof *runner_msg);
+    cJSON *base = NULL;
+    FILE *tab = stdout;
+    KV_CHECK(runners && runner_of && ready && runner_err && runner_msg, KV_EDEVICE, "out of host memory");
+    if (out->baseline) KV_TRY(kv_report_read(out->baseline, &base));
+
+    /* Select the cases; the device is opened only if a selected one needs it. */
+    size_t seen = 0, index;
+    int need_device = 0;
+    for (size_t j = 0; j < n; j++)
+        for (size_t i = 0; i < (jobs[j].error ? 1 : jobs[j].n_cases); i++)
+            if (selected(sel, case_name(&jobs[j], i), &seen, &index) && !jobs[j].error)
+                need_device |= jobs[j].need_device;
+    if (need_device) {
+        KV_TRY(kv_vk_open(out->device, &dev));
+        report.has_device = 1;
+        report.device = dev->info;
+        report.has_ceilings = kv_ceilings_load(&dev->info, &report.ceilings);
+        /* One job (a kernel command): a case beyond the device's limits is a
+         * usage error before anything runs; in a suite it is that case's error. */
+        for (size_t i = 0; n == 1 && !jobs[0].error && i < jobs[0].n_cases; i++)
+            KV_TRY(kv_case_check(&jobs[0].cases[i], &dev->info));
+    }
+    double t_dev = kv_now_ms();
+
+    int stdout_report = (out->json && !strcmp(out->json, "-")) || (out->junit && !strcmp(out->junit, "-")) ||
+                        (out->markdown && !strcmp(out->markdown, "-"));
+    tab = stdout_report ? stderr : stdout; /* a report on stdout owns it */
+    if (dev) fprintf(tab, "device %u: %s (%s, %s)\n", dev->info.index, dev->info.name, dev->info.type, dev->info.driver);
+    else fprintf(tab, "no device: every output is a candidate\n");
+    kv_table_header(tab);
+    double sum[6] = {0}, pipeline_ms = 0;
+    seen = 0;
+    int stopped = 0; /* --fail-fast after a failing case */
+    for (size_t j = 0; j < n && !stopped; j++) {
+        struct kv_job *jb = &jobs[j];
+        for (size_t i = 0; i < (jb->error ? 1 : jb->n_cases) && !stopped; i++) {
+            const char *name = case_name(jb, i);
+            if (!selected(sel, name, &seen, &index)) continue;
+            struct kv_case_result *res = kv_report_add(&report);
+            KV_CHECK(res, KV_EDEVICE, "out of host memory for the report");
+            res->index = index;
+            if (jb->error) {
+                error_row(res, jb, jb->label, jb->error, jb->error_msg);
+            } else {
+                if (!ready[j]) { /* make or reuse the runner, once per job */
+                    runner_of[j] = (int)j;
+                    for (size_t p = 0; p < j; p++)
+                        if (ready[p] && jobs[p].k == jb->k && jobs[p].need_device == jb->need_device &&
+                            !runner_err[runner_of[p]] &&
+                            same_stage_opts(&jobs[p].o.run, &jb->o.run)) {
+                            runner_of[j] = runner_of[p];
+                            break;
+                        }
+                    if (runner_of[j] == (int)j) {
+                        kv_error_clear();
+                        runner_err[j] = kv_runner_init(&runners[j], jb->need_device ? dev : NULL, jb->k, &jb->o.run);
+                        if (runner_err[j]) snprintf(runner_msg[j], sizeof runner_msg[j], "%s", kv_error_msg());
+                        pipeline_ms += runners[j].pipeline_ms;
+                    }
+                    ready[j] = 1;
+                }
+                int r = runner_of[j];
+                if (runner_err[r] && n == 1) { /* a single job's bad shader is the command's error */
+                    st = kv_error(runner_err[r], "%s", runner_msg[r]);
+                    goto cleanup;
+                }
+                if (runner_err[r]) error_row(res, jb, name, runner_err[r], runner_msg[r]); /* the others go on */
+                else kv_run_case(&runners[r], &jb->cases[i], &jb->o.run, res);
+                if (report.has_ceilings) bench_shares(res, jb->k, &report.ceilings);
+            }
+            kv_table_case(tab, res);
+            stopped = jb->o.run.fail_fast && (res->status == KV_CASE_FAIL || res->status == KV_CASE_ERROR);
+            fflush(tab);
+            double parts[6] = {res->ms.inputs, res->ms.oracle, res->ms.upload, res->ms.device, res->ms.download, res->ms.compare};
+            for (int q = 0; q < 6; q++) sum[q] += parts[q];
+        }
+    }
+    kv_table_summary(tab, &report);
+    fflush(tab);
+    if (out->verbose)
+        fprintf(stderr,
+                "kverify: time: start-up %.1f ms, pipelines %.1f ms, inputs %.1f ms, oracle %.1f ms, "
+                "upload %.2f ms, device %.2f ms, download %.2f ms, compare %.1f ms, total %.1f ms\n",
+                t_dev - t_start, pipeline_ms, sum[0], sum[1], sum[2], sum[3], sum[4], sum[5], kv_now_ms() - t_start);
+    if (out->json) KV_TRY(kv_report_write_json(&report, out->json));
+    if (out->junit) KV_TRY(kv_report_write_junit(&report, out->junit));
+    if (out->markdown) KV_TRY(kv_report_write_markdown(&report, out->markdown));
+cleanup:;
+    size_t regress = 0;
+    if (!st && base) {
+        cJSON *cur = kv_report_json(&report);
+        if (!cur) st = kv_error(KV_EDATA, "out of memory comparing with the baseline");
+        else regress = kv_regressions(base, cur, out->regress_factor, tab);
+        cJSON_Delete(cur);
+    }
+    for (size_t j = 0; j < n; j++)
+        if (runners && runner_of && ready && ready[j] && runner_of[j] == (int)j) kv_runner_free(&runners[j]);
+    kv_vk_close(dev);
+    if (!st && kv_vk_validation_errors())
+        st = kv_error(KV_EDEVICE, "the validation layer reported %u errors", kv_vk_validation_errors());
+    int code = st ? (int)st : kv_report_exit_code(&report);
+    if (!st && regress && code == 0) code = 1;
+    if (st) fprintf(stderr, "kverify: %s\n", kv_error_msg());
+    kv_report_free(&report);
+    cJSON_Delete(base);
+    free(runners), free(runner_of), free(ready), free(runner_err), free(runner_msg);
+    return code;
+}

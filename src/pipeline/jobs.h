@@ -1,0 +1,63 @@
+/* Jobs: what `kverify KERNEL`, `kverify run SUITE` and `kverify mutate`
+ * share. A job is one kernel with its options and built cases; kv_run_jobs
+ * runs a list of them on one device, with pipelines made once per kernel,
+ * prints the table and writes the reports. */
+#ifndef KV_JOBS_H
+#define KV_JOBS_H
+
+#include <regex.h>
+
+#include "formats/source.h"
+#include "pipeline/run.h"
+
+/* Report and run-wide options. */
+struct kv_outputs {
+    const char *json, *junit, *markdown, *baseline, *device;
+    double regress_factor; /* default 2 */
+    int verbose;
+};
+
+struct kopts {
+    struct kv_run_opts run;
+    struct kv_outputs out;
+    uint64_t seed, seeds, range_lo;
+    int seeds_given, seed_from_range, seed_given, sweep, no_device;
+    int stress; /* --stress 1, --no-stress -1, else 0 (on with --sweep) */
+    const char *inputs;
+    const char *set[KV_MAX_PARAMS];
+    const char *candidate[2 * KV_MAX_TENSORS];
+    int n_candidates;
+};
+
+struct kv_job {
+    const struct kv_kernel *k;
+    struct kopts o;
+    struct kv_given given;
+    struct kv_case *cases;
+    size_t n_cases;
+    int need_device;
+    /* A suite entry that could not be built becomes one error row. */
+    const char *label;
+    enum kv_status error;
+    char error_msg[512];
+    /* A suite entry's argument strings, which the options point into. */
+    char **argv;
+    int argc;
+};
+
+/* Which cases run: those whose name matches filter (NULL: all), then every
+ * shard_n-th of them starting at shard_i (1-based). */
+struct kv_select {
+    const regex_t *filter;
+    int shard_i, shard_n;
+};
+
+void kv_kopts_init(struct kopts *o);
+/* Read the job's files and build its cases. */
+enum kv_status kv_job_build(struct kv_job *j);
+void kv_job_free(struct kv_job *j);
+/* Run the selected cases of every job, print the table, write the reports,
+ * compare with the baseline; returns the exit code. */
+int kv_run_jobs(struct kv_job *jobs, size_t n, const struct kv_outputs *out, const struct kv_select *sel);
+
+#endif

@@ -1,0 +1,305 @@
+#include "pipeline/plan.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+
+/* Whether a stage reads a tensor that another stage produces. */
+int kv_consumes_intermediate(const struct kv_kernel *k, int s)
+{
+    const struct kv_stage_def *sd = &k->stages[s];
+    for (int b = 0; b < sd->n_bindings; b++) {
+        const struct kv_tensor_def *td = &k->tensors[sd->bindings[b]];
+        if (td->role == KV_OUTPUT && td->stage != s) return 1;
+    }
+    return 0;
+}
+
+int kv_is_intermediate(const struct kv_case *c, int t)
+{
+    const struct kv_kernel *k = c->k;
+    if (k->tensors[t].role != KV_OUTPUT || !kv_tensor_on(c, t)) return 0;
+    for (int s = 0; s < k->n_stages; s++)
+        if (kv_stage_on(c, s) && s != k->tensors[t].stage)
+            for (int b = 0; b < k->stages[s].n_bindings; b++)
+                if (k->stages[s].bindings[b] == t) return 1;
+    return 0;
+}
+
+static size_t round4(size_t n) { return (n + 3) & ~(size_t)3; }
+
+size_t kv_poison_bytes(size_t bytes)
+{
+    size_t n = round4(bytes);
+    return n < KV_GUARD_BYTES ? KV_GUARD_BYTES : n > KV_POISON_MAX ? KV_POISON_MAX : n;
+}
+
+size_t kv_bound_bytes(const struct kv_tensor_def *td, size_t bytes)
+{
+    return round4(bytes) + (td->role == KV_OUTPUT ? KV_GUARD_BYTES : kv_poison_bytes(bytes));
+}
+
+void kv_plan_free(struct kv_vk_device *d, struct kv_plan *p)
+{
+    for (int t = 0; t < KV_MAX_TENSORS; t++) {
+        kv_vk_buffer_destroy(d, &p->dev[t]);
+        kv_vk_buffer_destroy(d, &p->iso[t]);
+        kv_vk_buffer_destroy(d, &p->chain[t]);
+        kv_tensor_free(&p->iso_host[t]);
+        free(p->chained[t]);
+    }
+    kv_vk_buffer_destroy(d, &p->up);
+    kv_vk_buffer_destroy(d, &p->down);
+}
+
+enum kv_status kv_plan_make(struct kv_vk_device *d, const struct kv_kernel *k, struct kv_case *c,
+                                const int *chain_stage, struct kv_plan *p)
+{
+    enum kv_status st = KV_OK;
+    size_t up = 0, down = 0;
+    for (int t = 0; t < k->n_tensors; t++)
+        if (k->tensors[t].role == KV_OUTPUT && chain_stage[k->tensors[t].stage]) p->has_chain[t] = 1;
+    for (int t = 0; t < k->n_tensors; t++) {
+        size_t bytes = kv_tensor_bytes(&c->t[t]);
+        if (!kv_tensor_on(c, t)) continue;
+        if (k->tensors[t].role == KV_INPUT) {
+            /* The bound range covers a poisoned tail (NaN words), so that a
+             * shader reading past an input's end (a masking bug) reads NaN on
+             * every device instead of the zeros of robust access; as much
+             * again unbound beyond it, so that a further read cannot fault. */
+            size_t tail = kv_poison_bytes(bytes);
+            KV_TRY(kv_vk_buffer_create(d, round4(bytes) + 2 * tail, KV_MEM_DEVICE, &p->dev[t]));
+            p->up_off[0][t] = up;
+            up += round4(bytes);
+            continue;
+        }
+        size_t padded = round4(bytes) + KV_GUARD_BYTES;
+        KV_TRY(kv_vk_buffer_create(d, padded, KV_MEM_DEVICE, &p->dev[t]));
+        p->down_off[0][t] = down;
+        down += padded;
+        if (kv_is_intermediate(c, t)) {
+            struct kv_tensor *h = &p->iso_host[t];
+            KV_TRY(kv_tensor_alloc(h, k->tensors[t].name, c->t[t].dtype, c->t[t].ndim, c->t[t].shape));
+            for (size_t i = 0; i < h->count; i++) kv_store_f64(h->dtype, h->data, i, c->y[t][i]);
+            KV_TRY(kv_vk_buffer_create(d, round4(bytes) + 2 * kv_poison_bytes(bytes), KV_MEM_DEVICE, &p->iso[t]));
+            p->up_off[1][t] = up;
+            up += round4(bytes);
+        }
+        if (p->has_chain[t]) {
+            KV_TRY(kv_vk_buffer_create(d, padded, KV_MEM_DEVICE, &p->chain[t]));
+            p->chained[t] = malloc(bytes ? bytes : 1);
+            KV_CHECK(p->chained[t], KV_EDEVICE, "out of host memory");
+            p->down_off[1][t] = down;
+            down += padded;
+        }
+    }
+    KV_TRY(kv_vk_buffer_create(d, up ? up : 4, KV_MEM_UPLOAD, &p->up));
+    KV_TRY(kv_vk_buffer_create(d, down ? down : 4, KV_MEM_READBACK, &p->down));
+    for (int t = 0; t < k->n_tensors; t++) {
+        if (!kv_tensor_on(c, t)) continue;
+        if (k->tensors[t].role == KV_INPUT)
+            memcpy((char *)p->up.map + p->up_off[0][t], c->t[t].data, kv_tensor_bytes(&c->t[t]));
+        else if (p->iso[t].buf)
+            memcpy((char *)p->up.map + p->up_off[1][t], p->iso_host[t].data, kv_tensor_bytes(&c->t[t]));
+    }
+    KV_TRY(kv_vk_buffer_flush(d, &p->up));
+cleanup:
+    return st;
+}
+
+static struct kv_vk_range whole(const struct kv_vk_buffer *b, size_t size)
+{
+    return (struct kv_vk_range){b, 0, size};
+}
+
+/* The bindings of stage s: pass 0 reads the oracle's rounded intermediates
+ * (stage isolation), pass 1 the device's own and writes the chained copies. */
+static void stage_bindings(const struct kv_kernel *k, struct kv_case *c, struct kv_plan *p, int s, int pass,
+                           struct kv_vk_range *bind)
+{
+    const struct kv_stage_def *sd = &k->stages[s];
+    for (int i = 0; i < sd->n_bindings; i++) {
+        int t = sd->bindings[i];
+        size_t bytes = kv_tensor_bytes(&c->t[t]);
+        const struct kv_tensor_def *td = &k->tensors[t];
+        const struct kv_vk_buffer *buf = &p->dev[t];
+        if (td->role == KV_OUTPUT && td->stage != s) buf = pass == 0 ? &p->iso[t] : &p->dev[t];
+        else if (td->role == KV_OUTPUT && pass == 1) buf = &p->chain[t];
+        /* Whole words (f16 and u8 tensors are read as packed uints), and the
+         * guard words or poisoned tail after them (kv_bound_bytes). */
+        bind[i] = whole(buf, kv_bound_bytes(td, bytes));
+    }
+}
+
+/* Record and run every stage once: isolated stages, then chained reruns. */
+/* The group-count limits a stage's launch rule sees: the device's, or at
+ * most cap workgroups in all (cap 0: none). */
+static void group_limits(const struct kv_runner *r, int s, uint32_t cap, uint32_t max[3])
+{
+    memcpy(max, r->d->info.max_groups, 3 * sizeof *max);
+    if (cap && !r->k->stages[s].fixed_grid) {
+        max[0] = cap < max[0] ? cap : max[0];
+        max[1] = max[2] = 1;
+    }
+}
+
+enum kv_status kv_plan_run(struct kv_runner *r, struct kv_case *c, struct kv_plan *p, const int *run_stage,
+                           const int *chain_stage, uint32_t cap, int reversed, double *stage_ms, double *upload_ms,
+                           double *download_ms)
+{
+    enum kv_status st = KV_OK;
+    const struct kv_kernel *k = r->k;
+    struct kv_vk_device *d = r->d;
+    struct kv_vk_batch b;
+    int n_disp = 2 * k->n_stages;
+    KV_TRY(kv_vk_batch_begin(d, (uint32_t)n_disp, (uint32_t)n_disp + 4, &b));
+    int t_start = kv_vk_batch_stamp(&b);
+    for (int t = 0; t < k->n_tensors; t++) {
+        size_t bytes = kv_tensor_bytes(&c->t[t]);
+        if (!kv_tensor_on(c, t)) continue;
+        if (k->tensors[t].role == KV_INPUT) {
+            kv_vk_batch_copy(&b, (struct kv_vk_range){&p->up, p->up_off[0][t], bytes}, whole(&p->dev[t], bytes));
+            kv_vk_batch_fill(&b, (struct kv_vk_range){&p->dev[t], round4(bytes), p->dev[t].size - round4(bytes)},
+                             KV_POISON);
+            continue;
+        }
+        kv_vk_batch_fill(&b, whole(&p->dev[t], p->dev[t].size), KV_SENTINEL);
+        if (p->chain[t].buf) kv_vk_batch_fill(&b, whole(&p->chain[t], p->chain[t].size), KV_SENTINEL);
+        if (p->iso[t].buf) {
+            kv_vk_batch_fill(&b, (struct kv_vk_range){&p->iso[t], round4(bytes), p->iso[t].size - round4(bytes)},
+                             KV_POISON);
+            kv_vk_batch_copy(&b, (struct kv_vk_range){&p->up, p->up_off[1][t], bytes}, whole(&p->iso[t], bytes));
+        }
+    }
+    kv_vk_batch_barrier(&b, KV_BARRIER_TRANSFER_TO_COMPUTE);
+    int t_prev = kv_vk_batch_stamp(&b), t_uploaded = t_prev;
+    int stamp_before[KV_MAX_STAGES], stamp_after[KV_MAX_STAGES];
+    for (int pass = 0; pass < 2; pass++) {
+        for (int s = 0; s < k->n_stages; s++) {
+            const struct kv_stage_def *sd = &k->stages[s];
+            if (!run_stage[s] || (pass == 1 && !chain_stage[s])) continue;
+            struct kv_vk_range bind[KV_VK_MAX_BINDINGS];
+            stage_bindings(k, c, p, s, pass, bind);
+            unsigned char push[256] = {0};
+            uint32_t groups[3];
+            uint32_t max[3];
+            group_limits(r, s, cap, max);
+            sd->launch(c, r->local[s], max, push, groups);
+            KV_TRY(kv_vk_batch_dispatch(&b, reversed && r->rev[s].pipeline ? &r->rev[s] : &r->pipe[s], bind, push,
+                                        groups));
+            kv_vk_batch_barrier(&b, KV_BARRIER_COMPUTE_TO_COMPUTE);
+            if (pass == 0) stamp_before[s] = t_prev;
+            t_prev = kv_vk_batch_stamp(&b);
+            if (pass == 0) stamp_after[s] = t_prev;
+        }
+    }
+    int t_computed = t_prev;
+    kv_vk_batch_barrier(&b, KV_BARRIER_COMPUTE_TO_TRANSFER);
+    for (int t = 0; t < k->n_tensors; t++) {
+        if (k->tensors[t].role != KV_OUTPUT || !kv_tensor_on(c, t)) continue;
+        kv_vk_batch_copy(&b, whole(&p->dev[t], p->dev[t].size),
+                         (struct kv_vk_range){&p->down, p->down_off[0][t], p->dev[t].size});
+        if (p->chain[t].buf)
+            kv_vk_batch_copy(&b, whole(&p->chain[t], p->chain[t].size),
+                             (struct kv_vk_range){&p->down, p->down_off[1][t], p->chain[t].size});
+    }
+    kv_vk_batch_barrier(&b, KV_BARRIER_TRANSFER_TO_HOST);
+    int t_end = kv_vk_batch_stamp(&b);
+    KV_TRY(kv_vk_batch_submit(&b));
+    KV_TRY(kv_vk_buffer_invalidate(d, &p->down));
+    for (int s = 0; s < k->n_stages; s++)
+        stage_ms[s] = run_stage[s] ? kv_vk_batch_ms(&b, stamp_before[s], stamp_after[s]) : 0;
+    *upload_ms = kv_vk_batch_ms(&b, t_start, t_uploaded);
+    *download_ms = kv_vk_batch_ms(&b, t_computed, t_end);
+cleanup:
+    kv_vk_batch_destroy(&b);
+    return st;
+}
+
+/* Stage s dispatched `runs` times between barriers in one submission; with
+ * stamps non-NULL, a timestamp before the first and after each. */
+static enum kv_status bench_batch(struct kv_runner *r, struct kv_case *c, struct kv_plan *p, int s, int runs,
+                                  uint32_t cap, struct kv_vk_batch *b, int *stamps)
+{
+    enum kv_status st = KV_OK;
+    const struct kv_kernel *k = r->k;
+    KV_TRY(kv_vk_batch_begin(r->d, (uint32_t)runs, stamps ? (uint32_t)runs + 2 : 0, b));
+    struct kv_vk_range bind[KV_VK_MAX_BINDINGS];
+    stage_bindings(k, c, p, s, 0, bind);
+    unsigned char push[256] = {0};
+    uint32_t groups[3], max[3];
+    group_limits(r, s, cap, max);
+    k->stages[s].launch(c, r->local[s], max, push, groups);
+    if (stamps) stamps[0] = kv_vk_batch_stamp(b);
+    for (int i = 0; i < runs; i++) {
+        KV_TRY(kv_vk_batch_dispatch(b, &r->pipe[s], bind, push, groups));
+        kv_vk_batch_barrier(b, KV_BARRIER_COMPUTE_TO_COMPUTE);
+        if (stamps) stamps[i + 1] = kv_vk_batch_stamp(b);
+    }
+    st = kv_vk_batch_submit(b);
+cleanup:
+    return st;
+}
+
+enum kv_status kv_plan_bench(struct kv_runner *r, struct kv_case *c, struct kv_plan *p, const int *run_stage, int n,
+                             double warmup_s, uint32_t cap, double *min_ms, double *median_ms)
+{
+    enum kv_status st = KV_OK;
+    const struct kv_kernel *k = r->k;
+    enum { WARMUP = 3 };
+    double *t = malloc((size_t)n * sizeof *t);
+    KV_CHECK(t, KV_EDEVICE, "out of host memory for --bench");
+    /* Batches of the first stage until the device has been busy warmup_s
+     * seconds: each batch twice the last (at most 256 dispatches), or what
+     * the time left needs at the rate seen so far, if fewer. */
+    int first = 0;
+    while (first < k->n_stages && !run_stage[first]) first++;
+    double t0 = kv_now_ms(), done = 0;
+    for (int runs = 1; first < k->n_stages && kv_now_ms() - t0 < warmup_s * 1e3;) {
+        struct kv_vk_batch b;
+        st = bench_batch(r, c, p, first, runs, cap, &b, NULL);
+        kv_vk_batch_destroy(&b);
+        if (st) goto cleanup;
+        done += runs;
+        const double el = kv_now_ms() - t0, need = ceil((warmup_s * 1e3 - el) * done / el);
+        runs = need < 2 * runs ? (need < 1 ? 1 : (int)need) : (2 * runs < 256 ? 2 * runs : 256);
+    }
+    for (int s = 0; s < k->n_stages; s++) {
+        min_ms[s] = median_ms[s] = 0;
+        if (!run_stage[s]) continue;
+        struct kv_vk_batch b;
+        int stamps[1024 + WARMUP + 2];
+        st = bench_batch(r, c, p, s, n + WARMUP, cap, &b, stamps);
+        for (int i = 0; !st && i < n; i++) t[i] = kv_vk_batch_ms(&b, stamps[WARMUP + i], stamps[WARMUP + i + 1]);
+        kv_vk_batch_destroy(&b);
+        if (st) goto cleanup;
+        median_ms[s] = kv_quantile(t, (size_t)n, 0.5);
+        min_ms[s] = kv_quantile(t, (size_t)n, 0.0);
+    }
+cleanup:
+    free(t);
+    return st;
+}
+
+/* Guard words start after the last whole word of the output. The bytes of
+ * that word past the last element may be written only as zero (a packed
+ * 16-bit or 8-bit output writes its last word whole, the unused part zero);
+ * anything else there is a write past the end too, the nearest. */
+size_t kv_guard_check(const void *base, size_t bytes, size_t padded, size_t *furthest)
+{
+    const unsigned char *b = base;
+    uint32_t want = KV_SENTINEL;
+    size_t bad = 0, whole = round4(bytes);
+    *furthest = 0;
+    for (size_t i = bytes; i < whole; i++)
+        if (b[i] != 0 && b[i] != ((const unsigned char *)&want)[i % 4]) {
+            bad = 1, *furthest = 1;
+            break;
+        }
+    for (size_t w = 0; w < (padded - whole) / 4; w++)
+        if (memcmp(b + whole + 4 * w, &want, 4) != 0) bad++, *furthest = w + 1;
+    return bad;
+}
+

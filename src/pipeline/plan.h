@@ -1,0 +1,69 @@
+/* The device side of one case: a buffer for every tensor (inputs, outputs,
+ * the oracle's rounded intermediates for stage isolation, chained outputs),
+ * staging, and one command buffer that uploads, fills outputs with a NaN
+ * sentinel and guard words, runs the stages and downloads. */
+#ifndef KV_PLAN_H
+#define KV_PLAN_H
+
+#include "pipeline/runner.h"
+
+/* Unwritten outputs read as NaN in f32, f16 and bf16 alike; the guard words
+ * after each output keep the same pattern unless something writes past the end. */
+#define KV_SENTINEL 0x7FC17FC1u
+/* The poison of input tails: another NaN, so that a value computed from a
+ * read past an input's end and written past an output's end (a loop bound
+ * off by one on both) does not write the guard's own pattern back. NaN in
+ * f32, f16 and bf16; as u8 codes 0xD3 and 0x7F, which no quantization below
+ * 7 bits makes. */
+#define KV_POISON 0x7FD37FD3u
+#define KV_GUARD_BYTES 64
+/* Inputs (and the oracle's intermediates fed to later stages) are followed by
+ * a poisoned tail of NaN words as long as the tensor, between 64 bytes and
+ * 64 KiB: a read past the end of one reaches an output as NaN. */
+#define KV_POISON_MAX ((size_t)64 << 10)
+
+/* Device-side state of one case. */
+struct kv_plan {
+    struct kv_vk_buffer dev[KV_MAX_TENSORS];   /* inputs; outputs as their stage writes them */
+    struct kv_vk_buffer iso[KV_MAX_TENSORS];   /* oracle-rounded intermediates */
+    struct kv_vk_buffer chain[KV_MAX_TENSORS]; /* outputs of stages fed device intermediates */
+    struct kv_vk_buffer up, down;
+    size_t up_off[2][KV_MAX_TENSORS];          /* [0] dev inputs, [1] iso */
+    size_t down_off[2][KV_MAX_TENSORS];        /* [0] dev outputs, [1] chain */
+    struct kv_tensor iso_host[KV_MAX_TENSORS];
+    void *chained[KV_MAX_TENSORS];             /* host copies of chain outputs */
+    int has_chain[KV_MAX_TENSORS];
+    size_t nondet[KV_MAX_TENSORS][2];          /* elements that differed between repeats */
+};
+
+/* Whether stage s reads an output of another stage; whether output t feeds
+ * another active stage. */
+int kv_consumes_intermediate(const struct kv_kernel *k, int s);
+int kv_is_intermediate(const struct kv_case *c, int t);
+/* Buffers for case c; chain_stage[s] marks stages rerun on device intermediates. */
+enum kv_status kv_plan_make(struct kv_vk_device *d, const struct kv_kernel *k, struct kv_case *c,
+                            const int *chain_stage, struct kv_plan *p);
+/* Record and run the stages once, each dispatch capped at cap workgroups
+ * (0: none), on the reversed pipelines where reversed and the runner has
+ * them; times per isolated stage, upload, download. */
+enum kv_status kv_plan_run(struct kv_runner *r, struct kv_case *c, struct kv_plan *p, const int *run_stage,
+                           const int *chain_stage, uint32_t cap, int reversed, double *stage_ms, double *upload_ms,
+                           double *download_ms);
+/* --bench: keep the device busy with the first stage for warmup_s seconds
+ * (a GPU leaves its idle clocks only under sustained load), then run each
+ * stage in run_stage 3 times untimed and n times timed back to back (each
+ * between barriers, on the isolated inputs), and give each stage's fastest
+ * and median time. */
+enum kv_status kv_plan_bench(struct kv_runner *r, struct kv_case *c, struct kv_plan *p, const int *run_stage, int n,
+                             double warmup_s, uint32_t cap, double *min_ms, double *median_ms);
+/* The poisoned tail of an input of `bytes`. */
+size_t kv_poison_bytes(size_t bytes);
+/* The range a stage's binding of tensor td sees: its whole words, then the
+ * guard words of an output or the poisoned tail of an input (list --abi). */
+size_t kv_bound_bytes(const struct kv_tensor_def *td, size_t bytes);
+/* Guard words changed after an output of `bytes` in a buffer of `padded`;
+ * *furthest: how far past the end the furthest changed word lies, in words. */
+size_t kv_guard_check(const void *base, size_t bytes, size_t padded, size_t *furthest);
+void kv_plan_free(struct kv_vk_device *d, struct kv_plan *p);
+
+#endif

@@ -1,0 +1,530 @@
+#include "pipeline/run.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/clock.h"
+#include "core/rng.h"
+#include "formats/save.h"
+#include "pipeline/plan.h"
+#include "spirv/shader.h"
+#include "spirv/spirv.h"
+
+enum kv_status kv_case_check(struct kv_case *c, const struct kv_vk_info *dev)
+{
+    const struct kv_kernel *k = c->k;
+    enum kv_status st = kv_case_shapes(c);
+    if (st) return st;
+    for (int t = 0; t < k->n_tensors; t++) {
+        size_t n;
+        if (!kv_tensor_on(c, t)) continue;
+        st = kv_shape_count(k->tensors[t].name, c->t[t].dtype, c->t[t].ndim, c->t[t].shape, &n);
+        if (st) return st;
+        size_t bytes = n * kv_dtype_info(c->t[t].dtype)->size;
+        if (dev && bytes > dev->max_storage_range)
+            return kv_error(KV_EUSAGE, "%s: tensor %s needs %zu bytes, more than this device's "
+                            "maxStorageBufferRange (%llu bytes)", c->name, k->tensors[t].name, bytes,
+                            (unsigned long long)dev->max_storage_range);
+    }
+    return KV_OK;
+}
+
+static size_t count_diff(const void *a, const void *b, size_t n, size_t esize)
+{
+    size_t diff = 0;
+    for (size_t i = 0; i < n; i++)
+        if (memcmp((const char *)a + i * esize, (const char *)b + i * esize, esize) != 0) diff++;
+    return diff;
+}
+
+static void fill_params(const struct kv_case *c, struct kv_case_result *res)
+{
+    snprintf(res->name, sizeof res->name, "%s", c->name);
+    res->kernel = c->k->name;
+    res->seed = c->seed;
+    res->n_params = c->k->n_params;
+    for (int i = 0; i < c->k->n_params; i++) {
+        snprintf(res->pname[i], sizeof res->pname[i], "%s", c->k->params[i].name);
+        kv_param_str(c, i, res->pval[i], sizeof res->pval[i]);
+        res->pnumeric[i] = c->k->params[i].type != KV_PARAM_CHOICE;
+    }
+    if (c->inputs) snprintf(res->inputs, sizeof res->inputs, "%s", c->inputs);
+    res->n_stages = c->k->n_stages;
+    for (int s = 0; s < c->k->n_stages; s++) res->stage_name[s] = c->k->stages[s].name;
+}
+
+static int cmp_size(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The sample of output t: its whole last row and last column (and first
+ * ones), rows and columns on 16-element tile boundaries, and n random
+ * elements, a third of them on boundaries. Deterministic in the seed. */
+static enum kv_status make_sample(struct kv_case *c, int t, int64_t n)
+{
+    const struct kv_tensor *x = &c->t[t];
+    size_t cols = x->ndim >= 2 ? (size_t)x->shape[x->ndim - 1] : x->count, rows = x->count / cols;
+    size_t cap = 2 * rows + 2 * cols + (size_t)n + 2, k = 0;
+    size_t *idx = malloc(cap * sizeof *idx);
+    if (!idx) return kv_error(KV_EDEVICE, "out of host memory for the sample");
+    for (size_t j = 0; j < cols; j++) idx[k++] = (rows - 1) * cols + j, idx[k++] = j;
+    for (size_t i = 0; i < rows; i++) idx[k++] = i * cols + cols - 1, idx[k++] = i * cols;
+    for (int64_t s = 0; s < n; s++) {
+        size_t pick[2];
+        size_t ext[2] = {rows, cols};
+        for (int d = 0; d < 2; d++) {
+            double u = kv_rng_uniform(c->seed ^ 0x5a3c9e17u, 1000u + (uint32_t)(2 * t + d), (uint64_t)s);
+            size_t v = (size_t)(u * (double)ext[d]);
+            if (s % 3 == 0 && ext[d] > 16) v = (v / 16) * 16 + ((s / 3) % 2 ? 15 : 0); /* a tile edge */
+            pick[d] = v < ext[d] ? v : ext[d] - 1;
+        }
+        idx[k++] = pick[0] * cols + pick[1];
+    }
+    qsort(idx, k, sizeof *idx, cmp_size);
+    size_t u = 0;
+    for (size_t i = 0; i < k; i++)
+        if (u == 0 || idx[i] != idx[u - 1]) idx[u++] = idx[i];
+    c->sample[t] = idx;
+    c->n_sample[t] = u;
+    return KV_OK;
+}
+
+/* The oracle one output is judged against: values, scales, bound, the
+ * per-element allowances, name. */
+struct oracle_ref {
+    const double *y, *S;
+    struct kv_bound bound;
+    struct kv_allow allow;
+    const char *name; /* "spec" or "exact" */
+};
+
+/* Gather src[idx[i]] (elements of es bytes) into a new array; NULL src: NULL. */
+static void *gather(const void *src, const size_t *idx, size_t n, size_t es, int *oom)
+{
+    if (!src) return NULL;
+    char *d = malloc(n * es + 1);
+    if (!d) {
+        *oom = 1;
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) memcpy(d + i * es, (const char *)src + idx[i] * es, es);
+    return d;
+}
+
+/* Compare data (output t, from `source`) against ref and append a row named
+ * <output><suffix>. chained adds the allowance for device intermediates. */
+static enum kv_status compare_one(struct kv_case *c, int t, const struct oracle_ref *ref, const void *data,
+                                  const char *suffix, int chained, const char *source, size_t guard_bad,
+                                  size_t nondet, const struct kv_run_opts *o, struct kv_case_result *res)
+{
+    const struct kv_kernel *k = c->k;
+    struct kv_output_result *out = &res->out[res->n_outputs++];
+    snprintf(out->name, sizeof out->name, "%s%s", k->tensors[t].name, suffix);
+    out->source = source;
+    out->stage = k->stages[k->tensors[t].stage].name;
+    out->chained = chained;
+    out->dtype = c->t[t].dtype;
+    out->ndim = c->t[t].ndim;
+    memcpy(out->shape, c->t[t].shape, sizeof out->shape);
+    out->oracle = ref->name;
+    out->judged = 1;
+    out->guard_bad = guard_bad;
+    out->nondet = nondet;
+    struct kv_bound bound = ref->bound;
+    if (chained) bound.k_op += c->k_chain[t];
+    out->total = c->t[t].count;
+    enum kv_status st;
+    if (c->sample[t]) {
+        /* Gather the sampled elements, compare them, map the worst back. */
+        size_t n = c->n_sample[t], es = kv_dtype_info(c->t[t].dtype)->size;
+        const size_t *idx = c->sample[t];
+        int oom = 0;
+        char *cand = gather(data, idx, n, es, &oom);
+        double *y = gather(ref->y, idx, n, sizeof *y, &oom), *S = gather(ref->S, idx, n, sizeof *S, &oom);
+        struct kv_allow a = {gather(ref->allow.slack, idx, n, sizeof(double), &oom),
+                             gather(ref->allow.tie, idx, n, sizeof(int16_t), &oom),
+                             gather(ref->allow.flush, idx, n, sizeof(int16_t), &oom)};
+        if (oom) st = kv_error(KV_EDEVICE, "out of host memory comparing a sample");
+        else {
+            st = kv_compare(c->t[t].dtype, cand, y, S, n, &bound, &a, &o->crit, &out->m);
+            if (!st && out->m.has_worst) out->m.worst_index = idx[out->m.worst_index];
+        }
+        free(cand), free(y), free(S);
+        free((void *)a.slack), free((void *)a.tie), free((void *)a.flush);
+    } else {
+        st = kv_compare(c->t[t].dtype, data, ref->y, ref->S, c->t[t].count, &bound, &ref->allow, &o->crit,
+                        &out->m);
+    }
+    if (st) return st;
+    if (!out->m.integer && ref->allow.slack) out->m.ambiguous = c->ambiguous[t];
+    if (out->m.has_worst) kv_tensor_unravel(&c->t[t], out->m.worst_index, out->worst_idx);
+    out->pass = out->m.pass && guard_bad == 0 && nondet == 0;
+    return KV_OK;
+}
+
+/* One case on its way through the pipeline: what runs, the device's first
+ * download of each output ([0] isolated, [1] chained), and the verdict so far. */
+struct case_run {
+    struct kv_runner *r;
+    struct kv_case *c;
+    const struct kv_run_opts *o;
+    struct kv_case_result *res;
+    struct kv_plan p;
+    void *first[KV_MAX_TENSORS][2];
+    int run_stage[KV_MAX_STAGES], chain_stage[KV_MAX_STAGES];
+    int ran[KV_MAX_TENSORS]; /* outputs the device wrote (kv_save_case) */
+    int any_stage, all_inputs_given, all_pass;
+};
+
+/* The spec (or, with --oracle exact, the exact) oracle of output t; chained:
+ * with the allowance for intermediates computed by the device or another backend. */
+static struct oracle_ref judging_ref(const struct case_run *x, int t, int chained)
+{
+    const struct kv_case *c = x->c;
+    struct oracle_ref ref = {c->y[t], c->S[t], c->bound[t], {c->slack[t], c->tie[t], c->flush[t]},
+                             x->o->oracle == KV_ORACLE_EXACT ? "exact" : "spec"};
+    if (chained && c->slack_chain[t]) ref.allow.slack = c->slack_chain[t];
+    return ref;
+}
+
+/* Append a row and fold its verdict into the case's. */
+static enum kv_status judge(struct case_run *x, int t, const struct oracle_ref *ref, const void *data,
+                            const char *suffix, int chained, const char *source, size_t guard_bad, size_t nondet)
+{
+    KV_TRY_RET(compare_one(x->c, t, ref, data, suffix, chained, source, guard_bad, nondet, x->o, x->res));
+    x->all_pass = x->all_pass && x->res->out[x->res->n_outputs - 1].pass;
+    return KV_OK;
+}
+
+/* A stage runs unless every output it writes has a candidate; a stage fed
+ * intermediates reruns on the device's own only where their producers ran. */
+static enum kv_status choose_stages(struct case_run *x)
+{
+    enum kv_status st = KV_OK;
+    const struct kv_kernel *k = x->c->k;
+    x->all_inputs_given = 1;
+    for (int t = 0; t < k->n_tensors; t++) {
+        if (!kv_tensor_on(x->c, t)) continue;
+        if (k->tensors[t].role == KV_OUTPUT && !x->c->given[t]) x->run_stage[k->tensors[t].stage] = x->r->d != NULL;
+        if (k->tensors[t].role == KV_INPUT && !x->c->given[t]) x->all_inputs_given = 0;
+    }
+    for (int s = 0; s < k->n_stages; s++) {
+        x->any_stage |= x->run_stage[s];
+        x->chain_stage[s] = x->run_stage[s] && kv_consumes_intermediate(k, s);
+        for (int b = 0; x->chain_stage[s] && b < k->stages[s].n_bindings; b++) {
+            const struct kv_tensor_def *td = &k->tensors[k->stages[s].bindings[b]];
+            if (td->role == KV_OUTPUT && td->stage != s && !x->run_stage[td->stage]) x->chain_stage[s] = 0;
+        }
+    }
+    for (int s = 0; s < k->n_stages; s++)
+        KV_CHECK(!x->run_stage[s] || !x->r->missing[s][0], KV_ENODEV, "%s", x->r->missing[s]);
+cleanup:
+    return st;
+}
+
+/* Generated inputs, then the given ones over them; the sampled elements. */
+static enum kv_status make_inputs(struct case_run *x)
+{
+    enum kv_status st = KV_OK;
+    struct kv_case *c = x->c;
+    const struct kv_kernel *k = c->k;
+    KV_TRY(kv_case_alloc(c));
+    if (!x->all_inputs_given) KV_TRY(k->inputs(c));
+    for (int t = 0; x->o->sample > 0 && t < k->n_tensors; t++)
+        if (k->tensors[t].role == KV_OUTPUT && kv_tensor_on(c, t) && !kv_is_intermediate(c, t) &&
+            (size_t)x->o->sample < c->t[t].count)
+            KV_TRY(make_sample(c, t, x->o->sample));
+    for (int t = 0; t < k->n_tensors; t++)
+        if (k->tensors[t].role == KV_INPUT && c->given[t] && kv_tensor_on(c, t))
+            memcpy(c->t[t].data, c->given[t]->data, kv_tensor_bytes(&c->t[t]));
+cleanup:
+    return st;
+}
+
+/* With --oracle both, the exact oracle first, set aside; then the oracle that
+ * judges and feeds the stages their rounded intermediates. */
+static enum kv_status run_oracles(struct case_run *x)
+{
+    enum kv_status st = KV_OK;
+    struct kv_case *c = x->c;
+    const struct kv_kernel *k = c->k;
+    if (x->o->oracle == KV_ORACLE_BOTH) {
+        c->exact = 1;
+        KV_TRY(k->oracle(c));
+        for (int t = 0; t < k->n_tensors; t++) {
+            if (k->tensors[t].role != KV_OUTPUT || !kv_tensor_on(c, t)) continue;
+            c->y_exact[t] = c->y[t], c->S_exact[t] = c->S[t], c->bound_exact[t] = c->bound[t];
+            c->y[t] = calloc(c->t[t].count, sizeof(double));
+            c->S[t] = calloc(c->t[t].count, sizeof(double));
+            KV_CHECK(c->y[t] && c->S[t], KV_EDEVICE, "out of host memory for the oracle of %s", k->tensors[t].name);
+        }
+    }
+    c->exact = x->o->oracle == KV_ORACLE_EXACT;
+    KV_TRY(k->oracle(c));
+cleanup:
+    return st;
+}
+
+/* Keep run 0's download of every output; count later runs' differing elements. */
+static enum kv_status keep_downloads(struct case_run *x, int rep)
+{
+    enum kv_status st = KV_OK;
+    struct kv_case *c = x->c;
+    struct kv_plan *p = &x->p;
+    for (int t = 0; t < c->k->n_tensors; t++) {
+        if (c->k->tensors[t].role != KV_OUTPUT || !kv_tensor_on(c, t) || !x->run_stage[c->k->tensors[t].stage])
+            continue;
+        for (int ch = 0; ch < 2; ch++) {
+            if (ch == 1 && !p->has_chain[t]) continue;
+            const char *src = (const char *)p->down.map + p->down_off[ch][t];
+            size_t padded = ch ? p->chain[t].size : p->dev[t].size;
+            if (rep == 0) {
+                x->first[t][ch] = malloc(padded);
+                KV_CHECK(x->first[t][ch], KV_EDEVICE, "out of host memory");
+                memcpy(x->first[t][ch], src, padded);
+            } else {
+                p->nondet[t][ch] += count_diff(x->first[t][ch], src, c->t[t].count, kv_dtype_info(c->t[t].dtype)->size);
+            }
+        }
+    }
+cleanup:
+    return st;
+}
+
+/* --bench: each running stage's fastest and median time, bytes and flops. */
+static enum kv_status bench_stages(struct case_run *x)
+{
+    enum kv_status st = KV_OK;
+    struct kv_case *c = x->c;
+    const struct kv_kernel *k = c->k;
+    struct kv_case_result *res = x->res;
+    double mn[KV_MAX_STAGES], md[KV_MAX_STAGES];
+    KV_TRY(kv_plan_bench(x->r, c, &x->p, x->run_stage, x->o->bench, x->o->bench_warmup_s, x->o->max_groups, mn, md));
+    res->bench_runs = x->o->bench;
+    res->bench_warmup_s = x->o->bench_warmup_s;
+    for (int s = 0; s < k->n_stages; s++) {
+        if (!x->run_stage[s]) continue;
+        const struct kv_stage_def *sd = &k->stages[s];
+        double bytes = 0;
+        for (int i = 0; i < sd->n_bindings; i++) {
+            int dup = 0;
+            for (int j = 0; j < i; j++) dup |= sd->bindings[j] == sd->bindings[i];
+            if (!dup) bytes += (double)kv_tensor_bytes(&c->t[sd->bindings[i]]);
+        }
+        res->bench[s].ran = 1;
+        res->bench[s].min_ms = mn[s], res->bench[s].median_ms = md[s], res->bench[s].bytes = bytes;
+        res->bench[s].flops = sd->flops ? sd->flops(c) : 0;
+        res->bench[s].n_stats = kv_vk_pipeline_stats(x->r->d, &x->r->pipe[s], res->bench[s].stats, KV_BENCH_STATS);
+    }
+cleanup:
+    return st;
+}
+
+/* The device: --repeat runs (the first kept, the others diffed), --bench,
+ * each stage's median and fastest time. */
+static enum kv_status run_device(struct case_run *x)
+{
+    enum kv_status st = KV_OK;
+    const struct kv_kernel *k = x->c->k;
+    struct kv_case_result *res = x->res;
+    KV_TRY(kv_plan_make(x->r->d, k, x->c, x->chain_stage, &x->p));
+    double stage_runs[64][KV_MAX_STAGES];
+    int repeat = x->o->repeat < 1 ? 1 : x->o->repeat > 64 ? 64 : x->o->repeat;
+    for (int rep = 0; rep < repeat; rep++) {
+        double up_ms, down_ms;
+        KV_TRY(kv_plan_run(x->r, x->c, &x->p, x->run_stage, x->chain_stage, x->o->max_groups, 0, stage_runs[rep],
+                           &up_ms, &down_ms));
+        if (rep == 0) res->ms.upload = up_ms, res->ms.download = down_ms;
+        KV_TRY(keep_downloads(x, rep));
+    }
+    if (x->o->bench > 0) KV_TRY(bench_stages(x));
+    for (int s = 0; s < k->n_stages; s++) {
+        double v[64];
+        for (int rep = 0; rep < repeat; rep++) v[rep] = stage_runs[rep][s];
+        res->stage_ms[s] = kv_quantile(v, (size_t)repeat, 0.5);
+        res->stage_min_ms[s] = kv_quantile(v, (size_t)repeat, 0.0);
+        res->ms.device += res->stage_ms[s];
+    }
+cleanup:
+    return st;
+}
+
+/* Output t's row of kind ch: 0 the device's isolated output (or the
+ * candidate), 1 its chained rerun, 2 a fixture's expected output, 3 the
+ * exact oracle's view of the device's output (shown, not judged). */
+static enum kv_status judge_output(struct case_run *x, int t, int ch)
+{
+    struct kv_case *c = x->c;
+    struct kv_plan *p = &x->p;
+    int s = c->k->tensors[t].stage;
+    /* Another backend computes later stages from its own intermediates:
+     * candidates and expected outputs get the chained allowance. */
+    int other = kv_consumes_intermediate(c->k, s);
+    struct oracle_ref spec = judging_ref(x, t, 0), spec_other = judging_ref(x, t, 1);
+    if (ch == 3) {
+        if (!c->y_exact[t] || !x->run_stage[s]) return KV_OK;
+        struct oracle_ref exact = {c->y_exact[t], c->S_exact[t], c->bound_exact[t], {0}, "exact"};
+        KV_TRY_RET(compare_one(c, t, &exact, x->first[t][0], ".exact", 0, "device", 0, 0, x->o, x->res));
+        x->res->out[x->res->n_outputs - 1].judged = 0;
+        return KV_OK;
+    }
+    if (ch == 2)
+        return c->expected[t] ? judge(x, t, other ? &spec_other : &spec, c->expected[t]->data, ".expected", other,
+                                      "expected", 0, 0)
+                              : KV_OK;
+    if (c->given[t])
+        return ch == 0 ? judge(x, t, other ? &spec_other : &spec, c->given[t]->data, "", other, "candidate", 0, 0)
+                       : KV_OK;
+    if (!x->run_stage[s] || (ch == 1 && !p->has_chain[t])) return KV_OK;
+    size_t bytes = kv_tensor_bytes(&c->t[t]);
+    size_t padded = ch ? p->chain[t].size : p->dev[t].size;
+    size_t far, bad = kv_guard_check(x->first[t][ch], bytes, padded, &far);
+    if (ch == 0) memcpy(c->t[t].data, x->first[t][ch], bytes), x->ran[t] = 1;
+    KV_TRY_RET(judge(x, t, ch ? &spec_other : &spec, x->first[t][ch], ch ? ".chained" : "", ch, "device", bad,
+                     p->nondet[t][ch]));
+    x->res->out[x->res->n_outputs - 1].guard_far = far;
+    return KV_OK;
+}
+
+/* The kernel's checks, on the composed result where there is one. */
+static enum kv_status judge_checks(struct case_run *x)
+{
+    struct kv_case *c = x->c;
+    const struct kv_kernel *k = c->k;
+    for (int j = 0; j < k->n_checks; j++) {
+        const struct kv_check_def *cd = &k->checks[j];
+        int t = cd->output, s = k->tensors[t].stage;
+        if (!kv_tensor_on(c, t) || !c->chk[j].y) continue;
+        const void *data = NULL;
+        const char *source = "device";
+        int chained = 0;
+        if (c->given[t]) data = c->given[t]->data, source = "candidate";
+        else if (x->run_stage[s] && x->p.has_chain[t]) data = x->first[t][1], chained = 1;
+        else if (x->run_stage[s]) data = x->first[t][0];
+        if (!data) continue;
+        struct oracle_ref ref = {c->chk[j].y, c->chk[j].S, c->chk[j].bound, {c->chk[j].slack, NULL, NULL},
+                                 judging_ref(x, t, 0).name};
+        char suffix[64];
+        snprintf(suffix, sizeof suffix, ".%s", cd->name);
+        KV_TRY_RET(judge(x, t, &ref, data, suffix, 0, source, 0, 0));
+        x->res->out[x->res->n_outputs - 1].chained = chained;
+        x->res->out[x->res->n_outputs - 1].check = 1;
+    }
+    return KV_OK;
+}
+
+/* The stress runs (kv_stress_runs): each output that differs from the plain
+ * run's, or writes past its end, becomes a row judged against the oracle
+ * like the plain one (a correct shader may legally round differently when
+ * its work is split differently); an identical output is already judged. */
+static enum kv_status stress_run(struct case_run *x, const struct kv_stress_run *sr)
+{
+    enum kv_status st = KV_OK;
+    struct kv_case *c = x->c;
+    const struct kv_kernel *k = c->k;
+    struct kv_plan *p = &x->p;
+    struct kv_case_result *res = x->res;
+    double ms[KV_MAX_STAGES], up, down;
+    KV_TRY(kv_plan_run(x->r, c, p, x->run_stage, x->chain_stage, sr->cap, sr->reversed, ms, &up, &down));
+    size_t used = strlen(res->stress);
+    snprintf(res->stress + used, sizeof res->stress - used, "%s%s", used ? "," : "", sr->tag + 1);
+    for (int ch = 0; ch < 2; ch++)
+        for (int t = 0; t < k->n_tensors; t++) {
+            if (k->tensors[t].role != KV_OUTPUT || !kv_tensor_on(c, t) || !x->run_stage[k->tensors[t].stage] ||
+                c->given[t] || (ch == 1 && !p->has_chain[t]))
+                continue;
+            const char *got = (const char *)p->down.map + p->down_off[ch][t];
+            size_t bytes = kv_tensor_bytes(&c->t[t]), padded = ch ? p->chain[t].size : p->dev[t].size, far;
+            size_t bad = kv_guard_check(got, bytes, padded, &far);
+            if (!bad && !memcmp(got, x->first[t][ch], bytes)) continue;
+            if (res->n_outputs >= KV_COUNT(res->out)) {
+                x->all_pass = 0;
+                continue;
+            }
+            struct oracle_ref ref = judging_ref(x, t, ch);
+            char suffix[48];
+            snprintf(suffix, sizeof suffix, "%s%s", ch ? ".chained" : "", sr->tag);
+            KV_TRY(judge(x, t, &ref, got, suffix, ch, "device", bad, 0));
+            res->out[res->n_outputs - 1].guard_far = far;
+        }
+cleanup:
+    return st;
+}
+
+static enum kv_status stress(struct case_run *x)
+{
+    int any_rev = 0;
+    for (int s = 0; s < x->c->k->n_stages; s++) any_rev |= x->run_stage[s] && x->r->rev[s].pipeline;
+    for (int v = 0; v < KV_STRESS_RUNS; v++) {
+        if (kv_stress_runs[v].reversed && !any_rev) continue;
+        KV_TRY_RET(stress_run(x, &kv_stress_runs[v]));
+        if (x->o->fail_fast && !x->all_pass) break;
+    }
+    return KV_OK;
+}
+
+static enum kv_status run_case(struct case_run *x)
+{
+    enum kv_status st = KV_OK;
+    struct kv_case *c = x->c;
+    const struct kv_kernel *k = c->k;
+    struct kv_case_result *res = x->res;
+    KV_TRY(kv_case_check(c, x->r->d ? &x->r->d->info : NULL));
+    KV_TRY(choose_stages(x));
+    double t0 = kv_now_ms();
+    KV_TRY(make_inputs(x));
+    double t1 = kv_now_ms();
+    KV_TRY(run_oracles(x));
+    double t2 = kv_now_ms();
+    res->ms.inputs = t1 - t0;
+    snprintf(res->note, sizeof res->note, "%s", c->note);
+    res->ms.oracle = t2 - t1;
+    if (x->any_stage) KV_TRY(run_device(x));
+
+    double t3 = kv_now_ms();
+    x->all_pass = 1;
+    for (int ch = 0; ch < 4; ch++)
+        for (int t = 0; t < k->n_tensors; t++)
+            if (k->tensors[t].role == KV_OUTPUT && kv_tensor_on(c, t)) KV_TRY(judge_output(x, t, ch));
+    KV_TRY(judge_checks(x));
+    if (x->any_stage && x->o->stress && !(x->o->fail_fast && !x->all_pass)) KV_TRY(stress(x));
+    res->ms.compare = kv_now_ms() - t3;
+    res->status = x->all_pass ? KV_CASE_PASS : KV_CASE_FAIL;
+    if (x->o->save_dir) {
+        void *chained[KV_MAX_TENSORS] = {0};
+        for (int t = 0; t < k->n_tensors; t++) chained[t] = x->p.has_chain[t] ? x->first[t][1] : NULL;
+        KV_TRY(kv_save_case(x->o->save_dir, c, chained, x->ran, x->r->d ? &x->r->d->info : NULL, res));
+    }
+cleanup:
+    return st;
+}
+
+void kv_run_case(struct kv_runner *r, struct kv_case *c, const struct kv_run_opts *o,
+                 struct kv_case_result *res)
+{
+    fill_params(c, res);
+    kv_error_clear();
+    struct case_run *x = calloc(1, sizeof *x);
+    enum kv_status st = x ? KV_OK : kv_error(KV_EDEVICE, "out of host memory");
+    if (x) {
+        *x = (struct case_run){.r = r, .c = c, .o = o, .res = res};
+        st = run_case(x);
+        for (int t = 0; t < KV_MAX_TENSORS; t++) free(x->first[t][0]), free(x->first[t][1]);
+        kv_plan_free(r->d, &x->p);
+        free(x);
+    }
+    if (st == KV_ENODEV) {
+        res->status = KV_CASE_SKIP;
+        snprintf(res->error, sizeof res->error, "%s", kv_error_msg());
+    } else if (st != KV_OK) {
+        res->status = KV_CASE_ERROR;
+        res->error_code = st;
+        res->n_outputs = 0;
+        snprintf(res->error, sizeof res->error, "%s", kv_error_msg());
+    }
+    kv_case_free(c);
+}

@@ -1,0 +1,158 @@
+/* Pipelines for one kernel on one device: every stage's plain pipeline, and
+ * with --stress the one with its subgroups in reverse order; user shaders
+ * and mutants are compiled and checked against the stage's interface here. */
+#include "pipeline/runner.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "spirv/shader.h"
+#include "spirv/spirv.h"
+
+const struct kv_stress_run kv_stress_runs[KV_STRESS_RUNS] = {
+    {1, 0, "@groups=1"},
+    {3, 1, "@groups=3+reversed"},
+    {0, 1, "@reversed"},
+};
+
+/* Stage s recompiled with its subgroups numbered in reverse (spirv/glsl.h), from
+ * the GLSL it runs: the built-in source, the user's .comp or a mutant. A
+ * .spv has no source to renumber: the stress run keeps its plain pipeline,
+ * and the reason is kept. */
+static enum kv_status reversed_pipeline(struct kv_runner *r, int s, const struct kv_run_opts *o, unsigned defines,
+                                        const char *what)
+{
+    enum kv_status st = KV_OK;
+    const struct kv_stage_def *sd = &r->k->stages[s];
+    char name[128];
+    struct kv_glsl_env env = {.builtin = 1, .defines = defines | sd->source_defines, .reverse = 1};
+    const char *file = name;
+    uint32_t *words = NULL;
+    size_t bytes = 0;
+    if (o->src_env[s]) {
+        env = *o->src_env[s];
+        env.reverse = 1;
+        file = o->src_name[s];
+    } else if (o->shader[s]) {
+        size_t n = strlen(o->shader[s]);
+        if (n > 4 && !strcmp(o->shader[s] + n - 4, ".spv")) {
+            snprintf(r->rev_missing[s], sizeof r->rev_missing[s], "stage %s: a .spv shader cannot be renumbered",
+                     sd->name);
+            return KV_OK;
+        }
+        env = (struct kv_glsl_env){.defines = defines, .reverse = 1};
+        file = o->shader[s];
+    } else {
+        kv_stage_source(r->k, s, name, sizeof name);
+    }
+    KV_TRY(kv_glsl_compile(&env, file, &words, &bytes));
+    char rwhat[1200];
+    snprintf(rwhat, sizeof rwhat, "%s, subgroups reversed", what);
+    KV_TRY(kv_vk_pipeline_create(r->d, rwhat, words, bytes, (uint32_t)sd->n_bindings, sd->push_size, &r->rev[s]));
+cleanup:
+    free(words);
+    return st;
+}
+
+unsigned kv_stage_defines(const struct kv_vk_info *dev, const struct kv_stage_def *sd, const struct kv_run_opts *o)
+{
+    return (dev->subgroup_arith && !o->no_subgroup ? KV_SHADER_SUBGROUP : 0u) |
+           (dev->storage8 && !o->no_8bit && sd->subgroup8.words ? KV_SHADER_INT8 : 0u);
+}
+
+const char *kv_stage_lacks(const struct kv_vk_info *dev, const struct kv_stage_def *sd)
+{
+    return (sd->needs & KV_NEED_STORAGE16) && !dev->storage16 ? "storageBuffer16BitAccess"
+           : (sd->needs & KV_NEED_COOPMAT16) && !dev->coopmat16
+               ? "VK_NV_cooperative_matrix with 16x16x16 f16 products into f32 on 32-wide subgroups"
+           : (sd->needs & KV_NEED_COOPMAT_BF16) && !dev->coopmat_bf16
+               ? "VK_KHR_cooperative_matrix and VK_KHR_shader_bfloat16 with 16x16x16 bf16 products "
+                 "into f32 on 32-wide subgroups"
+               : NULL;
+}
+
+enum kv_status kv_runner_stage(struct kv_runner *r, int s, const struct kv_run_opts *o)
+{
+    enum kv_status st = KV_OK;
+    uint32_t *user = NULL;
+    struct kv_vk_device *d = r->d;
+    const struct kv_kernel *k = r->k;
+    const struct kv_stage_def *sd = &k->stages[s];
+    unsigned defines = kv_stage_defines(&d->info, sd, o);
+    int subgroup = (defines & KV_SHADER_SUBGROUP) != 0, int8 = (defines & KV_SHADER_INT8) != 0;
+    /* A stage the device cannot run gets no pipeline; a case that runs it is skipped. */
+    const char *lacks = kv_stage_lacks(&d->info, sd);
+    if (lacks) {
+        snprintf(r->missing[s], sizeof r->missing[s], "%s: stage %s needs %s, which %s lacks", k->name, sd->name,
+                 lacks, d->info.name);
+        return KV_OK;
+    }
+    r->missing[s][0] = '\0';
+    const uint32_t *words;
+    size_t bytes;
+    char what[1100];
+    if (o->src_words[s]) {
+        words = o->src_words[s];
+        bytes = o->src_bytes[s];
+        snprintf(what, sizeof what, "%s (stage %s)", o->src_name[s], sd->name);
+    } else if (o->src_env[s]) {
+        KV_TRY(kv_glsl_compile(o->src_env[s], o->src_name[s], &user, &bytes));
+        words = user;
+        snprintf(what, sizeof what, "%s (stage %s)", o->src_name[s], sd->name);
+    } else if (o->shader[s]) {
+        KV_TRY(kv_shader_load(o->shader[s], defines, &user, &bytes));
+        words = user;
+        snprintf(what, sizeof what, "%s (stage %s)", o->shader[s], sd->name);
+    } else {
+        const struct kv_spirv_blob *b = int8 ? (subgroup ? &sd->subgroup8 : &sd->fallback8)
+                                             : (subgroup ? &sd->subgroup : &sd->fallback);
+        words = b->words;
+        bytes = b->bytes;
+        snprintf(what, sizeof what, "built-in %s stage %s", k->name, sd->name);
+    }
+    struct kv_spirv_iface iface;
+    KV_TRY(kv_spirv_reflect(what, words, bytes / 4, &iface));
+    uint32_t outputs = 0;
+    for (int b = 0; b < sd->n_bindings; b++) {
+        const struct kv_tensor_def *td = &k->tensors[sd->bindings[b]];
+        if (td->role == KV_OUTPUT && td->stage == s) outputs |= 1u << b;
+    }
+    KV_TRY(kv_spirv_check(what, &iface, (uint32_t)sd->n_bindings, outputs, sd->push_size));
+    uint64_t inv = (uint64_t)iface.local[0] * iface.local[1] * iface.local[2];
+    KV_CHECK(inv <= d->info.max_invocations, KV_EDATA,
+             "%s: workgroup of %llu invocations exceeds the device's %u", what,
+             (unsigned long long)inv, d->info.max_invocations);
+    memcpy(r->local[s], iface.local, sizeof iface.local);
+    KV_TRY(kv_vk_pipeline_create(d, what, words, bytes, (uint32_t)sd->n_bindings, sd->push_size,
+                                 &r->pipe[s]));
+    free(user);
+    user = NULL;
+    if (o->stress) KV_TRY(reversed_pipeline(r, s, o, defines, what));
+cleanup:
+    free(user);
+    return st;
+}
+
+enum kv_status kv_runner_init(struct kv_runner *r, struct kv_vk_device *d, const struct kv_kernel *k,
+                              const struct kv_run_opts *o)
+{
+    enum kv_status st = KV_OK;
+    double t0 = kv_now_ms();
+    memset(r, 0, sizeof *r);
+    r->d = d;
+    r->k = k;
+    if (!d) return KV_OK; /* every output has a candidate: nothing runs on a device */
+    for (int s = 0; s < k->n_stages; s++) KV_TRY(kv_runner_stage(r, s, o));
+    r->pipeline_ms = kv_now_ms() - t0;
+cleanup:
+    if (st) kv_runner_free(r);
+    return st;
+}
+
+void kv_runner_free(struct kv_runner *r)
+{
+    if (!r->d) return;
+    for (int s = 0; s < KV_MAX_STAGES; s++) kv_vk_pipeline_destroy(r->d, &r->pipe[s]), kv_vk_pipeline_destroy(r->d, &r->rev[s]);
+    memset(r, 0, sizeof *r);
+}

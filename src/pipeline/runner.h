@@ -1,0 +1,74 @@
+/* The runner: a kernel's pipelines on one device, made once per process and
+ * shared by every case (run.h) and by the device-side plan (plan.h), and the
+ * options a case runs under. */
+#ifndef KV_RUNNER_H
+#define KV_RUNNER_H
+
+#include "kernels/kernel.h"
+#include "reports/report.h"
+#include "spirv/glsl.h"
+#include "vk/vk.h"
+
+enum { KV_ORACLE_SPEC, KV_ORACLE_EXACT, KV_ORACLE_BOTH };
+
+struct kv_run_opts {
+    struct kv_criteria crit;
+    int repeat;                         /* device runs per case (>= 1) */
+    const char *shader[KV_MAX_STAGES];  /* user shader per stage, or NULL */
+    int no_subgroup;                    /* force the shared-memory reduction shaders */
+    int no_8bit;                        /* force the packed-word code access shaders */
+    const char *save_dir;               /* --save DIR, or NULL */
+    int oracle;                         /* KV_ORACLE_SPEC, _EXACT or _BOTH */
+    int64_t sample;                     /* --sample N: random elements per output (0: all) */
+    int bench;                          /* --bench N: timed runs per stage after warm-up (0: none) */
+    double bench_warmup_s;              /* --bench-warmup S: busy seconds before the first timed stage */
+    uint32_t max_groups;                /* --max-groups N: at most N workgroups per dispatch (0: no cap) */
+    int stress;                         /* rerun each case with groups capped at 1 and 3, and with the
+                                           subgroups of each workgroup in reverse order (kv_run_case) */
+    /* A stage's GLSL in memory (kverify mutate: a mutant through its env),
+     * with its module when already compiled; used instead of shader[s]. */
+    const struct kv_glsl_env *src_env[KV_MAX_STAGES];
+    const char *src_name[KV_MAX_STAGES];
+    const uint32_t *src_words[KV_MAX_STAGES];
+    size_t src_bytes[KV_MAX_STAGES];
+    int fail_fast;                      /* stop a case at its first failing output row (kverify mutate) */
+};
+
+/* The stress runs: group caps that make every grid-stride loop iterate and
+ * shared memory be reused across its iterations, in both subgroup orders,
+ * and the reversed order uncapped (spirv/glsl.h). */
+#define KV_STRESS_RUNS 3
+extern const struct kv_stress_run {
+    uint32_t cap;
+    int reversed;
+    const char *tag; /* the suffix of a row that differs from the plain run */
+} kv_stress_runs[KV_STRESS_RUNS];
+
+/* Pipelines for one kernel on one device, created once per process. */
+struct kv_runner {
+    struct kv_vk_device *d;
+    const struct kv_kernel *k;
+    struct kv_vk_pipeline pipe[KV_MAX_STAGES];
+    uint32_t local[KV_MAX_STAGES][3];
+    char missing[KV_MAX_STAGES][512]; /* why a stage has no pipeline here (a device feature it needs), or "" */
+    struct kv_vk_pipeline rev[KV_MAX_STAGES]; /* with o->stress: the stage with its subgroups reversed */
+    char rev_missing[KV_MAX_STAGES][160];     /* why a stage has no reversed pipeline, or "" */
+    double pipeline_ms;
+};
+
+/* Build every stage's pipeline (d may be NULL when no stage needs a device:
+ * then there is nothing to build) (user shaders compiled and checked against the
+ * stage's interface). KV_EDATA for a bad user shader, KV_EDEVICE otherwise. */
+enum kv_status kv_runner_init(struct kv_runner *r, struct kv_vk_device *d, const struct kv_kernel *k,
+                              const struct kv_run_opts *o);
+void kv_runner_free(struct kv_runner *r);
+/* The KV_SHADER_* defines stage sd's GLSL is built with on dev (a user's
+ * .comp too; built-ins add sd->source_defines). */
+unsigned kv_stage_defines(const struct kv_vk_info *dev, const struct kv_stage_def *sd, const struct kv_run_opts *o);
+/* The device feature stage sd needs and dev lacks, as text, or NULL. */
+const char *kv_stage_lacks(const struct kv_vk_info *dev, const struct kv_stage_def *sd);
+/* (Re)build stage s's pipelines of r (the plain one, and the reversed one
+ * with o->stress) from o; kverify mutate swaps one stage of a runner this way. */
+enum kv_status kv_runner_stage(struct kv_runner *r, int s, const struct kv_run_opts *o);
+
+#endif

@@ -1,0 +1,230 @@
+/* The JSON report, schema 1 (design.md). Non-finite numbers are written as
+ * the strings "NaN", "Infinity", "-Infinity". */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/files.h"
+#include "core/version.h"
+#include "reports/report.h"
+
+static cJSON *num(double v)
+{
+    if (isnan(v)) return cJSON_CreateString("NaN");
+    if (isinf(v)) return cJSON_CreateString(v > 0 ? "Infinity" : "-Infinity");
+    return cJSON_CreateNumber(v);
+}
+
+static void add_num(cJSON *o, const char *k, double v) { cJSON_AddItemToObject(o, k, num(v)); }
+
+static cJSON *device_json(const struct kv_report *r)
+{
+    if (!r->has_device) return cJSON_CreateNull();
+    const struct kv_vk_info *d = &r->device;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "index", d->index);
+    cJSON_AddStringToObject(o, "name", d->name);
+    cJSON_AddStringToObject(o, "type", d->type);
+    cJSON_AddStringToObject(o, "driver", d->driver);
+    cJSON_AddStringToObject(o, "api", d->api);
+    cJSON_AddNumberToObject(o, "subgroup_size", d->subgroup_size);
+    if (r->has_ceilings) { /* kverify devices --measure */
+        const struct kv_ceilings *c = &r->ceilings;
+        cJSON *x = cJSON_AddObjectToObject(o, "ceilings");
+        cJSON_AddStringToObject(x, "measured", c->measured);
+        add_num(x, "copy_gb_per_s", c->copy_gbs);
+        add_num(x, "f32_gflop_per_s", c->f32_gflops);
+        add_num(x, "f16_gflop_per_s", c->f16_gflops);
+    } else {
+        cJSON_AddNullToObject(o, "ceilings");
+    }
+    return o;
+}
+
+static cJSON *output_json(const struct kv_output_result *x)
+{
+    const struct kv_metrics *m = &x->m;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", x->name);
+    cJSON_AddStringToObject(o, "stage", x->stage);
+    cJSON_AddBoolToObject(o, "chained", x->chained);
+    cJSON_AddStringToObject(o, "dtype", kv_dtype_info(x->dtype)->name);
+    cJSON *shape = cJSON_AddArrayToObject(o, "shape");
+    for (int d = 0; d < x->ndim; d++) cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)x->shape[d]));
+    cJSON_AddStringToObject(o, "oracle", x->oracle);
+    cJSON_AddStringToObject(o, "source", x->source);
+    cJSON_AddNumberToObject(o, "elements", (double)m->elements);
+    cJSON_AddNumberToObject(o, "elements_total", (double)x->total);
+    add_num(o, "max_ulp", m->max_ulp);
+    add_num(o, "mean_ulp", m->mean_ulp);
+    add_num(o, "p99_ulp", m->p99_ulp);
+    add_num(o, "max_abs", m->max_abs);
+    add_num(o, "max_rel", m->max_rel);
+    cJSON_AddNumberToObject(o, "rel_skipped", (double)m->rel_skipped);
+    add_num(o, "nmse", m->nmse);
+    add_num(o, "rmse_ratio", m->rmse_ratio);
+    add_num(o, "max_bound_ratio", m->max_bound_ratio);
+    cJSON_AddNumberToObject(o, "nan_mismatch", (double)m->nan_mismatch);
+    cJSON_AddNumberToObject(o, "inf_mismatch", (double)m->inf_mismatch);
+    cJSON_AddNumberToObject(o, "nan_match", (double)m->nan_match);
+    cJSON_AddNumberToObject(o, "inf_match", (double)m->inf_match);
+    cJSON_AddNumberToObject(o, "slack_used", (double)m->slack_used);
+    cJSON_AddNumberToObject(o, "ambiguous", (double)m->ambiguous);
+    if (m->integer) {
+        cJSON *cd = cJSON_AddObjectToObject(o, "codes");
+        cJSON_AddNumberToObject(cd, "exact", (double)m->exact);
+        cJSON_AddNumberToObject(cd, "mismatch", (double)(m->elements - m->exact));
+        cJSON_AddNumberToObject(cd, "tie_ambiguous", (double)m->ambiguous);
+        cJSON_AddNumberToObject(cd, "tie_explained", (double)m->tie_explained);
+        cJSON_AddNumberToObject(cd, "flush_explained", (double)m->flush_explained);
+        cJSON_AddNumberToObject(cd, "unexplained", (double)m->unexplained);
+        cJSON_AddNumberToObject(cd, "max_diff", m->max_abs);
+    } else {
+        cJSON_AddNullToObject(o, "codes");
+    }
+    cJSON_AddNumberToObject(o, "guard_overwritten", (double)x->guard_bad);
+    cJSON_AddNumberToObject(o, "guard_furthest", (double)x->guard_far);
+    cJSON_AddNumberToObject(o, "nondeterministic", (double)x->nondet);
+    if (m->has_worst) {
+        cJSON *w = cJSON_AddObjectToObject(o, "worst");
+        cJSON *idx = cJSON_AddArrayToObject(w, "index");
+        for (int d = 0; d < x->ndim; d++) cJSON_AddItemToArray(idx, cJSON_CreateNumber((double)x->worst_idx[d]));
+        add_num(w, "device", m->worst_c);
+        add_num(w, "oracle", m->worst_y);
+    } else {
+        cJSON_AddNullToObject(o, "worst");
+    }
+    cJSON *tol = cJSON_AddObjectToObject(o, "tolerance");
+    cJSON_AddNumberToObject(tol, "bound_ratio", 1.0);
+    cJSON_AddStringToObject(tol, "criterion", m->criterion);
+    cJSON_AddBoolToObject(o, "judged", x->judged);
+    cJSON_AddBoolToObject(o, "check", x->check);
+    cJSON_AddBoolToObject(o, "pass", x->pass);
+    return o;
+}
+
+static cJSON *case_json(const struct kv_case_result *c)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", c->name);
+    cJSON_AddNumberToObject(o, "index", (double)c->index);
+    cJSON_AddStringToObject(o, "kernel", c->kernel);
+    cJSON *params = cJSON_AddObjectToObject(o, "params");
+    for (int i = 0; i < c->n_params; i++) {
+        if (c->pnumeric[i]) cJSON_AddItemToObject(params, c->pname[i], num(strtod(c->pval[i], NULL)));
+        else cJSON_AddStringToObject(params, c->pname[i], c->pval[i]);
+    }
+    cJSON_AddNumberToObject(o, "seed", (double)c->seed);
+    if (c->inputs[0]) cJSON_AddStringToObject(o, "inputs", c->inputs);
+    else cJSON_AddNullToObject(o, "inputs");
+    if (c->stress[0]) cJSON_AddStringToObject(o, "stress", c->stress);
+    else cJSON_AddNullToObject(o, "stress");
+    if (c->note[0]) cJSON_AddStringToObject(o, "note", c->note);
+    else cJSON_AddNullToObject(o, "note");
+    if (c->saved[0]) cJSON_AddStringToObject(o, "saved", c->saved);
+    else cJSON_AddNullToObject(o, "saved");
+    cJSON_AddStringToObject(o, "status", kv_case_status_str(c->status));
+    if (c->status == KV_CASE_ERROR || c->status == KV_CASE_SKIP) cJSON_AddStringToObject(o, "error", c->error);
+    else cJSON_AddNullToObject(o, "error");
+    cJSON *outs = cJSON_AddArrayToObject(o, "outputs");
+    for (int i = 0; i < c->n_outputs; i++) cJSON_AddItemToArray(outs, output_json(&c->out[i]));
+    cJSON *t = cJSON_AddObjectToObject(o, "time_ms");
+    add_num(t, "inputs", c->ms.inputs);
+    add_num(t, "upload", c->ms.upload);
+    add_num(t, "device", c->ms.device);
+    add_num(t, "download", c->ms.download);
+    add_num(t, "oracle", c->ms.oracle);
+    add_num(t, "compare", c->ms.compare);
+    cJSON *st = cJSON_AddObjectToObject(t, "stages");
+    for (int i = 0; i < c->n_stages; i++) add_num(st, c->stage_name[i], c->stage_ms[i]);
+    cJSON *sm = cJSON_AddObjectToObject(t, "stages_min");
+    for (int i = 0; i < c->n_stages; i++) add_num(sm, c->stage_name[i], c->stage_min_ms[i]);
+    if (c->bench_runs) {
+        cJSON *b = cJSON_AddObjectToObject(o, "bench");
+        cJSON_AddNumberToObject(b, "runs", c->bench_runs);
+        add_num(b, "warmup_s", c->bench_warmup_s);
+        cJSON *bs = cJSON_AddObjectToObject(b, "stages");
+        for (int i = 0; i < c->n_stages; i++) {
+            if (!c->bench[i].ran) continue;
+            cJSON *x = cJSON_AddObjectToObject(bs, c->stage_name[i]);
+            double mn = c->bench[i].min_ms;
+            add_num(x, "min_ms", mn);
+            add_num(x, "median_ms", c->bench[i].median_ms);
+            add_num(x, "bytes", c->bench[i].bytes);
+            add_num(x, "flops", c->bench[i].flops);
+            add_num(x, "gb_per_s", kv_bench_gbs(&c->bench[i]));
+            add_num(x, "gflop_per_s", kv_bench_gflops(&c->bench[i]));
+            if (c->bench[i].pct_copy > 0) add_num(x, "pct_of_copy", c->bench[i].pct_copy);
+            else cJSON_AddNullToObject(x, "pct_of_copy");
+            if (c->bench[i].pct_matmul > 0) add_num(x, "pct_of_matmul", c->bench[i].pct_matmul);
+            else cJSON_AddNullToObject(x, "pct_of_matmul");
+            if (c->bench[i].n_stats > 0) {
+                cJSON *cs = cJSON_AddObjectToObject(x, "compiler");
+                for (int k = 0; k < c->bench[i].n_stats; k++)
+                    if (!cJSON_GetObjectItemCaseSensitive(cs, c->bench[i].stats[k].name))
+                        add_num(cs, c->bench[i].stats[k].name, c->bench[i].stats[k].value);
+            } else {
+                cJSON_AddNullToObject(x, "compiler");
+            }
+        }
+    } else {
+        cJSON_AddNullToObject(o, "bench");
+    }
+    return o;
+}
+
+void kv_json_set_summary(cJSON *root)
+{
+    size_t n = 0, p = 0, f = 0, e = 0, sk = 0;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(root, "cases"))
+    {
+        const char *st = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "status"));
+        n++;
+        if (!st) continue;
+        p += !strcmp(st, "pass"), f += !strcmp(st, "fail"), e += !strcmp(st, "error"), sk += !strcmp(st, "skip");
+    }
+    cJSON_DeleteItemFromObjectCaseSensitive(root, "summary");
+    cJSON *sum = cJSON_AddObjectToObject(root, "summary");
+    cJSON_AddNumberToObject(sum, "cases", (double)n);
+    cJSON_AddNumberToObject(sum, "passed", (double)p);
+    cJSON_AddNumberToObject(sum, "failed", (double)f);
+    cJSON_AddNumberToObject(sum, "errors", (double)e);
+    cJSON_AddNumberToObject(sum, "skipped", (double)sk);
+}
+
+cJSON *kv_report_json(const struct kv_report *r)
+{
+    cJSON *root = cJSON_CreateObject();
+    if (!root) return NULL;
+    cJSON *kv = cJSON_AddObjectToObject(root, "kverify");
+    cJSON_AddStringToObject(kv, "version", KV_VERSION);
+    cJSON_AddNumberToObject(kv, "schema", 1);
+    cJSON_AddItemToObject(root, "device", device_json(r));
+    cJSON *cases = cJSON_AddArrayToObject(root, "cases");
+    for (size_t i = 0; i < r->n; i++) cJSON_AddItemToArray(cases, case_json(&r->cases[i]));
+    kv_json_set_summary(root);
+    return root;
+}
+
+enum kv_status kv_json_write(const cJSON *root, const char *path)
+{
+    enum kv_status st = KV_OK;
+    char *text = cJSON_Print(root);
+    KV_CHECK(text, KV_EDATA, "%s: out of memory printing the report", path);
+    KV_TRY(kv_write_atomic(path, text, strlen(text)));
+    if (strcmp(path, "-") == 0) fputc('\n', stdout);
+cleanup:
+    free(text);
+    return st;
+}
+
+enum kv_status kv_report_write_json(const struct kv_report *r, const char *path)
+{
+    cJSON *root = kv_report_json(r);
+    if (!root) return kv_error(KV_EDATA, "%s: out of memory building the report", path);
+    enum kv_status st = kv_json_write(root, path);
+    cJSON_Delete(root);
+    return st;
+}

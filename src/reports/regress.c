@@ -1,0 +1,154 @@
+/* Regressions between two JSON reports: per case (by name) and output (by
+ * name), newly failing or erroring, newly NaN/Inf, max bound ratio or max
+ * ULP grown by more than the factor, and cases or outputs removed. Added
+ * cases and improvements are listed and do not count. Values below a
+ * twentieth of the tolerance (bound ratio) or one ULP are not compared for
+ * growth: at that size a factor of two is noise, not a regression. */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reports/regress.h"
+
+#include "core/files.h"
+
+enum kv_status kv_report_read(const char *path, cJSON **out)
+{
+    enum kv_status st = KV_OK;
+    char *buf = NULL;
+    size_t size;
+    *out = NULL;
+    KV_TRY(kv_read_file(path, (size_t)1 << 31, &buf, &size));
+    *out = cJSON_Parse(buf);
+    KV_CHECK(*out, KV_EDATA, "%s: not JSON (near byte %ld)", path,
+             cJSON_GetErrorPtr() ? (long)(cJSON_GetErrorPtr() - buf) : 0L);
+    const cJSON *kv = cJSON_GetObjectItemCaseSensitive(*out, "kverify");
+    KV_CHECK(cJSON_IsObject(kv) && cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(*out, "cases")), KV_EDATA,
+             "%s: not a kverify report (no \"kverify\" object and \"cases\" array)", path);
+    const cJSON *schema = cJSON_GetObjectItemCaseSensitive(kv, "schema");
+    KV_CHECK(cJSON_IsNumber(schema) && schema->valuedouble == 1, KV_EDATA, "%s: report schema is not 1", path);
+cleanup:
+    free(buf);
+    if (st) cJSON_Delete(*out), *out = NULL;
+    return st;
+}
+
+static const cJSON *find(const cJSON *arr, const char *name)
+{
+    const cJSON *x;
+    cJSON_ArrayForEach(x, arr)
+    {
+        const char *n = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(x, "name"));
+        if (n && !strcmp(n, name)) return x;
+    }
+    return NULL;
+}
+
+/* A number field; "NaN"/"Infinity" strings as their values; absent: 0. */
+static double num(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    if (cJSON_IsNumber(v)) return v->valuedouble;
+    const char *s = cJSON_GetStringValue(v);
+    if (s && !strcmp(s, "Infinity")) return INFINITY;
+    if (s && !strcmp(s, "NaN")) return NAN;
+    return 0;
+}
+
+static const char *str(const cJSON *o, const char *k)
+{
+    const char *s = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, k));
+    return s ? s : "";
+}
+
+static int is_true(const cJSON *o, const char *k) { return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, k)); }
+
+struct tally {
+    size_t regress, improve;
+    FILE *f;
+};
+
+/* regression: 1 counts; 0 an improvement; -1 a change listed for information. */
+static void row(struct tally *t, int regression, const char *cs, const char *out, const char *what, const char *before,
+                const char *after)
+{
+    if (t->regress + t->improve == 0)
+        fprintf(t->f, "  %-11s %-44s %-18s %-26s %s -> %s\n", "", "case", "output", "what", "before", "after");
+    fprintf(t->f, "  %-11s %-44s %-18s %-26s %s -> %s\n",
+            regression > 0 ? "REGRESSION" : regression ? "listed" : "improved", cs, out, what, before, after);
+    if (regression > 0) t->regress++;
+    else t->improve++;
+}
+
+static void grown(struct tally *t, const char *cs, const char *on, const char *what, double a, double b, double factor,
+                  double floor)
+{
+    char x[32], y[32];
+    snprintf(x, sizeof x, "%.4g", a), snprintf(y, sizeof y, "%.4g", b);
+    if (b > factor * a && b >= floor) row(t, 1, cs, on, what, x, y);
+    else if (a > factor * b && a >= floor) row(t, 0, cs, on, what, x, y);
+}
+
+static void compare_outputs(struct tally *t, const char *cs, const cJSON *pc, const cJSON *cc, double factor)
+{
+    const cJSON *po = cJSON_GetObjectItemCaseSensitive(pc, "outputs"), *co = cJSON_GetObjectItemCaseSensitive(cc, "outputs");
+    const cJSON *o;
+    cJSON_ArrayForEach(o, po)
+    {
+        const char *on = str(o, "name");
+        const cJSON *n = find(co, on);
+        if (!n) {
+            row(t, 1, cs, on, "output removed", "present", "absent");
+            continue;
+        }
+        if (!is_true(o, "judged")) continue;
+        if (is_true(o, "pass") && !is_true(n, "pass")) row(t, 1, cs, on, "newly failing", "pass", "FAIL");
+        if (!is_true(o, "pass") && is_true(n, "pass")) row(t, 0, cs, on, "now passing", "FAIL", "pass");
+        double a = num(o, "nan_mismatch") + num(o, "inf_mismatch"), b = num(n, "nan_mismatch") + num(n, "inf_mismatch");
+        char x[32], y[32];
+        snprintf(x, sizeof x, "%.0f", a), snprintf(y, sizeof y, "%.0f", b);
+        if (a == 0 && b > 0) row(t, 1, cs, on, "newly NaN/Inf mismatches", x, y);
+        grown(t, cs, on, "max bound ratio", num(o, "max_bound_ratio"), num(n, "max_bound_ratio"), factor, 0.05);
+        grown(t, cs, on, "max ULP", num(o, "max_ulp"), num(n, "max_ulp"), factor, 1.0);
+    }
+    cJSON_ArrayForEach(o, co) if (!find(po, str(o, "name"))) row(t, -1, cs, str(o, "name"), "output added", "absent", "present");
+}
+
+size_t kv_regressions(const cJSON *prev, const cJSON *cur, double factor, FILE *f)
+{
+    struct tally t = {0, 0, f};
+    const cJSON *pcs = cJSON_GetObjectItemCaseSensitive(prev, "cases"), *ccs = cJSON_GetObjectItemCaseSensitive(cur, "cases");
+    fprintf(f, "against the baseline (regress factor %g):\n", factor);
+    const cJSON *c;
+    cJSON_ArrayForEach(c, pcs)
+    {
+        const char *cs = str(c, "name");
+        const cJSON *n = find(ccs, cs);
+        if (!n) {
+            row(&t, 1, cs, "-", "case removed", str(c, "status"), "absent");
+            continue;
+        }
+        const char *a = str(c, "status"), *b = str(n, "status");
+        if (!strcmp(a, "pass") && strcmp(b, "pass") && strcmp(b, "skip"))
+            row(&t, 1, cs, "-", !strcmp(b, "error") ? "newly erroring" : "newly failing", a, b);
+        else if (strcmp(a, "pass") && !strcmp(b, "pass")) row(&t, 0, cs, "-", "now passing", a, b);
+        compare_outputs(&t, cs, c, n, factor);
+        /* --bench: a stage's fastest time grown by more than the factor is a slowdown. */
+        const cJSON *pb = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(c, "bench"), "stages");
+        const cJSON *nb = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(n, "bench"), "stages");
+        const cJSON *s;
+        cJSON_ArrayForEach(s, pb)
+        {
+            const cJSON *q = cJSON_GetObjectItemCaseSensitive(nb, s->string);
+            if (!q) continue;
+            char stage[80];
+            snprintf(stage, sizeof stage, "stage %s", s->string);
+            grown(&t, cs, stage, "bench min time (ms)", num(s, "min_ms"), num(q, "min_ms"), factor, 0);
+        }
+    }
+    cJSON_ArrayForEach(c, ccs) if (!find(pcs, str(c, "name"))) row(&t, -1, str(c, "name"), "-", "case added", "absent", str(c, "status"));
+    fprintf(f, "%zu regressions, %zu improvements or changes listed\n", t.regress, t.improve);
+    return t.regress;
+}

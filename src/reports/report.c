@@ -1,0 +1,55 @@
+#include "reports/report.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct kv_case_result *kv_report_add(struct kv_report *r)
+{
+    if (r->n == r->cap) {
+        size_t cap = r->cap ? 2 * r->cap : 8;
+        struct kv_case_result *c = realloc(r->cases, cap * sizeof *c);
+        if (!c) return NULL;
+        r->cases = c;
+        r->cap = cap;
+    }
+    struct kv_case_result *c = &r->cases[r->n++];
+    memset(c, 0, sizeof *c);
+    return c;
+}
+
+void kv_report_free(struct kv_report *r)
+{
+    free(r->cases);
+    memset(r, 0, sizeof *r);
+}
+
+void kv_report_counts(const struct kv_report *r, size_t *passed, size_t *failed, size_t *errors,
+                      size_t *skipped)
+{
+    *passed = *failed = *errors = *skipped = 0;
+    for (size_t i = 0; i < r->n; i++) switch (r->cases[i].status) {
+        case KV_CASE_PASS: (*passed)++; break;
+        case KV_CASE_FAIL: (*failed)++; break;
+        case KV_CASE_ERROR: (*errors)++; break;
+        case KV_CASE_SKIP: (*skipped)++; break;
+        }
+}
+
+int kv_report_exit_code(const struct kv_report *r)
+{
+    size_t p, f, e, s;
+    kv_report_counts(r, &p, &f, &e, &s);
+    for (size_t i = 0; i < r->n; i++)
+        if (r->cases[i].status == KV_CASE_ERROR) return (int)r->cases[i].error_code;
+    if (f) return KV_FAIL;
+    if (r->n && s == r->n) return KV_ENODEV;
+    return 0;
+}
+
+const char *kv_case_status_str(enum kv_case_status s)
+{
+    static const char *n[] = {"pass", "fail", "error", "skip"};
+    return n[s];
+}

@@ -1,0 +1,144 @@
+/* The in-memory result of one invocation. Every writer (table, JSON, and
+ * later JUnit and Markdown) is a small file that reads only this. */
+#ifndef KV_REPORT_H
+#define KV_REPORT_H
+
+#include <stdio.h>
+
+#include "core/compare.h"
+#include "kernels/kernel.h"
+#include "vk/vk.h"
+
+/* A device's measured ceilings (`kverify devices --measure`, cached per
+ * device by pipeline/ceilings.h): what --bench gives each stage's share of. */
+struct kv_ceilings {
+    double transfer_gbs;  /* vkCmdCopyBuffer: bytes read + written per second, 1e9 */
+    double shader_gbs;    /* a compute-shader copy, the same way */
+    double copy_gbs;      /* the larger of the two: the memory-bound ceiling */
+    double copy_mib;      /* the size copied */
+    double f32_gflops, f16_gflops;
+    char f32_how[96], f16_how[96]; /* which built-in stage, at which shape */
+    char measured[32];    /* UTC, ISO 8601 */
+};
+
+struct kv_output_result {
+    char name[64];         /* "dx", or "dx.chained" */
+    const char *stage;
+    int chained;
+    enum kv_dtype dtype;
+    int ndim;
+    int64_t shape[KV_MAX_DIMS];
+    const char *oracle;    /* "spec" or "exact" */
+    const char *source;    /* "device", "candidate" (--candidate) or "expected" (fixture) */
+    int judged;            /* 0 for the exact oracle's rows beside the spec's (--oracle both) */
+    int check;             /* a kernel check (qdq.roundtrip), not the output against its oracle */
+    size_t total;          /* elements of the output (m.elements were checked) */
+    struct kv_metrics m;
+    int64_t worst_idx[KV_MAX_DIMS];
+    size_t guard_bad;      /* guard words changed: writes past the end */
+    size_t guard_far;      /* how far past the end the furthest of them lies, in words */
+    size_t nondet;         /* elements that differed between --repeat runs */
+    int pass;
+};
+
+enum kv_case_status { KV_CASE_PASS, KV_CASE_FAIL, KV_CASE_ERROR, KV_CASE_SKIP };
+
+#define KV_BENCH_STATS 12
+
+struct kv_case_result {
+    char name[256];
+    size_t index;          /* position in the whole (unsharded, filtered) run: merge orders by it */
+    const char *kernel;
+    uint64_t seed;
+    int n_params;
+    char pname[KV_MAX_PARAMS][32];
+    char pval[KV_MAX_PARAMS][64];
+    int pnumeric[KV_MAX_PARAMS];
+    enum kv_case_status status;
+    enum kv_status error_code;
+    char error[512];
+    char stress[64];       /* the stress runs made, "groups=1,groups=3+reversed,reversed" (pipeline/runner.h), or "" */
+    int n_outputs;
+    struct kv_output_result out[4 * KV_MAX_TENSORS + KV_MAX_CHECKS];
+    struct {
+        double inputs, upload, device, download, oracle, compare;
+    } ms;
+    char inputs[1024];     /* --inputs path, or "" when generated */
+    char note[256];        /* the input generator's remark, or "" */
+    char saved[4200];      /* --save folder of this case, or "" */
+    int n_stages;
+    const char *stage_name[KV_MAX_STAGES];
+    double stage_ms[KV_MAX_STAGES];     /* median device time per stage */
+    double stage_min_ms[KV_MAX_STAGES]; /* and the fastest of the --repeat runs */
+    int bench_runs;                     /* --bench N, or 0 */
+    double bench_warmup_s;              /* --bench-warmup S */
+    struct kv_bench_stage {
+        int ran;
+        double min_ms, median_ms;
+        double bytes;  /* the fewest bytes the stage must move: each bound tensor once */
+        double flops;  /* 0 when the kernel does not count them */
+        /* Shares of the device's cached ceilings (kverify devices --measure),
+         * percent; 0 when none are cached. */
+        double pct_copy, pct_matmul;
+        /* The driver's compile statistics of the stage's pipeline (register
+         * count, shared memory, ...), where the device reports them. */
+        int n_stats;
+        struct kv_vk_stat stats[KV_BENCH_STATS];
+    } bench[KV_MAX_STAGES];
+};
+
+/* A benched stage's rates at its fastest time: GB/s of its fewest bytes and
+ * GFLOP/s; 0 without a time. */
+static inline double kv_bench_gbs(const struct kv_bench_stage *b)
+{
+    return b->min_ms > 0 ? b->bytes / b->min_ms / 1e6 : 0;
+}
+static inline double kv_bench_gflops(const struct kv_bench_stage *b)
+{
+    return b->min_ms > 0 ? b->flops / b->min_ms / 1e6 : 0;
+}
+
+struct kv_report {
+    int has_device;
+    struct kv_vk_info device;
+    int has_ceilings;
+    struct kv_ceilings ceilings;
+    struct kv_case_result *cases;
+    size_t n, cap;
+};
+
+/* Append a zeroed case; NULL when out of memory. */
+struct kv_case_result *kv_report_add(struct kv_report *r);
+void kv_report_free(struct kv_report *r);
+void kv_report_counts(const struct kv_report *r, size_t *passed, size_t *failed,
+                      size_t *errors, size_t *skipped);
+/* The process exit code for this report (design.md): an error's own code,
+ * else 1 for any failure, 77 when every case was skipped, else 0. */
+int kv_report_exit_code(const struct kv_report *r);
+const char *kv_case_status_str(enum kv_case_status s);
+
+/* "[i,j] device vs oracle" of an output's worst element, or "-". */
+void kv_output_worst_str(const struct kv_output_result *o, char *buf, size_t size);
+
+/* Terminal table: a header, then rows as cases finish. */
+void kv_table_header(FILE *f);
+void kv_table_case(FILE *f, const struct kv_case_result *c);
+void kv_table_summary(FILE *f, const struct kv_report *r);
+
+/* JSON report (schema 1), written whole or not at all; "-" is stdout. */
+enum kv_status kv_report_write_json(const struct kv_report *r, const char *path);
+
+/* The JSON report as a cJSON tree (schema 1), the summary recomputed from a
+ * tree's cases (merge uses it too, so a merged report equals the unsharded
+ * one), and printing a tree atomically. */
+struct cJSON;
+struct cJSON *kv_report_json(const struct kv_report *r);
+void kv_json_set_summary(struct cJSON *root);
+enum kv_status kv_json_write(const struct cJSON *root, const char *path);
+
+/* JUnit XML (one testcase per judged output row) and Markdown (the table),
+ * written whole or not at all; "-" is stdout. */
+enum kv_status kv_report_write_junit(const struct kv_report *r, const char *path);
+enum kv_status kv_report_write_markdown(const struct kv_report *r, const char *path);
+
+#endif

@@ -1,0 +1,83 @@
+/* The terminal table: one row per output, printed as each case finishes. */
+#include <inttypes.h>
+#include <string.h>
+
+#include "reports/report.h"
+
+void kv_table_header(FILE *f)
+{
+    fprintf(f, "%-18s %9s %8s %8s %9s %9s %6s %9s %9s %8s %7s  %-34s %s\n", "output", "max_ulp",
+            "mean_ulp", "p99_ulp", "max_abs", "max_rel", "skip", "nmse", "rmse_rat", "bound", "nan/inf",
+            "worst [index] device vs oracle", "result");
+}
+
+static void bench_rows(FILE *f, const struct kv_case_result *c);
+
+void kv_table_case(FILE *f, const struct kv_case_result *c)
+{
+    fprintf(f, "%s  %s\n", c->name, kv_case_status_str(c->status));
+    if (c->status == KV_CASE_ERROR || c->status == KV_CASE_SKIP) {
+        fprintf(f, "  %s: %s\n", c->status == KV_CASE_ERROR ? "error" : "skipped", c->error);
+        return;
+    }
+    if (c->note[0]) fprintf(f, "  note: %s\n", c->note);
+    for (int i = 0; i < c->n_outputs; i++) {
+        const struct kv_output_result *o = &c->out[i];
+        const struct kv_metrics *m = &o->m;
+        char worst[160];
+        kv_output_worst_str(o, worst, sizeof worst);
+        if (m->integer) {
+            size_t mism = m->elements - m->exact;
+            fprintf(f, "  %-16s codes: %zu of %zu exact, %zu differ (%zu across a tie, %zu flushed, %zu unexplained), "
+                    "max |diff| %g, %zu within reach of a tie  %s  %s", o->name, m->exact, m->elements, mism,
+                    m->tie_explained, m->flush_explained, m->unexplained, m->max_abs, m->ambiguous,
+                    mism ? worst : "-", o->pass ? "pass" : "FAIL");
+        } else {
+        char nonfinite[24];
+        snprintf(nonfinite, sizeof nonfinite, "%zu/%zu", m->nan_mismatch, m->inf_mismatch);
+        fprintf(f, "  %-16s %9.3g %8.3g %8.3g %9.3g %9.3g %6zu %9.3g %9.3g %8.3g %7s  %-34s %s", o->name,
+                m->max_ulp, m->mean_ulp, m->p99_ulp, m->max_abs, m->max_rel, m->rel_skipped, m->nmse,
+                m->rmse_ratio, m->max_bound_ratio, nonfinite, worst, o->pass ? "pass" : "FAIL");
+        }
+        if (strcmp(o->source, "device") != 0) fprintf(f, "  (%s)", o->source);
+        if (m->elements < o->total) fprintf(f, "  (%zu of %zu elements sampled)", m->elements, o->total);
+        if (!o->judged) fprintf(f, "  (exact oracle: shown, not judged)");
+        if (o->guard_bad)
+            fprintf(f, "  (%s written past its end: %zu guard words changed, the furthest %zu words past the end)",
+                    o->name, o->guard_bad, o->guard_far);
+        if (m->nan_mismatch && !o->guard_bad)
+            fprintf(f, "  (NaN where the oracle has none: an element left unwritten, or a read past an input's "
+                    "end, whose tail is NaN)");
+        if (o->nondet) fprintf(f, "  (%zu elements differ between repeats)", o->nondet);
+        if (!m->integer && m->ambiguous)
+            fprintf(f, "  (%zu elements depend on a rounding a legal device may flip)", m->ambiguous);
+        if (m->slack_used && !o->check) fprintf(f, "  (%zu elements within bound by a legal upstream choice)", m->slack_used);
+        if (m->nan_match + m->inf_match) fprintf(f, "  (%zu NaN, %zu Inf match the oracle)", m->nan_match, m->inf_match);
+        fputc('\n', f);
+    }
+    bench_rows(f, c);
+}
+
+static void bench_rows(FILE *f, const struct kv_case_result *c)
+{
+    for (int s = 0; s < c->n_stages; s++) {
+        if (!c->bench[s].ran) continue;
+        double mn = c->bench[s].min_ms;
+        fprintf(f, "  bench %-10s min %.4f ms, median %.4f ms over %d runs: %.1f GB/s", c->stage_name[s], mn,
+                c->bench[s].median_ms, c->bench_runs, kv_bench_gbs(&c->bench[s]));
+        if (c->bench[s].pct_copy > 0) fprintf(f, " (%.3g%% of copy)", c->bench[s].pct_copy);
+        if (c->bench[s].flops > 0) fprintf(f, ", %.1f GFLOP/s", kv_bench_gflops(&c->bench[s]));
+        if (c->bench[s].pct_matmul > 0) fprintf(f, " (%.3g%% of matmul)", c->bench[s].pct_matmul);
+        fputc('\n', f);
+        for (int k = 0; k < c->bench[s].n_stats; k++)
+            fprintf(f, "%s%s %.15g%s", k ? "" : "        compiler: ", c->bench[s].stats[k].name, c->bench[s].stats[k].value,
+                    k + 1 < c->bench[s].n_stats ? ", " : "\n");
+    }
+}
+
+void kv_table_summary(FILE *f, const struct kv_report *r)
+{
+    size_t p, fl, e, s;
+    kv_report_counts(r, &p, &fl, &e, &s);
+    fprintf(f, "%zu cases: %zu passed, %zu failed, %zu errors, %zu skipped\n", r->n, p, fl, e, s);
+}

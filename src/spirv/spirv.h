@@ -1,0 +1,38 @@
+/* Just enough SPIR-V reflection to check a compute shader against a stage's
+ * interface: descriptor bindings and their kinds, the push-constant block's
+ * size, and the workgroup size. */
+#ifndef KV_SPIRV_H
+#define KV_SPIRV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/status.h"
+
+#define KV_SPIRV_MAX_BINDINGS 32
+
+enum kv_binding_kind { KV_BIND_STORAGE, KV_BIND_UNIFORM, KV_BIND_OTHER };
+
+struct kv_spirv_iface {
+    uint32_t local[3];
+    int n_bindings;
+    struct {
+        uint32_t set, binding;
+        enum kv_binding_kind kind;
+    } b[KV_SPIRV_MAX_BINDINGS];
+    uint32_t push_size; /* 0 when the shader declares no push constants */
+};
+
+/* Reflect a module; KV_EDATA with a message naming `what` when it is not a
+ * valid compute module we can read. */
+enum kv_status kv_spirv_reflect(const char *what, const uint32_t *words, size_t n_words,
+                                struct kv_spirv_iface *out);
+/* Check the reflected interface against an ABI of n storage buffers at set 0
+ * (bindings 0..n-1) and push_size bytes of push constants. Every declared
+ * binding must fit the ABI; those in `required` (a bit per binding: the
+ * stage's outputs) must be declared, others may be left out (an optimising
+ * compiler drops unused buffers). */
+enum kv_status kv_spirv_check(const char *what, const struct kv_spirv_iface *got,
+                              uint32_t n_bindings, uint32_t required, uint32_t push_size);
+
+#endif
