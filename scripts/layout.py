@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Check src/'s layout (src/README.md): every source file sits in a layer
 folder, includes only headers of its own layer and of the layers before it,
-and no two modules (a .c with its .h) depend on each other, directly or
-around a longer circle. Prints each violation; exits 1 if there is one.
+no two modules (a .c with its .h) depend on each other, directly or around
+a longer circle, and no function runs over MAX_FUNCTION lines. Prints each violation; exits 1 if there is one.
 
 usage: scripts/layout.py [SRC_DIR]"""
 import os
@@ -13,6 +13,25 @@ import sys
 # of the folders listed before it. main.c and tools/ sit on top.
 LAYERS = ["core", "vk", "spirv", "kernels", "reports", "formats", "pipeline", "cli"]
 TOP = ["tools", "."]
+# Functions are kept to about 80 lines; none may pass this.
+MAX_FUNCTION = 100
+
+
+def long_functions(path, rel):
+    """(name line, length) of each function body longer than MAX_FUNCTION."""
+    lines = open(path, encoding="utf-8").read().split("\n")
+    out, start = [], None
+    for i, line in enumerate(lines):
+        if line == "{" or re.match(r"^[A-Za-z].*\)\s*\{$", line):
+            j = i - 1 if line == "{" else i
+            while j > 0 and not re.match(r"^[A-Za-z]", lines[j]):
+                j -= 1
+            start = j
+        elif line == "}" and start is not None:
+            if i - start + 1 > MAX_FUNCTION:
+                out.append(f"{rel}:{start + 1}: a function of {i - start + 1} lines (at most {MAX_FUNCTION})")
+            start = None
+    return out
 
 
 def main():
@@ -33,6 +52,8 @@ def main():
         rank = LAYERS.index(folder) if folder in LAYERS else len(LAYERS)
         mod = f[:-2]
         text = open(os.path.join(src, f), encoding="utf-8").read()
+        if f.endswith(".c"):
+            bad.extend(long_functions(os.path.join(src, f), f))
         for m in re.finditer(r'^\s*#\s*include\s+"([^"]+)"', text, re.M):
             inc = m.group(1)
             path = os.path.normpath(os.path.join(src, inc))

@@ -115,6 +115,124 @@ static void kernel_usage(const struct kv_kernel *k, FILE *f)
             k->sweep_seeds);
 }
 
+static enum kv_status oracle_option(const struct kv_kernel *k, const char *arg, struct kopts *o)
+{
+    enum kv_status st = KV_OK;
+    if (!strcmp(arg, "spec")) o->run.oracle = KV_ORACLE_SPEC;
+    else if (!strcmp(arg, "exact")) o->run.oracle = KV_ORACLE_EXACT;
+    else if (!strcmp(arg, "both")) o->run.oracle = KV_ORACLE_BOTH;
+    else KV_CHECK(0, KV_EUSAGE, "--oracle: '%s' is not one of spec|exact|both", arg);
+    KV_CHECK(k->has_exact || o->run.oracle == KV_ORACLE_SPEC, KV_EUSAGE,
+             "--oracle %s: %s rounds only at its outputs, so its spec oracle is the exact one", arg, k->name);
+cleanup:
+    return st;
+}
+
+/* --seeds N, or an inclusive range A..B. */
+static enum kv_status seeds_option(const char *arg, struct kopts *o)
+{
+    enum kv_status st = KV_OK;
+    int64_t v;
+    if (strstr(arg, "..")) {
+        uint64_t lo, hi;
+        KV_TRY(kv_parse_range("--seeds", arg, &lo, &hi));
+        KV_CHECK(hi - lo < 100000, KV_EUSAGE, "--seeds: range '%s' has more than 100000 seeds", arg);
+        o->seed_from_range = 1;
+        o->range_lo = lo;
+        o->seeds = hi - lo + 1;
+    } else {
+        KV_TRY(kv_parse_i64("--seeds", arg, 1, 100000, &v));
+        o->seeds = (uint64_t)v;
+        o->seed_from_range = 0;
+    }
+    o->seeds_given = 1;
+cleanup:
+    return st;
+}
+
+/* --shader STAGE=FILE. */
+static enum kv_status shader_option(const struct kv_kernel *k, const char *arg, struct kopts *o)
+{
+    enum kv_status st = KV_OK;
+    const char *eq = strchr(arg, '=');
+    KV_CHECK(eq && eq != arg && eq[1], KV_EUSAGE, "--shader: '%s' is not STAGE=FILE", arg);
+    int s;
+    for (s = 0; s < k->n_stages; s++)
+        if (strlen(k->stages[s].name) == (size_t)(eq - arg) && !strncmp(k->stages[s].name, arg, (size_t)(eq - arg)))
+            break;
+    KV_CHECK(s < k->n_stages, KV_EUSAGE, "--shader: %s has no stage '%.*s' (see kverify list)", k->name,
+             (int)(eq - arg), arg);
+    o->run.shader[s] = eq + 1;
+cleanup:
+    return st;
+}
+
+/* The report files, the baseline, the device. */
+static enum kv_status output_option(int c, const char *arg, struct kv_outputs *out)
+{
+    enum kv_status st = KV_OK;
+    switch (c) {
+    case OPT_JSON:
+    case OPT_JUNIT:
+    case OPT_MARKDOWN: {
+        const char *flag = c == OPT_JSON ? "--json" : c == OPT_JUNIT ? "--junit" : "--markdown";
+        KV_CHECK(*arg, KV_EUSAGE, "%s: empty file name", flag);
+        *(c == OPT_JSON ? &out->json : c == OPT_JUNIT ? &out->junit : &out->markdown) = arg;
+        break;
+    }
+    case OPT_BASELINE:
+        KV_CHECK(*arg, KV_EUSAGE, "--baseline: empty file name");
+        out->baseline = arg;
+        break;
+    case OPT_REGRESS: KV_TRY(kv_parse_f64("--regress-factor", arg, 1, 1e30, &out->regress_factor)); break;
+    case OPT_DEVICE:
+        KV_CHECK(*arg, KV_EUSAGE, "--device: empty device index or name");
+        out->device = arg;
+        break;
+    }
+cleanup:
+    return st;
+}
+
+/* The criteria of a pass (core/compare.h). */
+static enum kv_status criteria_option(int c, const char *arg, struct kv_criteria *crit)
+{
+    enum kv_status st = KV_OK;
+    switch (c) {
+    case OPT_LAMBDA: KV_TRY(kv_parse_f64("--lambda", arg, 0, 1e6, &crit->lambda)); break;
+    case OPT_MAX_ULP: KV_TRY(kv_parse_f64("--max-ulp", arg, 0, 1e30, &crit->max_ulp)); break;
+    case OPT_RTOL: KV_TRY(kv_parse_f64("--rtol", arg, 0, 1e30, &crit->rtol)); break;
+    case OPT_ATOL: KV_TRY(kv_parse_f64("--atol", arg, 0, 1e30, &crit->atol)); break;
+    case OPT_MAX_NMSE: KV_TRY(kv_parse_f64("--max-nmse", arg, 0, 1e30, &crit->max_nmse)); break;
+    }
+cleanup:
+    return st;
+}
+
+/* How the device runs a case: repeats, group caps, timing. */
+static enum kv_status device_option(int c, const char *arg, struct kv_run_opts *run)
+{
+    enum kv_status st = KV_OK;
+    int64_t v;
+    switch (c) {
+    case OPT_MAX_GROUPS:
+        KV_TRY(kv_parse_i64("--max-groups", arg, 1, UINT32_MAX, &v));
+        run->max_groups = (uint32_t)v;
+        break;
+    case OPT_BENCH:
+        KV_TRY(kv_parse_i64("--bench", arg, 1, 1000, &v));
+        run->bench = (int)v;
+        break;
+    case OPT_BENCH_WARMUP: KV_TRY(kv_parse_f64("--bench-warmup", arg, 0, 60, &run->bench_warmup_s)); break;
+    case OPT_REPEAT:
+        KV_TRY(kv_parse_i64("--repeat", arg, 1, 64, &v));
+        run->repeat = (int)v;
+        break;
+    }
+cleanup:
+    return st;
+}
+
 enum kv_status kv_kopts_parse(const struct kv_kernel *k, int argc, char **argv, struct kopts *o, int *help)
 {
     enum kv_status st = KV_OK;
@@ -153,83 +271,30 @@ enum kv_status kv_kopts_parse(const struct kv_kernel *k, int argc, char **argv, 
             break;
         case OPT_NO_DEVICE: o->no_device = 1; break;
         case OPT_SAMPLE: KV_TRY(kv_parse_i64("--sample", arg, 1, 100000000, &o->run.sample)); break;
-        case OPT_ORACLE:
-            if (!strcmp(arg, "spec")) o->run.oracle = KV_ORACLE_SPEC;
-            else if (!strcmp(arg, "exact")) o->run.oracle = KV_ORACLE_EXACT;
-            else if (!strcmp(arg, "both")) o->run.oracle = KV_ORACLE_BOTH;
-            else KV_CHECK(0, KV_EUSAGE, "--oracle: '%s' is not one of spec|exact|both", arg);
-            KV_CHECK(k->has_exact || o->run.oracle == KV_ORACLE_SPEC, KV_EUSAGE,
-                     "--oracle %s: %s rounds only at its outputs, so its spec oracle is the exact one", arg,
-                     k->name);
-            break;
-        case OPT_SEEDS:
-            if (strstr(arg, "..")) { /* an inclusive range A..B */
-                uint64_t lo, hi;
-                KV_TRY(kv_parse_range("--seeds", arg, &lo, &hi));
-                KV_CHECK(hi - lo < 100000, KV_EUSAGE, "--seeds: range '%s' has more than 100000 seeds", arg);
-                o->seed_from_range = 1;
-                o->range_lo = lo;
-                o->seeds = hi - lo + 1;
-            } else {
-                KV_TRY(kv_parse_i64("--seeds", arg, 1, 100000, &v));
-                o->seeds = (uint64_t)v;
-                o->seed_from_range = 0;
-            }
-            o->seeds_given = 1;
-            break;
+        case OPT_ORACLE: KV_TRY(oracle_option(k, arg, o)); break;
+        case OPT_SEEDS: KV_TRY(seeds_option(arg, o)); break;
         case OPT_SWEEP: o->sweep = 1; break;
         case OPT_STRESS: o->stress = 1; break;
         case OPT_NO_STRESS: o->stress = -1; break;
         case OPT_FAIL_FAST: o->run.fail_fast = 1; break;
-        case OPT_MAX_GROUPS:
-            KV_TRY(kv_parse_i64("--max-groups", arg, 1, UINT32_MAX, &v));
-            o->run.max_groups = (uint32_t)v;
-            break;
         case OPT_BENCH:
-            KV_TRY(kv_parse_i64("--bench", arg, 1, 1000, &v));
-            o->run.bench = (int)v;
-            break;
-        case OPT_BENCH_WARMUP: KV_TRY(kv_parse_f64("--bench-warmup", arg, 0, 60, &o->run.bench_warmup_s)); break;
+        case OPT_BENCH_WARMUP:
         case OPT_REPEAT:
-            KV_TRY(kv_parse_i64("--repeat", arg, 1, 64, &v));
-            o->run.repeat = (int)v;
-            break;
+        case OPT_MAX_GROUPS: KV_TRY(device_option(c, arg, &o->run)); break;
         case OPT_JSON:
         case OPT_JUNIT:
-        case OPT_MARKDOWN: {
-            const char *flag = c == OPT_JSON ? "--json" : c == OPT_JUNIT ? "--junit" : "--markdown";
-            KV_CHECK(*arg, KV_EUSAGE, "%s: empty file name", flag);
-            *(c == OPT_JSON ? &o->out.json : c == OPT_JUNIT ? &o->out.junit : &o->out.markdown) = arg;
-            break;
-        }
+        case OPT_MARKDOWN:
         case OPT_BASELINE:
-            KV_CHECK(*arg, KV_EUSAGE, "--baseline: empty file name");
-            o->out.baseline = arg;
-            break;
-        case OPT_REGRESS: KV_TRY(kv_parse_f64("--regress-factor", arg, 1, 1e30, &o->out.regress_factor)); break;
-        case OPT_DEVICE:
-            KV_CHECK(*arg, KV_EUSAGE, "--device: empty device index or name");
-            o->out.device = arg;
-            break;
-        case OPT_SHADER: {
-            const char *eq = strchr(arg, '=');
-            KV_CHECK(eq && eq != arg && eq[1], KV_EUSAGE, "--shader: '%s' is not STAGE=FILE", arg);
-            int s;
-            for (s = 0; s < k->n_stages; s++)
-                if (strlen(k->stages[s].name) == (size_t)(eq - arg) && !strncmp(k->stages[s].name, arg, (size_t)(eq - arg)))
-                    break;
-            KV_CHECK(s < k->n_stages, KV_EUSAGE, "--shader: %s has no stage '%.*s' (see kverify list)", k->name,
-                     (int)(eq - arg), arg);
-            o->run.shader[s] = eq + 1;
-            break;
-        }
+        case OPT_REGRESS:
+        case OPT_DEVICE: KV_TRY(output_option(c, arg, &o->out)); break;
+        case OPT_SHADER: KV_TRY(shader_option(k, arg, o)); break;
         case OPT_NO_SUBGROUP: o->run.no_subgroup = 1; break;
         case OPT_NO_8BIT: o->run.no_8bit = 1; break;
-        case OPT_LAMBDA: KV_TRY(kv_parse_f64("--lambda", arg, 0, 1e6, &o->run.crit.lambda)); break;
-        case OPT_MAX_ULP: KV_TRY(kv_parse_f64("--max-ulp", arg, 0, 1e30, &o->run.crit.max_ulp)); break;
-        case OPT_RTOL: KV_TRY(kv_parse_f64("--rtol", arg, 0, 1e30, &o->run.crit.rtol)); break;
-        case OPT_ATOL: KV_TRY(kv_parse_f64("--atol", arg, 0, 1e30, &o->run.crit.atol)); break;
-        case OPT_MAX_NMSE: KV_TRY(kv_parse_f64("--max-nmse", arg, 0, 1e30, &o->run.crit.max_nmse)); break;
+        case OPT_LAMBDA:
+        case OPT_MAX_ULP:
+        case OPT_RTOL:
+        case OPT_ATOL:
+        case OPT_MAX_NMSE: KV_TRY(criteria_option(c, arg, &o->run.crit)); break;
         case 'v':
         case OPT_VERBOSE: o->out.verbose = 1; break;
         case 'h':

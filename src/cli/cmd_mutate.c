@@ -163,6 +163,69 @@ static cJSON *json_report(const struct kv_mut_job *j, const struct kv_vk_info *d
     return root;
 }
 
+/* The mutants of every stage under mutation (all, or those --stage names)
+ * on a device like info; a stage the device cannot run is kept, not run. */
+static enum kv_status add_stages(struct kv_mut_job *j, const struct kv_vk_info *info, const int *only, unsigned ops)
+{
+    enum kv_status st = KV_OK;
+    const struct kv_kernel *k = j->job.k;
+    int any_only = 0;
+    for (int s = 0; s < k->n_stages; s++) any_only |= only[s];
+    for (int s = 0; s < k->n_stages; s++) {
+        if (any_only && !only[s]) continue;
+        size_t before = j->n_m;
+        KV_TRY(kv_mut_stage_add(j, s, info, ops));
+        int *ms = realloc(j->m_stage, (j->n_m ? j->n_m : 1) * sizeof *ms);
+        KV_CHECK(ms, KV_EDEVICE, "out of memory");
+        j->m_stage = ms;
+        for (size_t i = before; i < j->n_m; i++) j->m_stage[i] = j->n_st - 1;
+        const struct kv_stage_def *sd = &k->stages[s];
+        const char *lacks = kv_stage_lacks(info, sd);
+        struct kv_mut_stage *last = &j->st[j->n_st - 1];
+        if (!last->skip[0] && lacks)
+            snprintf(last->skip, sizeof last->skip, "stage %s needs %.300s, which %.100s lacks", sd->name, lacks,
+                     info->name);
+    }
+cleanup:
+    return st;
+}
+
+/* One mutant as "STAGE FILE:LINE:COL OP DESC" after prefix. */
+static void print_mutant(FILE *f, const char *prefix, const struct kv_mut_job *j, size_t i)
+{
+    const struct kv_mutant *m = &j->m[i];
+    const struct kv_mut_stage *ms = &j->st[j->m_stage[i]];
+    fprintf(f, "%s%s %s:%d:%d %s %s\n", prefix, j->job.k->stages[ms->s].name, ms->names[m->file], m->line, m->col,
+            m->op, m->desc);
+}
+
+/* The summary: a line per stage, the survivors, the score (returned). */
+static double print_summary(FILE *f, const struct kv_mut_job *j, const struct kv_vk_info *info, double seconds)
+{
+    const struct kv_kernel *k = j->job.k;
+    size_t tot[8] = {0};
+    fprintf(f, "kverify mutate %s on %s: %.1f s\n", k->name, info->name, seconds);
+    for (int i = 0; i < j->n_st; i++) {
+        const struct kv_mut_stage *ms = &j->st[i];
+        size_t c[8] = {0};
+        for (size_t q = ms->first; q < ms->first + ms->count; q++) c[j->res[q].status]++, tot[j->res[q].status]++;
+        size_t killed = c[KV_MUT_KILLED] + c[KV_MUT_HANG], judged = killed + c[KV_MUT_SURVIVED];
+        fprintf(f, "  stage %-10s %-24s %5zu mutants: %zu killed (%zu by a hang), %zu survived, %zu equivalent, "
+                   "%zu stillborn", k->stages[ms->s].name, ms->names[0], ms->count, killed, c[KV_MUT_HANG],
+                c[KV_MUT_SURVIVED], c[KV_MUT_EQUIVALENT], c[KV_MUT_STILLBORN]);
+        if (ms->skip[0]) fprintf(f, "; not run: %s", ms->skip);
+        else fprintf(f, "; score %.1f%%", judged ? 100.0 * (double)killed / (double)judged : 100.0);
+        fputc('\n', f);
+    }
+    for (size_t q = 0; q < j->n_m; q++)
+        if (j->res[q].status == KV_MUT_SURVIVED) print_mutant(f, "  survived: ", j, q);
+    size_t killed = tot[KV_MUT_KILLED] + tot[KV_MUT_HANG], judged = killed + tot[KV_MUT_SURVIVED];
+    double score = judged ? 100.0 * (double)killed / (double)judged : 100.0;
+    fprintf(f, "mutation score %.1f%%: %zu of %zu killed (%zu equivalent, %zu stillborn, %zu not run)\n", score, killed,
+            judged, tot[KV_MUT_EQUIVALENT], tot[KV_MUT_STILLBORN], tot[KV_MUT_SKIPPED]);
+    return score;
+}
+
 int cmd_mutate(int argc, char **argv)
 {
     enum kv_status st = KV_OK;
@@ -171,7 +234,7 @@ int cmd_mutate(int argc, char **argv)
     struct kv_vk_device *dev = NULL;
     struct kv_vk_info info;
     cJSON *doc = NULL;
-    int only[KV_MAX_STAGES] = {0}, list = 0, help = 0, any_only = 0, code = 0;
+    int only[KV_MAX_STAGES] = {0}, list = 0, help = 0, code = 0;
     unsigned ops = (1u << kv_mutate_n_ops) - 1;
     double min_score = 0;
     const char *json = NULL;
@@ -199,28 +262,9 @@ int cmd_mutate(int argc, char **argv)
     info = dev->info;
     kv_vk_close(dev);
     dev = NULL;
-    const struct kv_kernel *k = j.job.k;
-    for (int s = 0; s < k->n_stages; s++) any_only |= only[s];
-    for (int s = 0; s < k->n_stages; s++) {
-        if (any_only && !only[s]) continue;
-        size_t before = j.n_m;
-        KV_TRY(kv_mut_stage_add(&j, s, &info, ops));
-        int *ms = realloc(j.m_stage, (j.n_m ? j.n_m : 1) * sizeof *ms);
-        KV_CHECK(ms, KV_EDEVICE, "out of memory");
-        j.m_stage = ms;
-        for (size_t i = before; i < j.n_m; i++) j.m_stage[i] = j.n_st - 1;
-        const struct kv_stage_def *sd = &k->stages[s];
-        const char *lacks = kv_stage_lacks(&info, sd);
-        if (!j.st[j.n_st - 1].skip[0] && lacks)
-            snprintf(j.st[j.n_st - 1].skip, sizeof j.st[j.n_st - 1].skip, "stage %s needs %.300s, which %.100s lacks",
-                     sd->name, lacks, info.name);
-    }
+    KV_TRY(add_stages(&j, &info, only, ops));
     if (list) {
-        for (size_t i = 0; i < j.n_m; i++) {
-            const struct kv_mutant *m = &j.m[i];
-            const struct kv_mut_stage *ms = &j.st[j.m_stage[i]];
-            printf("%s %s:%d:%d %s %s\n", k->stages[ms->s].name, ms->names[m->file], m->line, m->col, m->op, m->desc);
-        }
+        for (size_t i = 0; i < j.n_m; i++) print_mutant(stdout, "", &j, i);
         printf("%zu mutants\n", j.n_m);
         goto cleanup;
     }
@@ -229,32 +273,7 @@ int cmd_mutate(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     double t0 = kv_now_ms();
     KV_TRY(kv_mut_run(&j));
-    FILE *f = json && !strcmp(json, "-") ? stderr : stdout;
-    size_t tot[8] = {0};
-    fprintf(f, "kverify mutate %s on %s: %.1f s\n", k->name, info.name, (kv_now_ms() - t0) / 1e3);
-    for (int i = 0; i < j.n_st; i++) {
-        const struct kv_mut_stage *ms = &j.st[i];
-        size_t c[8] = {0};
-        for (size_t q = ms->first; q < ms->first + ms->count; q++) c[j.res[q].status]++, tot[j.res[q].status]++;
-        size_t killed = c[KV_MUT_KILLED] + c[KV_MUT_HANG], judged = killed + c[KV_MUT_SURVIVED];
-        fprintf(f, "  stage %-10s %-24s %5zu mutants: %zu killed (%zu by a hang), %zu survived, %zu equivalent, "
-                   "%zu stillborn", k->stages[ms->s].name, ms->names[0], ms->count, killed, c[KV_MUT_HANG],
-                c[KV_MUT_SURVIVED], c[KV_MUT_EQUIVALENT], c[KV_MUT_STILLBORN]);
-        if (ms->skip[0]) fprintf(f, "; not run: %s", ms->skip);
-        else fprintf(f, "; score %.1f%%", judged ? 100.0 * (double)killed / (double)judged : 100.0);
-        fputc('\n', f);
-    }
-    for (size_t q = 0; q < j.n_m; q++) {
-        if (j.res[q].status != KV_MUT_SURVIVED) continue;
-        const struct kv_mutant *m = &j.m[q];
-        const struct kv_mut_stage *ms = &j.st[j.m_stage[q]];
-        fprintf(f, "  survived: %s %s:%d:%d %s %s\n", k->stages[ms->s].name, ms->names[m->file], m->line, m->col, m->op,
-                m->desc);
-    }
-    size_t killed = tot[KV_MUT_KILLED] + tot[KV_MUT_HANG], judged = killed + tot[KV_MUT_SURVIVED];
-    double score = judged ? 100.0 * (double)killed / (double)judged : 100.0;
-    fprintf(f, "mutation score %.1f%%: %zu of %zu killed (%zu equivalent, %zu stillborn, %zu not run)\n", score, killed,
-            judged, tot[KV_MUT_EQUIVALENT], tot[KV_MUT_STILLBORN], tot[KV_MUT_SKIPPED]);
+    double score = print_summary(json && !strcmp(json, "-") ? stderr : stdout, &j, &info, (kv_now_ms() - t0) / 1e3);
     if (json) {
         doc = json_report(&j, &info, score);
         KV_CHECK(doc, KV_EDEVICE, "out of memory for the report");

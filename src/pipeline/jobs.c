@@ -129,122 +129,168 @@ static const char *case_name(const struct kv_job *j, size_t i)
     return j->error ? j->label : j->cases[i].name;
 }
 
+/* The state of kv_run_jobs: the device, the report, and per job the runner
+ * it uses (its own or an earlier job's), made on its first selected case. */
+struct jobs_run {
+    struct kv_job *jobs;
+    size_t n;
+    const struct kv_outputs *out;
+    const struct kv_select *sel;
+    struct kv_vk_device *dev;
+    struct kv_report report;
+    struct kv_runner *runners;
+    int *runner_of, *ready;
+    enum kv_status *runner_err;
+    char (*runner_msg)[512];
+    FILE *tab;                /* the table's stream */
+    double sum[6], pipeline_ms; /* --verbose's times */
+};
+
+/* Open the device when a selected case needs one. */
+static enum kv_status open_device(struct jobs_run *x)
+{
+    enum kv_status st = KV_OK;
+    size_t seen = 0, index;
+    int need_device = 0;
+    for (size_t j = 0; j < x->n; j++)
+        for (size_t i = 0; i < (x->jobs[j].error ? 1 : x->jobs[j].n_cases); i++)
+            if (selected(x->sel, case_name(&x->jobs[j], i), &seen, &index) && !x->jobs[j].error)
+                need_device |= x->jobs[j].need_device;
+    if (!need_device) return KV_OK;
+    KV_TRY(kv_vk_open(x->out->device, &x->dev));
+    x->report.has_device = 1;
+    x->report.device = x->dev->info;
+    x->report.has_ceilings = kv_ceilings_load(&x->dev->info, &x->report.ceilings);
+    /* One job (a kernel command): a case beyond the device's limits is a
+     * usage error before anything runs; in a suite it is that case's error. */
+    for (size_t i = 0; x->n == 1 && !x->jobs[0].error && i < x->jobs[0].n_cases; i++)
+        KV_TRY(kv_case_check(&x->jobs[0].cases[i], &x->dev->info));
+cleanup:
+    return st;
+}
+
+/* The runner of job j: an earlier job's when the kernel and the stage
+ * options are the same, else its own, made now. */
+static int job_runner(struct jobs_run *x, size_t j)
+{
+    struct kv_job *jb = &x->jobs[j];
+    if (x->ready[j]) return x->runner_of[j];
+    x->runner_of[j] = (int)j;
+    for (size_t p = 0; p < j; p++)
+        if (x->ready[p] && x->jobs[p].k == jb->k && x->jobs[p].need_device == jb->need_device &&
+            !x->runner_err[x->runner_of[p]] && same_stage_opts(&x->jobs[p].o.run, &jb->o.run)) {
+            x->runner_of[j] = x->runner_of[p];
+            break;
+        }
+    if (x->runner_of[j] == (int)j) {
+        kv_error_clear();
+        x->runner_err[j] = kv_runner_init(&x->runners[j], jb->need_device ? x->dev : NULL, jb->k, &jb->o.run);
+        if (x->runner_err[j]) snprintf(x->runner_msg[j], sizeof x->runner_msg[j], "%s", kv_error_msg());
+        x->pipeline_ms += x->runners[j].pipeline_ms;
+    }
+    x->ready[j] = 1;
+    return x->runner_of[j];
+}
+
+/* Case i of job j into res, then its table row; *stop: --fail-fast met a
+ * failing case. */
+static enum kv_status run_one(struct jobs_run *x, size_t j, size_t i, struct kv_case_result *res, int *stop)
+{
+    struct kv_job *jb = &x->jobs[j];
+    if (jb->error) {
+        error_row(res, jb, jb->label, jb->error, jb->error_msg);
+    } else {
+        int r = job_runner(x, j);
+        if (x->runner_err[r] && x->n == 1) /* a single job's bad shader is the command's error */
+            return kv_error(x->runner_err[r], "%s", x->runner_msg[r]);
+        if (x->runner_err[r]) error_row(res, jb, case_name(jb, i), x->runner_err[r], x->runner_msg[r]);
+        else kv_run_case(&x->runners[r], &jb->cases[i], &jb->o.run, res);
+        if (x->report.has_ceilings) bench_shares(res, jb->k, &x->report.ceilings);
+    }
+    kv_table_case(x->tab, res);
+    *stop = jb->o.run.fail_fast && (res->status == KV_CASE_FAIL || res->status == KV_CASE_ERROR);
+    fflush(x->tab);
+    double parts[6] = {res->ms.inputs, res->ms.oracle, res->ms.upload, res->ms.device, res->ms.download, res->ms.compare};
+    for (int q = 0; q < 6; q++) x->sum[q] += parts[q];
+    return KV_OK;
+}
+
+/* Every selected case in order, a table row each. */
+static enum kv_status run_all(struct jobs_run *x)
+{
+    enum kv_status st = KV_OK;
+    size_t seen = 0, index;
+    int stopped = 0;
+    for (size_t j = 0; j < x->n && !stopped; j++)
+        for (size_t i = 0; i < (x->jobs[j].error ? 1 : x->jobs[j].n_cases) && !stopped; i++) {
+            if (!selected(x->sel, case_name(&x->jobs[j], i), &seen, &index)) continue;
+            struct kv_case_result *res = kv_report_add(&x->report);
+            KV_CHECK(res, KV_EDEVICE, "out of host memory for the report");
+            res->index = index;
+            KV_TRY(run_one(x, j, i, res, &stopped));
+        }
+cleanup:
+    return st;
+}
+
+/* The regressions against --baseline, counted. */
+static enum kv_status against_baseline(struct jobs_run *x, const cJSON *base, size_t *regress)
+{
+    cJSON *cur = kv_report_json(&x->report);
+    if (!cur) return kv_error(KV_EDATA, "out of memory comparing with the baseline");
+    *regress = kv_regressions(base, cur, x->out->regress_factor, x->tab);
+    cJSON_Delete(cur);
+    return KV_OK;
+}
+
 int kv_run_jobs(struct kv_job *jobs, size_t n, const struct kv_outputs *out, const struct kv_select *sel)
 {
     enum kv_status st = KV_OK;
     double t_start = kv_now_ms();
-    struct kv_vk_device *dev = NULL;
-    struct kv_report report;
-    memset(&report, 0, sizeof report);
-    struct kv_runner *runners = calloc(n ? n : 1, sizeof *runners);
-    int *runner_of = calloc(n ? n : 1, sizeof *runner_of), *ready = calloc(n ? n : 1, sizeof *ready);
-    enum kv_status *runner_err = calloc(n ? n : 1, sizeof *runner_err);
-    char (*runner_msg)[512] = calloc(n ? n : 1, sizeof *runner_msg);
+    struct jobs_run x = {.jobs = jobs, .n = n, .out = out, .sel = sel, .tab = stdout};
+    size_t m = n ? n : 1, regress = 0;
+    x.runners = calloc(m, sizeof *x.runners);
+    x.runner_of = calloc(m, sizeof *x.runner_of), x.ready = calloc(m, sizeof *x.ready);
+    x.runner_err = calloc(m, sizeof *x.runner_err);
+    x.runner_msg = calloc(m, sizeof *x.runner_msg);
     cJSON *base = NULL;
-    FILE *tab = stdout;
-    KV_CHECK(runners && runner_of && ready && runner_err && runner_msg, KV_EDEVICE, "out of host memory");
+    KV_CHECK(x.runners && x.runner_of && x.ready && x.runner_err && x.runner_msg, KV_EDEVICE, "out of host memory");
     if (out->baseline) KV_TRY(kv_report_read(out->baseline, &base));
-
-    /* Select the cases; the device is opened only if a selected one needs it. */
-    size_t seen = 0, index;
-    int need_device = 0;
-    for (size_t j = 0; j < n; j++)
-        for (size_t i = 0; i < (jobs[j].error ? 1 : jobs[j].n_cases); i++)
-            if (selected(sel, case_name(&jobs[j], i), &seen, &index) && !jobs[j].error)
-                need_device |= jobs[j].need_device;
-    if (need_device) {
-        KV_TRY(kv_vk_open(out->device, &dev));
-        report.has_device = 1;
-        report.device = dev->info;
-        report.has_ceilings = kv_ceilings_load(&dev->info, &report.ceilings);
-        /* One job (a kernel command): a case beyond the device's limits is a
-         * usage error before anything runs; in a suite it is that case's error. */
-        for (size_t i = 0; n == 1 && !jobs[0].error && i < jobs[0].n_cases; i++)
-            KV_TRY(kv_case_check(&jobs[0].cases[i], &dev->info));
-    }
+    KV_TRY(open_device(&x));
     double t_dev = kv_now_ms();
 
     int stdout_report = (out->json && !strcmp(out->json, "-")) || (out->junit && !strcmp(out->junit, "-")) ||
                         (out->markdown && !strcmp(out->markdown, "-"));
-    tab = stdout_report ? stderr : stdout; /* a report on stdout owns it */
-    if (dev) fprintf(tab, "device %u: %s (%s, %s)\n", dev->info.index, dev->info.name, dev->info.type, dev->info.driver);
-    else fprintf(tab, "no device: every output is a candidate\n");
-    kv_table_header(tab);
-    double sum[6] = {0}, pipeline_ms = 0;
-    seen = 0;
-    int stopped = 0; /* --fail-fast after a failing case */
-    for (size_t j = 0; j < n && !stopped; j++) {
-        struct kv_job *jb = &jobs[j];
-        for (size_t i = 0; i < (jb->error ? 1 : jb->n_cases) && !stopped; i++) {
-            const char *name = case_name(jb, i);
-            if (!selected(sel, name, &seen, &index)) continue;
-            struct kv_case_result *res = kv_report_add(&report);
-            KV_CHECK(res, KV_EDEVICE, "out of host memory for the report");
-            res->index = index;
-            if (jb->error) {
-                error_row(res, jb, jb->label, jb->error, jb->error_msg);
-            } else {
-                if (!ready[j]) { /* make or reuse the runner, once per job */
-                    runner_of[j] = (int)j;
-                    for (size_t p = 0; p < j; p++)
-                        if (ready[p] && jobs[p].k == jb->k && jobs[p].need_device == jb->need_device &&
-                            !runner_err[runner_of[p]] &&
-                            same_stage_opts(&jobs[p].o.run, &jb->o.run)) {
-                            runner_of[j] = runner_of[p];
-                            break;
-                        }
-                    if (runner_of[j] == (int)j) {
-                        kv_error_clear();
-                        runner_err[j] = kv_runner_init(&runners[j], jb->need_device ? dev : NULL, jb->k, &jb->o.run);
-                        if (runner_err[j]) snprintf(runner_msg[j], sizeof runner_msg[j], "%s", kv_error_msg());
-                        pipeline_ms += runners[j].pipeline_ms;
-                    }
-                    ready[j] = 1;
-                }
-                int r = runner_of[j];
-                if (runner_err[r] && n == 1) { /* a single job's bad shader is the command's error */
-                    st = kv_error(runner_err[r], "%s", runner_msg[r]);
-                    goto cleanup;
-                }
-                if (runner_err[r]) error_row(res, jb, name, runner_err[r], runner_msg[r]); /* the others go on */
-                else kv_run_case(&runners[r], &jb->cases[i], &jb->o.run, res);
-                if (report.has_ceilings) bench_shares(res, jb->k, &report.ceilings);
-            }
-            kv_table_case(tab, res);
-            stopped = jb->o.run.fail_fast && (res->status == KV_CASE_FAIL || res->status == KV_CASE_ERROR);
-            fflush(tab);
-            double parts[6] = {res->ms.inputs, res->ms.oracle, res->ms.upload, res->ms.device, res->ms.download, res->ms.compare};
-            for (int q = 0; q < 6; q++) sum[q] += parts[q];
-        }
-    }
-    kv_table_summary(tab, &report);
-    fflush(tab);
+    x.tab = stdout_report ? stderr : stdout; /* a report on stdout owns it */
+    if (x.dev)
+        fprintf(x.tab, "device %u: %s (%s, %s)\n", x.dev->info.index, x.dev->info.name, x.dev->info.type,
+                x.dev->info.driver);
+    else fprintf(x.tab, "no device: every output is a candidate\n");
+    kv_table_header(x.tab);
+    KV_TRY(run_all(&x));
+    kv_table_summary(x.tab, &x.report);
+    fflush(x.tab);
     if (out->verbose)
         fprintf(stderr,
                 "kverify: time: start-up %.1f ms, pipelines %.1f ms, inputs %.1f ms, oracle %.1f ms, "
                 "upload %.2f ms, device %.2f ms, download %.2f ms, compare %.1f ms, total %.1f ms\n",
-                t_dev - t_start, pipeline_ms, sum[0], sum[1], sum[2], sum[3], sum[4], sum[5], kv_now_ms() - t_start);
-    if (out->json) KV_TRY(kv_report_write_json(&report, out->json));
-    if (out->junit) KV_TRY(kv_report_write_junit(&report, out->junit));
-    if (out->markdown) KV_TRY(kv_report_write_markdown(&report, out->markdown));
-cleanup:;
-    size_t regress = 0;
-    if (!st && base) {
-        cJSON *cur = kv_report_json(&report);
-        if (!cur) st = kv_error(KV_EDATA, "out of memory comparing with the baseline");
-        else regress = kv_regressions(base, cur, out->regress_factor, tab);
-        cJSON_Delete(cur);
-    }
+                t_dev - t_start, x.pipeline_ms, x.sum[0], x.sum[1], x.sum[2], x.sum[3], x.sum[4], x.sum[5],
+                kv_now_ms() - t_start);
+    if (out->json) KV_TRY(kv_report_write_json(&x.report, out->json));
+    if (out->junit) KV_TRY(kv_report_write_junit(&x.report, out->junit));
+    if (out->markdown) KV_TRY(kv_report_write_markdown(&x.report, out->markdown));
+    if (base) KV_TRY(against_baseline(&x, base, &regress));
+cleanup:
     for (size_t j = 0; j < n; j++)
-        if (runners && runner_of && ready && ready[j] && runner_of[j] == (int)j) kv_runner_free(&runners[j]);
-    kv_vk_close(dev);
+        if (x.runners && x.runner_of && x.ready && x.ready[j] && x.runner_of[j] == (int)j) kv_runner_free(&x.runners[j]);
+    kv_vk_close(x.dev);
     if (!st && kv_vk_validation_errors())
         st = kv_error(KV_EDEVICE, "the validation layer reported %u errors", kv_vk_validation_errors());
-    int code = st ? (int)st : kv_report_exit_code(&report);
+    int code = st ? (int)st : kv_report_exit_code(&x.report);
     if (!st && regress && code == 0) code = 1;
     if (st) fprintf(stderr, "kverify: %s\n", kv_error_msg());
-    kv_report_free(&report);
+    kv_report_free(&x.report);
     cJSON_Delete(base);
-    free(runners), free(runner_of), free(ready), free(runner_err), free(runner_msg);
+    free(x.runners), free(x.runner_of), free(x.ready), free(x.runner_err), free(x.runner_msg);
     return code;
 }

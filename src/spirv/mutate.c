@@ -55,6 +55,46 @@ static int in_list(const char *text, const struct tok *t, const char *const *lis
     return 0;
 }
 
+/* Context: which tokens lie in a layout(...) (skipped), in which part of a
+ * for header, in a declaration, in an array size. */
+static void mark_context(const char *text, struct tok *t, size_t n)
+{
+    int depth = 0, layout_depth = -1, for_depth = -1, for_part = 0, stmt_decl = 0, stmt_start = 1, brackets = 0;
+    for (size_t j = 0; j < n; j++) {
+        struct tok *k = &t[j];
+        if (k->dir) continue; /* a directive is no part of the statements around it */
+        if (stmt_start) stmt_decl = k->kind == T_IDENT && in_list(text, k, TYPES), stmt_start = 0;
+        if (is(text, k, "=") || is(text, k, "(")) {
+            if (is(text, k, "=")) stmt_decl = 0;
+        }
+        if (k->kind == T_IDENT && is(text, k, "layout") && j + 1 < n && is(text, &t[j + 1], "(")) layout_depth = depth;
+        if (k->kind == T_IDENT && is(text, k, "for") && j + 1 < n && is(text, &t[j + 1], "(")) {
+            for_depth = depth, for_part = 0;
+        }
+        if (is(text, k, "(")) {
+            depth++;
+            if (for_depth == depth - 1 && for_part == 0) for_part = 1, stmt_decl = 1;
+        } else if (is(text, k, ")")) {
+            depth--;
+            if (layout_depth == depth) layout_depth = -1, k->skip = 1;
+            if (for_depth == depth) for_depth = -1, for_part = 0;
+        } else if (is(text, k, ";")) {
+            if (for_depth >= 0 && for_part && for_part < 3) for_part++;
+            stmt_start = 1;
+        } else if (is(text, k, "{") || is(text, k, "}")) {
+            stmt_start = 1;
+        }
+        if (layout_depth >= 0) k->skip = 1;
+        k->for_part = for_depth >= 0 && !is(text, k, ";") ? for_part : 0;
+        k->decl = stmt_decl && !(for_depth >= 0 && for_part > 1);
+        if (is(text, k, "[")) brackets++;
+        if (is(text, k, "]") && brackets > 0) brackets--;
+        k->size = k->decl && brackets > 0;
+        if (stmt_start) brackets = 0;
+        if (stmt_decl && for_depth >= 0 && for_part == 1 && is(text, k, "=")) stmt_decl = 0;
+    }
+}
+
 /* Tokens of text, comments and whitespace dropped, with their context. */
 static struct tok *lex(const char *text, size_t len, const unsigned char *live, int n_live, size_t *n_out)
 {
@@ -131,41 +171,7 @@ static struct tok *lex(const char *text, size_t len, const unsigned char *live, 
         t[n++] = k;
         i += k.len;
     }
-    /* Context: layout(...), for headers, declarations. */
-    int depth = 0, layout_depth = -1, for_depth = -1, for_part = 0, stmt_decl = 0, stmt_start = 1, brackets = 0;
-    for (size_t j = 0; j < n; j++) {
-        struct tok *k = &t[j];
-        if (k->dir) continue; /* a directive is no part of the statements around it */
-        if (stmt_start) stmt_decl = k->kind == T_IDENT && in_list(text, k, TYPES), stmt_start = 0;
-        if (is(text, k, "=") || is(text, k, "(")) {
-            if (is(text, k, "=")) stmt_decl = 0;
-        }
-        if (k->kind == T_IDENT && is(text, k, "layout") && j + 1 < n && is(text, &t[j + 1], "(")) layout_depth = depth;
-        if (k->kind == T_IDENT && is(text, k, "for") && j + 1 < n && is(text, &t[j + 1], "(")) {
-            for_depth = depth, for_part = 0;
-        }
-        if (is(text, k, "(")) {
-            depth++;
-            if (for_depth == depth - 1 && for_part == 0) for_part = 1, stmt_decl = 1;
-        } else if (is(text, k, ")")) {
-            depth--;
-            if (layout_depth == depth) layout_depth = -1, k->skip = 1;
-            if (for_depth == depth) for_depth = -1, for_part = 0;
-        } else if (is(text, k, ";")) {
-            if (for_depth >= 0 && for_part && for_part < 3) for_part++;
-            stmt_start = 1;
-        } else if (is(text, k, "{") || is(text, k, "}")) {
-            stmt_start = 1;
-        }
-        if (layout_depth >= 0) k->skip = 1;
-        k->for_part = for_depth >= 0 && !is(text, k, ";") ? for_part : 0;
-        k->decl = stmt_decl && !(for_depth >= 0 && for_part > 1);
-        if (is(text, k, "[")) brackets++;
-        if (is(text, k, "]") && brackets > 0) brackets--;
-        k->size = k->decl && brackets > 0;
-        if (stmt_start) brackets = 0;
-        if (stmt_decl && for_depth >= 0 && for_part == 1 && is(text, k, "=")) stmt_decl = 0;
-    }
+    mark_context(text, t, n);
     *n_out = n;
     return t;
 }

@@ -53,82 +53,125 @@ static uint32_t type_size(const struct id_info *ids, uint32_t bound, uint32_t t,
     }
 }
 
+/* What the first pass gathers beside the ids. */
+struct scan {
+    int compute, have_local, local_by_id;
+    uint32_t local[3], local_ids[3];
+};
+
+/* One instruction (op, its no operands o) of the first pass: types,
+ * constants, variables, decorations, the entry point and workgroup size. */
+static enum kv_status scan_op(const char *what, uint32_t op, const uint32_t *o, uint32_t no, struct id_info *ids,
+                              uint32_t bound, struct scan *sc)
+{
+#define ID(k) (no > (k) && o[k] < bound ? o[k] : 0)
+    switch (op) {
+    case OP_ENTRY_POINT:
+        if (no >= 1 && o[0] == MODEL_GLCOMPUTE) sc->compute = 1;
+        break;
+    case OP_EXECUTION_MODE:
+        if (no >= 5 && o[1] == MODE_LOCAL_SIZE) {
+            sc->local[0] = o[2], sc->local[1] = o[3], sc->local[2] = o[4];
+            sc->have_local = 1;
+        } else if (no >= 5 && o[1] == MODE_LOCAL_SIZE_ID) {
+            sc->local_ids[0] = o[2], sc->local_ids[1] = o[3], sc->local_ids[2] = o[4];
+            sc->local_by_id = 1;
+        }
+        break;
+    case OP_TYPE_INT: case OP_TYPE_FLOAT:
+        if (ID(0)) ids[o[0]].op = (uint16_t)op, ids[o[0]].a = o[1];
+        break;
+    case OP_TYPE_VECTOR: case OP_TYPE_MATRIX: case OP_TYPE_ARRAY:
+        if (ID(0) && no >= 3) ids[o[0]].op = (uint16_t)op, ids[o[0]].a = o[1], ids[o[0]].b = o[2];
+        break;
+    case OP_TYPE_STRUCT:
+        if (ID(0) && !ids[o[0]].members) {
+            struct id_info *s = &ids[o[0]];
+            s->op = OP_TYPE_STRUCT;
+            s->n_members = no - 1;
+            s->members = calloc(2 * (size_t)(no ? no : 1), sizeof(uint32_t));
+            if (!s->members) return kv_error(KV_EDATA, "%s: out of memory reflecting SPIR-V", what);
+            for (uint32_t m = 0; m + 1 < no; m++) s->members[m] = o[m + 1];
+        }
+        break;
+    case OP_TYPE_POINTER:
+        if (ID(0) && no >= 3) ids[o[0]].op = OP_TYPE_POINTER, ids[o[0]].a = o[1], ids[o[0]].b = o[2];
+        break;
+    case OP_CONSTANT: case OP_SPEC_CONSTANT:
+        if (ID(1) && no >= 3) ids[o[1]].op = OP_CONSTANT, ids[o[1]].a = o[2];
+        break;
+    case OP_CONSTANT_COMPOSITE: case OP_SPEC_CONSTANT_COMPOSITE:
+        if (ID(1) && no >= 5)
+            ids[o[1]].op = OP_CONSTANT_COMPOSITE, ids[o[1]].a = o[2], ids[o[1]].b = o[3], ids[o[1]].c = o[4];
+        break;
+    case OP_VARIABLE:
+        if (ID(1) && no >= 3) ids[o[1]].op = OP_VARIABLE, ids[o[1]].a = o[0], ids[o[1]].b = o[2];
+        break;
+    case OP_DECORATE:
+        if (ID(0) && no >= 2) {
+            struct id_info *t = &ids[o[0]];
+            if (o[1] == DEC_BLOCK) t->block = 1;
+            else if (o[1] == DEC_BUFFER_BLOCK) t->buffer_block = 1;
+            else if (o[1] == DEC_BINDING && no >= 3) t->has_binding = 1, t->binding = o[2];
+            else if (o[1] == DEC_SET && no >= 3) t->has_set = 1, t->set = o[2];
+            else if (o[1] == DEC_ARRAY_STRIDE && no >= 3) t->stride = o[2];
+            else if (o[1] == DEC_BUILTIN && no >= 3 && o[2] == BUILTIN_WORKGROUP_SIZE) t->wg_builtin = 1;
+        }
+        break;
+    default: break;
+    }
+#undef ID
+    return KV_OK;
+}
+
+/* Variable v's binding into out (once per (set, binding): several variables
+ * may alias one buffer, as vec4[] and float[]; it is checked by its first view). */
+static enum kv_status add_binding(const char *what, const struct id_info *ids, uint32_t bound,
+                                  const struct id_info *v, uint32_t pointee, struct kv_spirv_iface *out)
+{
+    uint32_t set = v->has_set ? v->set : 0;
+    for (int i = 0; i < out->n_bindings; i++)
+        if (out->b[i].set == set && out->b[i].binding == v->binding) return KV_OK;
+    if (out->n_bindings >= KV_SPIRV_MAX_BINDINGS) return kv_error(KV_EDATA, "%s: too many descriptor bindings", what);
+    enum kv_binding_kind kind = KV_BIND_OTHER;
+    /* Arrays of blocks would be one binding with several descriptors; treat as other. */
+    if (v->b == SC_STORAGE_BUFFER) kind = KV_BIND_STORAGE;
+    else if (v->b == SC_UNIFORM && pointee < bound)
+        kind = ids[pointee].buffer_block ? KV_BIND_STORAGE : ids[pointee].block ? KV_BIND_UNIFORM : KV_BIND_OTHER;
+    out->b[out->n_bindings].set = set;
+    out->b[out->n_bindings].binding = v->binding;
+    out->b[out->n_bindings].kind = kind;
+    out->n_bindings++;
+    return KV_OK;
+}
+
+/* Bindings in (set, binding) order, so that messages name the first. */
+static void sort_bindings(struct kv_spirv_iface *out)
+{
+    for (int i = 1; i < out->n_bindings; i++)
+        for (int j = i; j > 0 && (out->b[j - 1].set > out->b[j].set ||
+                                  (out->b[j - 1].set == out->b[j].set && out->b[j - 1].binding > out->b[j].binding)); j--) {
+            __typeof__(out->b[0]) t = out->b[j];
+            out->b[j] = out->b[j - 1];
+            out->b[j - 1] = t;
+        }
+}
+
 enum kv_status kv_spirv_reflect(const char *what, const uint32_t *w, size_t n, struct kv_spirv_iface *out)
 {
     enum kv_status st = KV_OK;
     struct id_info *ids = NULL;
+    struct scan sc = {0};
     memset(out, 0, sizeof *out);
     KV_CHECK(n >= 5 && w[0] == 0x07230203u, KV_EDATA, "%s: not a SPIR-V module (bad magic number)", what);
     uint32_t bound = w[3];
     KV_CHECK(bound > 0 && bound < (1u << 22), KV_EDATA, "%s: SPIR-V id bound %u is implausible", what, bound);
     ids = calloc(bound, sizeof *ids);
     KV_CHECK(ids, KV_EDATA, "%s: out of memory reflecting SPIR-V", what);
-    int compute = 0, have_local = 0;
-    uint32_t local_ids[3] = {0, 0, 0};
-    int local_by_id = 0;
-
     for (size_t pc = 5; pc < n;) {
         uint32_t wc = w[pc] >> 16, op = w[pc] & 0xffffu;
         KV_CHECK(wc > 0 && pc + wc <= n, KV_EDATA, "%s: truncated SPIR-V instruction at word %zu", what, pc);
-        const uint32_t *o = &w[pc + 1];
-        uint32_t no = wc - 1;
-#define ID(k) (no > (k) && o[k] < bound ? o[k] : 0)
-        switch (op) {
-        case OP_ENTRY_POINT:
-            if (no >= 1 && o[0] == MODEL_GLCOMPUTE) compute = 1;
-            break;
-        case OP_EXECUTION_MODE:
-            if (no >= 5 && o[1] == MODE_LOCAL_SIZE) {
-                out->local[0] = o[2], out->local[1] = o[3], out->local[2] = o[4];
-                have_local = 1;
-            } else if (no >= 5 && o[1] == MODE_LOCAL_SIZE_ID) {
-                local_ids[0] = o[2], local_ids[1] = o[3], local_ids[2] = o[4];
-                local_by_id = 1;
-            }
-            break;
-        case OP_TYPE_INT: case OP_TYPE_FLOAT:
-            if (ID(0)) ids[o[0]].op = (uint16_t)op, ids[o[0]].a = o[1];
-            break;
-        case OP_TYPE_VECTOR: case OP_TYPE_MATRIX: case OP_TYPE_ARRAY:
-            if (ID(0) && no >= 3) ids[o[0]].op = (uint16_t)op, ids[o[0]].a = o[1], ids[o[0]].b = o[2];
-            break;
-        case OP_TYPE_STRUCT:
-            if (ID(0) && !ids[o[0]].members) {
-                struct id_info *s = &ids[o[0]];
-                s->op = OP_TYPE_STRUCT;
-                s->n_members = no - 1;
-                s->members = calloc(2 * (size_t)(no ? no : 1), sizeof(uint32_t));
-                KV_CHECK(s->members, KV_EDATA, "%s: out of memory reflecting SPIR-V", what);
-                for (uint32_t m = 0; m + 1 < no; m++) s->members[m] = o[m + 1];
-            }
-            break;
-        case OP_TYPE_POINTER:
-            if (ID(0) && no >= 3) ids[o[0]].op = OP_TYPE_POINTER, ids[o[0]].a = o[1], ids[o[0]].b = o[2];
-            break;
-        case OP_CONSTANT: case OP_SPEC_CONSTANT:
-            if (ID(1) && no >= 3) ids[o[1]].op = OP_CONSTANT, ids[o[1]].a = o[2];
-            break;
-        case OP_CONSTANT_COMPOSITE: case OP_SPEC_CONSTANT_COMPOSITE:
-            if (ID(1) && no >= 5)
-                ids[o[1]].op = OP_CONSTANT_COMPOSITE, ids[o[1]].a = o[2], ids[o[1]].b = o[3], ids[o[1]].c = o[4];
-            break;
-        case OP_VARIABLE:
-            if (ID(1) && no >= 3) ids[o[1]].op = OP_VARIABLE, ids[o[1]].a = o[0], ids[o[1]].b = o[2];
-            break;
-        case OP_DECORATE:
-            if (ID(0) && no >= 2) {
-                struct id_info *t = &ids[o[0]];
-                if (o[1] == DEC_BLOCK) t->block = 1;
-                else if (o[1] == DEC_BUFFER_BLOCK) t->buffer_block = 1;
-                else if (o[1] == DEC_BINDING && no >= 3) t->has_binding = 1, t->binding = o[2];
-                else if (o[1] == DEC_SET && no >= 3) t->has_set = 1, t->set = o[2];
-                else if (o[1] == DEC_ARRAY_STRIDE && no >= 3) t->stride = o[2];
-                else if (o[1] == DEC_BUILTIN && no >= 3 && o[2] == BUILTIN_WORKGROUP_SIZE) t->wg_builtin = 1;
-            }
-            break;
-        default: break;
-        }
-#undef ID
+        KV_TRY(scan_op(what, op, &w[pc + 1], wc - 1, ids, bound, &sc));
         pc += wc;
     }
     /* Offsets are decorated before the struct is declared: second pass. */
@@ -140,55 +183,29 @@ enum kv_status kv_spirv_reflect(const char *what, const uint32_t *w, size_t n, s
             if (s->members && o[1] < s->n_members) s->members[s->n_members + o[1]] = o[3];
         }
     }
-    KV_CHECK(compute, KV_EDATA, "%s: SPIR-V has no GLCompute entry point", what);
-
+    KV_CHECK(sc.compute, KV_EDATA, "%s: SPIR-V has no GLCompute entry point", what);
+    memcpy(out->local, sc.local, sizeof out->local);
     for (uint32_t id = 0; id < bound; id++) {
         struct id_info *v = &ids[id];
         if (v->wg_builtin && v->op == OP_CONSTANT_COMPOSITE) {
             /* A WorkgroupSize builtin overrides LocalSize. */
             uint32_t c[3] = {v->a, v->b, v->c};
             for (int k = 0; k < 3; k++) out->local[k] = c[k] < bound ? ids[c[k]].a : 0;
-            have_local = 1;
+            sc.have_local = 1;
         }
         if (v->op != OP_VARIABLE) continue;
-        uint32_t sc = v->b, ptr = v->a;
+        uint32_t ptr = v->a;
         uint32_t pointee = ptr < bound && ids[ptr].op == OP_TYPE_POINTER ? ids[ptr].b : 0;
-        if (sc == SC_PUSH_CONSTANT) {
-            out->push_size = type_size(ids, bound, pointee, 0);
-            continue;
-        }
-        if (!v->has_binding) continue;
-        /* Several variables may alias one binding (views of one buffer as
-         * vec4[] and float[]): it is one binding, checked by its first view. */
-        int seen = 0;
-        for (int i = 0; i < out->n_bindings; i++)
-            seen |= out->b[i].set == (v->has_set ? v->set : 0) && out->b[i].binding == v->binding;
-        if (seen) continue;
-        KV_CHECK(out->n_bindings < KV_SPIRV_MAX_BINDINGS, KV_EDATA, "%s: too many descriptor bindings", what);
-        enum kv_binding_kind kind = KV_BIND_OTHER;
-        /* Arrays of blocks would be one binding with several descriptors; treat as other. */
-        if (sc == SC_STORAGE_BUFFER) kind = KV_BIND_STORAGE;
-        else if (sc == SC_UNIFORM && pointee < bound)
-            kind = ids[pointee].buffer_block ? KV_BIND_STORAGE : ids[pointee].block ? KV_BIND_UNIFORM : KV_BIND_OTHER;
-        out->b[out->n_bindings].set = v->has_set ? v->set : 0;
-        out->b[out->n_bindings].binding = v->binding;
-        out->b[out->n_bindings].kind = kind;
-        out->n_bindings++;
+        if (v->b == SC_PUSH_CONSTANT) out->push_size = type_size(ids, bound, pointee, 0);
+        else if (v->has_binding) KV_TRY(add_binding(what, ids, bound, v, pointee, out));
     }
-    /* Report bindings in (set, binding) order so messages name the first. */
-    for (int i = 1; i < out->n_bindings; i++)
-        for (int j = i; j > 0 && (out->b[j - 1].set > out->b[j].set ||
-                                  (out->b[j - 1].set == out->b[j].set && out->b[j - 1].binding > out->b[j].binding)); j--) {
-            __typeof__(out->b[0]) t = out->b[j];
-            out->b[j] = out->b[j - 1];
-            out->b[j - 1] = t;
-        }
-    if (local_by_id && !have_local) {
+    sort_bindings(out);
+    if (sc.local_by_id && !sc.have_local) {
         for (int k = 0; k < 3; k++)
-            out->local[k] = local_ids[k] < bound && ids[local_ids[k]].op == OP_CONSTANT ? ids[local_ids[k]].a : 0;
-        have_local = 1;
+            out->local[k] = sc.local_ids[k] < bound && ids[sc.local_ids[k]].op == OP_CONSTANT ? ids[sc.local_ids[k]].a : 0;
+        sc.have_local = 1;
     }
-    KV_CHECK(have_local && out->local[0] && out->local[1] && out->local[2], KV_EDATA,
+    KV_CHECK(sc.have_local && out->local[0] && out->local[1] && out->local[2], KV_EDATA,
              "%s: SPIR-V declares no workgroup size", what);
 cleanup:
     if (ids)
