@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 pkgs=(build-essential cmake pkg-config libvulkan-dev libshaderc-dev glslc glslang-dev spirv-tools
       libcjson-dev zlib1g-dev libzip-dev libopenblas-openmp-dev mesa-vulkan-drivers vulkan-validationlayers libcmocka-dev
-      python3 python3-numpy patch libxml2-utils)
+      python3 python3-numpy patch libxml2-utils chromium)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

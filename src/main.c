@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "core/version.h"
+#include "reports/report.h"
 
 #include "kv_commit.h" /* KV_COMMIT, written at build time (scripts/commit-header.cmake) */
 
@@ -21,6 +22,7 @@ static const struct command commands[] = {
     {"merge", cmd_merge, "merge shard reports into the report of the whole run (-o ALL.json)"},
     {"compare", cmd_compare, "regressions between two reports (exit 1 on any)"},
     {"mutate", cmd_mutate, "mutation score of a kernel's sweep against one-site bugs in its shaders"},
+    {"report", cmd_report, "an HTML page from saved JSON reports: one run, before/after, or a trend over runs"},
 };
 
 void kv_usage(FILE *f)
@@ -63,5 +65,6 @@ static int dispatch(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    kv_report_set_command(argc, argv);
     exit(dispatch(argc, argv));
 }

@@ -14,7 +14,7 @@
 #include "pipeline/run.h"
 
 enum {
-    OPT_SEED = 1000, OPT_SEEDS, OPT_SWEEP, OPT_REPEAT, OPT_JSON, OPT_DEVICE, OPT_SHADER, OPT_NO_SUBGROUP, OPT_NO_8BIT, OPT_JUNIT, OPT_MARKDOWN, OPT_BASELINE, OPT_REGRESS, OPT_BENCH, OPT_BENCH_WARMUP,
+    OPT_SEED = 1000, OPT_SEEDS, OPT_SWEEP, OPT_REPEAT, OPT_JSON, OPT_DEVICE, OPT_SHADER, OPT_NO_SUBGROUP, OPT_NO_8BIT, OPT_JUNIT, OPT_MARKDOWN, OPT_HTML, OPT_NARROW, OPT_BASELINE, OPT_REGRESS, OPT_BENCH, OPT_BENCH_WARMUP,
     OPT_LAMBDA, OPT_MAX_ULP, OPT_RTOL, OPT_ATOL, OPT_MAX_NMSE, OPT_VERBOSE, OPT_HELP, OPT_INPUTS,
     OPT_CANDIDATE, OPT_SAVE, OPT_NO_DEVICE, OPT_ORACLE, OPT_SAMPLE, OPT_MAX_GROUPS, OPT_STRESS, OPT_NO_STRESS, OPT_FAIL_FAST,
     OPT_PARAM = 2000,
@@ -30,6 +30,8 @@ static const struct option common_opts[] = {
     {"json", required_argument, NULL, OPT_JSON},
     {"junit", required_argument, NULL, OPT_JUNIT},
     {"markdown", required_argument, NULL, OPT_MARKDOWN},
+    {"html", required_argument, NULL, OPT_HTML},
+    {"narrow", no_argument, NULL, OPT_NARROW},
     {"baseline", required_argument, NULL, OPT_BASELINE},
     {"regress-factor", required_argument, NULL, OPT_REGRESS},
     {"device", required_argument, NULL, OPT_DEVICE},
@@ -103,9 +105,12 @@ static void kernel_usage(const struct kv_kernel *k, FILE *f)
                "  --rtol X, --atol X           pass when |c-y| <= atol + rtol*|y|\n"
                "  --max-nmse X                 pass when NMSE <= X\n"
                "\noutput:\n"
-               "  --json FILE                  write the JSON report (schema 1); - for stdout\n"
+               "  --json FILE                  write the JSON report (schema 2); - for stdout\n"
                "  --junit FILE                 write a JUnit XML report (a testcase per case and output)\n"
                "  --markdown FILE              write the table as Markdown (for pull-request comments)\n"
+               "  --html FILE                  write a self-contained HTML page: error histograms, error\n"
+               "                               maps, worst elements per output (no - : a file)\n"
+               "  --narrow                     a narrow table (also when the terminal is narrow)\n"
                "  --baseline PREV.json         compare with an earlier report; exit 1 on a regression\n"
                "  --regress-factor X           growth of max bound ratio or max ULP that regresses [default: 2]\n"
                "  --device N|NAME              pick a device (kverify devices) [default: best GPU, else CPU]\n"
@@ -172,6 +177,11 @@ static enum kv_status output_option(int c, const char *arg, struct kv_outputs *o
 {
     enum kv_status st = KV_OK;
     switch (c) {
+    case OPT_HTML:
+        KV_CHECK(*arg && strcmp(arg, "-"), KV_EUSAGE, "--html: give a file name (the page does not go to stdout)");
+        out->html = arg;
+        break;
+    case OPT_NARROW: out->narrow = 1; break;
     case OPT_JSON:
     case OPT_JUNIT:
     case OPT_MARKDOWN: {
@@ -284,6 +294,8 @@ enum kv_status kv_kopts_parse(const struct kv_kernel *k, int argc, char **argv, 
         case OPT_JSON:
         case OPT_JUNIT:
         case OPT_MARKDOWN:
+        case OPT_HTML:
+        case OPT_NARROW:
         case OPT_BASELINE:
         case OPT_REGRESS:
         case OPT_DEVICE: KV_TRY(output_option(c, arg, &o->out)); break;
@@ -320,9 +332,10 @@ cleanup:
 enum kv_status kv_outputs_check(const struct kv_outputs *o)
 {
     enum kv_status st = KV_OK;
-    const char *reports[3] = {o->json, o->junit, o->markdown}, *flags[3] = {"--json", "--junit", "--markdown"};
+    const char *reports[4] = {o->json, o->junit, o->markdown, o->html};
+    const char *flags[4] = {"--json", "--junit", "--markdown", "--html"};
     int to_stdout = 0;
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         if (!reports[i]) continue;
         if (!strcmp(reports[i], "-")) {
             KV_CHECK(!to_stdout++, KV_EUSAGE, "%s -: only one report can go to stdout", flags[i]);

@@ -256,6 +256,7 @@ int cmd_mutate(int argc, char **argv)
     }
     j.job.o.run.stress = 1;
     j.job.o.run.fail_fast = 1;
+    j.job.o.run.no_dist = 1;
     KV_TRY(kv_job_build(&j.job));
     /* The device's features decide the defines, hence the live lines. */
     KV_TRY(kv_vk_open(j.job.o.out.device, &dev));

@@ -15,6 +15,7 @@
 #include "formats/npy.h"
 #include "formats/save.h"
 #include "reports/regress.h"
+#include "reports/report.h"
 
 #define MAX_ARGS 128
 
@@ -235,9 +236,11 @@ static void run_usage(FILE *f)
                "Runs every case of a suite file in one process (man kverify: SUITES).\n\n"
                "  --filter REGEX               run the cases whose name matches (POSIX extended)\n"
                "  --shard I/N                  run the I-th of N deterministic shares (1 <= I <= N) [default: 1/1]\n"
-               "  --json FILE                  write the JSON report (schema 1); - for stdout\n"
+               "  --json FILE                  write the JSON report (schema 2); - for stdout\n"
                "  --junit FILE                 write a JUnit XML report\n"
                "  --markdown FILE              write the table as Markdown\n"
+               "  --html FILE                  write a self-contained HTML page (plots per case and output)\n"
+               "  --narrow                     a narrow table (also when the terminal is narrow)\n"
                "  --baseline PREV.json         compare with an earlier report; exit 1 on a regression\n"
                "  --regress-factor X           growth of max bound ratio or max ULP that regresses [default: 2]\n"
                "  --device N|NAME              device index or name substring [default: a GPU, else a CPU device]\n"
@@ -257,11 +260,12 @@ int cmd_run(int argc, char **argv)
     int have_re = 0, code = 0;
     struct kv_job *jobs = NULL;
     size_t n = 0;
-    enum { O_FILTER = 1000, O_SHARD, O_JSON, O_JUNIT, O_MD, O_BASE, O_FACTOR, O_DEVICE, O_VERBOSE, O_HELP };
+    enum { O_FILTER = 1000, O_SHARD, O_JSON, O_JUNIT, O_MD, O_HTML, O_NARROW, O_BASE, O_FACTOR, O_DEVICE, O_VERBOSE, O_HELP };
     static const struct option opts[] = {
         {"filter", required_argument, NULL, O_FILTER},   {"shard", required_argument, NULL, O_SHARD},
         {"json", required_argument, NULL, O_JSON},       {"junit", required_argument, NULL, O_JUNIT},
         {"markdown", required_argument, NULL, O_MD},     {"baseline", required_argument, NULL, O_BASE},
+        {"html", required_argument, NULL, O_HTML},       {"narrow", no_argument, NULL, O_NARROW},
         {"regress-factor", required_argument, NULL, O_FACTOR}, {"device", required_argument, NULL, O_DEVICE},
         {"verbose", no_argument, NULL, O_VERBOSE},       {"help", no_argument, NULL, O_HELP},
         {0, 0, 0, 0},
@@ -288,6 +292,11 @@ int cmd_run(int argc, char **argv)
         case O_JSON: out.json = arg; break;
         case O_JUNIT: out.junit = arg; break;
         case O_MD: out.markdown = arg; break;
+        case O_HTML:
+            KV_CHECK(strcmp(arg, "-"), KV_EUSAGE, "--html: give a file name (the page does not go to stdout)");
+            out.html = arg;
+            break;
+        case O_NARROW: out.narrow = 1; break;
         case O_BASE: out.baseline = arg; break;
         case O_FACTOR: KV_TRY(kv_parse_f64("--regress-factor", arg, 1, 1e30, &out.regress_factor)); break;
         case O_DEVICE: out.device = arg; break;
@@ -301,8 +310,9 @@ int cmd_run(int argc, char **argv)
     }
     KV_CHECK(optind < argc, KV_EUSAGE, "run: no suite file given (usage: kverify run SUITE.json)");
     KV_CHECK(optind + 1 == argc, KV_EUSAGE, "run: unexpected argument '%s'", argv[optind + 1]);
-    for (const char **p = (const char *[]){out.json, out.junit, out.markdown, out.baseline, NULL}; *p; p++)
-        KV_CHECK(**p, KV_EUSAGE, "run: empty file name");
+    for (const char **p = (const char *[]){out.json, out.junit, out.markdown, out.html, out.baseline}, **e = p + 5;
+         p < e; p++)
+        KV_CHECK(!*p || **p, KV_EUSAGE, "run: empty file name");
     KV_TRY(kv_outputs_check(&out));
     if (filter) {
         int rc = regcomp(&re, filter, REG_EXTENDED | REG_NOSUB);
@@ -363,6 +373,10 @@ int cmd_merge(int argc, char **argv)
             merged = cJSON_CreateObject();
             KV_CHECK(merged, KV_EDATA, "out of memory");
             cJSON_AddItemToObject(merged, "kverify", cJSON_DetachItemFromObjectCaseSensitive(part, "kverify"));
+            /* the merged report's command is the merge, not a shard's run */
+            cJSON *kv = cJSON_GetObjectItemCaseSensitive(merged, "kverify");
+            cJSON_DeleteItemFromObjectCaseSensitive(kv, "command");
+            if (kv_report_command()[0]) cJSON_AddStringToObject(kv, "command", kv_report_command());
             cJSON *dev = cJSON_DetachItemFromObjectCaseSensitive(part, "device");
             cJSON_AddItemToObject(merged, "device", dev ? dev : cJSON_CreateNull());
         }

@@ -11,6 +11,7 @@ int cmd_run(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_mutate(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 void kv_usage(FILE *f);
 
 #endif

@@ -129,6 +129,7 @@ cleanup:
     kv_runner_free(&r);
     if (c && c->k) kv_case_free(c);
     free(c);
+    if (res) kv_case_result_clear(res);
     free(res);
     return st;
 }

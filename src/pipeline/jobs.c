@@ -4,11 +4,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include "pipeline/jobs.h"
 
 #include "core/clock.h"
 #include "pipeline/ceilings.h"
+#include "reports/html.h"
 #include "reports/regress.h"
 
 /* Build every case (validated, before any device work). */
@@ -143,6 +146,9 @@ struct jobs_run {
     enum kv_status *runner_err;
     char (*runner_msg)[512];
     FILE *tab;                /* the table's stream */
+    size_t total, done;       /* selected cases, and those run */
+    double t0, progress_after_ms; /* the progress line: shown on a terminal once a run takes this long */
+    int progress, progress_shown;
     double sum[6], pipeline_ms; /* --verbose's times */
 };
 
@@ -192,6 +198,23 @@ static int job_runner(struct jobs_run *x, size_t j)
     return x->runner_of[j];
 }
 
+/* The progress line on a terminal: cases done of all, elapsed, the case now
+ * running; cleared before each table row, so the table stays clean. */
+static void progress_clear(struct jobs_run *x)
+{
+    if (x->progress_shown) fputs("\r\033[K", stderr), fflush(stderr);
+    x->progress_shown = 0;
+}
+
+static void progress_show(struct jobs_run *x, const char *name)
+{
+    double el = kv_now_ms() - x->t0;
+    if (!x->progress || el < x->progress_after_ms) return;
+    fprintf(stderr, "\r\033[K[%zu/%zu] %.1f s  %.60s", x->done + 1, x->total, el / 1e3, name);
+    fflush(stderr);
+    x->progress_shown = 1;
+}
+
 /* Case i of job j into res, then its table row; *stop: --fail-fast met a
  * failing case. */
 static enum kv_status run_one(struct jobs_run *x, size_t j, size_t i, struct kv_case_result *res, int *stop)
@@ -207,6 +230,7 @@ static enum kv_status run_one(struct jobs_run *x, size_t j, size_t i, struct kv_
         else kv_run_case(&x->runners[r], &jb->cases[i], &jb->o.run, res);
         if (x->report.has_ceilings) bench_shares(res, jb->k, &x->report.ceilings);
     }
+    progress_clear(x);
     kv_table_case(x->tab, res);
     *stop = jb->o.run.fail_fast && (res->status == KV_CASE_FAIL || res->status == KV_CASE_ERROR);
     fflush(x->tab);
@@ -227,9 +251,27 @@ static enum kv_status run_all(struct jobs_run *x)
             struct kv_case_result *res = kv_report_add(&x->report);
             KV_CHECK(res, KV_EDEVICE, "out of host memory for the report");
             res->index = index;
+            progress_show(x, case_name(&x->jobs[j], i));
             KV_TRY(run_one(x, j, i, res, &stopped));
+            x->done++;
         }
 cleanup:
+    return st;
+}
+
+/* A terminal narrower than the wide table's 150 columns. */
+static int narrow_terminal(FILE *f)
+{
+    struct winsize ws;
+    return isatty(fileno(f)) && ioctl(fileno(f), TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 && ws.ws_col < 150;
+}
+
+static enum kv_status write_html(struct jobs_run *x)
+{
+    cJSON *root = kv_report_json(&x->report);
+    if (!root) return kv_error(KV_EDATA, "%s: out of memory building the report", x->out->html);
+    enum kv_status st = kv_html_write(root, x->out->html);
+    cJSON_Delete(root);
     return st;
 }
 
@@ -266,8 +308,19 @@ int kv_run_jobs(struct kv_job *jobs, size_t n, const struct kv_outputs *out, con
         fprintf(x.tab, "device %u: %s (%s, %s)\n", x.dev->info.index, x.dev->info.name, x.dev->info.type,
                 x.dev->info.driver);
     else fprintf(x.tab, "no device: every output is a candidate\n");
+    kv_table_set_narrow(out->narrow || narrow_terminal(x.tab));
     kv_table_header(x.tab);
-    KV_TRY(run_all(&x));
+    for (size_t j = 0, seen = 0, index; j < n; j++)
+        for (size_t i = 0; i < (jobs[j].error ? 1 : jobs[j].n_cases); i++)
+            x.total += (size_t)selected(sel, case_name(&jobs[j], i), &seen, &index);
+    /* KVERIFY_PROGRESS_AFTER_MS: when the line starts (tests lower it). */
+    const char *after = getenv("KVERIFY_PROGRESS_AFTER_MS");
+    x.progress = isatty(STDERR_FILENO);
+    x.progress_after_ms = after ? atof(after) : 2000;
+    x.t0 = t_start;
+    st = run_all(&x);
+    progress_clear(&x);
+    KV_TRY(st);
     kv_table_summary(x.tab, &x.report);
     fflush(x.tab);
     if (out->verbose)
@@ -279,6 +332,7 @@ int kv_run_jobs(struct kv_job *jobs, size_t n, const struct kv_outputs *out, con
     if (out->json) KV_TRY(kv_report_write_json(&x.report, out->json));
     if (out->junit) KV_TRY(kv_report_write_junit(&x.report, out->junit));
     if (out->markdown) KV_TRY(kv_report_write_markdown(&x.report, out->markdown));
+    if (out->html) KV_TRY(write_html(&x));
     if (base) KV_TRY(against_baseline(&x, base, &regress));
 cleanup:
     for (size_t j = 0; j < n; j++)

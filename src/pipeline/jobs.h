@@ -12,7 +12,8 @@
 
 /* Report and run-wide options. */
 struct kv_outputs {
-    const char *json, *junit, *markdown, *baseline, *device;
+    const char *json, *junit, *markdown, *html, *baseline, *device;
+    int narrow; /* --narrow: the narrow table */
     double regress_factor; /* default 2 */
     int verbose;
 };

@@ -115,7 +115,7 @@ static void sweep(struct kv_mut_job *j, struct worker_state *w, struct kv_runner
     for (size_t i = 0; i < j->job.n_cases; i++) {
         if (!kv_stage_on(&j->job.cases[i], s)) continue;
         struct kv_case c = j->job.cases[i];
-        memset(w->res, 0, sizeof *w->res);
+        kv_case_result_clear(w->res);
         kv_run_case(r, &c, o, w->res);
         if (w->res->status == KV_CASE_PASS || w->res->status == KV_CASE_SKIP) continue;
         out->status = KV_MUT_KILLED;
@@ -237,6 +237,7 @@ static void worker_main(struct kv_mut_job *j, int in, int out)
     kv_runner_free(&w.base);
     for (int s = 0; s < KV_MAX_STAGES; s++) free(w.orig[s]);
     kv_vk_close(w.dev);
+    if (w.res) kv_case_result_clear(w.res);
     free(w.res);
     _exit(code);
 }

@@ -136,6 +136,12 @@ static enum kv_status compare_one(struct kv_case *c, int t, const struct oracle_
     out->nondet = nondet;
     struct kv_bound bound = ref->bound;
     if (chained) bound.k_op += c->k_chain[t];
+    free(out->dist);
+    out->dist = NULL;
+    if (!o->no_dist) {
+        out->dist = malloc(sizeof *out->dist);
+        if (!out->dist) return kv_error(KV_EDEVICE, "out of host memory for an error map");
+    }
     out->total = c->t[t].count;
     enum kv_status st;
     if (c->sample[t]) {
@@ -152,12 +158,18 @@ static enum kv_status compare_one(struct kv_case *c, int t, const struct oracle_
         else {
             st = kv_compare(c->t[t].dtype, cand, y, S, n, &bound, &a, &o->crit, &out->m);
             if (!st && out->m.has_worst) out->m.worst_index = idx[out->m.worst_index];
+            if (!st && out->dist)
+                kv_error_dist(c->t[t].dtype, cand, y, S, n, idx, c->t[t].ndim, c->t[t].shape, &bound, &a, &o->crit,
+                              out->dist);
         }
         free(cand), free(y), free(S);
         free((void *)a.slack), free((void *)a.tie), free((void *)a.flush);
     } else {
         st = kv_compare(c->t[t].dtype, data, ref->y, ref->S, c->t[t].count, &bound, &ref->allow, &o->crit,
                         &out->m);
+        if (!st && out->dist)
+            kv_error_dist(c->t[t].dtype, data, ref->y, ref->S, c->t[t].count, NULL, c->t[t].ndim, c->t[t].shape,
+                          &bound, &ref->allow, &o->crit, out->dist);
     }
     if (st) return st;
     if (!out->m.integer && ref->allow.slack) out->m.ambiguous = c->ambiguous[t];
@@ -523,6 +535,7 @@ void kv_run_case(struct kv_runner *r, struct kv_case *c, const struct kv_run_opt
     } else if (st != KV_OK) {
         res->status = KV_CASE_ERROR;
         res->error_code = st;
+        for (int i = 0; i < res->n_outputs; i++) free(res->out[i].dist), res->out[i].dist = NULL;
         res->n_outputs = 0;
         snprintf(res->error, sizeof res->error, "%s", kv_error_msg());
     }

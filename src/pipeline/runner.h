@@ -32,6 +32,7 @@ struct kv_run_opts {
     const uint32_t *src_words[KV_MAX_STAGES];
     size_t src_bytes[KV_MAX_STAGES];
     int fail_fast;                      /* stop a case at its first failing output row (kverify mutate) */
+    int no_dist;                        /* no error distribution per row (kverify mutate needs only verdicts) */
 };
 
 /* The stress runs: group caps that make every grid-stride loop iterate and

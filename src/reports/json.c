@@ -1,7 +1,8 @@
-/* The JSON report, schema 1 (design.md). Non-finite numbers are written as
+/* The JSON report, schema 2 (design.md; schema 1 without "distribution" and "command"). Non-finite numbers are written as
  * the strings "NaN", "Infinity", "-Infinity". */
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,6 +39,82 @@ static cJSON *device_json(const struct kv_report *r)
         add_num(x, "f16_gflop_per_s", c->f16_gflops);
     } else {
         cJSON_AddNullToObject(o, "ceilings");
+    }
+    return o;
+}
+
+/* v to 3 significant digits: the plots need no more, and the report stays small. */
+static cJSON *num3(double v)
+{
+    char b[32];
+    snprintf(b, sizeof b, "%.3g", v);
+    return num(strtod(b, NULL));
+}
+
+static cJSON *hist_json(size_t zero, const size_t *counts, int n, double (*edge)(int))
+{
+    cJSON *h = cJSON_CreateObject();
+    cJSON_AddNumberToObject(h, "zero", (double)zero);
+    cJSON *e = cJSON_AddArrayToObject(h, "edges"), *c = cJSON_AddArrayToObject(h, "counts");
+    for (int i = 0; i < n; i++) {
+        cJSON_AddItemToArray(e, cJSON_CreateNumber(i ? edge(i) : 0));
+        cJSON_AddItemToArray(c, cJSON_CreateNumber((double)counts[i]));
+    }
+    return h;
+}
+
+static cJSON *map_json(const struct kv_error_dist *d)
+{
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddNumberToObject(m, "rows", (double)d->rows);
+    cJSON_AddNumberToObject(m, "cols", (double)d->cols);
+    cJSON_AddNumberToObject(m, "cell_rows", d->cell_rows);
+    cJSON_AddNumberToObject(m, "cell_cols", d->cell_cols);
+    cJSON *v = cJSON_AddArrayToObject(m, "max_ratio"), *bad = cJSON_AddArrayToObject(m, "mismatch_cells");
+    for (int r = 0; r < d->cell_rows; r++) {
+        cJSON *row = cJSON_CreateArray();
+        for (int c = 0; c < d->cell_cols; c++) {
+            float x = d->map[r * d->cell_cols + c];
+            cJSON_AddItemToArray(row, x < 0 ? cJSON_CreateNull() : num3(x > 1e30f ? 1e30 : x));
+            if (d->bad[r * d->cell_cols + c]) {
+                cJSON *rc = cJSON_CreateArray();
+                cJSON_AddItemToArray(rc, cJSON_CreateNumber(r));
+                cJSON_AddItemToArray(rc, cJSON_CreateNumber(c));
+                cJSON_AddItemToArray(bad, rc);
+            }
+        }
+        cJSON_AddItemToArray(v, row);
+    }
+    return m;
+}
+
+static cJSON *dist_json(const struct kv_output_result *x)
+{
+    const struct kv_error_dist *d = x->dist;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddItemToObject(o, "ulp_hist", hist_json(d->ulp_zero, d->ulp, KV_DIST_ULP_BINS, kv_dist_ulp_edge));
+    cJSON *rh = hist_json(d->ratio_zero, d->ratio, KV_DIST_RATIO_BINS, kv_dist_ratio_edge);
+    cJSON_AddNumberToObject(rh, "pass_line", 1.0);
+    cJSON_AddItemToObject(o, "ratio_hist", rh);
+    cJSON_AddNumberToObject(o, "mismatch", (double)d->mismatch);
+    cJSON_AddItemToObject(o, "map", map_json(d));
+    cJSON *w = cJSON_AddArrayToObject(o, "worst");
+    for (int i = 0; i < d->n_worst; i++) {
+        const struct kv_worst_elem *e = &d->worst[i];
+        cJSON *it = cJSON_CreateObject();
+        cJSON *idx = cJSON_AddArrayToObject(it, "index");
+        size_t f = e->index;
+        int64_t at[KV_MAX_DIMS] = {0};
+        for (int k = x->ndim - 1; k >= 0; k--) at[k] = x->shape[k] ? (int64_t)(f % (size_t)x->shape[k]) : 0, f = x->shape[k] ? f / (size_t)x->shape[k] : 0;
+        for (int k = 0; k < x->ndim; k++) cJSON_AddItemToArray(idx, cJSON_CreateNumber((double)at[k]));
+        add_num(it, "device", e->device);
+        add_num(it, "oracle", e->oracle);
+        add_num(it, "error", e->error);
+        add_num(it, "bound", e->bound);
+        add_num(it, "ratio", e->mismatch ? INFINITY : e->ratio);
+        add_num(it, "ulp", e->ulp);
+        cJSON_AddBoolToObject(it, "mismatch", e->mismatch);
+        cJSON_AddItemToArray(w, it);
     }
     return o;
 }
@@ -98,6 +175,8 @@ static cJSON *output_json(const struct kv_output_result *x)
     cJSON *tol = cJSON_AddObjectToObject(o, "tolerance");
     cJSON_AddNumberToObject(tol, "bound_ratio", 1.0);
     cJSON_AddStringToObject(tol, "criterion", m->criterion);
+    if (x->dist) cJSON_AddItemToObject(o, "distribution", dist_json(x));
+    else cJSON_AddNullToObject(o, "distribution");
     cJSON_AddBoolToObject(o, "judged", x->judged);
     cJSON_AddBoolToObject(o, "check", x->check);
     cJSON_AddBoolToObject(o, "pass", x->pass);
@@ -200,7 +279,8 @@ cJSON *kv_report_json(const struct kv_report *r)
     if (!root) return NULL;
     cJSON *kv = cJSON_AddObjectToObject(root, "kverify");
     cJSON_AddStringToObject(kv, "version", KV_VERSION);
-    cJSON_AddNumberToObject(kv, "schema", 1);
+    cJSON_AddNumberToObject(kv, "schema", KV_REPORT_SCHEMA);
+    if (kv_report_command()[0]) cJSON_AddStringToObject(kv, "command", kv_report_command());
     cJSON_AddItemToObject(root, "device", device_json(r));
     cJSON *cases = cJSON_AddArrayToObject(root, "cases");
     for (size_t i = 0; i < r->n; i++) cJSON_AddItemToArray(cases, case_json(&r->cases[i]));

@@ -13,6 +13,7 @@
 #include "reports/regress.h"
 
 #include "core/files.h"
+#include "reports/report.h"
 
 enum kv_status kv_report_read(const char *path, cJSON **out)
 {
@@ -28,7 +29,8 @@ enum kv_status kv_report_read(const char *path, cJSON **out)
     KV_CHECK(cJSON_IsObject(kv) && cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(*out, "cases")), KV_EDATA,
              "%s: not a kverify report (no \"kverify\" object and \"cases\" array)", path);
     const cJSON *schema = cJSON_GetObjectItemCaseSensitive(kv, "schema");
-    KV_CHECK(cJSON_IsNumber(schema) && schema->valuedouble == 1, KV_EDATA, "%s: report schema is not 1", path);
+    KV_CHECK(cJSON_IsNumber(schema) && (schema->valuedouble == 1 || schema->valuedouble == KV_REPORT_SCHEMA), KV_EDATA,
+             "%s: report schema is not 1 or %d", path, KV_REPORT_SCHEMA);
 cleanup:
     free(buf);
     if (st) cJSON_Delete(*out), *out = NULL;
@@ -68,12 +70,42 @@ static int is_true(const cJSON *o, const char *k) { return cJSON_IsTrue(cJSON_Ge
 struct tally {
     size_t regress, improve;
     FILE *f;
+    struct kv_regression *list;
+    size_t n, cap;
+    int want, oom; /* want: keep the rows in list */
 };
+
+static void keep(struct tally *t, int kind, const char *cs, const char *out, const char *what, const char *before,
+                 const char *after)
+{
+    if (t->n == t->cap) {
+        size_t cap = t->cap ? 2 * t->cap : 16;
+        struct kv_regression *l = realloc(t->list, cap * sizeof *l);
+        if (!l) {
+            t->oom = 1;
+            return;
+        }
+        t->list = l, t->cap = cap;
+    }
+    struct kv_regression *r = &t->list[t->n++];
+    r->kind = kind;
+    snprintf(r->case_name, sizeof r->case_name, "%s", cs);
+    snprintf(r->output, sizeof r->output, "%s", out);
+    snprintf(r->what, sizeof r->what, "%s", what);
+    snprintf(r->before, sizeof r->before, "%s", before);
+    snprintf(r->after, sizeof r->after, "%s", after);
+}
 
 /* regression: 1 counts; 0 an improvement; -1 a change listed for information. */
 static void row(struct tally *t, int regression, const char *cs, const char *out, const char *what, const char *before,
                 const char *after)
 {
+    if (t->want && !t->oom) keep(t, regression, cs, out, what, before, after);
+    if (!t->f) {
+        if (regression > 0) t->regress++;
+        else t->improve++;
+        return;
+    }
     if (t->regress + t->improve == 0)
         fprintf(t->f, "  %-11s %-44s %-18s %-26s %s -> %s\n", "", "case", "output", "what", "before", "after");
     fprintf(t->f, "  %-11s %-44s %-18s %-26s %s -> %s\n",
@@ -118,9 +150,15 @@ static void compare_outputs(struct tally *t, const char *cs, const cJSON *pc, co
 
 size_t kv_regressions(const cJSON *prev, const cJSON *cur, double factor, FILE *f)
 {
-    struct tally t = {0, 0, f};
+    return kv_regressions_list(prev, cur, factor, f, NULL, NULL);
+}
+
+size_t kv_regressions_list(const cJSON *prev, const cJSON *cur, double factor, FILE *f, struct kv_regression **list,
+                           size_t *n)
+{
+    struct tally t = {0, 0, f, NULL, 0, 0, list != NULL, 0};
     const cJSON *pcs = cJSON_GetObjectItemCaseSensitive(prev, "cases"), *ccs = cJSON_GetObjectItemCaseSensitive(cur, "cases");
-    fprintf(f, "against the baseline (regress factor %g):\n", factor);
+    if (f) fprintf(f, "against the baseline (regress factor %g):\n", factor);
     const cJSON *c;
     cJSON_ArrayForEach(c, pcs)
     {
@@ -149,6 +187,8 @@ size_t kv_regressions(const cJSON *prev, const cJSON *cur, double factor, FILE *
         }
     }
     cJSON_ArrayForEach(c, ccs) if (!find(pcs, str(c, "name"))) row(&t, -1, str(c, "name"), "-", "case added", "absent", str(c, "status"));
-    fprintf(f, "%zu regressions, %zu improvements or changes listed\n", t.regress, t.improve);
+    if (f) fprintf(f, "%zu regressions, %zu improvements or changes listed\n", t.regress, t.improve);
+    if (list) *list = t.list, *n = t.n;
+    else free(t.list);
     return t.regress;
 }

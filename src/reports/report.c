@@ -1,5 +1,6 @@
 #include "reports/report.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,8 +20,15 @@ struct kv_case_result *kv_report_add(struct kv_report *r)
     return c;
 }
 
+void kv_case_result_clear(struct kv_case_result *c)
+{
+    for (int i = 0; i < KV_COUNT(c->out); i++) free(c->out[i].dist);
+    memset(c, 0, sizeof *c);
+}
+
 void kv_report_free(struct kv_report *r)
 {
+    for (size_t i = 0; i < r->n; i++) kv_case_result_clear(&r->cases[i]);
     free(r->cases);
     memset(r, 0, sizeof *r);
 }
@@ -53,3 +61,32 @@ const char *kv_case_status_str(enum kv_case_status s)
     static const char *n[] = {"pass", "fail", "error", "skip"};
     return n[s];
 }
+
+static char command_line[4096];
+
+void kv_report_set_command(int argc, char **argv)
+{
+    size_t o = 0;
+    command_line[0] = '\0';
+    for (int i = 0; i < argc && o + 4 < sizeof command_line; i++) {
+        const char *a = i == 0 ? "kverify" : argv[i];
+        int plain = *a != '\0';
+        for (const char *p = a; *p; p++)
+            plain = plain && (isalnum((unsigned char)*p) || strchr("-_./=,:+@%", *p));
+        char part[1024];
+        if (plain) snprintf(part, sizeof part, "%s", a);
+        else {
+            size_t q = 0;
+            part[q++] = '\'';
+            for (const char *p = a; *p && q + 6 < sizeof part; p++) {
+                if (*p == '\'') memcpy(part + q, "'\\''", 4), q += 4;
+                else part[q++] = *p;
+            }
+            part[q++] = '\'', part[q] = '\0';
+        }
+        o += (size_t)snprintf(command_line + o, sizeof command_line - o, "%s%s", i ? " " : "", part);
+    }
+    if (o >= sizeof command_line) command_line[0] = '\0'; /* cut: better none than a wrong one */
+}
+
+const char *kv_report_command(void) { return command_line; }

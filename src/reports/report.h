@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "core/compare.h"
+#include "core/errdist.h"
 #include "kernels/kernel.h"
 #include "vk/vk.h"
 
@@ -39,6 +40,7 @@ struct kv_output_result {
     size_t guard_far;      /* how far past the end the furthest of them lies, in words */
     size_t nondet;         /* elements that differed between --repeat runs */
     int pass;
+    struct kv_error_dist *dist; /* histograms, pooled map, worst elements (malloc'd; NULL: none) */
 };
 
 enum kv_case_status { KV_CASE_PASS, KV_CASE_FAIL, KV_CASE_ERROR, KV_CASE_SKIP };
@@ -107,9 +109,18 @@ struct kv_report {
     size_t n, cap;
 };
 
+/* The JSON report's schema: 2 adds each output's "distribution" and the
+ * command line; readers take 1 and 2. */
+#define KV_REPORT_SCHEMA 2
+/* The command line of this process, quoted for a shell, for the reports. */
+void kv_report_set_command(int argc, char **argv);
+const char *kv_report_command(void);
+
 /* Append a zeroed case; NULL when out of memory. */
 struct kv_case_result *kv_report_add(struct kv_report *r);
 void kv_report_free(struct kv_report *r);
+/* Free what a case's rows own and zero it, for reuse. */
+void kv_case_result_clear(struct kv_case_result *c);
 void kv_report_counts(const struct kv_report *r, size_t *passed, size_t *failed,
                       size_t *errors, size_t *skipped);
 /* The process exit code for this report (design.md): an error's own code,
@@ -120,7 +131,10 @@ const char *kv_case_status_str(enum kv_case_status s);
 /* "[i,j] device vs oracle" of an output's worst element, or "-". */
 void kv_output_worst_str(const struct kv_output_result *o, char *buf, size_t size);
 
-/* Terminal table: a header, then rows as cases finish. */
+/* Terminal table: a header, then rows as cases finish. Narrow: output,
+ * max ULP, bound ratio, NaN/Inf, the worst element and the verdict only
+ * (about 90 columns instead of 150). */
+void kv_table_set_narrow(int on);
 void kv_table_header(FILE *f);
 void kv_table_case(FILE *f, const struct kv_case_result *c);
 void kv_table_summary(FILE *f, const struct kv_report *r);

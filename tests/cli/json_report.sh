@@ -1,13 +1,13 @@
-# --json writes a report that parses and holds every field of schema 1
+# --json writes a report that parses and holds every field of schema 2
 # (design.md), with non-finite numbers as strings, never null.
 . "$(dirname "$0")/lib.bash"
 expect_exit 0 "$KV" rmsnorm-bwd --rows 4 --dim 33 --eps 0 --dist zero-row --seed 3 --json "$TMP/r.json"
 "$KV" rmsnorm-bwd --rows 5 --dim 7 --json - > "$TMP/stdout.json" 2>/dev/null || fail "--json - failed"
-python3 - "$TMP/r.json" "$TMP/stdout.json" <<'PY' || fail "report does not match schema 1"
+python3 - "$TMP/r.json" "$TMP/stdout.json" <<'PY' || fail "report does not match schema 2"
 import json, sys
 for path in sys.argv[1:]:
     d = json.load(open(path))  # with --json -, stdout holds only the report
-    assert d["kverify"]["schema"] == 1 and d["kverify"]["version"]
+    assert d["kverify"]["schema"] == 2 and d["kverify"]["version"]
     dev = d["device"]
     for k in ("index", "name", "type", "driver", "api", "subgroup_size"):
         assert k in dev, k

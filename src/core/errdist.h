@@ -1,0 +1,55 @@
+/* Where an output's error lies and how it is distributed: histograms of the
+ * error in ULP and of the bound ratio, the bound ratio max-pooled over the
+ * tensor seen as a matrix, and the worst elements. The data behind the HTML
+ * report's plots, kept in the JSON report (man kverify, "JSON report"). */
+#ifndef KV_ERRDIST_H
+#define KV_ERRDIST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/compare.h"
+
+/* ULP histogram: counts[0] holds (0, 2^-4), counts[i] [2^(i-5), 2^(i-4)),
+ * the last [2^30, inf); exact matches apart. Codes: |code difference| on the
+ * same edges. */
+#define KV_DIST_ULP_BINS 36
+/* Bound-ratio histogram: counts[0] holds (0, 10^-7), counts[i]
+ * [10^((i-15)/2), 10^((i-14)/2)), the last [10^3, inf); ratio 0 apart. The
+ * pass line is at 1, the edge between counts[14] and counts[15]. */
+#define KV_DIST_RATIO_BINS 22
+/* The pooled map: at most 64 rows of cells and 256 columns, 4096 cells. */
+#define KV_DIST_MAP_ROWS 64
+#define KV_DIST_MAP_COLS 256
+#define KV_DIST_MAP_CELLS 4096
+#define KV_DIST_WORST 8
+
+double kv_dist_ulp_edge(int i);   /* lower edge of ULP bin i (i >= 1) */
+double kv_dist_ratio_edge(int i); /* lower edge of ratio bin i (i >= 1) */
+
+struct kv_worst_elem {
+    size_t index;    /* flat, row-major */
+    double device, oracle, error, bound, ratio, ulp;
+    int mismatch;    /* a NaN/Inf mismatch, or an unexplained code */
+};
+
+struct kv_error_dist {
+    size_t ulp_zero, ulp[KV_DIST_ULP_BINS];
+    size_t ratio_zero, ratio[KV_DIST_RATIO_BINS];
+    size_t mismatch;          /* NaN/Inf mismatches, unexplained codes: in neither histogram */
+    int64_t rows, cols;       /* the output as a matrix: leading dims x the last */
+    int cell_rows, cell_cols; /* the pooled grid */
+    float map[KV_DIST_MAP_CELLS]; /* max bound ratio per cell; -1: nothing compared there */
+    unsigned char bad[KV_DIST_MAP_CELLS]; /* 1: a mismatch lies in the cell */
+    int n_worst;
+    struct kv_worst_elem worst[KV_DIST_WORST]; /* largest ratio first, mismatches before all */
+};
+
+/* The distribution of cand's error against y (as kv_compare judges it) for an
+ * output of shape[0..ndim); idx: the flat index of each of the n elements
+ * given (a --sample), or NULL when all are. */
+void kv_error_dist(enum kv_dtype t, const void *cand, const double *y, const double *S, size_t n, const size_t *idx,
+                   int ndim, const int64_t *shape, const struct kv_bound *b, const struct kv_allow *allow,
+                   const struct kv_criteria *crit, struct kv_error_dist *d);
+
+#endif
