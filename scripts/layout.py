@@ -13,8 +13,8 @@ import sys
 # of the folders listed before it. main.c and tools/ sit on top.
 LAYERS = ["core", "vk", "spirv", "kernels", "reports", "formats", "pipeline", "cli"]
 TOP = ["tools", "."]
-# Functions are kept to about 80 lines; none may pass this.
-MAX_FUNCTION = 100
+# Functions are kept short: a longer one is split where a name explains a step.
+MAX_FUNCTION = 80
 
 
 def long_functions(path, rel):

@@ -156,7 +156,7 @@ cleanup:
 }
 
 /* --shader STAGE=FILE. */
-static enum kv_status shader_option(const struct kv_kernel *k, const char *arg, struct kopts *o)
+enum kv_status kv_shader_option(const struct kv_kernel *k, const char *arg, struct kv_run_opts *run)
 {
     enum kv_status st = KV_OK;
     const char *eq = strchr(arg, '=');
@@ -167,7 +167,7 @@ static enum kv_status shader_option(const struct kv_kernel *k, const char *arg, 
             break;
     KV_CHECK(s < k->n_stages, KV_EUSAGE, "--shader: %s has no stage '%.*s' (see kverify list)", k->name,
              (int)(eq - arg), arg);
-    o->run.shader[s] = eq + 1;
+    run->shader[s] = eq + 1;
 cleanup:
     return st;
 }
@@ -243,6 +243,35 @@ cleanup:
     return st;
 }
 
+/* The seed, and the files: --inputs, --candidate, --save. */
+static enum kv_status files_option(int c, const char *arg, struct kopts *o)
+{
+    enum kv_status st = KV_OK;
+    int64_t v;
+    switch (c) {
+    case OPT_SEED:
+        KV_TRY(kv_parse_i64("--seed", arg, 0, INT64_MAX, &v));
+        o->seed = (uint64_t)v;
+        o->seed_given = 1;
+        break;
+    case OPT_INPUTS:
+        KV_CHECK(*arg, KV_EUSAGE, "--inputs: empty path");
+        o->inputs = arg;
+        break;
+    case OPT_CANDIDATE:
+        KV_CHECK(o->n_candidates < (int)(sizeof o->candidate / sizeof *o->candidate), KV_EUSAGE,
+                 "--candidate: too many");
+        o->candidate[o->n_candidates++] = arg;
+        break;
+    case OPT_SAVE:
+        KV_CHECK(*arg, KV_EUSAGE, "--save: empty directory name");
+        o->run.save_dir = arg;
+        break;
+    }
+cleanup:
+    return st;
+}
+
 enum kv_status kv_kopts_parse(const struct kv_kernel *k, int argc, char **argv, struct kopts *o, int *help)
 {
     enum kv_status st = KV_OK;
@@ -252,7 +281,6 @@ enum kv_status kv_kopts_parse(const struct kv_kernel *k, int argc, char **argv, 
     for (int i = 0; i < k->n_params; i++)
         opts[n++] = (struct option){k->params[i].name, required_argument, NULL, OPT_PARAM + i};
     opts[n] = (struct option){0, 0, 0, 0};
-    int64_t v;
     optind = 1;
     opterr = 0;
     for (;;) {
@@ -262,23 +290,9 @@ enum kv_status kv_kopts_parse(const struct kv_kernel *k, int argc, char **argv, 
         const char *arg = optarg;
         switch (c) {
         case OPT_SEED:
-            KV_TRY(kv_parse_i64("--seed", arg, 0, INT64_MAX, &v));
-            o->seed = (uint64_t)v;
-            o->seed_given = 1;
-            break;
         case OPT_INPUTS:
-            KV_CHECK(*arg, KV_EUSAGE, "--inputs: empty path");
-            o->inputs = arg;
-            break;
         case OPT_CANDIDATE:
-            KV_CHECK(o->n_candidates < (int)(sizeof o->candidate / sizeof *o->candidate), KV_EUSAGE,
-                     "--candidate: too many");
-            o->candidate[o->n_candidates++] = arg;
-            break;
-        case OPT_SAVE:
-            KV_CHECK(*arg, KV_EUSAGE, "--save: empty directory name");
-            o->run.save_dir = arg;
-            break;
+        case OPT_SAVE: KV_TRY(files_option(c, arg, o)); break;
         case OPT_NO_DEVICE: o->no_device = 1; break;
         case OPT_SAMPLE: KV_TRY(kv_parse_i64("--sample", arg, 1, 100000000, &o->run.sample)); break;
         case OPT_ORACLE: KV_TRY(oracle_option(k, arg, o)); break;
@@ -299,7 +313,7 @@ enum kv_status kv_kopts_parse(const struct kv_kernel *k, int argc, char **argv, 
         case OPT_BASELINE:
         case OPT_REGRESS:
         case OPT_DEVICE: KV_TRY(output_option(c, arg, &o->out)); break;
-        case OPT_SHADER: KV_TRY(shader_option(k, arg, o)); break;
+        case OPT_SHADER: KV_TRY(kv_shader_option(k, arg, &o->run)); break;
         case OPT_NO_SUBGROUP: o->run.no_subgroup = 1; break;
         case OPT_NO_8BIT: o->run.no_8bit = 1; break;
         case OPT_LAMBDA:

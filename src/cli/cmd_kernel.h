@@ -6,6 +6,8 @@
 #include "pipeline/jobs.h"
 
 enum kv_status kv_kopts_parse(const struct kv_kernel *k, int argc, char **argv, struct kopts *o, int *help);
+/* --shader STAGE=FILE into run->shader (kernel commands and kverify mutate). */
+enum kv_status kv_shader_option(const struct kv_kernel *k, const char *arg, struct kv_run_opts *run);
 /* Check the report paths before any work: writable directories, at most one on stdout. */
 enum kv_status kv_outputs_check(const struct kv_outputs *o);
 

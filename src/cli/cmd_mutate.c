@@ -44,6 +44,24 @@ static void usage(FILE *f)
 static const char *const STATUS[] = {"pending", "killed", "survived", "equivalent", "stillborn", "killed (hang)",
                                      "skipped", "lost"};
 
+/* --operators A,B,...: the mutation operators by name. */
+static enum kv_status operators_option(const char *arg, unsigned *ops)
+{
+    enum kv_status st = KV_OK;
+    *ops = 0;
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", arg);
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        int i;
+        for (i = 0; i < kv_mutate_n_ops && strcmp(kv_mutate_ops[i].name, t); i++) {}
+        KV_CHECK(i < kv_mutate_n_ops, KV_EUSAGE, "--operators: unknown operator '%s' (see --help)", t);
+        *ops |= 1u << i;
+    }
+    KV_CHECK(*ops, KV_EUSAGE, "--operators: no operator given");
+cleanup:
+    return st;
+}
+
 static enum kv_status parse(int argc, char **argv, struct kv_mut_job *j, unsigned *ops, int *only, int *list,
                             double *min_score, const char **json, int *help)
 {
@@ -75,30 +93,8 @@ static enum kv_status parse(int argc, char **argv, struct kv_mut_job *j, unsigne
             KV_CHECK(s < k->n_stages, KV_EUSAGE, "--stage: %s has no stage '%s' (see kverify list)", k->name, arg);
             only[s] = 1;
             break;
-        case 'S': {
-            const char *eq = strchr(arg, '=');
-            KV_CHECK(eq && eq != arg && eq[1], KV_EUSAGE, "--shader: '%s' is not STAGE=FILE", arg);
-            for (s = 0; s < k->n_stages; s++)
-                if (strlen(k->stages[s].name) == (size_t)(eq - arg) && !strncmp(k->stages[s].name, arg, (size_t)(eq - arg)))
-                    break;
-            KV_CHECK(s < k->n_stages, KV_EUSAGE, "--shader: %s has no stage '%.*s' (see kverify list)", k->name,
-                     (int)(eq - arg), arg);
-            j->job.o.run.shader[s] = eq + 1;
-            break;
-        }
-        case 'o': {
-            *ops = 0;
-            char buf[512];
-            snprintf(buf, sizeof buf, "%s", arg);
-            for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-                int i;
-                for (i = 0; i < kv_mutate_n_ops && strcmp(kv_mutate_ops[i].name, t); i++) {}
-                KV_CHECK(i < kv_mutate_n_ops, KV_EUSAGE, "--operators: unknown operator '%s' (see --help)", t);
-                *ops |= 1u << i;
-            }
-            KV_CHECK(*ops, KV_EUSAGE, "--operators: no operator given");
-            break;
-        }
+        case 'S': KV_TRY(kv_shader_option(k, arg, &j->job.o.run)); break;
+        case 'o': KV_TRY(operators_option(arg, ops)); break;
         case 'n':
             KV_TRY(kv_parse_i64("--seeds", arg, 1, 1000, &v));
             j->job.o.seeds = (uint64_t)v, j->job.o.seeds_given = 1;

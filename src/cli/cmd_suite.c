@@ -250,6 +250,22 @@ static void run_usage(FILE *f)
                "77 no device\n");
 }
 
+/* --shard I/N: every N-th case starting at the I-th. */
+static enum kv_status shard_option(const char *arg, struct kv_select *sel)
+{
+    enum kv_status st = KV_OK;
+    int64_t i, m;
+    char a[64];
+    const char *sl = strchr(arg, '/');
+    KV_CHECK(sl && (size_t)(sl - arg) < sizeof a, KV_EUSAGE, "--shard: '%s' is not I/N", arg);
+    snprintf(a, sizeof a, "%.*s", (int)(sl - arg), arg);
+    KV_TRY(kv_parse_i64("--shard N", sl + 1, 1, 1000000, &m));
+    KV_TRY(kv_parse_i64("--shard I", a, 1, m, &i));
+    sel->shard_i = (int)i, sel->shard_n = (int)m;
+cleanup:
+    return st;
+}
+
 int cmd_run(int argc, char **argv)
 {
     enum kv_status st = KV_OK;
@@ -278,17 +294,7 @@ int cmd_run(int argc, char **argv)
         const char *arg = optarg;
         switch (c) {
         case O_FILTER: filter = arg; break;
-        case O_SHARD: {
-            int64_t i, m;
-            char a[64];
-            const char *sl = strchr(arg, '/');
-            KV_CHECK(sl && (size_t)(sl - arg) < sizeof a, KV_EUSAGE, "--shard: '%s' is not I/N", arg);
-            snprintf(a, sizeof a, "%.*s", (int)(sl - arg), arg);
-            KV_TRY(kv_parse_i64("--shard N", sl + 1, 1, 1000000, &m));
-            KV_TRY(kv_parse_i64("--shard I", a, 1, m, &i));
-            sel.shard_i = (int)i, sel.shard_n = (int)m;
-            break;
-        }
+        case O_SHARD: KV_TRY(shard_option(arg, &sel)); break;
         case O_JSON: out.json = arg; break;
         case O_JUNIT: out.junit = arg; break;
         case O_MD: out.markdown = arg; break;

@@ -240,24 +240,12 @@ static int count_dims(const char *dims)
     return n;
 }
 
-enum kv_status kv_given_apply(const struct kv_given *g, struct kv_case *c, const int *explicit_param,
-                              int explicit_seed)
+/* Parameters that name a dimension alone (or a product of two), from the
+ * first file that has them; set[] marks those already given. */
+static enum kv_status infer_params(const struct kv_given *g, struct kv_case *c, int *set)
 {
     const struct kv_kernel *k = c->k;
     enum kv_status st;
-    int set[KV_MAX_PARAMS];
-    for (int i = 0; i < k->n_params; i++) set[i] = explicit_param[i];
-    const char *origin = g->inputs ? g->inputs : "--candidate";
-    for (int i = 0; i < g->n_params; i++) {
-        int p = kv_param_index(k, g->pname[i]);
-        if (p < 0 || set[p]) continue;
-        if ((st = kv_param_set(c, p, g->pval[i])))
-            return kv_error(KV_EDATA, "%s: params: %s", origin, kv_error_msg());
-        set[p] = 1;
-    }
-    if (g->has_seed && !explicit_seed) c->seed = g->seed;
-    /* Infer the parameters that name a dimension alone, from the first
-     * file that has them; the shape check below catches disagreements. */
     for (int i = 0; i < g->n; i++) {
         const struct kv_tensor_def *td = &k->tensors[g->e[i].tensor];
         if (g->e[i].t.ndim != count_dims(td->dims)) continue;
@@ -285,7 +273,13 @@ enum kv_status kv_given_apply(const struct kv_given *g, struct kv_case *c, const
             set[p] = 1;
         }
     }
-    if ((st = kv_case_shapes(c))) return kv_error(KV_EDATA, "%s: %s", origin, kv_error_msg());
+    return KV_OK;
+}
+
+/* An --inputs folder or archive holds every input of the case. */
+static enum kv_status inputs_present(const struct kv_given *g, const struct kv_case *c)
+{
+    const struct kv_kernel *k = c->k;
     for (int t = 0; g->inputs && t < k->n_tensors; t++) {
         if (k->tensors[t].role != KV_INPUT || !kv_tensor_on(c, t)) continue;
         int have = 0;
@@ -295,6 +289,13 @@ enum kv_status kv_given_apply(const struct kv_given *g, struct kv_case *c, const
             return kv_error(KV_EDATA, "%s: %s%s%s is missing", g->inputs, g->inputs_kind, k->tensors[t].name,
                             strcmp(g->inputs_kind, "input inputs.") ? ".npy" : "");
     }
+    return KV_OK;
+}
+
+/* Each file onto its tensor, checked for dtype and shape. */
+static enum kv_status attach_files(const struct kv_given *g, struct kv_case *c)
+{
+    const struct kv_kernel *k = c->k;
     for (int i = 0; i < g->n; i++) {
         /* Files name tensors; the case's variant picks which definition. */
         int t = kv_case_tensor(c, k->tensors[g->e[i].tensor].name);
@@ -327,6 +328,30 @@ enum kv_status kv_given_apply(const struct kv_given *g, struct kv_case *c, const
         c->given_from[t] = g->e[i].from;
         c->given_kind[t] = (int)g->e[i].kind;
     }
+    return KV_OK;
+}
+
+enum kv_status kv_given_apply(const struct kv_given *g, struct kv_case *c, const int *explicit_param,
+                              int explicit_seed)
+{
+    const struct kv_kernel *k = c->k;
+    enum kv_status st;
+    int set[KV_MAX_PARAMS];
+    for (int i = 0; i < k->n_params; i++) set[i] = explicit_param[i];
+    const char *origin = g->inputs ? g->inputs : "--candidate";
+    for (int i = 0; i < g->n_params; i++) {
+        int p = kv_param_index(k, g->pname[i]);
+        if (p < 0 || set[p]) continue;
+        if ((st = kv_param_set(c, p, g->pval[i])))
+            return kv_error(KV_EDATA, "%s: params: %s", origin, kv_error_msg());
+        set[p] = 1;
+    }
+    if (g->has_seed && !explicit_seed) c->seed = g->seed;
+    /* The shape check below catches disagreements between files. */
+    KV_TRY_RET(infer_params(g, c, set));
+    if ((st = kv_case_shapes(c))) return kv_error(KV_EDATA, "%s: %s", origin, kv_error_msg());
+    KV_TRY_RET(inputs_present(g, c));
+    KV_TRY_RET(attach_files(g, c));
     if (g->inputs) c->label = g->label, c->inputs = g->inputs;
     return KV_OK;
 }

@@ -311,11 +311,71 @@ static enum kv_status alloc_d(double **p, size_t n)
  *   a tie adds |dy| (slack_chain). d_biases: n = group_size, S = sum |dy|.
  * Subnormals: every float output gets an absolute slack of 2^-126 per
  *   operation that could meet one (a flush changes a result by less). */
+/* Group g of every output: scale, bias, codes (with their tie and flushed
+ * alternatives), the forward, the round-trip check and the gradients. */
+static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check_ref *rt)
+{
+    const int64_t gs = c->p[P_GS].i;
+    const float *w = c->t[T_W].data, *dy = c->t[T_DY].data;
+    const float *wg = w + g * gs, *dyg = dy + g * gs;
+    struct enc e = encode_group(wg, gs, N, 0), f = encode_group(wg, gs, N, 1);
+    double s_exact = e.one ? 1.0 : ((double)e.hi - (double)e.lo) / N;
+    c->y[T_S][g] = e.poison ? NAN : s_exact;
+    c->S[T_S][g] = fabs(c->y[T_S][g]);
+    c->y[T_B][g] = e.poison ? NAN : e.lo;
+    c->S[T_B][g] = fabs(c->y[T_B][g]);
+    /* Stage isolation: later stages see the scale and bias as float32. */
+    const float s_in = (float)c->y[T_S][g], b_in = (float)c->y[T_B][g];
+    c->slack[T_S][g] = 2 * FMIN;
+    c->slack[T_B][g] = FMIN;
+    double ds = 0, dsa = 0, db = 0, dba = 0, chain_ds = 0;
+    for (int64_t j = 0; j < gs; j++) {
+        int64_t i = g * gs + j;
+        int q = 0, alt = -1, fq = 0;
+        if (!e.poison) {
+            double z = quotient(wg[j], &e, 0);
+            q = code_of(z, N);
+            double win = isinf(z) ? 0 : tie_window(wg[j], &e, N) * fabs(z), dist = fabs(z - (floor(z) + 0.5));
+            if (isfinite(z) && win > 0 && dist <= win && z > 0.5 - win && z < N - 0.5 + win)
+                alt = q == (int)floor(z) + 1 ? (int)floor(z) : (int)floor(z) + 1;
+        }
+        if (!f.poison) fq = code_of(quotient(wg[j], &f, 1), N);
+        c->y[T_Q][i] = q;
+        c->S[T_Q][i] = 0;
+        c->tie[T_Q][i] = (int16_t)alt;
+        c->flush[T_Q][i] = (int16_t)(fq != q && f.poison == e.poison ? fq : -1);
+        /* forward, from the float32 (q, s, b) */
+        double y = (double)q * s_in + b_in;
+        c->y[T_QDQ][i] = y;
+        c->S[T_QDQ][i] = fabs((double)q * s_in) + fabs((double)b_in);
+        c->slack[T_QDQ][i] = 3 * FMIN;
+        /* chained: the device's own codes may sit across a tie, or be the flushed model's */
+        double sc = c->slack[T_QDQ][i] + (alt >= 0 ? fabs((double)s_in) : 0);
+        if (c->flush[T_Q][i] >= 0) sc += fabs((double)fq * f.s + f.lo - y);
+        c->slack_chain[T_QDQ][i] = sc;
+        /* round trip on the composed result */
+        int clipped = isinf(wg[j]) || e.poison;
+        rt->y[i] = e.poison ? NAN : clipped ? y : (double)wg[j];
+        rt->S[i] = c->S[T_QDQ][i];
+        rt->slack[i] = clipped ? sc
+                               : c->slack[T_QDQ][i] + 0.5 * fmax(fabs((double)s_in), f.s) * (1 + 16 * U * N) +
+                                     fabs((double)f.lo - e.lo);
+        /* backward */
+        double t = (double)q * dyg[j];
+        ds += t, dsa += fabs(t), db += dyg[j], dba += fabs((double)dyg[j]);
+        if (alt >= 0) chain_ds += fabs((double)dyg[j]);
+        if (c->flush[T_Q][i] >= 0) chain_ds += fabs((double)(fq - q) * dyg[j]);
+    }
+    c->y[T_DS][g] = ds, c->S[T_DS][g] = dsa;
+    c->y[T_DB][g] = db, c->S[T_DB][g] = dba;
+    c->slack[T_DS][g] = c->slack[T_DB][g] = 2.0 * (double)gs * FMIN;
+    c->slack_chain[T_DS][g] = c->slack[T_DS][g] + chain_ds;
+}
+
 static enum kv_status oracle(struct kv_case *c)
 {
     const int64_t groups = c->p[P_GROUPS].i, gs = c->p[P_GS].i, n = groups * gs;
     const double N = ldexp(1, (int)c->p[P_BITS].i) - 1;
-    const float *w = c->t[T_W].data, *dy = c->t[T_DY].data;
     enum kv_status st = KV_OK;
     for (int t = T_S; t <= T_DB; t++)
         if (t != T_Q) KV_TRY(alloc_d(&c->slack[t], c->t[t].count));
@@ -330,61 +390,7 @@ static enum kv_status oracle(struct kv_case *c)
     KV_TRY(alloc_d(&rt->slack, (size_t)n));
 
 #pragma omp parallel for schedule(static)
-    for (int64_t g = 0; g < groups; g++) {
-        const float *wg = w + g * gs, *dyg = dy + g * gs;
-        struct enc e = encode_group(wg, gs, N, 0), f = encode_group(wg, gs, N, 1);
-        double s_exact = e.one ? 1.0 : ((double)e.hi - (double)e.lo) / N;
-        c->y[T_S][g] = e.poison ? NAN : s_exact;
-        c->S[T_S][g] = fabs(c->y[T_S][g]);
-        c->y[T_B][g] = e.poison ? NAN : e.lo;
-        c->S[T_B][g] = fabs(c->y[T_B][g]);
-        /* Stage isolation: later stages see the scale and bias as float32. */
-        const float s_in = (float)c->y[T_S][g], b_in = (float)c->y[T_B][g];
-        c->slack[T_S][g] = 2 * FMIN;
-        c->slack[T_B][g] = FMIN;
-        double ds = 0, dsa = 0, db = 0, dba = 0, chain_ds = 0;
-        for (int64_t j = 0; j < gs; j++) {
-            int64_t i = g * gs + j;
-            int q = 0, alt = -1, fq = 0;
-            if (!e.poison) {
-                double z = quotient(wg[j], &e, 0);
-                q = code_of(z, N);
-                double win = isinf(z) ? 0 : tie_window(wg[j], &e, N) * fabs(z), dist = fabs(z - (floor(z) + 0.5));
-                if (isfinite(z) && win > 0 && dist <= win && z > 0.5 - win && z < N - 0.5 + win)
-                    alt = q == (int)floor(z) + 1 ? (int)floor(z) : (int)floor(z) + 1;
-            }
-            if (!f.poison) fq = code_of(quotient(wg[j], &f, 1), N);
-            c->y[T_Q][i] = q;
-            c->S[T_Q][i] = 0;
-            c->tie[T_Q][i] = (int16_t)alt;
-            c->flush[T_Q][i] = (int16_t)(fq != q && f.poison == e.poison ? fq : -1);
-            /* forward, from the float32 (q, s, b) */
-            double y = (double)q * s_in + b_in;
-            c->y[T_QDQ][i] = y;
-            c->S[T_QDQ][i] = fabs((double)q * s_in) + fabs((double)b_in);
-            c->slack[T_QDQ][i] = 3 * FMIN;
-            /* chained: the device's own codes may sit across a tie, or be the flushed model's */
-            double sc = c->slack[T_QDQ][i] + (alt >= 0 ? fabs((double)s_in) : 0);
-            if (c->flush[T_Q][i] >= 0) sc += fabs((double)fq * f.s + f.lo - y);
-            c->slack_chain[T_QDQ][i] = sc;
-            /* round trip on the composed result */
-            int clipped = isinf(wg[j]) || e.poison;
-            rt->y[i] = e.poison ? NAN : clipped ? y : (double)wg[j];
-            rt->S[i] = c->S[T_QDQ][i];
-            rt->slack[i] = clipped ? sc
-                                   : c->slack[T_QDQ][i] + 0.5 * fmax(fabs((double)s_in), f.s) * (1 + 16 * U * N) +
-                                         fabs((double)f.lo - e.lo);
-            /* backward */
-            double t = (double)q * dyg[j];
-            ds += t, dsa += fabs(t), db += dyg[j], dba += fabs((double)dyg[j]);
-            if (alt >= 0) chain_ds += fabs((double)dyg[j]);
-            if (c->flush[T_Q][i] >= 0) chain_ds += fabs((double)(fq - q) * dyg[j]);
-        }
-        c->y[T_DS][g] = ds, c->S[T_DS][g] = dsa;
-        c->y[T_DB][g] = db, c->S[T_DB][g] = dba;
-        c->slack[T_DS][g] = c->slack[T_DB][g] = 2.0 * (double)gs * FMIN;
-        c->slack_chain[T_DS][g] = c->slack[T_DS][g] + chain_ds;
-    }
+    for (int64_t g = 0; g < groups; g++) oracle_group(c, g, N, rt);
     c->bound[T_S] = (struct kv_bound){.n = 1, .k_op = 6, .u_acc = U, .rho = 1};
     c->bound[T_B] = (struct kv_bound){.n = 1, .k_op = 0, .u_acc = U, .rho = 1};
     c->bound[T_Q] = (struct kv_bound){.n = 1, .k_op = 0, .u_acc = U, .rho = 1};

@@ -268,6 +268,120 @@ static void nudge(const char *text, const struct tok *k, int dir, char *out, siz
     else snprintf(out, size, "%llu%s", v, end);
 }
 
+/* What the mutant generators share: the text, its tokens, the operators
+ * asked for, and the list the mutants go to. */
+struct gen {
+    const char *text;
+    const struct tok *t;
+    size_t nt;
+    unsigned ops;
+    int file;
+    struct kv_mutant **m;
+    size_t *n, *cap;
+};
+
+#define ON(op) (g->ops & (1u << (op)))
+#define ADD(op, at, off, len, repl) KV_TRY_RET(add(g->m, g->n, g->cap, g->file, at, off, len, repl, op, g->text))
+
+/* The amount of a shift, one more and one less. */
+static enum kv_status shift_mutants(const struct gen *g, size_t j)
+{
+    const char *text = g->text;
+    const struct tok *t = g->t, *k = &t[j];
+    size_t nt = g->nt;
+    if ((is(text, k, "<<") || is(text, k, ">>")) && ON(OP_SHIFT) && j + 1 < nt && !t[j + 1].skip) {
+        const struct tok *a = &t[j + 1];
+        char buf[64];
+        if (a->kind == T_NUM) {
+            nudge(text, a, 1, buf, sizeof buf);
+            ADD(OP_SHIFT, a, a->off, a->len, buf);
+            nudge(text, a, -1, buf, sizeof buf);
+            if (buf[0]) ADD(OP_SHIFT, a, a->off, a->len, buf);
+        } else if (a->kind == T_IDENT && !(j + 2 < nt && (is(text, &t[j + 2], "(") || is(text, &t[j + 2], ".") ||
+                                                           is(text, &t[j + 2], "[")))) {
+            snprintf(buf, sizeof buf, "(%.*s + 1)", (int)a->len, text + a->off);
+            ADD(OP_SHIFT, a, a->off, a->len, buf);
+            snprintf(buf, sizeof buf, "(%.*s - 1)", (int)a->len, text + a->off);
+            ADD(OP_SHIFT, a, a->off, a->len, buf);
+        }
+    }
+    return KV_OK;
+}
+
+/* Relations, compound assignments, indices, shifts, dropped operands. */
+static enum kv_status punct_mutants(const struct gen *g, size_t j, int binary)
+{
+    const char *text = g->text;
+    const struct tok *t = g->t, *k = &t[j], *prev = j ? &t[j - 1] : NULL;
+    size_t nt = g->nt;
+    static const char *const rel[][3] = {{"<", "<=", ">"}, {"<=", "<", ">="}, {">", ">=", "<"},
+                                         {">=", ">", "<="}, {"==", NULL, "!="}, {"!=", NULL, "=="}};
+    for (int r = 0; r < 6; r++)
+        if (is(text, k, rel[r][0]) && !k->decl) {
+            if (rel[r][1] && ON(OP_REL)) ADD(OP_REL, k, k->off, k->len, rel[r][1]);
+            if (ON(OP_FLIP)) ADD(OP_FLIP, k, k->off, k->len, rel[r][2]);
+        }
+    if (is(text, k, "+=")) {
+        if (k->for_part == 3 && ON(OP_STEP)) ADD(OP_STEP, k, k->off, k->len, "=");
+        else if (k->for_part != 3 && ON(OP_ASSIGN)) ADD(OP_ASSIGN, k, k->off, k->len, "=");
+    }
+    if (is(text, k, "]") && !k->decl && ON(OP_INDEX) && !(prev && is(text, prev, "["))) {
+        ADD(OP_INDEX, k, k->off, 0, " + 1");
+        ADD(OP_INDEX, k, k->off, 0, " - 1");
+    }
+    KV_TRY_RET(shift_mutants(g, j));
+    if ((is(text, k, "+") || is(text, k, "-")) && binary && !k->decl && ON(OP_DROP)) {
+        size_t e = operand_end(text, t, nt, j + 1);
+        if (e != (size_t)-1 && e > j + 1 && e <= nt) {
+            size_t last = t[e - 1].off + t[e - 1].len;
+            int ok = 1;
+            for (size_t b = j + 1; b < e; b++) ok &= !t[b].skip;
+            if (ok && last - k->off <= 200) ADD(OP_DROP, k, k->off, last - k->off, "");
+        }
+    }
+    return KV_OK;
+}
+
+/* Literals: one more, one less (integers). */
+static enum kv_status num_mutants(const struct gen *g, size_t j)
+{
+    const char *text = g->text;
+    const struct tok *k = &g->t[j], *prev = j ? &g->t[j - 1] : NULL;
+    /* Literals in array sizes of declarations are not constants of the math. */
+    int in_size = k->size;
+    int shifted = prev && (is(text, prev, "<<") || is(text, prev, ">>"));
+    if (ON(OP_CONST) && !in_size && !shifted) {
+        char buf[64];
+        nudge(text, k, 1, buf, sizeof buf);
+        ADD(OP_CONST, k, k->off, k->len, buf);
+        int is_float = memchr(text + k->off, '.', k->len) != NULL;
+        if (!is_float) {
+            nudge(text, k, -1, buf, sizeof buf);
+            if (buf[0]) ADD(OP_CONST, k, k->off, k->len, buf);
+        }
+    }
+    return KV_OK;
+}
+
+/* Calls: barriers removed, roundings swapped, min and max swapped. */
+static enum kv_status call_mutants(const struct gen *g, size_t j)
+{
+    static const char *const barriers[] = {"barrier", "memoryBarrierShared", "memoryBarrier", "groupMemoryBarrier",
+                                           "subgroupBarrier", "subgroupMemoryBarrierShared", NULL};
+    static const char *const rounds[][2] = {{"floor", "ceil"}, {"ceil", "floor"}, {"round", "trunc"},
+                                            {"roundEven", "trunc"}, {"trunc", "round"}, {NULL, NULL}};
+    const char *text = g->text;
+    const struct tok *t = g->t, *k = &t[j];
+    size_t nt = g->nt;
+    if (ON(OP_BARRIER) && in_list(text, k, barriers) && j + 2 < nt && is(text, &t[j + 2], ")"))
+        ADD(OP_BARRIER, k, k->off, t[j + 2].off + 1 - k->off, "");
+    for (int r = 0; rounds[r][0] && ON(OP_ROUND); r++)
+        if (is(text, k, rounds[r][0])) ADD(OP_ROUND, k, k->off, k->len, rounds[r][1]);
+    if (ON(OP_MINMAX) && (is(text, k, "min") || is(text, k, "max")))
+        ADD(OP_MINMAX, k, k->off, k->len, is(text, k, "min") ? "max" : "min");
+    return KV_OK;
+}
+
 enum kv_status kv_mutate_text(const char *text, size_t len, int file, const unsigned char *live, int n_live,
                               unsigned ops, struct kv_mutant **m, size_t *n, size_t *cap)
 {
@@ -275,12 +389,7 @@ enum kv_status kv_mutate_text(const char *text, size_t len, int file, const unsi
     size_t nt = 0;
     struct tok *t = lex(text, len, live, n_live, &nt);
     KV_CHECK(t, KV_EDATA, "out of memory lexing a shader");
-    static const char *const barriers[] = {"barrier", "memoryBarrierShared", "memoryBarrier", "groupMemoryBarrier",
-                                           "subgroupBarrier", "subgroupMemoryBarrierShared", NULL};
-    static const char *const rounds[][2] = {{"floor", "ceil"}, {"ceil", "floor"}, {"round", "trunc"},
-                                            {"roundEven", "trunc"}, {"trunc", "round"}, {NULL, NULL}};
-#define ON(op) (ops & (1u << (op)))
-#define ADD(op, at, off, len, repl) KV_TRY(add(m, n, cap, file, at, off, len, repl, op, text))
+    const struct gen gen = {text, t, nt, ops, file, m, n, cap}, *g = &gen;
     for (size_t j = 0; j < nt; j++) {
         const struct tok *k = &t[j];
         if (k->skip) continue;
@@ -290,78 +399,18 @@ enum kv_status kv_mutate_text(const char *text, size_t len, int file, const unsi
             int has_rel = 0;
             for (size_t b = j; b > 0 && t[b].for_part == 2; b--)
                 has_rel |= is(text, &t[b], "<") || is(text, &t[b], "<=") || is(text, &t[b], ">") || is(text, &t[b], ">=");
-            if (has_rel) ADD(OP_BOUND, k, k->off + k->len, 0, " - 1");
+            if (has_rel) KV_TRY(add(m, n, cap, file, k, k->off + k->len, 0, " - 1", OP_BOUND, text));
         }
-        if (k->kind == T_PUNCT) {
-            static const char *const rel[][3] = {{"<", "<=", ">"}, {"<=", "<", ">="}, {">", ">=", "<"},
-                                                 {">=", ">", "<="}, {"==", NULL, "!="}, {"!=", NULL, "=="}};
-            for (int r = 0; r < 6; r++)
-                if (is(text, k, rel[r][0]) && !k->decl) {
-                    if (rel[r][1] && ON(OP_REL)) ADD(OP_REL, k, k->off, k->len, rel[r][1]);
-                    if (ON(OP_FLIP)) ADD(OP_FLIP, k, k->off, k->len, rel[r][2]);
-                }
-            if (is(text, k, "+=")) {
-                if (k->for_part == 3 && ON(OP_STEP)) ADD(OP_STEP, k, k->off, k->len, "=");
-                else if (k->for_part != 3 && ON(OP_ASSIGN)) ADD(OP_ASSIGN, k, k->off, k->len, "=");
-            }
-            if (is(text, k, "]") && !k->decl && ON(OP_INDEX) && !(prev && is(text, prev, "["))) {
-                ADD(OP_INDEX, k, k->off, 0, " + 1");
-                ADD(OP_INDEX, k, k->off, 0, " - 1");
-            }
-            if ((is(text, k, "<<") || is(text, k, ">>")) && ON(OP_SHIFT) && j + 1 < nt && !t[j + 1].skip) {
-                const struct tok *a = &t[j + 1];
-                char buf[64];
-                if (a->kind == T_NUM) {
-                    nudge(text, a, 1, buf, sizeof buf);
-                    ADD(OP_SHIFT, a, a->off, a->len, buf);
-                    nudge(text, a, -1, buf, sizeof buf);
-                    if (buf[0]) ADD(OP_SHIFT, a, a->off, a->len, buf);
-                } else if (a->kind == T_IDENT && !(j + 2 < nt && (is(text, &t[j + 2], "(") || is(text, &t[j + 2], ".") ||
-                                                                   is(text, &t[j + 2], "[")))) {
-                    snprintf(buf, sizeof buf, "(%.*s + 1)", (int)a->len, text + a->off);
-                    ADD(OP_SHIFT, a, a->off, a->len, buf);
-                    snprintf(buf, sizeof buf, "(%.*s - 1)", (int)a->len, text + a->off);
-                    ADD(OP_SHIFT, a, a->off, a->len, buf);
-                }
-            }
-            if ((is(text, k, "+") || is(text, k, "-")) && binary && !k->decl && ON(OP_DROP)) {
-                size_t e = operand_end(text, t, nt, j + 1);
-                if (e != (size_t)-1 && e > j + 1 && e <= nt) {
-                    size_t last = t[e - 1].off + t[e - 1].len;
-                    int ok = 1;
-                    for (size_t b = j + 1; b < e; b++) ok &= !t[b].skip;
-                    if (ok && last - k->off <= 200) ADD(OP_DROP, k, k->off, last - k->off, "");
-                }
-            }
-        } else if (k->kind == T_NUM) {
-            /* Literals in array sizes of declarations are not constants of the math. */
-            int in_size = k->size;
-            int shifted = prev && (is(text, prev, "<<") || is(text, prev, ">>"));
-            if (ON(OP_CONST) && !in_size && !shifted) {
-                char buf[64];
-                nudge(text, k, 1, buf, sizeof buf);
-                ADD(OP_CONST, k, k->off, k->len, buf);
-                int is_float = memchr(text + k->off, '.', k->len) != NULL;
-                if (!is_float) {
-                    nudge(text, k, -1, buf, sizeof buf);
-                    if (buf[0]) ADD(OP_CONST, k, k->off, k->len, buf);
-                }
-            }
-        } else if (k->kind == T_IDENT && j + 1 < nt && is(text, &t[j + 1], "(")) {
-            if (ON(OP_BARRIER) && in_list(text, k, barriers) && j + 2 < nt && is(text, &t[j + 2], ")"))
-                ADD(OP_BARRIER, k, k->off, t[j + 2].off + 1 - k->off, "");
-            for (int r = 0; rounds[r][0] && ON(OP_ROUND); r++)
-                if (is(text, k, rounds[r][0])) ADD(OP_ROUND, k, k->off, k->len, rounds[r][1]);
-            if (ON(OP_MINMAX) && (is(text, k, "min") || is(text, k, "max")))
-                ADD(OP_MINMAX, k, k->off, k->len, is(text, k, "min") ? "max" : "min");
-        }
+        if (k->kind == T_PUNCT) KV_TRY(punct_mutants(g, j, binary));
+        else if (k->kind == T_NUM) KV_TRY(num_mutants(g, j));
+        else if (k->kind == T_IDENT && j + 1 < nt && is(text, &t[j + 1], "(")) KV_TRY(call_mutants(g, j));
     }
-#undef ADD
-#undef ON
 cleanup:
     free(t);
     return st;
 }
+#undef ADD
+#undef ON
 
 char *kv_mutant_apply(const char *text, size_t len, const struct kv_mutant *m, size_t *out_len)
 {

@@ -203,6 +203,53 @@ static int layout_of(struct mod *m, uint32_t flag, const uint32_t layout_ids[2],
     return 0;
 }
 
+/* An NV matrix type as a KHR one with its use (and its B twin, with the
+ * twin's pointer type); the use and layout constants before the first.
+ * 0 done, 1 out of memory, -1 failed (message set). */
+static int coopmat_type(struct mod *m, const uint32_t *in, const uint32_t consts[4], uint32_t uint_type,
+                        uint32_t *const_done, struct out *o)
+{
+    int r = 0;
+    if (!*const_done) {
+        for (uint32_t k = 0; k < 3 && !r; k++) {
+            uint32_t ops[3] = {uint_type, consts[k], k};
+            r = put_op(o, SpvOpConstant, ops, 3);
+        }
+        *const_done = 1;
+    }
+    unsigned u = m->use[in[1]];
+    uint32_t use = (u & (1u << USE_ACC)) ? USE_ACC : (u & (1u << USE_A)) ? USE_A : (u & (1u << USE_B)) ? USE_B : USE_NONE;
+    if (use == USE_NONE) return fail(m, "cooperative matrix type %%%u is in no multiply-add", in[1]);
+    uint32_t ops[6] = {in[1], in[2], in[3], in[4], in[5], consts[use]};
+    if (!r) r = put_op(o, OP_TYPE_COOPMAT_KHR, ops, 6);
+    if (!r && m->twin[in[1]]) {
+        ops[0] = m->twin[in[1]], ops[5] = consts[USE_B];
+        uint32_t ptr[3] = {m->twin_ptr[in[1]], SpvStorageClassFunction, m->twin[in[1]]};
+        r = put_op(o, OP_TYPE_COOPMAT_KHR, ops, 6) || put_op(o, SpvOpTypePointer, ptr, 3);
+    }
+    return r ? 1 : 0;
+}
+
+/* An NV matrix load or store as a KHR one: the column-major flag becomes a
+ * layout constant, a load feeding B operands gets the twin type. */
+static int coopmat_access(struct mod *m, uint32_t op, const uint32_t *in, uint32_t len, const uint32_t consts[4],
+                          struct out *o)
+{
+    uint32_t ops[16], lay;
+    if (op == SpvOpCooperativeMatrixLoadNV) { /* type result pointer stride colmajor [access] */
+        if (len > 14 || layout_of(m, in[5], consts, &lay)) return len > 14 ? fail(m, "long load") : -1;
+        ops[0] = m->bval[in[2]] ? m->twin[in[1]] : in[1], ops[1] = in[2], ops[2] = in[3];
+        ops[3] = lay, ops[4] = in[4];
+        for (uint32_t k = 6; k < len; k++) ops[k - 1] = in[k];
+        return put_op(o, OP_COOPMAT_LOAD_KHR, ops, len - 1) ? 1 : 0;
+    }
+    /* pointer object stride colmajor [access] */
+    if (len > 14 || layout_of(m, in[4], consts, &lay)) return len > 14 ? fail(m, "long store") : -1;
+    ops[0] = in[1], ops[1] = in[2], ops[2] = lay, ops[3] = in[3];
+    for (uint32_t k = 5; k < len; k++) ops[k - 1] = in[k];
+    return put_op(o, OP_COOPMAT_STORE_KHR, ops, len - 1) ? 1 : 0;
+}
+
 static int rewrite(struct mod *m, int bf16, struct out *o)
 {
     uint32_t uint_type = 0, consts[4] = {0}, const_done = 0;
@@ -241,44 +288,13 @@ static int rewrite(struct mod *m, int bf16, struct out *o)
                 r = put(o, in, len);
             }
             break;
-        case SpvOpTypeCooperativeMatrixNV: {
-            if (!const_done) {
-                for (uint32_t k = 0; k < 3 && !r; k++) {
-                    uint32_t ops[3] = {uint_type, consts[k], k};
-                    r = put_op(o, SpvOpConstant, ops, 3);
-                }
-                const_done = 1;
-            }
-            unsigned u = m->use[in[1]];
-            uint32_t use = (u & (1u << USE_ACC)) ? USE_ACC : (u & (1u << USE_A)) ? USE_A
-                           : (u & (1u << USE_B)) ? USE_B : USE_NONE;
-            if (use == USE_NONE) return fail(m, "cooperative matrix type %%%u is in no multiply-add", in[1]);
-            uint32_t ops[6] = {in[1], in[2], in[3], in[4], in[5], consts[use]};
-            if (!r) r = put_op(o, OP_TYPE_COOPMAT_KHR, ops, 6);
-            if (!r && m->twin[in[1]]) {
-                ops[0] = m->twin[in[1]], ops[5] = consts[USE_B];
-                uint32_t ptr[3] = {m->twin_ptr[in[1]], SpvStorageClassFunction, m->twin[in[1]]};
-                r = put_op(o, OP_TYPE_COOPMAT_KHR, ops, 6) || put_op(o, SpvOpTypePointer, ptr, 3);
-            }
+        case SpvOpTypeCooperativeMatrixNV:
+            if ((r = coopmat_type(m, in, consts, uint_type, &const_done, o)) < 0) return -1;
             break;
-        }
-        case SpvOpCooperativeMatrixLoadNV: { /* type result pointer stride colmajor [access] */
-            uint32_t ops[16], lay;
-            if (len > 14 || layout_of(m, in[5], consts, &lay)) return len > 14 ? fail(m, "long load") : -1;
-            ops[0] = m->bval[in[2]] ? m->twin[in[1]] : in[1], ops[1] = in[2], ops[2] = in[3];
-            ops[3] = lay, ops[4] = in[4];
-            for (uint32_t k = 6; k < len; k++) ops[k - 1] = in[k];
-            r = put_op(o, OP_COOPMAT_LOAD_KHR, ops, len - 1);
+        case SpvOpCooperativeMatrixLoadNV:
+        case SpvOpCooperativeMatrixStoreNV:
+            if ((r = coopmat_access(m, op, in, len, consts, o)) < 0) return -1;
             break;
-        }
-        case SpvOpCooperativeMatrixStoreNV: { /* pointer object stride colmajor [access] */
-            uint32_t ops[16], lay;
-            if (len > 14 || layout_of(m, in[4], consts, &lay)) return len > 14 ? fail(m, "long store") : -1;
-            ops[0] = in[1], ops[1] = in[2], ops[2] = lay, ops[3] = in[3];
-            for (uint32_t k = 5; k < len; k++) ops[k - 1] = in[k];
-            r = put_op(o, OP_COOPMAT_STORE_KHR, ops, len - 1);
-            break;
-        }
         case SpvOpCooperativeMatrixMulAddNV:
             r = put_op(o, OP_COOPMAT_MULADD_KHR, in + 1, len - 1);
             break;

@@ -483,36 +483,16 @@ static void save_cache(struct kv_vk_device *d)
     free(buf);
 }
 
-enum kv_status kv_vk_open(const char *selector, struct kv_vk_device **out)
+/* The logical device with exactly the optional features and extensions
+ * the chosen physical device has, so kernels can choose their paths from
+ * d->info. */
+static enum kv_status create_device(struct kv_vk_device *d)
 {
     enum kv_status st = KV_OK;
-    VkPhysicalDevice *phys = NULL;
-    struct kv_vk_info *infos = NULL;
-    uint32_t n = 0, usable = 0, pick = 0;
-    struct kv_vk_device *d = calloc(1, sizeof *d);
-    *out = NULL;
-    KV_CHECK(d, KV_EDEVICE, "out of host memory");
-    KV_TRY(make_instance(&d->instance, &d->messenger));
-    KV_TRY(physical_devices(d->instance, &phys, &n));
-    infos = calloc(n, sizeof *infos);
-    KV_CHECK(infos, KV_EDEVICE, "out of host memory");
-    for (uint32_t i = 0; i < n; i++)
-        if (describe(d->instance, phys[i], i, &infos[usable])) usable++;
-    KV_CHECK(usable > 0, KV_ENODEV, "%s", no_device_hint);
-    KV_TRY(choose(infos, usable, selector, &pick));
-    d->info = infos[pick];
-    d->phys = phys[d->info.index];
-    uint32_t ts_bits = 0;
-    compute_family(d->phys, &d->queue_family, &ts_bits);
-    d->timestamp_mask = ts_bits >= 64 ? ~0ull : ((1ull << ts_bits) - 1);
-    vkGetPhysicalDeviceMemoryProperties(d->phys, &d->mem);
-
     float prio = 1.0f;
     VkDeviceQueueCreateInfo qi = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
                                   .queueFamilyIndex = d->queue_family, .queueCount = 1,
                                   .pQueuePriorities = &prio};
-    /* Enable exactly the optional features the device has, so kernels can
-     * choose 8/16-bit paths from d->info. */
     VkPhysicalDeviceVulkan11Features f11 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,
                                             .storageBuffer16BitAccess = (VkBool32)d->info.storage16};
     VkPhysicalDeviceVulkan12Features f12 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
@@ -560,6 +540,35 @@ enum kv_status kv_vk_open(const char *selector, struct kv_vk_device **out)
                              .queueCreateInfoCount = 1, .pQueueCreateInfos = &qi,
                              .enabledExtensionCount = n_exts, .ppEnabledExtensionNames = dev_exts};
     VK_TRY(vkCreateDevice(d->phys, &di, NULL, &d->dev));
+cleanup:
+    return st;
+}
+
+enum kv_status kv_vk_open(const char *selector, struct kv_vk_device **out)
+{
+    enum kv_status st = KV_OK;
+    VkPhysicalDevice *phys = NULL;
+    struct kv_vk_info *infos = NULL;
+    uint32_t n = 0, usable = 0, pick = 0;
+    struct kv_vk_device *d = calloc(1, sizeof *d);
+    *out = NULL;
+    KV_CHECK(d, KV_EDEVICE, "out of host memory");
+    KV_TRY(make_instance(&d->instance, &d->messenger));
+    KV_TRY(physical_devices(d->instance, &phys, &n));
+    infos = calloc(n, sizeof *infos);
+    KV_CHECK(infos, KV_EDEVICE, "out of host memory");
+    for (uint32_t i = 0; i < n; i++)
+        if (describe(d->instance, phys[i], i, &infos[usable])) usable++;
+    KV_CHECK(usable > 0, KV_ENODEV, "%s", no_device_hint);
+    KV_TRY(choose(infos, usable, selector, &pick));
+    d->info = infos[pick];
+    d->phys = phys[d->info.index];
+    uint32_t ts_bits = 0;
+    compute_family(d->phys, &d->queue_family, &ts_bits);
+    d->timestamp_mask = ts_bits >= 64 ? ~0ull : ((1ull << ts_bits) - 1);
+    vkGetPhysicalDeviceMemoryProperties(d->phys, &d->mem);
+
+    KV_TRY(create_device(d));
     vkGetDeviceQueue(d->dev, d->queue_family, 0, &d->queue);
     VkCommandPoolCreateInfo pi = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
                                   .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
