@@ -166,8 +166,8 @@ static void trends(struct kv_sbuf *b, const struct series *s, size_t ns, size_t 
         kv_sb_esc(b, s[k].out);
         if (any) kv_sb_printf(b, " <span class=\"fail\">REGRESSION</span>");
         kv_sb_printf(b, "</h3><div class=\"plots\">");
-        kv_svg_trend(b, "max bound ratio", s[k].ratio, s[k].mark, runs);
-        kv_svg_trend(b, "max ULP", s[k].ulp, s[k].mark, runs);
+        kv_svg_trend(b, "max bound ratio", s[k].ratio, s[k].mark, runs, 1);
+        kv_svg_trend(b, "max ULP", s[k].ulp, s[k].mark, runs, 0);
         kv_sb_printf(b, "</div></div>\n");
     }
 }

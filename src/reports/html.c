@@ -36,7 +36,7 @@ void kv_html_head(struct kv_sbuf *b, const char *title)
         ".pass{color:#1a7f37}.fail,.error{color:#d7191c;font-weight:bold}.skip{color:#777}\n"
         "table{border-collapse:collapse;margin:.4em 0}td,th{border:1px solid #ddd;padding:2px 6px;text-align:right;font-size:13px}\n"
         "th{background:#f6f6f6}td.n,th.n{text-align:left}\n"
-        "table.matrix td.c{min-width:4em}table.matrix a{color:inherit}\n"
+        "table.matrix td.c{min-width:4em}table.matrix td.nj{color:#888;font-style:italic;background:#fafafa}table.matrix a{color:inherit}\n"
         ".plots{display:flex;flex-wrap:wrap;gap:12px;align-items:flex-start}\n"
         "svg text{font:10px sans-serif;fill:#444}svg text.t{font-weight:bold}svg text.pl{fill:#d7191c}\n"
         "svg .ax{stroke:#888}svg .b{fill:#4575b4}svg .bz{fill:#91bfdb}svg .bf{fill:#d7191c}\n"
@@ -65,17 +65,21 @@ static void legend(struct kv_sbuf *b)
                     "<span style=\"border:2px solid #7b3294\"></span>NaN/Inf mismatch</p>\n");
 }
 
-/* The output names of the whole report, in first-seen order. */
-static int output_names(const cJSON *cases, const char **names, int max)
+/* The output names of a kernel's cases (all when kernel is NULL), in first-seen order. */
+static int output_names(const cJSON *cases, const char *kernel, const char **names, int max)
 {
     int n = 0;
     const cJSON *c, *o;
-    cJSON_ArrayForEach(c, cases) cJSON_ArrayForEach(o, get(c, "outputs"))
+    cJSON_ArrayForEach(c, cases)
     {
-        const char *s = str(o, "name");
-        int seen = 0;
-        for (int i = 0; i < n && !seen; i++) seen = !strcmp(names[i], s);
-        if (!seen && n < max) names[n++] = s;
+        if (kernel && strcmp(str(c, "kernel"), kernel)) continue;
+        cJSON_ArrayForEach(o, get(c, "outputs"))
+        {
+            const char *s = str(o, "name");
+            int seen = 0;
+            for (int i = 0; i < n && !seen; i++) seen = !strcmp(names[i], s);
+            if (!seen && n < max) names[n++] = s;
+        }
     }
     return n;
 }
@@ -87,13 +91,32 @@ static const cJSON *find_output(const cJSON *c, const char *name)
     return NULL;
 }
 
-static void matrix(struct kv_sbuf *b, const cJSON *cases)
+static void matrix_cell(struct kv_sbuf *b, const cJSON *o)
+{
+    if (!o) {
+        kv_sb_printf(b, "<td></td>");
+        return;
+    }
+    double r = num(o, "max_bound_ratio");
+    int mism = num(o, "nan_mismatch") + num(o, "inf_mismatch") > 0, pass = cJSON_IsTrue(get(o, "pass"));
+    if (!cJSON_IsTrue(get(o, "judged"))) { /* the exact oracle's view beside the spec's: shown, not judged */
+        kv_sb_printf(b, "<td class=\"c nj\" title=\"shown, not judged\">%.3g</td>", r);
+        return;
+    }
+    char col[8];
+    kv_ratio_colour(mism || !pass ? 2 : r, col);
+    kv_sb_printf(b, "<td class=\"c\" style=\"background:%s\" title=\"%s\">%s%.3g</td>", col, pass ? "pass" : "FAIL",
+                 mism ? "NaN/Inf " : "", r);
+}
+
+/* One table per kernel: its cases by its outputs. */
+static void kernel_matrix(struct kv_sbuf *b, const cJSON *cases, const char *kernel)
 {
     const char *names[96];
-    int n = output_names(cases, names, 96);
-    kv_sb_printf(b, "<h2 id=\"matrix\">Cases &times; outputs: largest bound ratio</h2>\n");
-    legend(b);
-    kv_sb_printf(b, "<table class=\"matrix\"><tr><th class=\"n\">case</th><th>status</th>");
+    int n = output_names(cases, kernel, names, 96);
+    kv_sb_printf(b, "<h3>");
+    kv_sb_esc(b, kernel);
+    kv_sb_printf(b, "</h3>\n<table class=\"matrix\"><tr><th class=\"n\">case</th><th>status</th>");
     for (int i = 0; i < n; i++) {
         kv_sb_printf(b, "<th>");
         kv_sb_esc(b, names[i]);
@@ -104,25 +127,33 @@ static void matrix(struct kv_sbuf *b, const cJSON *cases)
     int k = 0;
     cJSON_ArrayForEach(c, cases)
     {
+        if (strcmp(str(c, "kernel"), kernel)) {
+            k++;
+            continue;
+        }
         kv_sb_printf(b, "<tr><td class=\"n\"><a href=\"#case-%d\">", k++);
         kv_sb_esc(b, str(c, "name"));
         kv_sb_printf(b, "</a></td><td class=\"%s\">%s</td>", str(c, "status"), str(c, "status"));
-        for (int i = 0; i < n; i++) {
-            const cJSON *o = find_output(c, names[i]);
-            if (!o) {
-                kv_sb_printf(b, "<td></td>");
-                continue;
-            }
-            double r = num(o, "max_bound_ratio");
-            int mism = num(o, "nan_mismatch") + num(o, "inf_mismatch") > 0, pass = cJSON_IsTrue(get(o, "pass"));
-            char col[8];
-            kv_ratio_colour(mism || !pass ? 2 : r, col);
-            kv_sb_printf(b, "<td class=\"c\" style=\"background:%s\" title=\"%s\">%s%.3g</td>", col,
-                         pass ? "pass" : "FAIL", mism ? "NaN/Inf " : "", r);
-        }
+        for (int i = 0; i < n; i++) matrix_cell(b, find_output(c, names[i]));
         kv_sb_printf(b, "</tr>\n");
     }
     kv_sb_printf(b, "</table>\n");
+}
+
+static void matrix(struct kv_sbuf *b, const cJSON *cases)
+{
+    kv_sb_printf(b, "<h2 id=\"matrix\">Cases &times; outputs: largest bound ratio</h2>\n");
+    legend(b);
+    const char *kernels[64];
+    int nk = 0;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, cases)
+    {
+        int seen = 0;
+        for (int i = 0; i < nk && !seen; i++) seen = !strcmp(kernels[i], str(c, "kernel"));
+        if (!seen && nk < 64) kernels[nk++] = str(c, "kernel");
+    }
+    for (int i = 0; i < nk; i++) kernel_matrix(b, cases, kernels[i]);
 }
 
 /* The shortest decimal that reads back as v. */
@@ -185,8 +216,11 @@ static void output_section(struct kv_sbuf *b, const cJSON *o)
     int pass = cJSON_IsTrue(get(o, "pass"));
     kv_sb_printf(b, "<div class=\"output\"><h3>");
     kv_sb_esc(b, str(o, "name"));
-    kv_sb_printf(b, " <span class=\"%s\">%s</span></h3><p>%s [", pass ? "pass" : "fail", pass ? "pass" : "FAIL",
-                 str(o, "dtype"));
+    if (cJSON_IsTrue(get(o, "judged")))
+        kv_sb_printf(b, " <span class=\"%s\">%s</span>", pass ? "pass" : "fail", pass ? "pass" : "FAIL");
+    else
+        kv_sb_printf(b, " <span class=\"skip\">the exact oracle's view: shown, not judged</span>");
+    kv_sb_printf(b, "</h3><p>%s [", str(o, "dtype"));
     const cJSON *d;
     int first = 1;
     cJSON_ArrayForEach(d, get(o, "shape")) kv_sb_printf(b, "%s%.0f", first ? "" : ", ", d->valuedouble), first = 0;

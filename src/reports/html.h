@@ -25,9 +25,10 @@ void kv_sb_free(struct kv_sbuf *b);
 void kv_svg_hist(struct kv_sbuf *b, const char *cls, const char *title, const struct cJSON *hist, int log_edges_base2,
                  double pass_line);
 void kv_svg_map(struct kv_sbuf *b, const struct cJSON *map);
-/* A line per series over runs: values[s][r] (NaN: absent), log scale;
- * marks[s][r] != 0 draws a regression mark. */
-void kv_svg_trend(struct kv_sbuf *b, const char *title, const double *values, const unsigned char *marks, size_t runs);
+/* A line of values[r] over runs (NaN: absent), log scale; marks[r] != 0
+ * draws a regression mark; pass_line > 0 is drawn dashed. */
+void kv_svg_trend(struct kv_sbuf *b, const char *title, const double *values, const unsigned char *marks, size_t runs,
+                  double pass_line);
 /* Horizontal bars: label, value in [0, 100] (percent), text. */
 void kv_svg_bar(struct kv_sbuf *b, const char *label, double pct, const char *text);
 /* The colour of a bound ratio (fails red), as "#rrggbb". */

@@ -233,12 +233,14 @@ void kv_svg_map(struct kv_sbuf *b, const cJSON *map)
     free(rgb);
 }
 
-void kv_svg_trend(struct kv_sbuf *b, const char *title, const double *v, const unsigned char *marks, size_t runs)
+void kv_svg_trend(struct kv_sbuf *b, const char *title, const double *v, const unsigned char *marks, size_t runs,
+                  double pass_line)
 {
     double lo = INFINITY, hi = -INFINITY;
     for (size_t r = 0; r < runs; r++)
         if (isfinite(v[r]) && v[r] > 0) lo = fmin(lo, log10(v[r])), hi = fmax(hi, log10(v[r]));
     if (!isfinite(lo)) lo = -1, hi = 0;
+    if (pass_line > 0) lo = fmin(lo, log10(pass_line)), hi = fmax(hi, log10(pass_line));
     lo = floor(lo), hi = fmax(ceil(hi), lo + 1);
     const double W = 300, H = 90, x0 = 40, y0 = 12;
     kv_sb_printf(b, "<svg class=\"trend\" width=\"%.0f\" height=\"%.0f\" role=\"img\"><title>", W, H + 30);
@@ -255,6 +257,10 @@ void kv_svg_trend(struct kv_sbuf *b, const char *title, const double *v, const u
         pen = 1;
     }
     kv_sb_printf(b, "\"/>");
+    if (pass_line > 0 && log10(pass_line) >= lo && log10(pass_line) <= hi) {
+        double y = y0 + H - H * (log10(pass_line) - lo) / (hi - lo);
+        kv_sb_printf(b, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" class=\"pass\"/>", x0, y, W - 10, y);
+    }
     for (size_t r = 0; r < runs; r++) {
         double x = x0 + (runs > 1 ? (W - x0 - 10) * (double)r / (double)(runs - 1) : 0);
         double y = isfinite(v[r]) && v[r] > 0 ? y0 + H - H * (log10(v[r]) - lo) / (hi - lo) : y0 + H;

@@ -54,11 +54,15 @@ grep -q 'class="fail"' "$TMP/bug.html" || fail "the failing page shows no failur
 # A suite page: the matrix links every case.
 expect_exit 0 "$KV" run "$KV_SRC/suites/smoke.json" --html "$TMP/suite.html" --json "$TMP/suite.json"
 n=$("$py" -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["cases"]))' "$TMP/suite.json")
-grep -q '<table class="matrix">' "$TMP/suite.html" || fail "suite page lacks the matrix"
+[ "$(grep -o '<table class="matrix">' "$TMP/suite.html" | wc -l)" = 4 ] || fail "suite page lacks a matrix per kernel"
 for i in $(seq 0 $((n - 1))); do
   grep -q "href=\"#case-$i\"" "$TMP/suite.html" && grep -q "id=\"case-$i\"" "$TMP/suite.html" || fail "case $i not linked"
 done
 [ "$(stat -c %s "$TMP/suite.html")" -lt 5000000 ] || fail "suite page over 5 MB"
+
+# --bench: each stage's rate as a bar (against the ceilings where measured).
+expect_exit 0 "$KV" rmsnorm-bwd --rows 4 --dim 33 --bench 2 --bench-warmup 0 --html "$TMP/bench.html"
+[ "$(grep -o '<div class="bar">' "$TMP/bench.html" | wc -l)" -ge 3 ] || fail "bench page lacks a bar per stage"
 
 # Three runs, the last with the bug: the trend marks it, in the page and the data.
 expect_exit 0 "$KV" rmsnorm-bwd --rows 40 --dim 101 --json "$TMP/r1.json"
