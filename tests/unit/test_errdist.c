@@ -1,0 +1,106 @@
+/* The error distribution behind the HTML report's plots: histogram bins and
+ * their edges, the pooled map's grid and maxima, mismatches marked in their
+ * cells and outside the histograms, the worst elements in order, and the
+ * same largest bound ratio as kv_compare. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <cmocka.h>
+
+#include "core/errdist.h"
+
+static const struct kv_bound bound = {.n = 16, .k_op = 1, .u_acc = 0x1p-24, .rho = 1};
+
+static void dist(const float *c, const double *y, const double *S, size_t n, int ndim, const int64_t *shape,
+                 struct kv_error_dist *d, struct kv_metrics *m)
+{
+    struct kv_criteria crit;
+    kv_criteria_default(&crit);
+    kv_error_dist(KV_F32, c, y, S, n, NULL, ndim, shape, &bound, NULL, &crit, d);
+    assert_int_equal(kv_compare(KV_F32, c, y, S, n, &bound, NULL, &crit, m), KV_OK);
+}
+
+static void bins_and_edges(void **s)
+{
+    (void)s;
+    /* each ULP bin's lower edge falls in that bin, the value below it in the one before */
+    for (int i = 1; i < KV_DIST_ULP_BINS; i++) assert_true(kv_dist_ulp_edge(i) == ldexp(1.0, i - 5));
+    for (int i = 1; i < KV_DIST_RATIO_BINS; i++) {
+        assert_true(fabs(kv_dist_ratio_edge(i) / pow(10.0, (i - 15) / 2.0) - 1) < 1e-15);
+        float c[2];
+        double y[2] = {1, 1}, S[2] = {1, 1};
+        const double base = (8 * 4 + 1) * 0x1p-24 + 0.5 * 0x1p-23; /* the bound of y = 1, S = 1 */
+        double e = kv_dist_ratio_edge(i) * base;
+        c[0] = (float)(1 + e), c[1] = 1;
+        int64_t shape[1] = {2};
+        struct kv_error_dist d;
+        struct kv_metrics m;
+        dist(c, y, S, 2, 1, shape, &d, &m);
+        double r = fabs((double)c[0] - 1) / base; /* what the float made of it */
+        int want = 0;
+        while (want + 1 < KV_DIST_RATIO_BINS && r >= kv_dist_ratio_edge(want + 1)) want++;
+        assert_int_equal(d.ratio_zero, 1 + (r == 0));
+        if (r > 0) assert_int_equal(d.ratio[want], 1);
+    }
+    assert_true(kv_dist_ratio_edge(15) == 1.0); /* the pass line is an edge */
+}
+
+static void map_grid_and_marks(void **s)
+{
+    (void)s;
+    enum { R = 100, C = 300 };
+    float *c = malloc(sizeof(float) * R * C);
+    double *y = malloc(sizeof(double) * R * C), *S = malloc(sizeof(double) * R * C);
+    for (int i = 0; i < R * C; i++) c[i] = 1, y[i] = 1, S[i] = 1;
+    c[37 * C + 250] = 1.5f;  /* fails far past the bound */
+    c[99 * C + 299] = NAN;   /* a mismatch in the last cell */
+    int64_t shape[3] = {2, 50, C};
+    struct kv_error_dist d;
+    struct kv_metrics m;
+    dist(c, y, S, R * C, 3, shape, &d, &m);
+    assert_true(d.rows == R && d.cols == C);
+    assert_int_equal(d.cell_rows, 64);
+    assert_int_equal(d.cell_cols, 64); /* 4096 cells at most */
+    int cell = (37 * 64 / R) * 64 + 250 * 64 / C;
+    float top = 0;
+    for (int k = 0; k < 64 * 64; k++) top = d.map[k] > top ? d.map[k] : top;
+    assert_true(d.map[cell] == top && top > 1);
+    assert_true(fabs(top / m.max_bound_ratio - 1) < 1e-6);
+    assert_int_equal(d.bad[64 * 64 - 1], 1);
+    assert_int_equal(d.mismatch, 1);
+    assert_int_equal(d.ulp_zero + d.mismatch + 1, (size_t)R * C);
+    /* the worst: the mismatch first, then the failing element */
+    assert_true(d.n_worst == 2 && d.worst[0].mismatch && d.worst[0].index == (size_t)R * C - 1);
+    assert_true(!d.worst[1].mismatch && d.worst[1].index == 37 * C + 250 && d.worst[1].ratio > 1);
+    free(c), free(y), free(S);
+}
+
+static void worst_keeps_the_largest(void **s)
+{
+    (void)s;
+    enum { N = 50 };
+    float c[N];
+    double y[N], S[N];
+    for (int i = 0; i < N; i++) y[i] = 1, S[i] = 1, c[i] = 1 + (float)((i * 7) % N) * 0x1p-20f;
+    int64_t shape[1] = {N};
+    struct kv_error_dist d;
+    struct kv_metrics m;
+    dist(c, y, S, N, 1, shape, &d, &m);
+    assert_int_equal(d.n_worst, KV_DIST_WORST);
+    assert_int_equal(d.cell_rows, 1); /* a 1-D output is a strip */
+    for (int i = 1; i < d.n_worst; i++) assert_true(d.worst[i - 1].ratio >= d.worst[i].ratio);
+    assert_true(d.worst[0].ratio == m.max_bound_ratio && d.worst[0].index == m.worst_index);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(bins_and_edges),
+        cmocka_unit_test(map_grid_and_marks),
+        cmocka_unit_test(worst_keeps_the_largest),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
