@@ -286,7 +286,17 @@ static enum kv_status pool(struct kv_mut_job *j, const long *items, size_t n, st
 {
     enum kv_status st = KV_OK;
     size_t next = 0, done = 0;
+    /* A progress line on a terminal once the work takes 2 s (KVERIFY_PROGRESS_AFTER_MS). */
+    const char *after = getenv("KVERIFY_PROGRESS_AFTER_MS");
+    const double t0 = kv_now_ms(), after_ms = after ? atof(after) : 2000;
+    const int tty = isatty(STDERR_FILENO) && !j->verbose;
+    int shown = 0;
     while (done < n) {
+        if (tty && kv_now_ms() - t0 >= after_ms) {
+            fprintf(stderr, "\r\033[K[%zu/%zu] %.0f s, %d workers", done, n, (kv_now_ms() - t0) / 1e3, nw);
+            fflush(stderr);
+            shown = 1;
+        }
         struct pollfd pf[64];
         for (int i = 0; i < nw; i++) {
             if (!wk[i].pid) KV_TRY(spawn(j, &wk[i], wk, nw));
@@ -342,6 +352,7 @@ static enum kv_status pool(struct kv_mut_job *j, const long *items, size_t n, st
         }
     }
 cleanup:
+    if (shown) fputs("\r\033[K", stderr);
     return st;
 }
 
