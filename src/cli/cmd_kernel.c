@@ -14,7 +14,7 @@
 #include "pipeline/run.h"
 
 enum {
-    OPT_SEED = 1000, OPT_SEEDS, OPT_SWEEP, OPT_REPEAT, OPT_JSON, OPT_DEVICE, OPT_SHADER, OPT_NO_SUBGROUP, OPT_NO_8BIT, OPT_JUNIT, OPT_MARKDOWN, OPT_HTML, OPT_NARROW, OPT_BASELINE, OPT_REGRESS, OPT_BENCH, OPT_BENCH_WARMUP,
+    OPT_SEED = 1000, OPT_SEEDS, OPT_SWEEP, OPT_REPEAT, OPT_JSON, OPT_DEVICE, OPT_SHADER, OPT_NO_SUBGROUP, OPT_NO_8BIT, OPT_JUNIT, OPT_MARKDOWN, OPT_HTML, OPT_NARROW, OPT_ABI, OPT_BASELINE, OPT_REGRESS, OPT_BENCH, OPT_BENCH_WARMUP,
     OPT_LAMBDA, OPT_MAX_ULP, OPT_RTOL, OPT_ATOL, OPT_MAX_NMSE, OPT_VERBOSE, OPT_HELP, OPT_INPUTS,
     OPT_CANDIDATE, OPT_SAVE, OPT_NO_DEVICE, OPT_ORACLE, OPT_SAMPLE, OPT_MAX_GROUPS, OPT_STRESS, OPT_NO_STRESS, OPT_FAIL_FAST,
     OPT_PARAM = 2000,
@@ -32,6 +32,7 @@ static const struct option common_opts[] = {
     {"markdown", required_argument, NULL, OPT_MARKDOWN},
     {"html", required_argument, NULL, OPT_HTML},
     {"narrow", no_argument, NULL, OPT_NARROW},
+    {"abi", required_argument, NULL, OPT_ABI},
     {"baseline", required_argument, NULL, OPT_BASELINE},
     {"regress-factor", required_argument, NULL, OPT_REGRESS},
     {"device", required_argument, NULL, OPT_DEVICE},
@@ -86,6 +87,8 @@ static void kernel_usage(const struct kv_kernel *k, FILE *f)
                "  --max-groups N               at most N workgroups per dispatch, so that grid-stride\n"
                "                               loops iterate [default: the device's limit]\n"
                "  --shader STAGE=FILE          replace a stage's shader (.comp or .spv; kverify list --abi)\n"
+               "  --abi [STAGE=]FILE.json      the --shader's own interface: bindings, push constants,\n"
+               "                               defines, dispatch (man kverify, VERIFY YOUR OWN SHADER)\n"
                "  --no-subgroup                use the shared-memory reduction shaders\n"
                "  --no-8bit-storage            read and write 8-bit codes as packed words\n"
                "\nfiles (man kverify: FILES):\n"
@@ -99,7 +102,7 @@ static void kernel_usage(const struct kv_kernel *k, FILE *f)
                "                               oracle's rows beside, not judged [default: spec]\n"
                "  --sample N                   verify N random elements per output, plus its last row and\n"
                "                               column and tile edges, instead of all [default: all]\n"
-               "\ntolerance (metrics.md; any override replaces the default bound):\n"
+               "\ntolerance (man kverify, METRICS; any override replaces the default bound):\n"
                "  --lambda X                   probabilistic bound factor [default: 8]\n"
                "  --max-ulp X                  pass when max ULP error <= X\n"
                "  --rtol X, --atol X           pass when |c-y| <= atol + rtol*|y|\n"
@@ -272,6 +275,38 @@ cleanup:
     return st;
 }
 
+/* --abi STAGE=FILE (or FILE when one stage has --shader): the foreign
+ * shader's interface, read now so that a bad file stops before any work. */
+static enum kv_status load_abi(const struct kv_kernel *k, struct kopts *o)
+{
+    enum kv_status st = KV_OK;
+    for (int i = 0; i < o->n_abi; i++) {
+        const char *arg = o->abi_arg[i], *eq = strchr(arg, '='), *file = arg;
+        int s = -1, n_shaders = 0;
+        for (int q = 0; q < k->n_stages; q++) n_shaders += o->run.shader[q] != NULL;
+        if (eq) {
+            for (int q = 0; q < k->n_stages; q++)
+                if (strlen(k->stages[q].name) == (size_t)(eq - arg) && !strncmp(k->stages[q].name, arg, (size_t)(eq - arg))) s = q;
+            KV_CHECK(s >= 0, KV_EUSAGE, "--abi: %s has no stage '%.*s' (see kverify list)", k->name, (int)(eq - arg), arg);
+            file = eq + 1;
+        } else {
+            KV_CHECK(n_shaders == 1, KV_EUSAGE, "--abi %s: name the stage (--abi STAGE=FILE) when %s", arg,
+                     n_shaders ? "several stages have --shader" : "no stage has --shader");
+            for (int q = 0; q < k->n_stages; q++)
+                if (o->run.shader[q]) s = q;
+        }
+        KV_CHECK(o->run.shader[s], KV_EUSAGE, "--abi %s: stage %s has no --shader (the file describes a shader)", arg,
+                 k->stages[s].name);
+        KV_CHECK(!o->abi[s], KV_EUSAGE, "--abi: stage %s given twice", k->stages[s].name);
+        o->abi[s] = malloc(sizeof *o->abi[s]);
+        KV_CHECK(o->abi[s], KV_EUSAGE, "out of memory");
+        KV_TRY(kv_abi_load(k, s, file, o->abi[s]));
+        o->run.abi[s] = o->abi[s];
+    }
+cleanup:
+    return st;
+}
+
 enum kv_status kv_kopts_parse(const struct kv_kernel *k, int argc, char **argv, struct kopts *o, int *help)
 {
     enum kv_status st = KV_OK;
@@ -314,6 +349,10 @@ enum kv_status kv_kopts_parse(const struct kv_kernel *k, int argc, char **argv, 
         case OPT_REGRESS:
         case OPT_DEVICE: KV_TRY(output_option(c, arg, &o->out)); break;
         case OPT_SHADER: KV_TRY(kv_shader_option(k, arg, &o->run)); break;
+        case OPT_ABI:
+            KV_CHECK(*arg && o->n_abi < KV_MAX_STAGES, KV_EUSAGE, "--abi: %s", *arg ? "given too often" : "empty file name");
+            o->abi_arg[o->n_abi++] = arg;
+            break;
         case OPT_NO_SUBGROUP: o->run.no_subgroup = 1; break;
         case OPT_NO_8BIT: o->run.no_8bit = 1; break;
         case OPT_LAMBDA:
@@ -338,6 +377,7 @@ enum kv_status kv_kopts_parse(const struct kv_kernel *k, int argc, char **argv, 
     if (o->seed_from_range) o->seed = o->range_lo, o->seed_given = 1;
     o->run.stress = o->stress > 0 || (o->stress == 0 && o->sweep);
     KV_CHECK(!(o->sweep && o->inputs), KV_EUSAGE, "--sweep and --inputs exclude each other");
+    KV_TRY(load_abi(k, o));
     KV_TRY(kv_outputs_check(&o->out));
 cleanup:
     return st;
@@ -377,6 +417,7 @@ int cmd_kernel(const struct kv_kernel *k, int argc, char **argv)
     enum kv_status st = kv_kopts_parse(k, argc, argv, &job.o, &help);
     if (!st && help) {
         kernel_usage(k, stdout);
+        kv_job_free(&job);
         return 0;
     }
     if (!st && job.o.run.save_dir) st = kv_mkdir_p(job.o.run.save_dir);

@@ -55,14 +55,18 @@ enum kv_status kv_job_build(struct kv_job *j)
     if (j->o.inputs) KV_TRY(kv_given_inputs(j->k, j->o.inputs, &j->given));
     for (int i = 0; i < j->o.n_candidates; i++) KV_TRY(kv_given_candidate(j->k, j->o.candidate[i], &j->given));
     KV_TRY(build_cases(j->k, &j->o, &j->given, &j->cases, &j->n_cases));
-    for (size_t i = 0; i < j->n_cases; i++)
+    /* An output without a candidate runs on the device; with --no-device it
+     * is listed as not judged (at least one output must have a candidate). */
+    for (size_t i = 0; i < j->n_cases; i++) {
+        int any = 0;
         for (int t = 0; t < j->k->n_tensors; t++) {
             const struct kv_kernel *k = j->k;
-            if (k->tensors[t].role != KV_OUTPUT || !kv_tensor_on(&j->cases[i], t) || j->cases[i].given[t]) continue;
-            KV_CHECK(!j->o.no_device, KV_EUSAGE, "--no-device: output '%s' has no candidate (--candidate %s=FILE.npy)",
-                     k->tensors[t].name, k->tensors[t].name);
-            j->need_device = 1;
+            if (k->tensors[t].role != KV_OUTPUT || !kv_tensor_on(&j->cases[i], t)) continue;
+            any |= j->cases[i].given[t] != NULL;
+            if (!j->cases[i].given[t] && !j->o.no_device) j->need_device = 1;
         }
+        KV_CHECK(any || !j->o.no_device, KV_EUSAGE, "--no-device: no output has a candidate (--candidate OUTPUT=FILE.npy)");
+    }
 cleanup:
     return st;
 }
@@ -71,6 +75,7 @@ void kv_job_free(struct kv_job *j)
 {
     free(j->cases);
     j->cases = NULL;
+    for (int s = 0; s < KV_MAX_STAGES; s++) free(j->o.abi[s]), j->o.abi[s] = NULL, j->o.run.abi[s] = NULL;
     j->n_cases = 0;
     kv_given_free(&j->given);
 }
@@ -92,6 +97,9 @@ static int same_stage_opts(const struct kv_run_opts *a, const struct kv_run_opts
     if (a->no_subgroup != b->no_subgroup || a->no_8bit != b->no_8bit || a->stress != b->stress) return 0;
     for (int s = 0; s < KV_MAX_STAGES; s++)
         if ((a->shader[s] == NULL) != (b->shader[s] == NULL) || (a->shader[s] && strcmp(a->shader[s], b->shader[s])))
+            return 0;
+    for (int s = 0; s < KV_MAX_STAGES; s++)
+        if ((a->abi[s] == NULL) != (b->abi[s] == NULL) || (a->abi[s] && strcmp(a->abi[s]->path, b->abi[s]->path)))
             return 0;
     return 1;
 }
@@ -307,7 +315,7 @@ int kv_run_jobs(struct kv_job *jobs, size_t n, const struct kv_outputs *out, con
     if (x.dev)
         fprintf(x.tab, "device %u: %s (%s, %s)\n", x.dev->info.index, x.dev->info.name, x.dev->info.type,
                 x.dev->info.driver);
-    else fprintf(x.tab, "no device: every output is a candidate\n");
+    else fprintf(x.tab, "no device: the outputs with a candidate are judged\n");
     kv_table_set_narrow(out->narrow || narrow_terminal(x.tab));
     kv_table_header(x.tab);
     for (size_t j = 0, seen = 0, index; j < n; j++)

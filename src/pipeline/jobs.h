@@ -28,6 +28,9 @@ struct kopts {
     const char *set[KV_MAX_PARAMS];
     const char *candidate[2 * KV_MAX_TENSORS];
     int n_candidates;
+    const char *abi_arg[KV_MAX_STAGES];  /* --abi [STAGE=]FILE, as given */
+    int n_abi;
+    struct kv_abi *abi[KV_MAX_STAGES];   /* loaded (owned; run.abi points here) */
 };
 
 struct kv_job {

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "pipeline/abi_stage.h"
 
 /* Whether a stage reads a tensor that another stage produces. */
 int kv_consumes_intermediate(const struct kv_kernel *k, int s)
@@ -50,14 +51,42 @@ void kv_plan_free(struct kv_vk_device *d, struct kv_plan *p)
         kv_tensor_free(&p->iso_host[t]);
         free(p->chained[t]);
     }
+    for (int s = 0; s < KV_MAX_STAGES; s++)
+        for (int i = 0; i < KV_ABI_MAX; i++) kv_vk_buffer_destroy(d, &p->product[s][i]);
     kv_vk_buffer_destroy(d, &p->up);
     kv_vk_buffer_destroy(d, &p->down);
 }
 
-enum kv_status kv_plan_make(struct kv_vk_device *d, const struct kv_kernel *k, struct kv_case *c,
-                                const int *chain_stage, struct kv_plan *p)
+/* The products that --abi stages bind, computed on the host and uploaded
+ * like inputs (with a poisoned tail). */
+static enum kv_status make_products(struct kv_runner *r, struct kv_case *c, struct kv_plan *p, size_t *up,
+                                    struct kv_tensor *host)
 {
     enum kv_status st = KV_OK;
+    for (int s = 0; s < r->k->n_stages; s++)
+        for (int i = 0; r->abi[s] && i < r->abi[s]->n_bindings; i++) {
+            const struct kv_abi_binding *b = &r->abi[s]->b[i];
+            if (b->tensor >= 0) continue;
+            struct kv_tensor *h = &host[s * KV_ABI_MAX + i];
+            KV_TRY(kv_abi_product(c, b, h));
+            size_t bytes = kv_tensor_bytes(h);
+            KV_TRY(kv_vk_buffer_create(r->d, round4(bytes) + 2 * kv_poison_bytes(bytes), KV_MEM_DEVICE,
+                                       &p->product[s][i]));
+            p->product_bytes[s][i] = bytes;
+            p->product_off[s][i] = *up;
+            *up += round4(bytes);
+        }
+cleanup:
+    return st;
+}
+
+enum kv_status kv_plan_make(struct kv_runner *r, struct kv_case *c, const int *chain_stage, struct kv_plan *p)
+{
+    enum kv_status st = KV_OK;
+    struct kv_vk_device *d = r->d;
+    const struct kv_kernel *k = r->k;
+    struct kv_tensor *prod = calloc(KV_MAX_STAGES * KV_ABI_MAX, sizeof *prod);
+    KV_CHECK(prod, KV_EDEVICE, "out of host memory");
     size_t up = 0, down = 0;
     for (int t = 0; t < k->n_tensors; t++)
         if (k->tensors[t].role == KV_OUTPUT && chain_stage[k->tensors[t].stage]) p->has_chain[t] = 1;
@@ -95,6 +124,7 @@ enum kv_status kv_plan_make(struct kv_vk_device *d, const struct kv_kernel *k, s
             down += padded;
         }
     }
+    KV_TRY(make_products(r, c, p, &up, prod));
     KV_TRY(kv_vk_buffer_create(d, up ? up : 4, KV_MEM_UPLOAD, &p->up));
     KV_TRY(kv_vk_buffer_create(d, down ? down : 4, KV_MEM_READBACK, &p->down));
     for (int t = 0; t < k->n_tensors; t++) {
@@ -104,8 +134,13 @@ enum kv_status kv_plan_make(struct kv_vk_device *d, const struct kv_kernel *k, s
         else if (p->iso[t].buf)
             memcpy((char *)p->up.map + p->up_off[1][t], p->iso_host[t].data, kv_tensor_bytes(&c->t[t]));
     }
+    for (int i = 0; i < KV_MAX_STAGES * KV_ABI_MAX; i++)
+        if (prod[i].data) memcpy((char *)p->up.map + p->product_off[i / KV_ABI_MAX][i % KV_ABI_MAX], prod[i].data,
+                                 kv_tensor_bytes(&prod[i]));
     KV_TRY(kv_vk_buffer_flush(d, &p->up));
 cleanup:
+    for (int i = 0; prod && i < KV_MAX_STAGES * KV_ABI_MAX; i++) kv_tensor_free(&prod[i]);
+    free(prod);
     return st;
 }
 
@@ -116,6 +151,39 @@ static struct kv_vk_range whole(const struct kv_vk_buffer *b, size_t size)
 
 /* The bindings of stage s: pass 0 reads the oracle's rounded intermediates
  * (stage isolation), pass 1 the device's own and writes the chained copies. */
+/* The buffer tensor t is read from or written to by stage s in pass 0
+ * (isolated) or 1 (chained). */
+static const struct kv_vk_buffer *tensor_buffer(const struct kv_kernel *k, struct kv_plan *p, int t, int s, int pass)
+{
+    const struct kv_tensor_def *td = &k->tensors[t];
+    if (td->role == KV_OUTPUT && td->stage != s) return pass == 0 ? &p->iso[t] : &p->dev[t];
+    if (td->role == KV_OUTPUT && pass == 1) return &p->chain[t];
+    return &p->dev[t];
+}
+
+/* An --abi stage's bindings: tensors and products at the file's binding
+ * numbers; a number the file leaves out gets the first binding's range. */
+static void abi_bindings(const struct kv_abi *a, const struct kv_kernel *k, struct kv_case *c, struct kv_plan *p,
+                         int pass, struct kv_vk_range *bind)
+{
+    for (int i = 0; i < a->n_bindings; i++) {
+        const struct kv_abi_binding *b = &a->b[i];
+        if (b->tensor < 0) {
+            bind[b->binding] = whole(&p->product[a->stage][i], round4(p->product_bytes[a->stage][i]) +
+                                                                   kv_poison_bytes(p->product_bytes[a->stage][i]));
+            continue;
+        }
+        int t = kv_case_tensor(c, k->tensors[b->tensor].name);
+        t = t < 0 ? b->tensor : t;
+        bind[b->binding] = whole(tensor_buffer(k, p, t, a->stage, pass), kv_bound_bytes(&k->tensors[t], kv_tensor_bytes(&c->t[t])));
+    }
+    for (uint32_t n = 0; n < kv_abi_slots(a); n++) {
+        int mapped = 0;
+        for (int i = 0; i < a->n_bindings; i++) mapped |= a->b[i].binding == n;
+        if (!mapped) bind[n] = bind[a->b[0].binding];
+    }
+}
+
 static void stage_bindings(const struct kv_kernel *k, struct kv_case *c, struct kv_plan *p, int s, int pass,
                            struct kv_vk_range *bind)
 {
@@ -143,6 +211,22 @@ static void group_limits(const struct kv_runner *r, int s, uint32_t cap, uint32_
         max[0] = cap < max[0] ? cap : max[0];
         max[1] = max[2] = 1;
     }
+}
+
+/* Stage s's bindings, push constants and group counts for case c: its own
+ * launch rule, or its --abi file's (which --max-groups cannot cap). */
+static enum kv_status stage_launch(struct kv_runner *r, struct kv_case *c, struct kv_plan *p, int s, int pass,
+                                   uint32_t cap, struct kv_vk_range *bind, void *push, uint32_t groups[3])
+{
+    if (r->abi[s]) {
+        abi_bindings(r->abi[s], r->k, c, p, pass, bind);
+        return kv_abi_launch(c, r->abi[s], r->d->info.max_groups, push, groups);
+    }
+    uint32_t max[3];
+    group_limits(r, s, cap, max);
+    stage_bindings(r->k, c, p, s, pass, bind);
+    r->k->stages[s].launch(c, r->local[s], max, push, groups);
+    return KV_OK;
 }
 
 enum kv_status kv_plan_run(struct kv_runner *r, struct kv_case *c, struct kv_plan *p, const int *run_stage,
@@ -173,20 +257,24 @@ enum kv_status kv_plan_run(struct kv_runner *r, struct kv_case *c, struct kv_pla
             kv_vk_batch_copy(&b, (struct kv_vk_range){&p->up, p->up_off[1][t], bytes}, whole(&p->iso[t], bytes));
         }
     }
+    for (int s = 0; s < k->n_stages; s++)
+        for (int i = 0; i < KV_ABI_MAX; i++) {
+            size_t bytes = p->product_bytes[s][i];
+            if (!p->product[s][i].buf) continue;
+            kv_vk_batch_copy(&b, (struct kv_vk_range){&p->up, p->product_off[s][i], bytes}, whole(&p->product[s][i], bytes));
+            kv_vk_batch_fill(&b, (struct kv_vk_range){&p->product[s][i], round4(bytes), p->product[s][i].size - round4(bytes)},
+                             KV_POISON);
+        }
     kv_vk_batch_barrier(&b, KV_BARRIER_TRANSFER_TO_COMPUTE);
     int t_prev = kv_vk_batch_stamp(&b), t_uploaded = t_prev;
     int stamp_before[KV_MAX_STAGES], stamp_after[KV_MAX_STAGES];
     for (int pass = 0; pass < 2; pass++) {
         for (int s = 0; s < k->n_stages; s++) {
-            const struct kv_stage_def *sd = &k->stages[s];
             if (!run_stage[s] || (pass == 1 && !chain_stage[s])) continue;
             struct kv_vk_range bind[KV_VK_MAX_BINDINGS];
-            stage_bindings(k, c, p, s, pass, bind);
             unsigned char push[256] = {0};
             uint32_t groups[3];
-            uint32_t max[3];
-            group_limits(r, s, cap, max);
-            sd->launch(c, r->local[s], max, push, groups);
+            KV_TRY(stage_launch(r, c, p, s, pass, cap, bind, push, groups));
             KV_TRY(kv_vk_batch_dispatch(&b, reversed && r->rev[s].pipeline ? &r->rev[s] : &r->pipe[s], bind, push,
                                         groups));
             kv_vk_batch_barrier(&b, KV_BARRIER_COMPUTE_TO_COMPUTE);
@@ -224,14 +312,11 @@ static enum kv_status bench_batch(struct kv_runner *r, struct kv_case *c, struct
                                   uint32_t cap, struct kv_vk_batch *b, int *stamps)
 {
     enum kv_status st = KV_OK;
-    const struct kv_kernel *k = r->k;
     KV_TRY(kv_vk_batch_begin(r->d, (uint32_t)runs, stamps ? (uint32_t)runs + 2 : 0, b));
     struct kv_vk_range bind[KV_VK_MAX_BINDINGS];
-    stage_bindings(k, c, p, s, 0, bind);
     unsigned char push[256] = {0};
-    uint32_t groups[3], max[3];
-    group_limits(r, s, cap, max);
-    k->stages[s].launch(c, r->local[s], max, push, groups);
+    uint32_t groups[3];
+    KV_TRY(stage_launch(r, c, p, s, 0, cap, bind, push, groups));
     if (stamps) stamps[0] = kv_vk_batch_stamp(b);
     for (int i = 0; i < runs; i++) {
         KV_TRY(kv_vk_batch_dispatch(b, &r->pipe[s], bind, push, groups));

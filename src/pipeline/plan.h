@@ -34,6 +34,9 @@ struct kv_plan {
     void *chained[KV_MAX_TENSORS];             /* host copies of chain outputs */
     int has_chain[KV_MAX_TENSORS];
     size_t nondet[KV_MAX_TENSORS][2];          /* elements that differed between repeats */
+    /* --abi stages' products (a * b computed on the host), by stage and binding entry */
+    struct kv_vk_buffer product[KV_MAX_STAGES][KV_ABI_MAX];
+    size_t product_bytes[KV_MAX_STAGES][KV_ABI_MAX], product_off[KV_MAX_STAGES][KV_ABI_MAX];
 };
 
 /* Whether stage s reads an output of another stage; whether output t feeds
@@ -41,8 +44,7 @@ struct kv_plan {
 int kv_consumes_intermediate(const struct kv_kernel *k, int s);
 int kv_is_intermediate(const struct kv_case *c, int t);
 /* Buffers for case c; chain_stage[s] marks stages rerun on device intermediates. */
-enum kv_status kv_plan_make(struct kv_vk_device *d, const struct kv_kernel *k, struct kv_case *c,
-                            const int *chain_stage, struct kv_plan *p);
+enum kv_status kv_plan_make(struct kv_runner *r, struct kv_case *c, const int *chain_stage, struct kv_plan *p);
 /* Record and run the stages once, each dispatch capped at cap workgroups
  * (0: none), on the reversed pipelines where reversed and the runner has
  * them; times per isolated stage, upload, download. */

@@ -232,8 +232,10 @@ static enum kv_status choose_stages(struct case_run *x)
             if (td->role == KV_OUTPUT && td->stage != s && !x->run_stage[td->stage]) x->chain_stage[s] = 0;
         }
     }
-    for (int s = 0; s < k->n_stages; s++)
+    for (int s = 0; s < k->n_stages; s++) {
         KV_CHECK(!x->run_stage[s] || !x->r->missing[s][0], KV_ENODEV, "%s", x->r->missing[s]);
+        if (x->r->abi[s]) x->chain_stage[s] = 0; /* a foreign shader's own inputs: no chained rerun */
+    }
 cleanup:
     return st;
 }
@@ -253,6 +255,13 @@ static enum kv_status make_inputs(struct case_run *x)
     for (int t = 0; t < k->n_tensors; t++)
         if (k->tensors[t].role == KV_INPUT && c->given[t] && kv_tensor_on(c, t))
             memcpy(c->t[t].data, c->given[t]->data, kv_tensor_bytes(&c->t[t]));
+    /* --abi constants: an input fixed (w = 1) for the shader and the oracle alike */
+    for (int s = 0; s < k->n_stages; s++)
+        for (int i = 0; x->r->abi[s] && i < x->r->abi[s]->n_constants; i++) {
+            int t = kv_case_tensor(c, k->tensors[x->r->abi[s]->const_tensor[i]].name);
+            for (size_t e = 0; t >= 0 && e < c->t[t].count; e++)
+                kv_store_f64(c->t[t].dtype, c->t[t].data, e, x->r->abi[s]->const_value[i]);
+        }
 cleanup:
     return st;
 }
@@ -277,6 +286,17 @@ static enum kv_status run_oracles(struct case_run *x)
     }
     c->exact = x->o->oracle == KV_ORACLE_EXACT;
     KV_TRY(k->oracle(c));
+    /* An --abi stage's products are rounded to their dtype before the shader
+     * reads them: one rounding more per product in its outputs' budget. */
+    for (int s = 0; s < k->n_stages; s++) {
+        int products = 0;
+        for (int i = 0; x->r->abi[s] && i < x->r->abi[s]->n_bindings; i++) products += x->r->abi[s]->b[i].tensor < 0;
+        for (int t = 0; products && t < k->n_tensors; t++)
+            if (k->tensors[t].role == KV_OUTPUT && k->tensors[t].stage == s) {
+                c->bound[t].k_op += products;
+                c->bound_exact[t].k_op += products;
+            }
+    }
 cleanup:
     return st;
 }
@@ -343,7 +363,7 @@ static enum kv_status run_device(struct case_run *x)
     enum kv_status st = KV_OK;
     const struct kv_kernel *k = x->c->k;
     struct kv_case_result *res = x->res;
-    KV_TRY(kv_plan_make(x->r->d, k, x->c, x->chain_stage, &x->p));
+    KV_TRY(kv_plan_make(x->r, x->c, x->chain_stage, &x->p));
     double stage_runs[64][KV_MAX_STAGES];
     int repeat = x->o->repeat < 1 ? 1 : x->o->repeat > 64 ? 64 : x->o->repeat;
     for (int rep = 0; rep < repeat; rep++) {
@@ -363,6 +383,45 @@ static enum kv_status run_device(struct case_run *x)
     }
 cleanup:
     return st;
+}
+
+/* A row for output t that is not checked, and why. */
+static void not_judged_row(struct case_run *x, int t, const char *fmt, const char *arg)
+{
+    struct kv_output_result *out = &x->res->out[x->res->n_outputs++];
+    const struct kv_kernel *k = x->c->k;
+    snprintf(out->name, sizeof out->name, "%s", k->tensors[t].name);
+    out->stage = k->stages[k->tensors[t].stage].name;
+    out->source = "none";
+    out->oracle = judging_ref(x, t, 0).name;
+    out->dtype = x->c->t[t].dtype;
+    out->ndim = x->c->t[t].ndim;
+    memcpy(out->shape, x->c->t[t].shape, sizeof out->shape);
+    out->total = x->c->t[t].count;
+    out->not_judged = 1;
+    out->pass = 1;
+    snprintf(out->remark, sizeof out->remark, fmt, arg);
+    snprintf(out->m.criterion, sizeof out->m.criterion, "not judged");
+}
+
+/* How a candidate of a later stage is judged when an intermediate it
+ * depends on has no candidate: against the oracle, which computes the
+ * intermediate itself (stage isolation). */
+static void isolation_remark(struct case_run *x, int t)
+{
+    const struct kv_kernel *k = x->c->k;
+    const struct kv_stage_def *sd = &k->stages[k->tensors[t].stage];
+    char names[96] = "";
+    for (int b = 0; b < sd->n_bindings; b++) {
+        int i = sd->bindings[b];
+        if (k->tensors[i].role != KV_OUTPUT || k->tensors[i].stage == k->tensors[t].stage || x->c->given[i]) continue;
+        size_t n = strlen(names);
+        snprintf(names + n, sizeof names - n, "%s%s", n ? ", " : "", k->tensors[i].name);
+    }
+    struct kv_output_result *out = &x->res->out[x->res->n_outputs - 1];
+    if (names[0])
+        snprintf(out->remark, sizeof out->remark, "judged with the oracle's %s (no candidate for it: stage isolation)",
+                 names);
 }
 
 /* Output t's row of kind ch: 0 the device's isolated output (or the
@@ -388,10 +447,18 @@ static enum kv_status judge_output(struct case_run *x, int t, int ch)
         return c->expected[t] ? judge(x, t, other ? &spec_other : &spec, c->expected[t]->data, ".expected", other,
                                       "expected", 0, 0)
                               : KV_OK;
-    if (c->given[t])
-        return ch == 0 ? judge(x, t, other ? &spec_other : &spec, c->given[t]->data, "", other, "candidate", 0, 0)
-                       : KV_OK;
-    if (!x->run_stage[s] || (ch == 1 && !p->has_chain[t])) return KV_OK;
+    if (c->given[t]) {
+        if (ch != 0) return KV_OK;
+        KV_TRY_RET(judge(x, t, other ? &spec_other : &spec, c->given[t]->data, "", other, "candidate", 0, 0));
+        isolation_remark(x, t);
+        return KV_OK;
+    }
+    const struct kv_abi *abi = x->r->abi[s];
+    if (ch == 0 && !x->run_stage[s])
+        not_judged_row(x, t, "not judged: no candidate for it%s", " (--no-device)");
+    else if (ch == 0 && abi && !kv_abi_writes(abi, c->k, t))
+        not_judged_row(x, t, "not judged: the shader does not write it (%s)", abi->path);
+    if (!x->run_stage[s] || (ch == 1 && !p->has_chain[t]) || (abi && !kv_abi_writes(abi, c->k, t))) return KV_OK;
     size_t bytes = kv_tensor_bytes(&c->t[t]);
     size_t padded = ch ? p->chain[t].size : p->dev[t].size;
     size_t far, bad = kv_guard_check(x->first[t][ch], bytes, padded, &far);

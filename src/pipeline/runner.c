@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "pipeline/abi_stage.h"
 #include "spirv/shader.h"
 #include "spirv/spirv.h"
 
@@ -15,6 +16,25 @@ const struct kv_stress_run kv_stress_runs[KV_STRESS_RUNS] = {
     {3, 1, "@groups=3+reversed"},
     {0, 1, "@reversed"},
 };
+
+/* A user shader's own defines and include folders (--abi), or NULL. */
+static const struct kv_glsl_extra *abi_extra(const struct kv_abi *a, struct kv_glsl_extra *x)
+{
+    if (!a) return NULL;
+    *x = (struct kv_glsl_extra){a->n_defines, (const char(*)[2][256])a->define, a->n_include,
+                                (const char(*)[1024])a->include};
+    return x;
+}
+
+/* Stage s's pipeline from words: the stage's interface, or its --abi file's. */
+static enum kv_status stage_pipeline(struct kv_runner *r, int s, const char *what, const uint32_t *words, size_t bytes,
+                                     struct kv_vk_pipeline *out)
+{
+    const struct kv_stage_def *sd = &r->k->stages[s];
+    if (!r->abi[s]) return kv_vk_pipeline_create(r->d, what, words, bytes, (uint32_t)sd->n_bindings, sd->push_size, out);
+    return kv_vk_pipeline_create_spec(r->d, what, words, bytes, kv_abi_slots(r->abi[s]), kv_abi_push_size(r->abi[s]),
+                                      &r->spec[s], out);
+}
 
 /* Stage s recompiled with its subgroups numbered in reverse (spirv/glsl.h), from
  * the GLSL it runs: the built-in source, the user's .comp or a mutant. A
@@ -28,6 +48,7 @@ static enum kv_status reversed_pipeline(struct kv_runner *r, int s, const struct
     char name[128];
     struct kv_glsl_env env = {.builtin = 1, .defines = defines | sd->source_defines, .reverse = 1};
     const char *file = name;
+    struct kv_glsl_extra extra;
     uint32_t *words = NULL;
     size_t bytes = 0;
     if (o->src_env[s]) {
@@ -41,7 +62,7 @@ static enum kv_status reversed_pipeline(struct kv_runner *r, int s, const struct
                      sd->name);
             return KV_OK;
         }
-        env = (struct kv_glsl_env){.defines = defines, .reverse = 1};
+        env = (struct kv_glsl_env){.defines = defines, .reverse = 1, .extra = abi_extra(o->abi[s], &extra)};
         file = o->shader[s];
     } else {
         kv_stage_source(r->k, s, name, sizeof name);
@@ -49,7 +70,7 @@ static enum kv_status reversed_pipeline(struct kv_runner *r, int s, const struct
     KV_TRY(kv_glsl_compile(&env, file, &words, &bytes));
     char rwhat[1200];
     snprintf(rwhat, sizeof rwhat, "%s, subgroups reversed", what);
-    KV_TRY(kv_vk_pipeline_create(r->d, rwhat, words, bytes, (uint32_t)sd->n_bindings, sd->push_size, &r->rev[s]));
+    KV_TRY(stage_pipeline(r, s, rwhat, words, bytes, &r->rev[s]));
 cleanup:
     free(words);
     return st;
@@ -101,7 +122,8 @@ enum kv_status kv_runner_stage(struct kv_runner *r, int s, const struct kv_run_o
         words = user;
         snprintf(what, sizeof what, "%s (stage %s)", o->src_name[s], sd->name);
     } else if (o->shader[s]) {
-        KV_TRY(kv_shader_load(o->shader[s], defines, &user, &bytes));
+        struct kv_glsl_extra extra;
+        KV_TRY(kv_shader_load(o->shader[s], defines, abi_extra(o->abi[s], &extra), &user, &bytes));
         words = user;
         snprintf(what, sizeof what, "%s (stage %s)", o->shader[s], sd->name);
     } else {
@@ -113,19 +135,23 @@ enum kv_status kv_runner_stage(struct kv_runner *r, int s, const struct kv_run_o
     }
     struct kv_spirv_iface iface;
     KV_TRY(kv_spirv_reflect(what, words, bytes / 4, &iface));
-    uint32_t outputs = 0;
-    for (int b = 0; b < sd->n_bindings; b++) {
-        const struct kv_tensor_def *td = &k->tensors[sd->bindings[b]];
-        if (td->role == KV_OUTPUT && td->stage == s) outputs |= 1u << b;
+    r->abi[s] = o->shader[s] ? o->abi[s] : NULL;
+    if (r->abi[s]) {
+        KV_TRY(kv_abi_check(what, r->abi[s], k, &iface, &r->spec[s]));
+    } else {
+        uint32_t outputs = 0;
+        for (int b = 0; b < sd->n_bindings; b++) {
+            const struct kv_tensor_def *td = &k->tensors[sd->bindings[b]];
+            if (td->role == KV_OUTPUT && td->stage == s) outputs |= 1u << b;
+        }
+        KV_TRY(kv_spirv_check(what, &iface, (uint32_t)sd->n_bindings, outputs, sd->push_size));
     }
-    KV_TRY(kv_spirv_check(what, &iface, (uint32_t)sd->n_bindings, outputs, sd->push_size));
     uint64_t inv = (uint64_t)iface.local[0] * iface.local[1] * iface.local[2];
     KV_CHECK(inv <= d->info.max_invocations, KV_EDATA,
              "%s: workgroup of %llu invocations exceeds the device's %u", what,
              (unsigned long long)inv, d->info.max_invocations);
     memcpy(r->local[s], iface.local, sizeof iface.local);
-    KV_TRY(kv_vk_pipeline_create(d, what, words, bytes, (uint32_t)sd->n_bindings, sd->push_size,
-                                 &r->pipe[s]));
+    KV_TRY(stage_pipeline(r, s, what, words, bytes, &r->pipe[s]));
     free(user);
     user = NULL;
     if (o->stress) KV_TRY(reversed_pipeline(r, s, o, defines, what));

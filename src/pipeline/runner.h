@@ -4,6 +4,7 @@
 #ifndef KV_RUNNER_H
 #define KV_RUNNER_H
 
+#include "formats/abi.h"
 #include "kernels/kernel.h"
 #include "reports/report.h"
 #include "spirv/glsl.h"
@@ -33,6 +34,7 @@ struct kv_run_opts {
     size_t src_bytes[KV_MAX_STAGES];
     int fail_fast;                      /* stop a case at its first failing output row (kverify mutate) */
     int no_dist;                        /* no error distribution per row (kverify mutate needs only verdicts) */
+    const struct kv_abi *abi[KV_MAX_STAGES]; /* --abi: the user shader's own interface, or NULL */
 };
 
 /* The stress runs: group caps that make every grid-stride loop iterate and
@@ -54,6 +56,8 @@ struct kv_runner {
     char missing[KV_MAX_STAGES][512]; /* why a stage has no pipeline here (a device feature it needs), or "" */
     struct kv_vk_pipeline rev[KV_MAX_STAGES]; /* with o->stress: the stage with its subgroups reversed */
     char rev_missing[KV_MAX_STAGES][160];     /* why a stage has no reversed pipeline, or "" */
+    const struct kv_abi *abi[KV_MAX_STAGES];  /* --abi stages: their interface file */
+    struct kv_vk_spec spec[KV_MAX_STAGES];    /* and its specialization constants */
     double pipeline_ms;
 };
 

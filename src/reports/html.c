@@ -220,7 +220,13 @@ static void output_section(struct kv_sbuf *b, const cJSON *o)
         kv_sb_printf(b, " <span class=\"%s\">%s</span>", pass ? "pass" : "fail", pass ? "pass" : "FAIL");
     else
         kv_sb_printf(b, " <span class=\"skip\">the exact oracle's view: shown, not judged</span>");
-    kv_sb_printf(b, "</h3><p>%s [", str(o, "dtype"));
+    kv_sb_printf(b, "</h3>");
+    if (cJSON_IsString(get(o, "remark"))) {
+        kv_sb_printf(b, "<p class=\"remark\">");
+        kv_sb_esc(b, str(o, "remark"));
+        kv_sb_printf(b, "</p>");
+    }
+    kv_sb_printf(b, "<p>%s [", str(o, "dtype"));
     const cJSON *d;
     int first = 1;
     cJSON_ArrayForEach(d, get(o, "shape")) kv_sb_printf(b, "%s%.0f", first ? "" : ", ", d->valuedouble), first = 0;
@@ -330,7 +336,7 @@ void kv_html_report_body(struct kv_sbuf *b, const cJSON *r)
         kv_sb_esc(b, str(dev, "api"));
         kv_sb_printf(b, ")");
     } else {
-        kv_sb_printf(b, "no device: every output a candidate");
+        kv_sb_printf(b, "no device: the outputs with a candidate are judged");
     }
     kv_sb_printf(b, "; kverify ");
     kv_sb_esc(b, str(get(r, "kverify"), "version"));

@@ -177,6 +177,8 @@ static cJSON *output_json(const struct kv_output_result *x)
     cJSON_AddStringToObject(tol, "criterion", m->criterion);
     if (x->dist) cJSON_AddItemToObject(o, "distribution", dist_json(x));
     else cJSON_AddNullToObject(o, "distribution");
+    if (x->remark[0]) cJSON_AddStringToObject(o, "remark", x->remark);
+    else cJSON_AddNullToObject(o, "remark");
     cJSON_AddBoolToObject(o, "judged", x->judged);
     cJSON_AddBoolToObject(o, "check", x->check);
     cJSON_AddBoolToObject(o, "pass", x->pass);

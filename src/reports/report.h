@@ -41,6 +41,8 @@ struct kv_output_result {
     size_t nondet;         /* elements that differed between --repeat runs */
     int pass;
     struct kv_error_dist *dist; /* histograms, pooled map, worst elements (malloc'd; NULL: none) */
+    int not_judged;        /* a place holder: the output was not checked (remark says why) */
+    char remark[192];      /* why not judged, or how it was judged (stage isolation), or "" */
 };
 
 enum kv_case_status { KV_CASE_PASS, KV_CASE_FAIL, KV_CASE_ERROR, KV_CASE_SKIP };

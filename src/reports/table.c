@@ -35,6 +35,10 @@ void kv_table_case(FILE *f, const struct kv_case_result *c)
         const struct kv_metrics *m = &o->m;
         char worst[160];
         kv_output_worst_str(o, worst, sizeof worst);
+        if (o->not_judged) {
+            fprintf(f, "  %-16s %s\n", o->name, o->remark);
+            continue;
+        }
         if (m->integer) {
             size_t mism = m->elements - m->exact;
             fprintf(f, "  %-16s codes: %zu of %zu exact, %zu differ (%zu across a tie, %zu flushed, %zu unexplained), "
@@ -55,6 +59,7 @@ void kv_table_case(FILE *f, const struct kv_case_result *c)
         if (strcmp(o->source, "device") != 0) fprintf(f, "  (%s)", o->source);
         if (m->elements < o->total) fprintf(f, "  (%zu of %zu elements sampled)", m->elements, o->total);
         if (!o->judged) fprintf(f, "  (exact oracle: shown, not judged)");
+        if (o->remark[0]) fprintf(f, "  (%s)", o->remark);
         if (o->guard_bad)
             fprintf(f, "  (%s written past its end: %zu guard words changed, the furthest %zu words past the end)",
                     o->name, o->guard_bad, o->guard_far);

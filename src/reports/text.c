@@ -223,6 +223,12 @@ enum kv_status kv_report_write_markdown(const struct kv_report *r, const char *p
             put(&b, "| `");
             put_md(&b, c->name);
             put(&b, "` | %s%s | ", o->name, o->judged ? "" : " (not judged)");
+            if (o->not_judged) {
+                put(&b, "| | | | | | | | ");
+                put_md(&b, o->remark);
+                put(&b, " | not judged |\n");
+                continue;
+            }
             if (m->integer)
                 put(&b, "codes: %zu of %zu exact | | | %g | | | %s | %zu unexplained | ", m->exact, m->elements,
                     m->max_abs, m->unexplained ? "inf" : "0", m->unexplained);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <strings.h>
 
 #include "core/files.h"
@@ -150,6 +151,11 @@ static shaderc_include_result *resolve_include(void *user, const char *requested
     struct inc_result *ir = calloc(1, sizeof *ir);
     if (!ir) return NULL;
     kv_glsl_include_path(requesting, requested, ir->name, sizeof ir->name);
+    /* not beside the including file: the include folders, in order */
+    for (int i = 0; !env->builtin && env->extra && i < env->extra->n_dirs && access(ir->name, R_OK) != 0; i++)
+        snprintf(ir->name, sizeof ir->name, "%s/%s", env->extra->dir[i], requested);
+    if (!env->builtin && env->extra && access(ir->name, R_OK) != 0)
+        kv_glsl_include_path(requesting, requested, ir->name, sizeof ir->name);
     size_t size = 0;
     if (load(env, ir->name, 0, &ir->content, &size) == KV_OK) {
         ir->r.source_name = ir->name;
@@ -201,6 +207,9 @@ static enum kv_status run_shaderc(const struct kv_glsl_env *env, const char *nam
     if (env->defines & KV_SHADER_SUBGROUP) shaderc_compile_options_add_macro_definition(o, "KV_SUBGROUP", 11, "1", 1);
     if (env->defines & KV_SHADER_INT8) shaderc_compile_options_add_macro_definition(o, "KV_INT8", 7, "1", 1);
     if (env->defines & KV_SHADER_BF16CM) shaderc_compile_options_add_macro_definition(o, "KV_BF16CM", 9, "1", 1);
+    for (int i = 0; env->extra && i < env->extra->n_macros; i++)
+        shaderc_compile_options_add_macro_definition(o, env->extra->macro[i][0], strlen(env->extra->macro[i][0]),
+                                                     env->extra->macro[i][1], strlen(env->extra->macro[i][1]));
     res = preprocess ? shaderc_compile_into_preprocessed_text(c, src, len, shaderc_compute_shader, name, "main", o)
                      : shaderc_compile_into_spv(c, src, len, shaderc_compute_shader, name, "main", o);
     if (shaderc_result_get_compilation_status(res) != shaderc_compilation_status_success) {

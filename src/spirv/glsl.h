@@ -23,6 +23,14 @@ enum {
 };
 
 /* Where a compile finds its files, and what it does to them. */
+/* A foreign shader's own preprocessor defines and include folders (--abi). */
+struct kv_glsl_extra {
+    int n_macros;
+    const char (*macro)[2][256]; /* name, value */
+    int n_dirs;
+    const char (*dir)[1024];     /* searched after the including file's folder */
+};
+
 struct kv_glsl_env {
     int builtin;                     /* names are the embedded sources' (else paths on disk) */
     const struct kv_glsl_file *over; /* files whose text replaces the named file's (a mutant) */
@@ -31,6 +39,7 @@ struct kv_glsl_env {
     int reverse;                     /* number the subgroups of a workgroup in reverse (below) */
     int transpose;                   /* with reverse: also spread neighbours over subgroups (set by compile) */
     int no_optimize;                 /* -O0 instead of -O (kverify mutate's liveness probe) */
+    const struct kv_glsl_extra *extra; /* or NULL */
 };
 
 /* The embedded source named name (base name), or NULL; and by index, for

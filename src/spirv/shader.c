@@ -47,7 +47,8 @@ static char *slurp(const char *path, size_t *size, enum kv_status *st)
     return buf;
 }
 
-enum kv_status kv_shader_load(const char *path, unsigned defines, uint32_t **words, size_t *bytes)
+enum kv_status kv_shader_load(const char *path, unsigned defines, const struct kv_glsl_extra *extra, uint32_t **words,
+                              size_t *bytes)
 {
     enum kv_status st = KV_OK;
     size_t size = 0;
@@ -66,7 +67,7 @@ enum kv_status kv_shader_load(const char *path, unsigned defines, uint32_t **wor
         *bytes = size;
         buf = NULL;
     } else {
-        struct kv_glsl_env env = {.defines = defines};
+        struct kv_glsl_env env = {.defines = defines, .extra = extra};
         KV_TRY(kv_glsl_compile(&env, path, words, bytes));
     }
 cleanup:

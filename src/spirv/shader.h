@@ -13,8 +13,10 @@
  * compiled for Vulkan 1.2 with #include resolved relative to the including
  * file; KV_SUBGROUP=1 is defined with KV_SHADER_SUBGROUP (the device has
  * subgroup arithmetic) and KV_INT8=1 with KV_SHADER_INT8 (8-bit storage, for
- * stages that have such a variant). Failures are KV_EDATA with a one-line
+ * stages that have such a variant); extra (may be NULL) adds a foreign
+ * shader's defines and include folders. Failures are KV_EDATA with a one-line
  * message naming the file. */
-enum kv_status kv_shader_load(const char *path, unsigned defines, uint32_t **words, size_t *bytes);
+enum kv_status kv_shader_load(const char *path, unsigned defines, const struct kv_glsl_extra *extra, uint32_t **words,
+                              size_t *bytes);
 
 #endif

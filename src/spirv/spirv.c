@@ -8,9 +8,10 @@ enum {
     OP_TYPE_MATRIX = 24, OP_TYPE_ARRAY = 28, OP_TYPE_STRUCT = 30,
     OP_TYPE_POINTER = 32, OP_CONSTANT = 43, OP_CONSTANT_COMPOSITE = 44, OP_SPEC_CONSTANT = 50,
     OP_SPEC_CONSTANT_COMPOSITE = 51, OP_VARIABLE = 59, OP_DECORATE = 71, OP_MEMBER_DECORATE = 72,
-    OP_ENTRY_POINT = 15,
+    OP_ENTRY_POINT = 15, OP_TYPE_RUNTIME_ARRAY = 29, OP_SPEC_CONSTANT_TRUE = 48, OP_SPEC_CONSTANT_FALSE = 49,
 };
-enum { DEC_BLOCK = 2, DEC_BUFFER_BLOCK = 3, DEC_ARRAY_STRIDE = 6, DEC_BUILTIN = 11,
+enum { DEC_SPEC_ID = 1, DEC_BLOCK = 2, DEC_BUFFER_BLOCK = 3, DEC_ARRAY_STRIDE = 6, DEC_BUILTIN = 11,
+       DEC_NON_WRITABLE = 24, DEC_NON_READABLE = 25,
        DEC_BINDING = 33, DEC_SET = 34, DEC_OFFSET = 35 };
 enum { SC_UNIFORM_CONSTANT = 0, SC_UNIFORM = 2, SC_PUSH_CONSTANT = 9, SC_STORAGE_BUFFER = 12 };
 enum { MODE_LOCAL_SIZE = 17, MODE_LOCAL_SIZE_ID = 38, BUILTIN_WORKGROUP_SIZE = 25,
@@ -21,6 +22,8 @@ enum { MODE_LOCAL_SIZE = 17, MODE_LOCAL_SIZE_ID = 38, BUILTIN_WORKGROUP_SIZE = 2
 struct id_info {
     uint16_t op;
     uint8_t block, buffer_block, has_binding, has_set, wg_builtin;
+    uint8_t nonwritable, nonreadable, has_spec; /* on a variable, or on any member of a block */
+    uint32_t spec_id;
     uint32_t binding, set, stride;
     uint32_t a, b, c;        /* operands by op: see reflect() */
     uint32_t *members;       /* struct member types, then offsets */
@@ -78,11 +81,17 @@ static enum kv_status scan_op(const char *what, uint32_t op, const uint32_t *o, 
             sc->local_by_id = 1;
         }
         break;
-    case OP_TYPE_INT: case OP_TYPE_FLOAT:
-        if (ID(0)) ids[o[0]].op = (uint16_t)op, ids[o[0]].a = o[1];
+    case OP_TYPE_INT: case OP_TYPE_FLOAT: /* a: width; b: an int's signedness */
+        if (ID(0) && no >= 2) ids[o[0]].op = (uint16_t)op, ids[o[0]].a = o[1], ids[o[0]].b = no >= 3 ? o[2] : 0;
         break;
     case OP_TYPE_VECTOR: case OP_TYPE_MATRIX: case OP_TYPE_ARRAY:
         if (ID(0) && no >= 3) ids[o[0]].op = (uint16_t)op, ids[o[0]].a = o[1], ids[o[0]].b = o[2];
+        break;
+    case OP_TYPE_RUNTIME_ARRAY:
+        if (ID(0) && no >= 2) ids[o[0]].op = (uint16_t)op, ids[o[0]].a = o[1];
+        break;
+    case OP_SPEC_CONSTANT_TRUE: case OP_SPEC_CONSTANT_FALSE:
+        if (ID(1)) ids[o[1]].op = OP_CONSTANT, ids[o[1]].a = o[0], ids[o[1]].c = op; /* c: the kind, below */
         break;
     case OP_TYPE_STRUCT:
         if (ID(0) && !ids[o[0]].members) {
@@ -98,7 +107,7 @@ static enum kv_status scan_op(const char *what, uint32_t op, const uint32_t *o, 
         if (ID(0) && no >= 3) ids[o[0]].op = OP_TYPE_POINTER, ids[o[0]].a = o[1], ids[o[0]].b = o[2];
         break;
     case OP_CONSTANT: case OP_SPEC_CONSTANT:
-        if (ID(1) && no >= 3) ids[o[1]].op = OP_CONSTANT, ids[o[1]].a = o[2];
+        if (ID(1) && no >= 3) ids[o[1]].op = OP_CONSTANT, ids[o[1]].a = o[2], ids[o[1]].b = o[0];
         break;
     case OP_CONSTANT_COMPOSITE: case OP_SPEC_CONSTANT_COMPOSITE:
         if (ID(1) && no >= 5)
@@ -116,6 +125,9 @@ static enum kv_status scan_op(const char *what, uint32_t op, const uint32_t *o, 
             else if (o[1] == DEC_SET && no >= 3) t->has_set = 1, t->set = o[2];
             else if (o[1] == DEC_ARRAY_STRIDE && no >= 3) t->stride = o[2];
             else if (o[1] == DEC_BUILTIN && no >= 3 && o[2] == BUILTIN_WORKGROUP_SIZE) t->wg_builtin = 1;
+            else if (o[1] == DEC_NON_WRITABLE) t->nonwritable = 1;
+            else if (o[1] == DEC_NON_READABLE) t->nonreadable = 1;
+            else if (o[1] == DEC_SPEC_ID && no >= 3) t->has_spec = 1, t->spec_id = o[2];
         }
         break;
     default: break;
@@ -143,6 +155,70 @@ static enum kv_status add_binding(const char *what, const struct id_info *ids, u
     out->b[out->n_bindings].kind = kind;
     out->n_bindings++;
     return KV_OK;
+}
+
+/* The scalar under t (through vectors, matrices and arrays): its kind
+ * (KV_SCALAR_*) and width in bits. */
+static void scalar_of(const struct id_info *ids, uint32_t bound, uint32_t t, int *kind, uint32_t *bits)
+{
+    for (int depth = 0; t < bound && depth < 16; depth++) {
+        const struct id_info *i = &ids[t];
+        if (i->op == OP_TYPE_FLOAT) {
+            *kind = KV_SCALAR_FLOAT, *bits = i->a;
+            return;
+        }
+        if (i->op == OP_TYPE_INT) {
+            *kind = i->b ? KV_SCALAR_INT : KV_SCALAR_UINT, *bits = i->a;
+            return;
+        }
+        if (i->op != OP_TYPE_VECTOR && i->op != OP_TYPE_MATRIX && i->op != OP_TYPE_ARRAY &&
+            i->op != OP_TYPE_RUNTIME_ARRAY)
+            break;
+        t = i->a;
+    }
+    *kind = KV_SCALAR_OTHER, *bits = 0;
+}
+
+/* What a storage binding holds and how it is used: the element of its
+ * block's last member, and its read-only or write-only decoration. */
+static void binding_detail(const struct id_info *ids, uint32_t bound, const struct id_info *v, uint32_t pointee,
+                           struct kv_spirv_iface *out, int i)
+{
+    const struct id_info *blk = pointee < bound ? &ids[pointee] : NULL;
+    out->b[i].writable = !(v->nonwritable || (blk && blk->nonwritable));
+    out->b[i].readable = !(v->nonreadable || (blk && blk->nonreadable));
+    out->b[i].elem_kind = KV_SCALAR_OTHER, out->b[i].elem_bits = 0;
+    if (blk && blk->op == OP_TYPE_STRUCT && blk->n_members > 0)
+        scalar_of(ids, bound, blk->members[blk->n_members - 1], &out->b[i].elem_kind, &out->b[i].elem_bits);
+}
+
+/* The push-constant block's members: offset, size, scalar kind and width. */
+static void push_members(const struct id_info *ids, uint32_t bound, uint32_t pointee, struct kv_spirv_iface *out)
+{
+    const struct id_info *s = pointee < bound ? &ids[pointee] : NULL;
+    if (!s || s->op != OP_TYPE_STRUCT) return;
+    for (uint32_t m = 0; m < s->n_members && out->n_push < KV_SPIRV_MAX_PUSH; m++) {
+        out->push[out->n_push].offset = s->members[s->n_members + m];
+        out->push[out->n_push].size = type_size(ids, bound, s->members[m], 0);
+        scalar_of(ids, bound, s->members[m], &out->push[out->n_push].kind, &out->push[out->n_push].bits);
+        out->n_push++;
+    }
+}
+
+/* Specialization constants: SpecId, kind, width. */
+static void spec_constants(const struct id_info *ids, uint32_t bound, struct kv_spirv_iface *out)
+{
+    for (uint32_t id = 0; id < bound && out->n_spec < KV_SPIRV_MAX_SPEC; id++) {
+        if (!ids[id].has_spec || ids[id].op != OP_CONSTANT) continue;
+        int kind = KV_SCALAR_BOOL;
+        uint32_t bits = 32;
+        if (ids[id].c != OP_SPEC_CONSTANT_TRUE && ids[id].c != OP_SPEC_CONSTANT_FALSE)
+            scalar_of(ids, bound, ids[id].b, &kind, &bits);
+        out->spec[out->n_spec].id = ids[id].spec_id;
+        out->spec[out->n_spec].kind = kind;
+        out->spec[out->n_spec].bits = bits;
+        out->n_spec++;
+    }
 }
 
 /* Bindings in (set, binding) order, so that messages name the first. */
@@ -182,6 +258,8 @@ enum kv_status kv_spirv_reflect(const char *what, const uint32_t *w, size_t n, s
             struct id_info *s = &ids[o[0]];
             if (s->members && o[1] < s->n_members) s->members[s->n_members + o[1]] = o[3];
         }
+        if (op == OP_MEMBER_DECORATE && wc >= 4 && o[0] < bound && o[2] == DEC_NON_WRITABLE) ids[o[0]].nonwritable = 1;
+        if (op == OP_MEMBER_DECORATE && wc >= 4 && o[0] < bound && o[2] == DEC_NON_READABLE) ids[o[0]].nonreadable = 1;
     }
     KV_CHECK(sc.compute, KV_EDATA, "%s: SPIR-V has no GLCompute entry point", what);
     memcpy(out->local, sc.local, sizeof out->local);
@@ -196,9 +274,16 @@ enum kv_status kv_spirv_reflect(const char *what, const uint32_t *w, size_t n, s
         if (v->op != OP_VARIABLE) continue;
         uint32_t ptr = v->a;
         uint32_t pointee = ptr < bound && ids[ptr].op == OP_TYPE_POINTER ? ids[ptr].b : 0;
-        if (v->b == SC_PUSH_CONSTANT) out->push_size = type_size(ids, bound, pointee, 0);
-        else if (v->has_binding) KV_TRY(add_binding(what, ids, bound, v, pointee, out));
+        if (v->b == SC_PUSH_CONSTANT) {
+            out->push_size = type_size(ids, bound, pointee, 0);
+            push_members(ids, bound, pointee, out);
+        } else if (v->has_binding) {
+            int before = out->n_bindings;
+            KV_TRY(add_binding(what, ids, bound, v, pointee, out));
+            if (out->n_bindings > before) binding_detail(ids, bound, v, pointee, out, before);
+        }
     }
+    spec_constants(ids, bound, out);
     sort_bindings(out);
     if (sc.local_by_id && !sc.have_local) {
         for (int k = 0; k < 3; k++)

@@ -10,6 +10,11 @@
 #include "core/status.h"
 
 #define KV_SPIRV_MAX_BINDINGS 32
+#define KV_SPIRV_MAX_PUSH 32
+#define KV_SPIRV_MAX_SPEC 32
+
+/* A scalar's kind, under vectors and arrays. */
+enum { KV_SCALAR_OTHER, KV_SCALAR_FLOAT, KV_SCALAR_INT, KV_SCALAR_UINT, KV_SCALAR_BOOL };
 
 enum kv_binding_kind { KV_BIND_STORAGE, KV_BIND_UNIFORM, KV_BIND_OTHER };
 
@@ -19,8 +24,21 @@ struct kv_spirv_iface {
     struct {
         uint32_t set, binding;
         enum kv_binding_kind kind;
+        int writable, readable; /* no NonWritable / NonReadable on the variable or its block */
+        int elem_kind;          /* KV_SCALAR_* of its last member's elements */
+        uint32_t elem_bits;
     } b[KV_SPIRV_MAX_BINDINGS];
     uint32_t push_size; /* 0 when the shader declares no push constants */
+    int n_push;         /* the push block's members, in order */
+    struct {
+        uint32_t offset, size, bits;
+        int kind;
+    } push[KV_SPIRV_MAX_PUSH];
+    int n_spec; /* specialization constants (SpecId) */
+    struct {
+        uint32_t id, bits;
+        int kind;
+    } spec[KV_SPIRV_MAX_SPEC];
 };
 
 /* Reflect a module; KV_EDATA with a message naming `what` when it is not a

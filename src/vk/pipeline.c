@@ -8,6 +8,13 @@ enum kv_status kv_vk_pipeline_create(struct kv_vk_device *d, const char *name,
                                      uint32_t n_bindings, uint32_t push_size,
                                      struct kv_vk_pipeline *out)
 {
+    return kv_vk_pipeline_create_spec(d, name, spirv, bytes, n_bindings, push_size, NULL, out);
+}
+
+enum kv_status kv_vk_pipeline_create_spec(struct kv_vk_device *d, const char *name, const uint32_t *spirv,
+                                          size_t bytes, uint32_t n_bindings, uint32_t push_size,
+                                          const struct kv_vk_spec *spec, struct kv_vk_pipeline *out)
+{
     enum kv_status st = KV_OK;
     memset(out, 0, sizeof *out);
     KV_CHECK(n_bindings <= KV_VK_MAX_BINDINGS, KV_EDEVICE, "%s: too many bindings", name);
@@ -29,10 +36,17 @@ enum kv_status kv_vk_pipeline_create(struct kv_vk_device *d, const char *name,
     VkShaderModuleCreateInfo mi = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
                                    .codeSize = bytes, .pCode = spirv};
     VK_TRY(vkCreateShaderModule(d->dev, &mi, NULL, &out->module));
+    VkSpecializationMapEntry me[KV_VK_MAX_SPEC];
+    uint32_t n_spec = spec ? (spec->n < KV_VK_MAX_SPEC ? spec->n : KV_VK_MAX_SPEC) : 0;
+    for (uint32_t i = 0; i < n_spec; i++)
+        me[i] = (VkSpecializationMapEntry){.constantID = spec->id[i], .offset = 4 * i, .size = 4};
+    VkSpecializationInfo si = {.mapEntryCount = n_spec, .pMapEntries = me, .dataSize = 4 * n_spec,
+                               .pData = spec ? spec->value : NULL};
     VkComputePipelineCreateInfo ci = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
         .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
-                  .stage = VK_SHADER_STAGE_COMPUTE_BIT, .module = out->module, .pName = "main"},
+                  .stage = VK_SHADER_STAGE_COMPUTE_BIT, .module = out->module, .pName = "main",
+                  .pSpecializationInfo = n_spec ? &si : NULL},
         .layout = out->layout,
         .flags = d->info.exec_stats ? VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR : 0,
     };

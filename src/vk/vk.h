@@ -109,6 +109,16 @@ enum kv_status kv_vk_pipeline_create(struct kv_vk_device *d, const char *name,
                                      const uint32_t *spirv, size_t bytes,
                                      uint32_t n_bindings, uint32_t push_size,
                                      struct kv_vk_pipeline *out);
+/* Specialization constants: SpecId and a 32-bit value (a float's bits). */
+#define KV_VK_MAX_SPEC 32
+struct kv_vk_spec {
+    uint32_t n;
+    uint32_t id[KV_VK_MAX_SPEC], value[KV_VK_MAX_SPEC];
+};
+/* The same with specialization constants (spec may be NULL). */
+enum kv_status kv_vk_pipeline_create_spec(struct kv_vk_device *d, const char *name, const uint32_t *spirv,
+                                          size_t bytes, uint32_t n_bindings, uint32_t push_size,
+                                          const struct kv_vk_spec *spec, struct kv_vk_pipeline *out);
 void kv_vk_pipeline_destroy(struct kv_vk_device *d, struct kv_vk_pipeline *p);
 /* The driver's compile statistics of a pipeline (register count, shared
  * memory, spills: whatever it names), where the device offers

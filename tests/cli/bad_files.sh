@@ -85,7 +85,7 @@ expect_error 2 "--candidate: rmsnorm-bwd has no output 'dz'" "$KV" rmsnorm-bwd -
 expect_error 2 "--candidate: 'dx' is not OUTPUT=FILE.npy" "$KV" rmsnorm-bwd --candidate dx "${J[@]}"
 expect_error 2 "--candidate: output 'dx' given twice" "$KV" rmsnorm-bwd --candidate dx="$F/odd_3x7_outputs/dx.npy" --candidate dx="$F/odd_3x7_outputs/dx.npy" "${J[@]}"
 expect_error 2 "--sweep and --inputs exclude each other" "$KV" rmsnorm-bwd --sweep --inputs "$F/odd_3x7.npz" "${J[@]}"
-expect_error 2 "--no-device: output 'r' has no candidate" "$KV" rmsnorm-bwd --inputs "$F/odd_3x7.npz" --no-device "${J[@]}"
+expect_error 2 "--no-device: no output has a candidate" "$KV" rmsnorm-bwd --inputs "$F/odd_3x7.npz" --no-device "${J[@]}"
 expect_error 2 "--inputs: empty path" "$KV" rmsnorm-bwd --inputs "" "${J[@]}"
 touch "$TMP/afile"
 expect_error 2 "afile: not a directory|afile/x: cannot create" "$KV" rmsnorm-bwd --save "$TMP/afile/x" "${J[@]}"

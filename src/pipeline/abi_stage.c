@@ -1,0 +1,177 @@
+#include "pipeline/abi_stage.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/expr.h"
+
+static const char *const type_names[] = {"uint", "int", "float"};
+static const char *const kind_names[] = {"non-scalar", "float", "int", "uint", "bool"};
+
+/* Whether elements of kind/bits can hold a tensor of dtype t (raw words may
+ * hold anything of their width or narrower, packed). */
+static int element_fits(int kind, uint32_t bits, enum kv_dtype t)
+{
+    size_t size = kv_dtype_info(t)->size * 8;
+    if (kind == KV_SCALAR_OTHER) return 1; /* a struct of fields: not checked */
+    if (kind == KV_SCALAR_FLOAT) return (t == KV_F32 && bits == 32) || (t == KV_F16 && bits == 16) || (t == KV_F64 && bits == 64);
+    return bits >= size && bits % size == 0 && bits <= 32;
+}
+
+static const char *tensor_name(const struct kv_kernel *k, const struct kv_abi_binding *b)
+{
+    return b->tensor >= 0 ? k->tensors[b->tensor].name : "a product";
+}
+
+static enum kv_status check_bindings(const char *what, const struct kv_abi *a, const struct kv_kernel *k,
+                                     const struct kv_spirv_iface *got)
+{
+    for (int i = 0; i < got->n_bindings; i++) {
+        uint32_t bn = got->b[i].binding;
+        const struct kv_abi_binding *b = NULL;
+        for (int j = 0; j < a->n_bindings; j++)
+            if (a->b[j].binding == bn) b = &a->b[j];
+        if (got->b[i].set != 0) return kv_error(KV_EDATA, "%s: binding %u is in set %u; kverify binds set 0", what, bn, got->b[i].set);
+        if (!b) return kv_error(KV_EDATA, "%s: the shader declares binding %u, which %s does not map", what, bn, a->path);
+        if (got->b[i].kind != KV_BIND_STORAGE)
+            return kv_error(KV_EDATA, "%s: %s: binding %u is not a storage buffer", what, a->path, bn);
+        int out = b->tensor >= 0 && k->tensors[b->tensor].role == KV_OUTPUT && k->tensors[b->tensor].stage == a->stage;
+        if (out && !got->b[i].writable)
+            return kv_error(KV_EDATA, "%s: %s: binding %u (%s) is read-only in the shader, but %s is an output", what,
+                            a->path, bn, tensor_name(k, b), tensor_name(k, b));
+        if (!out && !got->b[i].readable)
+            return kv_error(KV_EDATA, "%s: %s: binding %u (%s) is write-only in the shader, but %s is an input", what,
+                            a->path, bn, tensor_name(k, b), tensor_name(k, b));
+        enum kv_dtype t = k->tensors[b->tensor >= 0 ? b->tensor : b->a].dtype;
+        if (!element_fits(got->b[i].elem_kind, got->b[i].elem_bits, t))
+            return kv_error(KV_EDATA, "%s: %s: binding %u (%s) holds %u-bit %s elements in the shader, but %s is %s", what,
+                            a->path, bn, tensor_name(k, b), got->b[i].elem_bits, kind_names[got->b[i].elem_kind],
+                            tensor_name(k, b), kv_dtype_info(t)->name);
+    }
+    for (int j = 0; j < a->n_bindings; j++) {
+        const struct kv_abi_binding *b = &a->b[j];
+        int declared = 0;
+        for (int i = 0; i < got->n_bindings; i++) declared |= got->b[i].binding == b->binding;
+        if (!declared && b->tensor >= 0 && kv_abi_writes(a, k, b->tensor))
+            return kv_error(KV_EDATA, "%s: %s: binding %u (%s, written) is not declared by the shader", what, a->path,
+                            b->binding, tensor_name(k, b));
+    }
+    return KV_OK;
+}
+
+static enum kv_status check_push(const char *what, const struct kv_abi *a, const struct kv_spirv_iface *got)
+{
+    if (got->push_size == 0 && a->n_push == 0) return KV_OK;
+    if (got->push_size == 0)
+        return kv_error(KV_EDATA, "%s: %s: push: the shader declares no push constants, the file %d fields", what,
+                        a->path, a->n_push);
+    if (got->push_size != kv_abi_push_size(a))
+        return kv_error(KV_EDATA, "%s: %s: push: %u bytes of fields (4 each), the shader's block is %u bytes", what,
+                        a->path, kv_abi_push_size(a), got->push_size);
+    for (int i = 0; i < a->n_push; i++) {
+        const struct kv_abi_value *f = &a->push[i];
+        int want = f->type == KV_ABI_FLOAT ? KV_SCALAR_FLOAT : f->type == KV_ABI_INT ? KV_SCALAR_INT : KV_SCALAR_UINT;
+        int ok = i < got->n_push && got->push[i].offset == 4u * (uint32_t)i && got->push[i].size == 4 &&
+                 got->push[i].bits == 32 && got->push[i].kind == want;
+        if (!ok && i < got->n_push)
+            return kv_error(KV_EDATA, "%s: %s: push[%d] (%s %s): the shader's member %d is %u bytes of %s at offset %u, "
+                            "expected a 32-bit %s at offset %d", what, a->path, i, type_names[f->type], f->name, i,
+                            got->push[i].size, kind_names[got->push[i].kind], got->push[i].offset, type_names[f->type], 4 * i);
+        if (!ok) return kv_error(KV_EDATA, "%s: %s: push[%d] (%s): the shader's block has no such member", what, a->path, i, f->name);
+    }
+    return KV_OK;
+}
+
+static int no_names(void *ctx, const char *name, double *v)
+{
+    (void)ctx, (void)name, (void)v;
+    return 0;
+}
+
+static enum kv_status check_spec(const char *what, const struct kv_abi *a, const struct kv_spirv_iface *got,
+                                 struct kv_vk_spec *spec)
+{
+    spec->n = 0;
+    for (int i = 0; i < a->n_spec; i++) {
+        const struct kv_abi_value *v = &a->spec[i];
+        int j = 0;
+        while (j < got->n_spec && got->spec[j].id != v->id) j++;
+        if (j == got->n_spec)
+            return kv_error(KV_EDATA, "%s: %s: specialization[%d]: the shader has no constant with id %u", what, a->path, i, v->id);
+        int want = v->type == KV_ABI_FLOAT ? KV_SCALAR_FLOAT : v->type == KV_ABI_INT ? KV_SCALAR_INT : KV_SCALAR_UINT;
+        if (got->spec[j].kind != want && !(got->spec[j].kind == KV_SCALAR_BOOL && v->type == KV_ABI_UINT))
+            return kv_error(KV_EDATA, "%s: %s: specialization[%d]: constant %u is a %s in the shader, not a %s", what,
+                            a->path, i, v->id, kind_names[got->spec[j].kind], type_names[v->type]);
+        char field[1200];
+        snprintf(field, sizeof field, "%s: specialization[%d].value (a constant: pipelines are made once)", a->path, i);
+        double x;
+        KV_TRY_RET(kv_expr_eval(field, v->expr, no_names, NULL, &x));
+        if (v->type != KV_ABI_FLOAT && (x != floor(x) || x < (v->type == KV_ABI_INT ? -2147483648.0 : 0) ||
+                                        x > (v->type == KV_ABI_INT ? 2147483647.0 : 4294967295.0)))
+            return kv_error(KV_EDATA, "%s: %g does not fit a 32-bit %s", field, x, type_names[v->type]);
+        float fx = (float)x;
+        int32_t ix = (int32_t)x;
+        uint32_t bits = v->type == KV_ABI_UINT ? (uint32_t)x : 0;
+        if (v->type == KV_ABI_FLOAT) memcpy(&bits, &fx, 4);
+        if (v->type == KV_ABI_INT) memcpy(&bits, &ix, 4);
+        spec->id[spec->n] = v->id, spec->value[spec->n++] = bits;
+    }
+    return KV_OK;
+}
+
+enum kv_status kv_abi_check(const char *what, const struct kv_abi *a, const struct kv_kernel *k,
+                            const struct kv_spirv_iface *got, struct kv_vk_spec *spec)
+{
+    KV_TRY_RET(check_bindings(what, a, k, got));
+    KV_TRY_RET(check_push(what, a, got));
+    return check_spec(what, a, got, spec);
+}
+
+uint32_t kv_abi_slots(const struct kv_abi *a)
+{
+    uint32_t n = 0;
+    for (int i = 0; i < a->n_bindings; i++) n = a->b[i].binding + 1 > n ? a->b[i].binding + 1 : n;
+    return n;
+}
+
+enum kv_status kv_abi_product(const struct kv_case *c, const struct kv_abi_binding *b, struct kv_tensor *out)
+{
+    int ta = kv_case_tensor(c, c->k->tensors[b->a].name), tb = kv_case_tensor(c, c->k->tensors[b->b].name);
+    if (ta < 0 || tb < 0) return kv_error(KV_EDATA, "product %s * %s: a tensor this case does not have",
+                                          c->k->tensors[b->a].name, c->k->tensors[b->b].name);
+    const struct kv_tensor *x = &c->t[ta], *y = &c->t[tb];
+    int tail = y->ndim <= x->ndim;
+    for (int d = 0; tail && d < y->ndim; d++) tail = y->shape[y->ndim - 1 - d] == x->shape[x->ndim - 1 - d];
+    if (!tail || y->count == 0)
+        return kv_error(KV_EDATA, "product %s * %s: the second's shape is not the tail of the first's", c->k->tensors[b->a].name,
+                          c->k->tensors[b->b].name);
+    KV_TRY_RET(kv_tensor_alloc(out, "product", x->dtype, x->ndim, x->shape));
+    for (size_t i = 0; i < x->count; i++)
+        kv_store_f64(x->dtype, out->data, i, kv_load_f64(x->dtype, x->data, i) * kv_load_f64(y->dtype, y->data, i % y->count));
+    return KV_OK;
+}
+
+enum kv_status kv_abi_launch(const struct kv_case *c, const struct kv_abi *a, const uint32_t max[3], void *push,
+                             uint32_t groups[3])
+{
+    char field[1200];
+    for (int i = 0; i < a->n_push; i++) {
+        double v;
+        snprintf(field, sizeof field, "%s: push[%d] (%s)", a->path, i, a->push[i].name);
+        KV_TRY_RET(kv_abi_value(c, field, a->push[i].expr, a->push[i].type, &v));
+        float f = (float)v;
+        int32_t s = (int32_t)v;
+        uint32_t u = a->push[i].type == KV_ABI_UINT ? (uint32_t)v : 0;
+        memcpy((char *)push + 4 * i, a->push[i].type == KV_ABI_FLOAT ? (void *)&f : a->push[i].type == KV_ABI_INT ? (void *)&s : (void *)&u, 4);
+    }
+    for (int i = 0; i < 3; i++) {
+        double v;
+        snprintf(field, sizeof field, "%s: dispatch[%d]", a->path, i);
+        KV_TRY_RET(kv_abi_value(c, field, a->dispatch[i], KV_ABI_UINT, &v));
+        if (v > max[i])
+            return kv_error(KV_EDATA, "%s: %.0f groups, more than the device's %u", field, v, max[i]);
+        groups[i] = (uint32_t)v;
+    }
+    return KV_OK;
+}
