@@ -175,6 +175,23 @@ cleanup:
     return st;
 }
 
+enum kv_status kv_device_option(const char *arg, struct kv_outputs *out)
+{
+    enum kv_status st = KV_OK;
+    KV_CHECK(*arg && !strchr(arg, '\n'), KV_EUSAGE, "--device: empty device index or name");
+    if (out->device) { /* repeated: a list */
+        size_t n = strlen(out->devices);
+        if (!n) n = (size_t)snprintf(out->devices, sizeof out->devices, "%s", out->device);
+        KV_CHECK(n + strlen(arg) + 2 < sizeof out->devices, KV_EUSAGE, "--device: too many");
+        snprintf(out->devices + n, sizeof out->devices - n, "\n%s", arg);
+        out->device = out->devices;
+    } else {
+        out->device = arg;
+    }
+cleanup:
+    return st;
+}
+
 /* The report files, the baseline, the device. */
 static enum kv_status output_option(int c, const char *arg, struct kv_outputs *out)
 {
@@ -198,10 +215,7 @@ static enum kv_status output_option(int c, const char *arg, struct kv_outputs *o
         out->baseline = arg;
         break;
     case OPT_REGRESS: KV_TRY(kv_parse_f64("--regress-factor", arg, 1, 1e30, &out->regress_factor)); break;
-    case OPT_DEVICE:
-        KV_CHECK(*arg, KV_EUSAGE, "--device: empty device index or name");
-        out->device = arg;
-        break;
+    case OPT_DEVICE: KV_TRY(kv_device_option(arg, out)); break;
     }
 cleanup:
     return st;

@@ -305,7 +305,7 @@ int cmd_run(int argc, char **argv)
         case O_NARROW: out.narrow = 1; break;
         case O_BASE: out.baseline = arg; break;
         case O_FACTOR: KV_TRY(kv_parse_f64("--regress-factor", arg, 1, 1e30, &out.regress_factor)); break;
-        case O_DEVICE: out.device = arg; break;
+        case O_DEVICE: KV_TRY(kv_device_option(arg, &out)); break;
         case 'v':
         case O_VERBOSE: out.verbose = 1; break;
         case 'h':

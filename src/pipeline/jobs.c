@@ -148,6 +148,7 @@ struct jobs_run {
     const struct kv_outputs *out;
     const struct kv_select *sel;
     struct kv_vk_device *dev;
+    int n_dev, dev_pos;       /* several devices: how many, and the one running */
     struct kv_report report;
     struct kv_runner *runners;
     int *runner_of, *ready;
@@ -161,7 +162,7 @@ struct jobs_run {
 };
 
 /* Open the device when a selected case needs one. */
-static enum kv_status open_device(struct jobs_run *x)
+static enum kv_status open_device(struct jobs_run *x, const char *selector)
 {
     enum kv_status st = KV_OK;
     size_t seen = 0, index;
@@ -171,10 +172,13 @@ static enum kv_status open_device(struct jobs_run *x)
             if (selected(x->sel, case_name(&x->jobs[j], i), &seen, &index) && !x->jobs[j].error)
                 need_device |= x->jobs[j].need_device;
     if (!need_device) return KV_OK;
-    KV_TRY(kv_vk_open(x->out->device, &x->dev));
-    x->report.has_device = 1;
-    x->report.device = x->dev->info;
-    x->report.has_ceilings = kv_ceilings_load(&x->dev->info, &x->report.ceilings);
+    KV_TRY(kv_vk_open(selector, &x->dev));
+    if (!x->report.has_device) {
+        x->report.has_device = 1;
+        x->report.device = x->dev->info;
+        x->report.has_ceilings = kv_ceilings_load(&x->dev->info, &x->report.ceilings);
+    }
+    if (x->n_dev > 1) x->report.devices[x->report.n_devices++] = x->dev->info;
     /* One job (a kernel command): a case beyond the device's limits is a
      * usage error before anything runs; in a suite it is that case's error. */
     for (size_t i = 0; x->n == 1 && !x->jobs[0].error && i < x->jobs[0].n_cases; i++)
@@ -239,6 +243,11 @@ static enum kv_status run_one(struct jobs_run *x, size_t j, size_t i, struct kv_
         if (x->report.has_ceilings) bench_shares(res, jb->k, &x->report.ceilings);
     }
     progress_clear(x);
+    res->device = x->dev_pos;
+    if (x->n_dev > 1 && x->dev) { /* the same case on several devices: name it by device */
+        size_t used = strlen(res->name);
+        snprintf(res->name + used, sizeof res->name - used, "@%u", x->dev->info.index);
+    }
     kv_table_case(x->tab, res);
     *stop = jb->o.run.fail_fast && (res->status == KV_CASE_FAIL || res->status == KV_CASE_ERROR);
     fflush(x->tab);
@@ -293,6 +302,64 @@ static enum kv_status against_baseline(struct jobs_run *x, const cJSON *base, si
     return KV_OK;
 }
 
+/* The runners made on this device, and the device. */
+static void free_runners(struct jobs_run *x)
+{
+    for (size_t j = 0; j < x->n; j++) {
+        if (x->runners && x->runner_of && x->ready && x->ready[j] && x->runner_of[j] == (int)j)
+            kv_runner_free(&x->runners[j]);
+        if (x->ready) x->ready[j] = 0;
+        if (x->runner_err) x->runner_err[j] = KV_OK;
+    }
+    kv_vk_close(x->dev);
+    x->dev = NULL;
+}
+
+/* Every selected case on one device: its header line and rows. */
+static enum kv_status device_pass(struct jobs_run *x, const char *selector)
+{
+    enum kv_status st = KV_OK;
+    KV_TRY(open_device(x, selector));
+    if (x->dev)
+        fprintf(x->tab, "device %u: %s (%s, %s)\n", x->dev->info.index, x->dev->info.name, x->dev->info.type,
+                x->dev->info.driver);
+    else fprintf(x->tab, "no device: the outputs with a candidate are judged\n");
+    kv_table_header(x->tab);
+    KV_TRY(run_all(x));
+cleanup:
+    free_runners(x);
+    return st;
+}
+
+/* The devices to run on: "all" (every usable one), several selectors given
+ * one per line (--device repeated), or one (NULL: the default). */
+static enum kv_status device_list(const char *device, const char *sel[KV_MAX_DEVICES], int *n)
+{
+    static char index[KV_MAX_DEVICES][12];
+    static char lines[512];
+    *n = 1;
+    sel[0] = device;
+    if (device && !strcmp(device, "all")) {
+        struct kv_vk_info *infos = NULL;
+        uint32_t count = 0;
+        KV_TRY_RET(kv_vk_list(&infos, &count));
+        *n = 0;
+        for (uint32_t i = 0; i < count && *n < KV_MAX_DEVICES; i++) {
+            snprintf(index[*n], sizeof index[*n], "%u", infos[i].index);
+            sel[*n] = index[*n];
+            (*n)++;
+        }
+        free(infos);
+        if (*n == 0) return kv_error(KV_ENODEV, "--device all: no usable Vulkan device");
+    } else if (device && strchr(device, '\n')) {
+        snprintf(lines, sizeof lines, "%s", device);
+        *n = 0;
+        for (char *save = NULL, *t = strtok_r(lines, "\n", &save); t && *n < KV_MAX_DEVICES; t = strtok_r(NULL, "\n", &save))
+            sel[(*n)++] = t;
+    }
+    return KV_OK;
+}
+
 int kv_run_jobs(struct kv_job *jobs, size_t n, const struct kv_outputs *out, const struct kv_select *sel)
 {
     enum kv_status st = KV_OK;
@@ -304,31 +371,35 @@ int kv_run_jobs(struct kv_job *jobs, size_t n, const struct kv_outputs *out, con
     x.runner_err = calloc(m, sizeof *x.runner_err);
     x.runner_msg = calloc(m, sizeof *x.runner_msg);
     cJSON *base = NULL;
+    const char *selectors[KV_MAX_DEVICES];
     KV_CHECK(x.runners && x.runner_of && x.ready && x.runner_err && x.runner_msg, KV_EDEVICE, "out of host memory");
     if (out->baseline) KV_TRY(kv_report_read(out->baseline, &base));
-    KV_TRY(open_device(&x));
-    double t_dev = kv_now_ms();
-
+    KV_TRY(device_list(out->device, selectors, &x.n_dev));
+    for (int j = 0; j < (int)n; j++) jobs[j].o.run.keep_outputs = x.n_dev > 1;
     int stdout_report = (out->json && !strcmp(out->json, "-")) || (out->junit && !strcmp(out->junit, "-")) ||
                         (out->markdown && !strcmp(out->markdown, "-"));
     x.tab = stdout_report ? stderr : stdout; /* a report on stdout owns it */
-    if (x.dev)
-        fprintf(x.tab, "device %u: %s (%s, %s)\n", x.dev->info.index, x.dev->info.name, x.dev->info.type,
-                x.dev->info.driver);
-    else fprintf(x.tab, "no device: the outputs with a candidate are judged\n");
     kv_table_set_narrow(out->narrow || narrow_terminal(x.tab));
-    kv_table_header(x.tab);
     for (size_t j = 0, seen = 0, index; j < n; j++)
         for (size_t i = 0; i < (jobs[j].error ? 1 : jobs[j].n_cases); i++)
             x.total += (size_t)selected(sel, case_name(&jobs[j], i), &seen, &index);
+    x.total *= (size_t)x.n_dev;
     /* KVERIFY_PROGRESS_AFTER_MS: when the line starts (tests lower it). */
     const char *after = getenv("KVERIFY_PROGRESS_AFTER_MS");
     x.progress = isatty(STDERR_FILENO);
     x.progress_after_ms = after ? atof(after) : 2000;
     x.t0 = t_start;
-    st = run_all(&x);
-    progress_clear(&x);
-    KV_TRY(st);
+    double t_dev = kv_now_ms();
+    for (x.dev_pos = 0; x.dev_pos < x.n_dev; x.dev_pos++) {
+        st = device_pass(&x, selectors[x.dev_pos]);
+        if (x.dev_pos == 0) t_dev = kv_now_ms();
+        progress_clear(&x);
+        KV_TRY(st);
+    }
+    if (x.n_dev > 1) {
+        KV_TRY(kv_report_agreement(&x.report));
+        kv_table_agreement(x.tab, &x.report);
+    }
     kv_table_summary(x.tab, &x.report);
     fflush(x.tab);
     if (out->verbose)
@@ -343,9 +414,7 @@ int kv_run_jobs(struct kv_job *jobs, size_t n, const struct kv_outputs *out, con
     if (out->html) KV_TRY(write_html(&x));
     if (base) KV_TRY(against_baseline(&x, base, &regress));
 cleanup:
-    for (size_t j = 0; j < n; j++)
-        if (x.runners && x.runner_of && x.ready && x.ready[j] && x.runner_of[j] == (int)j) kv_runner_free(&x.runners[j]);
-    kv_vk_close(x.dev);
+    free_runners(&x);
     if (!st && kv_vk_validation_errors())
         st = kv_error(KV_EDEVICE, "the validation layer reported %u errors", kv_vk_validation_errors());
     int code = st ? (int)st : kv_report_exit_code(&x.report);

@@ -13,6 +13,7 @@
 /* Report and run-wide options. */
 struct kv_outputs {
     const char *json, *junit, *markdown, *html, *baseline, *device;
+    char devices[512];     /* --device given more than once: the selectors, one per line (device points here) */
     int narrow; /* --narrow: the narrow table */
     double regress_factor; /* default 2 */
     int verbose;

@@ -465,6 +465,12 @@ static enum kv_status judge_output(struct case_run *x, int t, int ch)
     if (ch == 0) memcpy(c->t[t].data, x->first[t][ch], bytes), x->ran[t] = 1;
     KV_TRY_RET(judge(x, t, ch ? &spec_other : &spec, x->first[t][ch], ch ? ".chained" : "", ch, "device", bad,
                      p->nondet[t][ch]));
+    if (ch == 0 && x->o->keep_outputs) {
+        struct kv_output_result *out = &x->res->out[x->res->n_outputs - 1];
+        out->data = malloc(bytes ? bytes : 1);
+        if (!out->data) return kv_error(KV_EDEVICE, "out of host memory");
+        memcpy(out->data, x->first[t][0], bytes);
+    }
     x->res->out[x->res->n_outputs - 1].guard_far = far;
     return KV_OK;
 }

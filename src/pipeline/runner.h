@@ -35,6 +35,7 @@ struct kv_run_opts {
     int fail_fast;                      /* stop a case at its first failing output row (kverify mutate) */
     int no_dist;                        /* no error distribution per row (kverify mutate needs only verdicts) */
     const struct kv_abi *abi[KV_MAX_STAGES]; /* --abi: the user shader's own interface, or NULL */
+    int keep_outputs;                   /* keep each device output in its row (several devices' agreement) */
 };
 
 /* The stress runs: group caps that make every grid-stride loop iterate and

@@ -319,6 +319,25 @@ static void case_section(struct kv_sbuf *b, const cJSON *c, int k, const cJSON *
     kv_sb_printf(b, "<p><a href=\"#matrix\">back to the matrix</a></p></section>\n");
 }
 
+/* --device all: each output on the first device against the others. */
+static void agreement(struct kv_sbuf *b, const cJSON *ag)
+{
+    if (cJSON_GetArraySize(ag) == 0) return;
+    kv_sb_printf(b, "<h2 id=\"agreement\">Agreement between devices</h2>\n<table class=\"agree\"><tr><th class=\"n\">case"
+                    "</th><th class=\"n\">output</th><th>devices</th><th>bitwise equal</th><th>max ULP apart</th></tr>\n");
+    const cJSON *g;
+    cJSON_ArrayForEach(g, ag)
+    {
+        kv_sb_printf(b, "<tr><td class=\"n\">");
+        kv_sb_esc(b, str(g, "case"));
+        kv_sb_printf(b, "</td><td class=\"n\">");
+        kv_sb_esc(b, str(g, "output"));
+        kv_sb_printf(b, "</td><td>%.0f vs %.0f</td><td>%.0f of %.0f</td><td>%.3g</td></tr>\n", num(g, "device_a"),
+                     num(g, "device_b"), num(g, "bitwise_equal"), num(g, "elements"), num(g, "max_ulp_apart"));
+    }
+    kv_sb_printf(b, "</table>\n");
+}
+
 void kv_html_report_body(struct kv_sbuf *b, const cJSON *r)
 {
     const cJSON *sum = get(r, "summary"), *dev = get(r, "device"), *cases = get(r, "cases");
@@ -347,6 +366,7 @@ void kv_html_report_body(struct kv_sbuf *b, const cJSON *r)
         kv_sb_printf(b, "</code></p>\n");
     }
     matrix(b, cases);
+    agreement(b, get(r, "agreement"));
     const cJSON *c;
     int k = 0;
     cJSON_ArrayForEach(c, cases) case_section(b, c, k++, dev);

@@ -185,12 +185,13 @@ static cJSON *output_json(const struct kv_output_result *x)
     return o;
 }
 
-static cJSON *case_json(const struct kv_case_result *c)
+static cJSON *case_json(const struct kv_case_result *c, int multi)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "name", c->name);
     cJSON_AddNumberToObject(o, "index", (double)c->index);
     cJSON_AddStringToObject(o, "kernel", c->kernel);
+    if (multi) cJSON_AddNumberToObject(o, "device", c->device);
     cJSON *params = cJSON_AddObjectToObject(o, "params");
     for (int i = 0; i < c->n_params; i++) {
         if (c->pnumeric[i]) cJSON_AddItemToObject(params, c->pname[i], num(strtod(c->pval[i], NULL)));
@@ -284,8 +285,28 @@ cJSON *kv_report_json(const struct kv_report *r)
     cJSON_AddNumberToObject(kv, "schema", KV_REPORT_SCHEMA);
     if (kv_report_command()[0]) cJSON_AddStringToObject(kv, "command", kv_report_command());
     cJSON_AddItemToObject(root, "device", device_json(r));
+    if (r->n_devices > 1) {
+        cJSON *devs = cJSON_AddArrayToObject(root, "devices");
+        for (int i = 0; i < r->n_devices; i++) {
+            struct kv_report one = {.has_device = 1, .device = r->devices[i]};
+            cJSON_AddItemToArray(devs, device_json(&one));
+        }
+        cJSON *ag = cJSON_AddArrayToObject(root, "agreement");
+        for (size_t i = 0; i < r->n_agree; i++) {
+            const struct kv_agreement *g = &r->agree[i];
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "case", g->case_name);
+            cJSON_AddStringToObject(o, "output", g->output);
+            cJSON_AddNumberToObject(o, "device_a", g->device_a);
+            cJSON_AddNumberToObject(o, "device_b", g->device_b);
+            cJSON_AddNumberToObject(o, "elements", (double)g->elements);
+            cJSON_AddNumberToObject(o, "bitwise_equal", (double)g->equal);
+            add_num(o, "max_ulp_apart", g->max_ulp);
+            cJSON_AddItemToArray(ag, o);
+        }
+    }
     cJSON *cases = cJSON_AddArrayToObject(root, "cases");
-    for (size_t i = 0; i < r->n; i++) cJSON_AddItemToArray(cases, case_json(&r->cases[i]));
+    for (size_t i = 0; i < r->n; i++) cJSON_AddItemToArray(cases, case_json(&r->cases[i], r->n_devices > 1));
     kv_json_set_summary(root);
     return root;
 }

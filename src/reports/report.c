@@ -22,13 +22,15 @@ struct kv_case_result *kv_report_add(struct kv_report *r)
 
 void kv_case_result_clear(struct kv_case_result *c)
 {
-    for (int i = 0; i < KV_COUNT(c->out); i++) free(c->out[i].dist);
+    for (int i = 0; i < KV_COUNT(c->out); i++) free(c->out[i].dist), free(c->out[i].data);
     memset(c, 0, sizeof *c);
 }
 
 void kv_report_free(struct kv_report *r)
 {
     for (size_t i = 0; i < r->n; i++) kv_case_result_clear(&r->cases[i]);
+    free(r->agree);
+    r->agree = NULL, r->n_agree = 0;
     free(r->cases);
     memset(r, 0, sizeof *r);
 }

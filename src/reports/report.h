@@ -42,6 +42,7 @@ struct kv_output_result {
     int pass;
     struct kv_error_dist *dist; /* histograms, pooled map, worst elements (malloc'd; NULL: none) */
     int not_judged;        /* a place holder: the output was not checked (remark says why) */
+    void *data;            /* the device's output (malloc'd), kept with several devices for their agreement */
     char remark[192];      /* why not judged, or how it was judged (stage isolation), or "" */
 };
 
@@ -51,6 +52,7 @@ enum kv_case_status { KV_CASE_PASS, KV_CASE_FAIL, KV_CASE_ERROR, KV_CASE_SKIP };
 
 struct kv_case_result {
     char name[256];
+    int device;            /* position in kv_report.devices (several devices), else 0 */
     size_t index;          /* position in the whole (unsharded, filtered) run: merge orders by it */
     const char *kernel;
     uint64_t seed;
@@ -102,9 +104,23 @@ static inline double kv_bench_gflops(const struct kv_bench_stage *b)
     return b->min_ms > 0 ? b->flops / b->min_ms / 1e6 : 0;
 }
 
+/* Two devices' outputs of one case side by side (--device all). */
+struct kv_agreement {
+    char case_name[256], output[64];
+    uint32_t device_a, device_b; /* kv_vk_info.index of each */
+    size_t elements, equal;      /* bitwise equal elements */
+    double max_ulp;              /* the largest distance in ULP of the output's dtype (NaN pairs: 0; one NaN: inf) */
+};
+
+#define KV_MAX_DEVICES 8
+
 struct kv_report {
     int has_device;
     struct kv_vk_info device;
+    int n_devices;               /* with --device all or repeated: every device run, in order */
+    struct kv_vk_info devices[KV_MAX_DEVICES];
+    struct kv_agreement *agree;
+    size_t n_agree;
     int has_ceilings;
     struct kv_ceilings ceilings;
     struct kv_case_result *cases;
@@ -132,6 +148,11 @@ const char *kv_case_status_str(enum kv_case_status s);
 
 /* "[i,j] device vs oracle" of an output's worst element, or "-". */
 void kv_output_worst_str(const struct kv_output_result *o, char *buf, size_t size);
+
+/* Several devices (--device all): each case's outputs on the first device
+ * against the others' (rows keep their data); the table's block of them. */
+enum kv_status kv_report_agreement(struct kv_report *r);
+void kv_table_agreement(FILE *f, const struct kv_report *r);
 
 /* Terminal table: a header, then rows as cases finish. Narrow: output,
  * max ULP, bound ratio, NaN/Inf, the worst element and the verdict only

@@ -1,0 +1,30 @@
+# Several devices in one report: --device all, or the flag repeated. With
+# one device (lavapipe in CI) --device all gives today's report; the same
+# device given twice runs every case twice and reports their agreement
+# (bitwise equal: lavapipe is deterministic).
+. "$(dirname "$0")/lib.bash"
+strip='import json, sys
+d = json.load(open(sys.argv[1]))
+for c in d["cases"]: c.pop("time_ms", None)
+d["kverify"].pop("command", None)
+print(json.dumps(d, sort_keys=True))'
+expect_exit 0 "$KV" rmsnorm-bwd --rows 8 --dim 33 --json "$TMP/one.json"
+expect_exit 0 "$KV" rmsnorm-bwd --rows 8 --dim 33 --device all --json "$TMP/all.json"
+n=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["cases"]))' "$TMP/all.json")
+if [ "$n" = 1 ]; then
+  [ "$(python3 -c "$strip" "$TMP/one.json")" = "$(python3 -c "$strip" "$TMP/all.json")" ] \
+    || fail "--device all on one device differs from the default run"
+fi
+expect_exit 0 "$KV" rmsnorm-bwd --rows 8 --dim 33 --device 0 --device 0 --json "$TMP/twice.json"
+grep -q '^agreement between devices' "$TMP/out" || fail "no agreement block in the table"
+grep -q 'dx: device 0 vs 0: 264 of 264 equal, max 0 ULP apart' "$TMP/out" || fail "dx agreement"
+python3 - "$TMP/twice.json" <<'PY' || fail "agreement in the report"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert len(d["devices"]) == 2 and [c["device"] for c in d["cases"]] == [0, 1]
+assert all(c["name"].endswith("@0") for c in d["cases"])
+ag = {a["output"]: a for a in d["agreement"]}
+assert set(ag) == {"r", "dx", "dw"} and all(a["bitwise_equal"] == a["elements"] for a in ag.values())
+PY
+expect_error 2 '--device: empty device index or name' "$KV" rmsnorm-bwd --rows 8 --dim 33 --device "" --json "$TMP/report.json"
+echo "devices ok"
