@@ -6,9 +6,9 @@
 #include <time.h>
 
 #include "core/clock.h"
-#include "core/rng.h"
 #include "formats/save.h"
 #include "pipeline/plan.h"
+#include "pipeline/row.h"
 #include "spirv/shader.h"
 #include "spirv/spirv.h"
 
@@ -55,129 +55,6 @@ static void fill_params(const struct kv_case *c, struct kv_case_result *res)
     for (int s = 0; s < c->k->n_stages; s++) res->stage_name[s] = c->k->stages[s].name;
 }
 
-static int cmp_size(const void *a, const void *b)
-{
-    size_t x = *(const size_t *)a, y = *(const size_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* The sample of output t: its whole last row and last column (and first
- * ones), rows and columns on 16-element tile boundaries, and n random
- * elements, a third of them on boundaries. Deterministic in the seed. */
-static enum kv_status make_sample(struct kv_case *c, int t, int64_t n)
-{
-    const struct kv_tensor *x = &c->t[t];
-    size_t cols = x->ndim >= 2 ? (size_t)x->shape[x->ndim - 1] : x->count, rows = x->count / cols;
-    size_t cap = 2 * rows + 2 * cols + (size_t)n + 2, k = 0;
-    size_t *idx = malloc(cap * sizeof *idx);
-    if (!idx) return kv_error(KV_EDEVICE, "out of host memory for the sample");
-    for (size_t j = 0; j < cols; j++) idx[k++] = (rows - 1) * cols + j, idx[k++] = j;
-    for (size_t i = 0; i < rows; i++) idx[k++] = i * cols + cols - 1, idx[k++] = i * cols;
-    for (int64_t s = 0; s < n; s++) {
-        size_t pick[2];
-        size_t ext[2] = {rows, cols};
-        for (int d = 0; d < 2; d++) {
-            double u = kv_rng_uniform(c->seed ^ 0x5a3c9e17u, 1000u + (uint32_t)(2 * t + d), (uint64_t)s);
-            size_t v = (size_t)(u * (double)ext[d]);
-            if (s % 3 == 0 && ext[d] > 16) v = (v / 16) * 16 + ((s / 3) % 2 ? 15 : 0); /* a tile edge */
-            pick[d] = v < ext[d] ? v : ext[d] - 1;
-        }
-        idx[k++] = pick[0] * cols + pick[1];
-    }
-    qsort(idx, k, sizeof *idx, cmp_size);
-    size_t u = 0;
-    for (size_t i = 0; i < k; i++)
-        if (u == 0 || idx[i] != idx[u - 1]) idx[u++] = idx[i];
-    c->sample[t] = idx;
-    c->n_sample[t] = u;
-    return KV_OK;
-}
-
-/* The oracle one output is judged against: values, scales, bound, the
- * per-element allowances, name. */
-struct oracle_ref {
-    const double *y, *S;
-    struct kv_bound bound;
-    struct kv_allow allow;
-    const char *name; /* "spec" or "exact" */
-};
-
-/* Gather src[idx[i]] (elements of es bytes) into a new array; NULL src: NULL. */
-static void *gather(const void *src, const size_t *idx, size_t n, size_t es, int *oom)
-{
-    if (!src) return NULL;
-    char *d = malloc(n * es + 1);
-    if (!d) {
-        *oom = 1;
-        return NULL;
-    }
-    for (size_t i = 0; i < n; i++) memcpy(d + i * es, (const char *)src + idx[i] * es, es);
-    return d;
-}
-
-/* Compare data (output t, from `source`) against ref and append a row named
- * <output><suffix>. chained adds the allowance for device intermediates. */
-static enum kv_status compare_one(struct kv_case *c, int t, const struct oracle_ref *ref, const void *data,
-                                  const char *suffix, int chained, const char *source, size_t guard_bad,
-                                  size_t nondet, const struct kv_run_opts *o, struct kv_case_result *res)
-{
-    const struct kv_kernel *k = c->k;
-    struct kv_output_result *out = &res->out[res->n_outputs++];
-    snprintf(out->name, sizeof out->name, "%s%s", k->tensors[t].name, suffix);
-    out->source = source;
-    out->stage = k->stages[k->tensors[t].stage].name;
-    out->chained = chained;
-    out->dtype = c->t[t].dtype;
-    out->ndim = c->t[t].ndim;
-    memcpy(out->shape, c->t[t].shape, sizeof out->shape);
-    out->oracle = ref->name;
-    out->judged = 1;
-    out->guard_bad = guard_bad;
-    out->nondet = nondet;
-    struct kv_bound bound = ref->bound;
-    if (chained) bound.k_op += c->k_chain[t];
-    free(out->dist);
-    out->dist = NULL;
-    if (!o->no_dist) {
-        out->dist = malloc(sizeof *out->dist);
-        if (!out->dist) return kv_error(KV_EDEVICE, "out of host memory for an error map");
-    }
-    out->total = c->t[t].count;
-    enum kv_status st;
-    if (c->sample[t]) {
-        /* Gather the sampled elements, compare them, map the worst back. */
-        size_t n = c->n_sample[t], es = kv_dtype_info(c->t[t].dtype)->size;
-        const size_t *idx = c->sample[t];
-        int oom = 0;
-        char *cand = gather(data, idx, n, es, &oom);
-        double *y = gather(ref->y, idx, n, sizeof *y, &oom), *S = gather(ref->S, idx, n, sizeof *S, &oom);
-        struct kv_allow a = {gather(ref->allow.slack, idx, n, sizeof(double), &oom),
-                             gather(ref->allow.tie, idx, n, sizeof(int16_t), &oom),
-                             gather(ref->allow.flush, idx, n, sizeof(int16_t), &oom)};
-        if (oom) st = kv_error(KV_EDEVICE, "out of host memory comparing a sample");
-        else {
-            st = kv_compare(c->t[t].dtype, cand, y, S, n, &bound, &a, &o->crit, &out->m);
-            if (!st && out->m.has_worst) out->m.worst_index = idx[out->m.worst_index];
-            if (!st && out->dist)
-                kv_error_dist(c->t[t].dtype, cand, y, S, n, idx, c->t[t].ndim, c->t[t].shape, &bound, &a, &o->crit,
-                              out->dist);
-        }
-        free(cand), free(y), free(S);
-        free((void *)a.slack), free((void *)a.tie), free((void *)a.flush);
-    } else {
-        st = kv_compare(c->t[t].dtype, data, ref->y, ref->S, c->t[t].count, &bound, &ref->allow, &o->crit,
-                        &out->m);
-        if (!st && out->dist)
-            kv_error_dist(c->t[t].dtype, data, ref->y, ref->S, c->t[t].count, NULL, c->t[t].ndim, c->t[t].shape,
-                          &bound, &ref->allow, &o->crit, out->dist);
-    }
-    if (st) return st;
-    if (!out->m.integer && ref->allow.slack) out->m.ambiguous = c->ambiguous[t];
-    if (out->m.has_worst) kv_tensor_unravel(&c->t[t], out->m.worst_index, out->worst_idx);
-    out->pass = out->m.pass && guard_bad == 0 && nondet == 0;
-    return KV_OK;
-}
-
 /* One case on its way through the pipeline: what runs, the device's first
  * download of each output ([0] isolated, [1] chained), and the verdict so far. */
 struct case_run {
@@ -194,20 +71,20 @@ struct case_run {
 
 /* The spec (or, with --oracle exact, the exact) oracle of output t; chained:
  * with the allowance for intermediates computed by the device or another backend. */
-static struct oracle_ref judging_ref(const struct case_run *x, int t, int chained)
+static struct kv_oracle_ref judging_ref(const struct case_run *x, int t, int chained)
 {
     const struct kv_case *c = x->c;
-    struct oracle_ref ref = {c->y[t], c->S[t], c->bound[t], {c->slack[t], c->tie[t], c->flush[t]},
+    struct kv_oracle_ref ref = {c->y[t], c->S[t], c->bound[t], {c->slack[t], c->tie[t], c->flush[t]},
                              x->o->oracle == KV_ORACLE_EXACT ? "exact" : "spec"};
     if (chained && c->slack_chain[t]) ref.allow.slack = c->slack_chain[t];
     return ref;
 }
 
 /* Append a row and fold its verdict into the case's. */
-static enum kv_status judge(struct case_run *x, int t, const struct oracle_ref *ref, const void *data,
+static enum kv_status judge(struct case_run *x, int t, const struct kv_oracle_ref *ref, const void *data,
                             const char *suffix, int chained, const char *source, size_t guard_bad, size_t nondet)
 {
-    KV_TRY_RET(compare_one(x->c, t, ref, data, suffix, chained, source, guard_bad, nondet, x->o, x->res));
+    KV_TRY_RET(kv_compare_row(x->c, t, ref, data, suffix, chained, source, guard_bad, nondet, x->o, x->res));
     x->all_pass = x->all_pass && x->res->out[x->res->n_outputs - 1].pass;
     return KV_OK;
 }
@@ -251,7 +128,7 @@ static enum kv_status make_inputs(struct case_run *x)
     for (int t = 0; x->o->sample > 0 && t < k->n_tensors; t++)
         if (k->tensors[t].role == KV_OUTPUT && kv_tensor_on(c, t) && !kv_is_intermediate(c, t) &&
             (size_t)x->o->sample < c->t[t].count)
-            KV_TRY(make_sample(c, t, x->o->sample));
+            KV_TRY(kv_make_sample(c, t, x->o->sample));
     for (int t = 0; t < k->n_tensors; t++)
         if (k->tensors[t].role == KV_INPUT && c->given[t] && kv_tensor_on(c, t))
             memcpy(c->t[t].data, c->given[t]->data, kv_tensor_bytes(&c->t[t]));
@@ -435,11 +312,11 @@ static enum kv_status judge_output(struct case_run *x, int t, int ch)
     /* Another backend computes later stages from its own intermediates:
      * candidates and expected outputs get the chained allowance. */
     int other = kv_consumes_intermediate(c->k, s);
-    struct oracle_ref spec = judging_ref(x, t, 0), spec_other = judging_ref(x, t, 1);
+    struct kv_oracle_ref spec = judging_ref(x, t, 0), spec_other = judging_ref(x, t, 1);
     if (ch == 3) {
         if (!c->y_exact[t] || !x->run_stage[s]) return KV_OK;
-        struct oracle_ref exact = {c->y_exact[t], c->S_exact[t], c->bound_exact[t], {0}, "exact"};
-        KV_TRY_RET(compare_one(c, t, &exact, x->first[t][0], ".exact", 0, "device", 0, 0, x->o, x->res));
+        struct kv_oracle_ref exact = {c->y_exact[t], c->S_exact[t], c->bound_exact[t], {0}, "exact"};
+        KV_TRY_RET(kv_compare_row(c, t, &exact, x->first[t][0], ".exact", 0, "device", 0, 0, x->o, x->res));
         x->res->out[x->res->n_outputs - 1].judged = 0;
         return KV_OK;
     }
@@ -491,7 +368,7 @@ static enum kv_status judge_checks(struct case_run *x)
         else if (x->run_stage[s] && x->p.has_chain[t]) data = x->first[t][1], chained = 1;
         else if (x->run_stage[s]) data = x->first[t][0];
         if (!data) continue;
-        struct oracle_ref ref = {c->chk[j].y, c->chk[j].S, c->chk[j].bound, {c->chk[j].slack, NULL, NULL},
+        struct kv_oracle_ref ref = {c->chk[j].y, c->chk[j].S, c->chk[j].bound, {c->chk[j].slack, NULL, NULL},
                                  judging_ref(x, t, 0).name};
         char suffix[64];
         snprintf(suffix, sizeof suffix, ".%s", cd->name);
@@ -530,7 +407,7 @@ static enum kv_status stress_run(struct case_run *x, const struct kv_stress_run 
                 x->all_pass = 0;
                 continue;
             }
-            struct oracle_ref ref = judging_ref(x, t, ch);
+            struct kv_oracle_ref ref = judging_ref(x, t, ch);
             char suffix[48];
             snprintf(suffix, sizeof suffix, "%s%s", ch ? ".chained" : "", sr->tag);
             KV_TRY(judge(x, t, &ref, got, suffix, ch, "device", bad, 0));

@@ -13,24 +13,10 @@
 #include "reports/html.h"
 #include "reports/regress.h"
 
-static const cJSON *get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
-static const char *str(const cJSON *o, const char *k)
-{
-    const char *s = cJSON_GetStringValue(get(o, k));
-    return s ? s : "";
-}
-static double num(const cJSON *o, const char *k)
-{
-    const cJSON *v = get(o, k);
-    if (cJSON_IsNumber(v)) return v->valuedouble;
-    const char *s = cJSON_GetStringValue(v);
-    return s && !strcmp(s, "Infinity") ? INFINITY : NAN;
-}
-
 static const cJSON *find(const cJSON *arr, const char *name)
 {
     const cJSON *x;
-    cJSON_ArrayForEach(x, arr) if (!strcmp(str(x, "name"), name)) return x;
+    cJSON_ArrayForEach(x, arr) if (!strcmp(kv_jstr(x, "name"), name)) return x;
     return NULL;
 }
 
@@ -66,12 +52,12 @@ static enum kv_status collect(struct cJSON *const *reports, size_t n, double fac
     size_t cap = 0;
     for (size_t r = 0; r < n; r++) {
         const cJSON *c, *o;
-        cJSON_ArrayForEach(c, get(reports[r], "cases")) cJSON_ArrayForEach(o, get(c, "outputs"))
+        cJSON_ArrayForEach(c, kv_jget(reports[r], "cases")) cJSON_ArrayForEach(o, kv_jget(c, "outputs"))
         {
-            if (!cJSON_IsTrue(get(o, "judged"))) continue;
-            struct series *x = add_series(s, ns, &cap, str(c, "name"), str(o, "name"), n);
+            if (!cJSON_IsTrue(kv_jget(o, "judged"))) continue;
+            struct series *x = add_series(s, ns, &cap, kv_jstr(c, "name"), kv_jstr(o, "name"), n);
             if (!x) return kv_error(KV_EDATA, "out of memory drawing the history");
-            x->ratio[r] = num(o, "max_bound_ratio"), x->ulp[r] = num(o, "max_ulp");
+            x->ratio[r] = kv_jnum(o, "max_bound_ratio"), x->ulp[r] = kv_jnum(o, "max_ulp");
         }
         if (r == 0) continue;
         struct kv_regression *list = NULL;
@@ -102,25 +88,25 @@ static void before_after(struct kv_sbuf *b, struct cJSON *const *rep, const char
                     "</th><th>bound ratio before</th><th>after</th><th>max ULP before</th><th>after</th>"
                     "<th class=\"n\">judged</th></tr>\n", factor);
     const cJSON *c, *o;
-    cJSON_ArrayForEach(c, get(rep[1], "cases")) cJSON_ArrayForEach(o, get(c, "outputs"))
+    cJSON_ArrayForEach(c, kv_jget(rep[1], "cases")) cJSON_ArrayForEach(o, kv_jget(c, "outputs"))
     {
-        if (!cJSON_IsTrue(get(o, "judged"))) continue;
-        const cJSON *po = find(get(find(get(rep[0], "cases"), str(c, "name")), "outputs"), str(o, "name"));
+        if (!cJSON_IsTrue(kv_jget(o, "judged"))) continue;
+        const cJSON *po = find(kv_jget(find(kv_jget(rep[0], "cases"), kv_jstr(c, "name")), "outputs"), kv_jstr(o, "name"));
         const char *mark = "";
         for (size_t i = 0; i < nl; i++)
-            if (!strcmp(list[i].case_name, str(c, "name")) &&
-                (!strcmp(list[i].output, str(o, "name")) || !strcmp(list[i].output, "-")))
+            if (!strcmp(list[i].case_name, kv_jstr(c, "name")) &&
+                (!strcmp(list[i].output, kv_jstr(o, "name")) || !strcmp(list[i].output, "-")))
                 mark = list[i].kind == 1 ? "REGRESSION" : list[i].kind == 0 && !*mark ? "improved" : mark;
         char cb[8], ca[8];
-        kv_ratio_colour(po ? num(po, "max_bound_ratio") : -1, cb);
-        kv_ratio_colour(num(o, "max_bound_ratio"), ca);
+        kv_ratio_colour(po ? kv_jnum(po, "max_bound_ratio") : -1, cb);
+        kv_ratio_colour(kv_jnum(o, "max_bound_ratio"), ca);
         kv_sb_printf(b, "<tr><td class=\"n\">");
-        kv_sb_esc(b, str(c, "name"));
+        kv_sb_esc(b, kv_jstr(c, "name"));
         kv_sb_printf(b, "</td><td class=\"n\">");
-        kv_sb_esc(b, str(o, "name"));
+        kv_sb_esc(b, kv_jstr(o, "name"));
         kv_sb_printf(b, "</td><td style=\"background:%s\">%.3g</td><td style=\"background:%s\">%.3g</td><td>%.3g</td>"
-                        "<td>%.3g</td><td class=\"n %s\">%s</td></tr>\n", cb, po ? num(po, "max_bound_ratio") : NAN,
-                     ca, num(o, "max_bound_ratio"), po ? num(po, "max_ulp") : NAN, num(o, "max_ulp"),
+                        "<td>%.3g</td><td class=\"n %s\">%s</td></tr>\n", cb, po ? kv_jnum(po, "max_bound_ratio") : NAN,
+                     ca, kv_jnum(o, "max_bound_ratio"), po ? kv_jnum(po, "max_ulp") : NAN, kv_jnum(o, "max_ulp"),
                      *mark == 'R' ? "fail regression" : "", mark);
     }
     kv_sb_printf(b, "</table>\n");

@@ -11,15 +11,17 @@
 #include "core/files.h"
 #include "reports/html.h"
 
-static const cJSON *get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
-static const char *str(const cJSON *o, const char *k)
+const cJSON *kv_jget(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
+
+const char *kv_jstr(const cJSON *o, const char *k)
 {
-    const char *s = cJSON_GetStringValue(get(o, k));
+    const char *s = cJSON_GetStringValue(kv_jget(o, k));
     return s ? s : "";
 }
-static double num(const cJSON *o, const char *k)
+
+double kv_jnum(const cJSON *o, const char *k)
 {
-    const cJSON *v = get(o, k);
+    const cJSON *v = kv_jget(o, k);
     if (cJSON_IsNumber(v)) return v->valuedouble;
     const char *s = cJSON_GetStringValue(v);
     return s && !strcmp(s, "Infinity") ? INFINITY : s && !strcmp(s, "-Infinity") ? -INFINITY : NAN;
@@ -72,10 +74,10 @@ static int output_names(const cJSON *cases, const char *kernel, const char **nam
     const cJSON *c, *o;
     cJSON_ArrayForEach(c, cases)
     {
-        if (kernel && strcmp(str(c, "kernel"), kernel)) continue;
-        cJSON_ArrayForEach(o, get(c, "outputs"))
+        if (kernel && strcmp(kv_jstr(c, "kernel"), kernel)) continue;
+        cJSON_ArrayForEach(o, kv_jget(c, "outputs"))
         {
-            const char *s = str(o, "name");
+            const char *s = kv_jstr(o, "name");
             int seen = 0;
             for (int i = 0; i < n && !seen; i++) seen = !strcmp(names[i], s);
             if (!seen && n < max) names[n++] = s;
@@ -87,7 +89,7 @@ static int output_names(const cJSON *cases, const char *kernel, const char **nam
 static const cJSON *find_output(const cJSON *c, const char *name)
 {
     const cJSON *o;
-    cJSON_ArrayForEach(o, get(c, "outputs")) if (!strcmp(str(o, "name"), name)) return o;
+    cJSON_ArrayForEach(o, kv_jget(c, "outputs")) if (!strcmp(kv_jstr(o, "name"), name)) return o;
     return NULL;
 }
 
@@ -97,9 +99,9 @@ static void matrix_cell(struct kv_sbuf *b, const cJSON *o)
         kv_sb_printf(b, "<td></td>");
         return;
     }
-    double r = num(o, "max_bound_ratio");
-    int mism = num(o, "nan_mismatch") + num(o, "inf_mismatch") > 0, pass = cJSON_IsTrue(get(o, "pass"));
-    if (!cJSON_IsTrue(get(o, "judged"))) { /* the exact oracle's view beside the spec's: shown, not judged */
+    double r = kv_jnum(o, "max_bound_ratio");
+    int mism = kv_jnum(o, "nan_mismatch") + kv_jnum(o, "inf_mismatch") > 0, pass = cJSON_IsTrue(kv_jget(o, "pass"));
+    if (!cJSON_IsTrue(kv_jget(o, "judged"))) { /* the exact oracle's view beside the spec's: shown, not judged */
         kv_sb_printf(b, "<td class=\"c nj\" title=\"shown, not judged\">%.3g</td>", r);
         return;
     }
@@ -127,13 +129,13 @@ static void kernel_matrix(struct kv_sbuf *b, const cJSON *cases, const char *ker
     int k = 0;
     cJSON_ArrayForEach(c, cases)
     {
-        if (strcmp(str(c, "kernel"), kernel)) {
+        if (strcmp(kv_jstr(c, "kernel"), kernel)) {
             k++;
             continue;
         }
         kv_sb_printf(b, "<tr><td class=\"n\"><a href=\"#case-%d\">", k++);
-        kv_sb_esc(b, str(c, "name"));
-        kv_sb_printf(b, "</a></td><td class=\"%s\">%s</td>", str(c, "status"), str(c, "status"));
+        kv_sb_esc(b, kv_jstr(c, "name"));
+        kv_sb_printf(b, "</a></td><td class=\"%s\">%s</td>", kv_jstr(c, "status"), kv_jstr(c, "status"));
         for (int i = 0; i < n; i++) matrix_cell(b, find_output(c, names[i]));
         kv_sb_printf(b, "</tr>\n");
     }
@@ -150,8 +152,8 @@ static void matrix(struct kv_sbuf *b, const cJSON *cases)
     cJSON_ArrayForEach(c, cases)
     {
         int seen = 0;
-        for (int i = 0; i < nk && !seen; i++) seen = !strcmp(kernels[i], str(c, "kernel"));
-        if (!seen && nk < 64) kernels[nk++] = str(c, "kernel");
+        for (int i = 0; i < nk && !seen; i++) seen = !strcmp(kernels[i], kv_jstr(c, "kernel"));
+        if (!seen && nk < 64) kernels[nk++] = kv_jstr(c, "kernel");
     }
     for (int i = 0; i < nk; i++) kernel_matrix(b, cases, kernels[i]);
 }
@@ -170,10 +172,10 @@ static const char *shortest(double v, char g[32])
 static void reproduce(struct kv_sbuf *b, const cJSON *c)
 {
     kv_sb_printf(b, "<p>reproduce: <code>kverify ");
-    kv_sb_esc(b, str(c, "kernel"));
+    kv_sb_esc(b, kv_jstr(c, "kernel"));
     char g[32];
     const cJSON *p;
-    cJSON_ArrayForEach(p, get(c, "params"))
+    cJSON_ArrayForEach(p, kv_jget(c, "params"))
     {
         kv_sb_printf(b, " --");
         kv_sb_esc(b, p->string);
@@ -183,10 +185,10 @@ static void reproduce(struct kv_sbuf *b, const cJSON *c)
             kv_sb_esc(b, cJSON_GetStringValue(p));
         }
     }
-    kv_sb_printf(b, " --seed %.0f", num(c, "seed"));
-    if (cJSON_IsString(get(c, "inputs"))) {
+    kv_sb_printf(b, " --seed %.0f", kv_jnum(c, "seed"));
+    if (cJSON_IsString(kv_jget(c, "inputs"))) {
         kv_sb_printf(b, " --inputs ");
-        kv_sb_esc(b, str(c, "inputs"));
+        kv_sb_esc(b, kv_jstr(c, "inputs"));
     }
     kv_sb_printf(b, "</code></p>\n");
 }
@@ -202,51 +204,51 @@ static void worst_table(struct kv_sbuf *b, const cJSON *worst)
         kv_sb_printf(b, "<tr><td class=\"n\">[");
         const cJSON *i;
         int first = 1;
-        cJSON_ArrayForEach(i, get(w, "index")) kv_sb_printf(b, "%s%.0f", first ? "" : ", ", i->valuedouble), first = 0;
-        double r = num(w, "ratio");
+        cJSON_ArrayForEach(i, kv_jget(w, "index")) kv_sb_printf(b, "%s%.0f", first ? "" : ", ", i->valuedouble), first = 0;
+        double r = kv_jnum(w, "ratio");
         kv_sb_printf(b, "]</td><td>%.9g</td><td>%.9g</td><td>%.3g</td><td>%.3g</td><td class=\"%s\">%s%.3g</td>"
-                        "<td>%.3g</td></tr>", num(w, "device"), num(w, "oracle"), num(w, "error"), num(w, "bound"),
-                     r > 1 ? "fail" : "", cJSON_IsTrue(get(w, "mismatch")) ? "mismatch " : "", r, num(w, "ulp"));
+                        "<td>%.3g</td></tr>", kv_jnum(w, "device"), kv_jnum(w, "oracle"), kv_jnum(w, "error"), kv_jnum(w, "bound"),
+                     r > 1 ? "fail" : "", cJSON_IsTrue(kv_jget(w, "mismatch")) ? "mismatch " : "", r, kv_jnum(w, "ulp"));
     }
     kv_sb_printf(b, "</table>\n");
 }
 
 static void output_section(struct kv_sbuf *b, const cJSON *o)
 {
-    int pass = cJSON_IsTrue(get(o, "pass"));
+    int pass = cJSON_IsTrue(kv_jget(o, "pass"));
     kv_sb_printf(b, "<div class=\"output\"><h3>");
-    kv_sb_esc(b, str(o, "name"));
-    if (cJSON_IsTrue(get(o, "judged")))
+    kv_sb_esc(b, kv_jstr(o, "name"));
+    if (cJSON_IsTrue(kv_jget(o, "judged")))
         kv_sb_printf(b, " <span class=\"%s\">%s</span>", pass ? "pass" : "fail", pass ? "pass" : "FAIL");
     else
         kv_sb_printf(b, " <span class=\"skip\">the exact oracle's view: shown, not judged</span>");
     kv_sb_printf(b, "</h3>");
-    if (cJSON_IsString(get(o, "remark"))) {
+    if (cJSON_IsString(kv_jget(o, "remark"))) {
         kv_sb_printf(b, "<p class=\"remark\">");
-        kv_sb_esc(b, str(o, "remark"));
+        kv_sb_esc(b, kv_jstr(o, "remark"));
         kv_sb_printf(b, "</p>");
     }
-    kv_sb_printf(b, "<p>%s [", str(o, "dtype"));
+    kv_sb_printf(b, "<p>%s [", kv_jstr(o, "dtype"));
     const cJSON *d;
     int first = 1;
-    cJSON_ArrayForEach(d, get(o, "shape")) kv_sb_printf(b, "%s%.0f", first ? "" : ", ", d->valuedouble), first = 0;
+    cJSON_ArrayForEach(d, kv_jget(o, "shape")) kv_sb_printf(b, "%s%.0f", first ? "" : ", ", d->valuedouble), first = 0;
     kv_sb_printf(b, "], stage %s, %s vs the %s oracle: max bound ratio %.3g, max ULP %.3g, p99 ULP %.3g, "
-                    "NaN/Inf mismatches %.0f; criterion ", str(o, "stage"), str(o, "source"), str(o, "oracle"),
-                 num(o, "max_bound_ratio"), num(o, "max_ulp"), num(o, "p99_ulp"),
-                 num(o, "nan_mismatch") + num(o, "inf_mismatch"));
-    kv_sb_esc(b, str(get(o, "tolerance"), "criterion"));
-    if (num(o, "guard_overwritten") > 0) kv_sb_printf(b, "; <b class=\"fail\">%.0f guard words written past the end</b>", num(o, "guard_overwritten"));
-    if (num(o, "nondeterministic") > 0) kv_sb_printf(b, "; <b class=\"fail\">%.0f elements differ between runs</b>", num(o, "nondeterministic"));
+                    "NaN/Inf mismatches %.0f; criterion ", kv_jstr(o, "stage"), kv_jstr(o, "source"), kv_jstr(o, "oracle"),
+                 kv_jnum(o, "max_bound_ratio"), kv_jnum(o, "max_ulp"), kv_jnum(o, "p99_ulp"),
+                 kv_jnum(o, "nan_mismatch") + kv_jnum(o, "inf_mismatch"));
+    kv_sb_esc(b, kv_jstr(kv_jget(o, "tolerance"), "criterion"));
+    if (kv_jnum(o, "guard_overwritten") > 0) kv_sb_printf(b, "; <b class=\"fail\">%.0f guard words written past the end</b>", kv_jnum(o, "guard_overwritten"));
+    if (kv_jnum(o, "nondeterministic") > 0) kv_sb_printf(b, "; <b class=\"fail\">%.0f elements differ between runs</b>", kv_jnum(o, "nondeterministic"));
     kv_sb_printf(b, "</p>\n");
-    const cJSON *dist = get(o, "distribution");
+    const cJSON *dist = kv_jget(o, "distribution");
     if (cJSON_IsObject(dist)) {
         kv_sb_printf(b, "<div class=\"plots\">");
-        kv_svg_hist(b, "hist-ulp", "error in ULP", get(dist, "ulp_hist"), 1, 0);
-        kv_svg_hist(b, "hist-ratio", "bound ratio", get(dist, "ratio_hist"), 0, 1);
+        kv_svg_hist(b, "hist-ulp", "error in ULP", kv_jget(dist, "ulp_hist"), 1, 0);
+        kv_svg_hist(b, "hist-ratio", "bound ratio", kv_jget(dist, "ratio_hist"), 0, 1);
         kv_sb_printf(b, "</div>\n<div class=\"plots\">");
-        kv_svg_map(b, get(dist, "map"));
+        kv_svg_map(b, kv_jget(dist, "map"));
         kv_sb_printf(b, "</div>\n");
-        worst_table(b, get(dist, "worst"));
+        worst_table(b, kv_jget(dist, "worst"));
     }
     kv_sb_printf(b, "</div>\n");
 }
@@ -254,17 +256,17 @@ static void output_section(struct kv_sbuf *b, const cJSON *o)
 static void bench_section(struct kv_sbuf *b, const cJSON *bench)
 {
     const cJSON *s;
-    kv_sb_printf(b, "<h3>bench (%.0f runs per stage)</h3>\n", num(bench, "runs"));
-    cJSON_ArrayForEach(s, get(bench, "stages"))
+    kv_sb_printf(b, "<h3>bench (%.0f runs per stage)</h3>\n", kv_jnum(bench, "runs"));
+    cJSON_ArrayForEach(s, kv_jget(bench, "stages"))
     {
         char label[96], text[160];
-        double pc = num(s, "pct_of_copy"), pm = num(s, "pct_of_matmul");
-        snprintf(label, sizeof label, "%s: %.4g ms", s->string, num(s, "min_ms"));
-        snprintf(text, sizeof text, "%.4g GB/s%s", num(s, "gb_per_s"), isnan(pc) ? " (no ceiling measured)" : "");
+        double pc = kv_jnum(s, "pct_of_copy"), pm = kv_jnum(s, "pct_of_matmul");
+        snprintf(label, sizeof label, "%s: %.4g ms", s->string, kv_jnum(s, "min_ms"));
+        snprintf(text, sizeof text, "%.4g GB/s%s", kv_jnum(s, "gb_per_s"), isnan(pc) ? " (no ceiling measured)" : "");
         kv_svg_bar(b, label, isnan(pc) ? 0 : pc, text);
         if (!isnan(pc)) kv_sb_printf(b, "<span> %.1f%% of the copy ceiling</span>", pc);
-        if (num(s, "flops") > 0) {
-            snprintf(text, sizeof text, "%.4g GFLOP/s%s", num(s, "gflop_per_s"), isnan(pm) ? "" : "");
+        if (kv_jnum(s, "flops") > 0) {
+            snprintf(text, sizeof text, "%.4g GFLOP/s%s", kv_jnum(s, "gflop_per_s"), isnan(pm) ? "" : "");
             kv_svg_bar(b, "", isnan(pm) ? 0 : pm, text);
             if (!isnan(pm)) kv_sb_printf(b, "<span> %.1f%% of the matmul ceiling</span>", pm);
         }
@@ -273,15 +275,15 @@ static void bench_section(struct kv_sbuf *b, const cJSON *bench)
 
 static void case_section(struct kv_sbuf *b, const cJSON *c, int k, const cJSON *device)
 {
-    const char *status = str(c, "status");
+    const char *status = kv_jstr(c, "status");
     kv_sb_printf(b, "<section class=\"case\" id=\"case-%d\"><h2>", k);
-    kv_sb_esc(b, str(c, "name"));
+    kv_sb_esc(b, kv_jstr(c, "name"));
     kv_sb_printf(b, " <span class=\"%s\">%s</span></h2>\n<p>kernel <b>", status, status);
-    kv_sb_esc(b, str(c, "kernel"));
-    kv_sb_printf(b, "</b>, seed %.0f", num(c, "seed"));
+    kv_sb_esc(b, kv_jstr(c, "kernel"));
+    kv_sb_printf(b, "</b>, seed %.0f", kv_jnum(c, "seed"));
     char g[32];
     const cJSON *p;
-    cJSON_ArrayForEach(p, get(c, "params"))
+    cJSON_ArrayForEach(p, kv_jget(c, "params"))
     {
         kv_sb_printf(b, ", ");
         kv_sb_esc(b, p->string);
@@ -293,29 +295,29 @@ static void case_section(struct kv_sbuf *b, const cJSON *c, int k, const cJSON *
     }
     if (cJSON_IsObject(device)) {
         kv_sb_printf(b, "; device ");
-        kv_sb_esc(b, str(device, "name"));
+        kv_sb_esc(b, kv_jstr(device, "name"));
         kv_sb_printf(b, ", driver ");
-        kv_sb_esc(b, str(device, "driver"));
+        kv_sb_esc(b, kv_jstr(device, "driver"));
     }
-    if (cJSON_IsString(get(c, "stress"))) {
+    if (cJSON_IsString(kv_jget(c, "stress"))) {
         kv_sb_printf(b, "; stress runs ");
-        kv_sb_esc(b, str(c, "stress"));
+        kv_sb_esc(b, kv_jstr(c, "stress"));
     }
     kv_sb_printf(b, "</p>\n");
-    if (cJSON_IsString(get(c, "note"))) {
+    if (cJSON_IsString(kv_jget(c, "note"))) {
         kv_sb_printf(b, "<p>");
-        kv_sb_esc(b, str(c, "note"));
+        kv_sb_esc(b, kv_jstr(c, "note"));
         kv_sb_printf(b, "</p>\n");
     }
-    if (cJSON_IsString(get(c, "error"))) {
+    if (cJSON_IsString(kv_jget(c, "error"))) {
         kv_sb_printf(b, "<p class=\"%s\">", status);
-        kv_sb_esc(b, str(c, "error"));
+        kv_sb_esc(b, kv_jstr(c, "error"));
         kv_sb_printf(b, "</p>\n");
     }
     reproduce(b, c);
     const cJSON *o;
-    cJSON_ArrayForEach(o, get(c, "outputs")) output_section(b, o);
-    if (cJSON_IsObject(get(c, "bench"))) bench_section(b, get(c, "bench"));
+    cJSON_ArrayForEach(o, kv_jget(c, "outputs")) output_section(b, o);
+    if (cJSON_IsObject(kv_jget(c, "bench"))) bench_section(b, kv_jget(c, "bench"));
     kv_sb_printf(b, "<p><a href=\"#matrix\">back to the matrix</a></p></section>\n");
 }
 
@@ -329,44 +331,44 @@ static void agreement(struct kv_sbuf *b, const cJSON *ag)
     cJSON_ArrayForEach(g, ag)
     {
         kv_sb_printf(b, "<tr><td class=\"n\">");
-        kv_sb_esc(b, str(g, "case"));
+        kv_sb_esc(b, kv_jstr(g, "case"));
         kv_sb_printf(b, "</td><td class=\"n\">");
-        kv_sb_esc(b, str(g, "output"));
-        kv_sb_printf(b, "</td><td>%.0f vs %.0f</td><td>%.0f of %.0f</td><td>%.3g</td></tr>\n", num(g, "device_a"),
-                     num(g, "device_b"), num(g, "bitwise_equal"), num(g, "elements"), num(g, "max_ulp_apart"));
+        kv_sb_esc(b, kv_jstr(g, "output"));
+        kv_sb_printf(b, "</td><td>%.0f vs %.0f</td><td>%.0f of %.0f</td><td>%.3g</td></tr>\n", kv_jnum(g, "device_a"),
+                     kv_jnum(g, "device_b"), kv_jnum(g, "bitwise_equal"), kv_jnum(g, "elements"), kv_jnum(g, "max_ulp_apart"));
     }
     kv_sb_printf(b, "</table>\n");
 }
 
 void kv_html_report_body(struct kv_sbuf *b, const cJSON *r)
 {
-    const cJSON *sum = get(r, "summary"), *dev = get(r, "device"), *cases = get(r, "cases");
+    const cJSON *sum = kv_jget(r, "summary"), *dev = kv_jget(r, "device"), *cases = kv_jget(r, "cases");
     kv_sb_printf(b, "<h1>kverify: %d cases: %.0f passed, %.0f failed, %.0f errors, %.0f skipped</h1>\n<p>",
-                 cJSON_GetArraySize(cases), num(sum, "passed"), num(sum, "failed"), num(sum, "errors"),
-                 num(sum, "skipped"));
+                 cJSON_GetArraySize(cases), kv_jnum(sum, "passed"), kv_jnum(sum, "failed"), kv_jnum(sum, "errors"),
+                 kv_jnum(sum, "skipped"));
     if (cJSON_IsObject(dev)) {
         kv_sb_printf(b, "device ");
-        kv_sb_esc(b, str(dev, "name"));
+        kv_sb_esc(b, kv_jstr(dev, "name"));
         kv_sb_printf(b, " (");
-        kv_sb_esc(b, str(dev, "type"));
+        kv_sb_esc(b, kv_jstr(dev, "type"));
         kv_sb_printf(b, ", driver ");
-        kv_sb_esc(b, str(dev, "driver"));
+        kv_sb_esc(b, kv_jstr(dev, "driver"));
         kv_sb_printf(b, ", Vulkan ");
-        kv_sb_esc(b, str(dev, "api"));
+        kv_sb_esc(b, kv_jstr(dev, "api"));
         kv_sb_printf(b, ")");
     } else {
         kv_sb_printf(b, "no device: the outputs with a candidate are judged");
     }
     kv_sb_printf(b, "; kverify ");
-    kv_sb_esc(b, str(get(r, "kverify"), "version"));
+    kv_sb_esc(b, kv_jstr(kv_jget(r, "kverify"), "version"));
     kv_sb_printf(b, "</p>\n");
-    if (str(get(r, "kverify"), "command")[0]) {
+    if (kv_jstr(kv_jget(r, "kverify"), "command")[0]) {
         kv_sb_printf(b, "<p>command: <code>");
-        kv_sb_esc(b, str(get(r, "kverify"), "command"));
+        kv_sb_esc(b, kv_jstr(kv_jget(r, "kverify"), "command"));
         kv_sb_printf(b, "</code></p>\n");
     }
     matrix(b, cases);
-    agreement(b, get(r, "agreement"));
+    agreement(b, kv_jget(r, "agreement"));
     const cJSON *c;
     int k = 0;
     cJSON_ArrayForEach(c, cases) case_section(b, c, k++, dev);

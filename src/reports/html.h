@@ -21,6 +21,12 @@ void kv_sb_printf(struct kv_sbuf *b, const char *fmt, ...) __attribute__((format
 void kv_sb_esc(struct kv_sbuf *b, const char *text); /* HTML-escaped */
 void kv_sb_free(struct kv_sbuf *b);
 
+/* Fields of a JSON report: the member, a string ("" when absent), a number
+ * (NaN when absent; "Infinity" strings as infinities). */
+const struct cJSON *kv_jget(const struct cJSON *o, const char *k);
+const char *kv_jstr(const struct cJSON *o, const char *k);
+double kv_jnum(const struct cJSON *o, const char *k);
+
 /* Plots (reports/svg.c). */
 void kv_svg_hist(struct kv_sbuf *b, const char *cls, const char *title, const struct cJSON *hist, int log_edges_base2,
                  double pass_line);

@@ -72,19 +72,13 @@ void kv_ratio_colour(double r, char out[8])
     snprintf(out, 8, "#%02x%02x%02x", c[0], c[1], c[2]);
 }
 
-static double jnum(const cJSON *o, const char *k)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
-}
-
 void kv_svg_hist(struct kv_sbuf *b, const char *cls, const char *title, const cJSON *hist, int base2, double pass_line)
 {
     const cJSON *edges = cJSON_GetObjectItemCaseSensitive(hist, "edges");
     const cJSON *counts = cJSON_GetObjectItemCaseSensitive(hist, "counts");
     int n = cJSON_GetArraySize(counts);
     if (n <= 0 || cJSON_GetArraySize(edges) != n) return;
-    double zero = jnum(hist, "zero"), max = zero > 0 ? zero : 0;
+    double zero = kv_jnum(hist, "zero"), max = zero > 0 ? zero : 0;
     for (int i = 0; i < n; i++) max = fmax(max, cJSON_GetArrayItem(counts, i)->valuedouble);
     const double W = 360, H = 120, x0 = 34, y0 = 14, bw = (W - x0 - 6) / (n + 1);
     kv_sb_printf(b, "<svg class=\"hist %s\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" role=\"img\">"
@@ -191,8 +185,8 @@ static void png_uri(struct kv_sbuf *b, const unsigned char *rgb, int w, int h)
 
 void kv_svg_map(struct kv_sbuf *b, const cJSON *map)
 {
-    int cr = (int)jnum(map, "cell_rows"), cc = (int)jnum(map, "cell_cols");
-    double rows = jnum(map, "rows"), cols = jnum(map, "cols");
+    int cr = (int)kv_jnum(map, "cell_rows"), cc = (int)kv_jnum(map, "cell_cols");
+    double rows = kv_jnum(map, "rows"), cols = kv_jnum(map, "cols");
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(map, "max_ratio");
     if (cr <= 0 || cc <= 0 || cr > 4096 || cc > 4096 || cJSON_GetArraySize(v) != cr) return;
     unsigned char *rgb = calloc((size_t)cr * (size_t)cc, 3);

@@ -1,0 +1,24 @@
+/* Rows of a case's result (pipeline/run.c): an output compared with an oracle. */
+#ifndef KV_ROW_H
+#define KV_ROW_H
+
+#include "pipeline/runner.h"
+
+/* The oracle one output is judged against: values, scales, bound, the
+ * per-element allowances, name. */
+struct kv_oracle_ref {
+    const double *y, *S;
+    struct kv_bound bound;
+    struct kv_allow allow;
+    const char *name; /* "spec" or "exact" */
+};
+
+/* The sample of output t (--sample N): n element indices in c->sample[t]. */
+enum kv_status kv_make_sample(struct kv_case *c, int t, int64_t n);
+/* Compare data (output t, from `source`) against ref and append a row named
+ * <output><suffix> to res. chained adds the allowance for device intermediates. */
+enum kv_status kv_compare_row(struct kv_case *c, int t, const struct kv_oracle_ref *ref, const void *data,
+                              const char *suffix, int chained, const char *source, size_t guard_bad, size_t nondet,
+                              const struct kv_run_opts *o, struct kv_case_result *res);
+
+#endif
