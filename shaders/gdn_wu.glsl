@@ -61,7 +61,7 @@ void main()
             // A warp loads 4 rows x 8 columns of A; its 32 transposed stores
             // hit 32 banks, as quad i / 4 of row j sits at quad (i / 4) ^ (j % 8).
             uint iq = (e / 32u) % 16u, i = 4u * iq + e % 4u, j = 8u * (e / 512u) + (e / 4u) % 8u;
-            a_t[j * 16u + (iq ^ (j % 8u))][i % 4u] = i < nv ? A[((b * p.seq + t0 + i) * p.heads + h) * BT + j] : 0.0;
+            a_t[j * 16u + (iq ^ (j % 8u))][i % 4u] = i < nv ? A_AT(((b * p.seq + t0 + i) * p.heads + h) * BT + j) : 0.0;
         }
         for (uint col0 = 0u; col0 < D; col0 += 64u) {
             for (uint e = lid; e < BT * 64u; e += 256u) {

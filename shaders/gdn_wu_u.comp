@@ -3,7 +3,13 @@
 #extension GL_EXT_shader_16bit_storage : require
 layout(std430, binding = 0) readonly buffer V { uint16_t v[]; };
 layout(std430, binding = 1) readonly buffer BETA { float beta[]; };
+#ifdef KV_ABF16 // --variant a-bf16: A in bf16, as FLA's pipeline keeps it
+layout(std430, binding = 2) readonly buffer AA { uint16_t A16[]; };
+#define A_AT(i) bf16_float(uint(A16[i]))
+#else
 layout(std430, binding = 2) readonly buffer AA { float A[]; };
+#define A_AT(i) A[i]
+#endif
 // KV_BF16CM: also built for bf16 cooperative matrices (gdn_wu_cm.glsl), which
 // reads A and the input as 16-byte words.
 layout(std430, binding = 2) readonly buffer AA4 { vec4 A4[]; };

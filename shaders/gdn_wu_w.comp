@@ -5,7 +5,13 @@
 layout(std430, binding = 0) readonly buffer K { uint16_t k[]; };
 layout(std430, binding = 1) readonly buffer BETA { float beta[]; };
 layout(std430, binding = 2) readonly buffer G { float g[]; };
+#ifdef KV_ABF16 // --variant a-bf16: A in bf16, as FLA's pipeline keeps it
+layout(std430, binding = 3) readonly buffer AA { uint16_t A16[]; };
+#define A_AT(i) bf16_float(uint(A16[i]))
+#else
 layout(std430, binding = 3) readonly buffer AA { float A[]; };
+#define A_AT(i) A[i]
+#endif
 // KV_BF16CM: also built for bf16 cooperative matrices (gdn_wu_cm.glsl), which
 // reads A and the input as 16-byte words.
 layout(std430, binding = 3) readonly buffer AA4 { vec4 A4[]; };

@@ -25,6 +25,12 @@ static const uint32_t u_sh[] =
 static const uint32_t w_sh[] =
 #include "gdn_wu_w.sh.h"
     ;
+static const uint32_t u_ab[] =
+#include "gdn_wu_u.ab.h"
+    ;
+static const uint32_t w_ab[] =
+#include "gdn_wu_w.ab.h"
+    ;
 static const uint32_t u_cm[] =
 #include "gdn_wu_u.cm.h"
     ;
@@ -35,10 +41,10 @@ static const uint32_t w_cm[] =
 #define BT 64
 
 enum { P_B, P_T, P_H, P_HG, P_K, P_V, P_DIST, P_VARIANT };
-enum { T_K, T_V, T_BETA, T_G, T_A, T_W, T_U, T_W_CM, T_U_CM };
-enum { S_U, S_W, S_U_CM, S_W_CM };
+enum { T_K, T_V, T_BETA, T_G, T_A, T_W, T_U, T_W_CM, T_U_CM, T_A16, T_W_AB, T_U_AB };
+enum { S_U, S_W, S_U_CM, S_W_CM, S_U_AB, S_W_AB };
 enum { D_REALISTIC, D_RANDOM, D_NONFINITE, D_DENSE };
-enum { V_FMA, V_CM };
+enum { V_FMA, V_CM, V_AB };
 
 static const struct kv_param_def params[] = {
     {"batch", KV_PARAM_INT, "1", 1, 65536, NULL, "batch size B", 1},
@@ -53,24 +59,30 @@ static const struct kv_param_def params[] = {
      "+-Inf in k, v and beta (the shaders' non-finite paths; NaNs only with bf16-coopmat, whose three-part "
      "split of A multiplies zero parts by Inf), or FLA's with A's strictly upper triangle filled too (the "
      "math sums over every column of A; FLA's zeros there hide a shader that stages A's slots wrongly)", 0},
-    {"variant", KV_PARAM_CHOICE, "fma", 0, 0, "fma|bf16-coopmat",
+    {"variant", KV_PARAM_CHOICE, "fma", 0, 0, "fma|bf16-coopmat|a-bf16",
      "products on f32 FMAs, or on bf16 cooperative matrices (tensor cores) with A split exactly into three "
-     "bf16 parts", 0},
+     "bf16 parts, or A given in bf16 as FLA's pipeline keeps it (solve_tril's output; products of bf16 "
+     "operands accumulated in f32, as FLA's kernels compute): the spec that FLA's own outputs match", 0},
 };
 
 static int is_cm(const struct kv_case *c) { return c->p[P_VARIANT].c == V_CM; }
-static int not_cm(const struct kv_case *c) { return !is_cm(c); }
+static int is_fma(const struct kv_case *c) { return c->p[P_VARIANT].c == V_FMA; }
+static int is_ab(const struct kv_case *c) { return c->p[P_VARIANT].c == V_AB; }
+static int not_ab(const struct kv_case *c) { return !is_ab(c); }
 
 static const struct kv_tensor_def tensors[] = {
     [T_K] = {"k", KV_BF16, KV_INPUT, -1, "batch,seq,kv-heads,dk"},
     [T_V] = {"v", KV_BF16, KV_INPUT, -1, "batch,seq,heads,dv"},
     [T_BETA] = {"beta", KV_F32, KV_INPUT, -1, "batch,seq,heads"},
     [T_G] = {"g", KV_F32, KV_INPUT, -1, "batch,seq,heads"},
-    [T_A] = {"A", KV_F32, KV_INPUT, -1, "batch,seq,heads,64"},
-    [T_W] = {"w", KV_BF16, KV_OUTPUT, S_W, "batch,seq,heads,dk", not_cm},
-    [T_U] = {"u", KV_BF16, KV_OUTPUT, S_U, "batch,seq,heads,dv", not_cm},
+    [T_A] = {"A", KV_F32, KV_INPUT, -1, "batch,seq,heads,64", not_ab},
+    [T_W] = {"w", KV_BF16, KV_OUTPUT, S_W, "batch,seq,heads,dk", is_fma},
+    [T_U] = {"u", KV_BF16, KV_OUTPUT, S_U, "batch,seq,heads,dv", is_fma},
     [T_W_CM] = {"w", KV_BF16, KV_OUTPUT, S_W_CM, "batch,seq,heads,dk", is_cm},
     [T_U_CM] = {"u", KV_BF16, KV_OUTPUT, S_U_CM, "batch,seq,heads,dv", is_cm},
+    [T_A16] = {"A", KV_BF16, KV_INPUT, -1, "batch,seq,heads,64", is_ab},
+    [T_W_AB] = {"w", KV_BF16, KV_OUTPUT, S_W_AB, "batch,seq,heads,dk", is_ab},
+    [T_U_AB] = {"u", KV_BF16, KV_OUTPUT, S_U_AB, "batch,seq,heads,dv", is_ab},
 };
 
 struct push {
@@ -110,11 +122,11 @@ static double w_flops(const struct kv_case *c)
 static const struct kv_stage_def stages[] = {
     [S_U] = {.name = "u", .subgroup = KV_SPIRV(u_sh), .fallback = KV_SPIRV(u_sh), .n_bindings = 4,
              .bindings = {T_V, T_BETA, T_A, T_U}, .push_size = sizeof(struct push), .push_doc = PUSH_DOC,
-             .dispatch_doc = DISPATCH_DOC, .launch = launch, .active = not_cm, .needs = KV_NEED_STORAGE16,
+             .dispatch_doc = DISPATCH_DOC, .launch = launch, .active = is_fma, .needs = KV_NEED_STORAGE16,
              .flops = u_flops},
     [S_W] = {.name = "w", .subgroup = KV_SPIRV(w_sh), .fallback = KV_SPIRV(w_sh), .n_bindings = 5,
              .bindings = {T_K, T_BETA, T_G, T_A, T_W}, .push_size = sizeof(struct push), .push_doc = PUSH_DOC,
-             .dispatch_doc = DISPATCH_DOC, .launch = launch, .active = not_cm, .needs = KV_NEED_STORAGE16,
+             .dispatch_doc = DISPATCH_DOC, .launch = launch, .active = is_fma, .needs = KV_NEED_STORAGE16,
              .flops = w_flops},
     [S_U_CM] = {.name = "u_cm", .subgroup = KV_SPIRV(u_cm), .fallback = KV_SPIRV(u_cm), .n_bindings = 4,
                 .bindings = {T_V, T_BETA, T_A, T_U_CM}, .push_size = sizeof(struct push), .push_doc = PUSH_DOC,
@@ -126,6 +138,15 @@ static const struct kv_stage_def stages[] = {
                 .dispatch_doc = CM_DISPATCH_DOC, .launch = launch,
                 .active = is_cm, .needs = KV_NEED_STORAGE16 | KV_NEED_COOPMAT_BF16, .flops = w_flops,
                 .flops_f16 = 1, .source = "gdn_wu_w.comp", .source_defines = KV_SHADER_BF16CM},
+    [S_U_AB] = {.name = "u_ab", .subgroup = KV_SPIRV(u_ab), .fallback = KV_SPIRV(u_ab), .n_bindings = 4,
+                .bindings = {T_V, T_BETA, T_A16, T_U_AB}, .push_size = sizeof(struct push), .push_doc = PUSH_DOC,
+                .dispatch_doc = DISPATCH_DOC, .launch = launch, .active = is_ab, .needs = KV_NEED_STORAGE16,
+                .flops = u_flops, .source = "gdn_wu_u.comp", .source_defines = KV_SHADER_ABF16},
+    [S_W_AB] = {.name = "w_ab", .subgroup = KV_SPIRV(w_ab), .fallback = KV_SPIRV(w_ab), .n_bindings = 5,
+                .bindings = {T_K, T_BETA, T_G, T_A16, T_W_AB}, .push_size = sizeof(struct push),
+                .push_doc = PUSH_DOC, .dispatch_doc = DISPATCH_DOC, .launch = launch, .active = is_ab,
+                .needs = KV_NEED_STORAGE16, .flops = w_flops, .source = "gdn_wu_w.comp",
+                .source_defines = KV_SHADER_ABF16},
 };
 
 static enum kv_status validate(struct kv_case *c)
@@ -149,6 +170,9 @@ struct dims {
     int64_t B, T, H, Hg, K, V, NT, ratio;
 };
 
+/* The A tensor of the case's variant: f32, or bf16 (a-bf16). */
+static int a_of(const struct kv_case *c) { return is_ab(c) ? T_A16 : T_A; }
+
 static struct dims dims_of(const struct kv_case *c)
 {
     struct dims d = {c->p[P_B].i, c->p[P_T].i, c->p[P_H].i, c->p[P_HG].i, c->p[P_K].i, c->p[P_V].i, 0, 0};
@@ -166,7 +190,7 @@ static double chunk_A(struct kv_case *c, const struct dims *d, int64_t b, int64_
 {
     const uint16_t *k = c->t[T_K].data;
     const float *beta = c->t[T_BETA].data, *g = c->t[T_G].data;
-    float *A = c->t[T_A].data;
+    struct kv_tensor *A = &c->t[a_of(c)];
     int64_t t0 = ch * BT, nv = d->T - t0 < BT ? d->T - t0 : BT, kh = h / d->ratio;
     double L[BT][BT] = {{0}}, X[BT][BT] = {{0}};
     for (int64_t i = 0; i < nv; i++) {
@@ -193,8 +217,9 @@ static double chunk_A(struct kv_case *c, const struct dims *d, int64_t b, int64_
         double ri = 1, rx = 0;
         for (int64_t j = 0; j < nv; j++) ri += fabs(L[i][j]), rx += fabs(X[i][j]);
         norm_il = fmax(norm_il, ri), norm_x = fmax(norm_x, rx);
-        float *row = A + ((b * d->T + t0 + i) * d->H + h) * BT;
-        for (int64_t j = 0; j < BT; j++) row[j] = j < nv ? (float)X[i][j] : 1.0f;
+        size_t row = (size_t)(((b * d->T + t0 + i) * d->H + h) * BT);
+        /* a-bf16: A made in f32, then rounded to bf16, as FLA's solve_tril returns it */
+        for (int64_t j = 0; j < BT; j++) kv_store_f64(A->dtype, A->data, row + (size_t)j, j < nv ? (float)X[i][j] : 1.0f);
     }
     return norm_il * norm_x;
 }
@@ -227,13 +252,13 @@ static void nonfinite(struct kv_case *c, const struct dims *d)
  * so that the later rows of a chunk weigh in w about as the first do. */
 static void dense_A(struct kv_case *c, const struct dims *d)
 {
-    float *A = c->t[T_A].data;
+    struct kv_tensor *A = &c->t[a_of(c)];
     const int64_t rows = d->B * d->T * d->H;
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < rows; r++) {
         int64_t t = (r / d->H) % d->T, i = t % BT, t0 = t - i, nv = d->T - t0 < BT ? d->T - t0 : BT;
         for (int64_t j = i + 1; j < nv; j++)
-            A[r * BT + j] = (float)(0.25 * kv_rng_normal(c->seed, 70, (uint64_t)(r * BT + j)));
+            kv_store_f64(A->dtype, A->data, (size_t)(r * BT + j), (float)(0.25 * kv_rng_normal(c->seed, 70, (uint64_t)(r * BT + j))));
     }
 }
 
@@ -290,6 +315,12 @@ static enum kv_status inputs(struct kv_case *c)
 
 /* ---- oracle ---- */
 
+/* Element i of A, f32 or bf16. */
+static inline double a_at(const struct kv_tensor *A, size_t i)
+{
+    return A->dtype == KV_BF16 ? (double)kv_bf16_to_f32(((const uint16_t *)A->data)[i]) : ((const float *)A->data)[i];
+}
+
 /* The staged value bf16(x) and, where x lies so near a bf16 rounding
  * boundary that a legal device computation (rel. error rel) may round it to
  * the other neighbour, |other - staged|; else 0. */
@@ -322,8 +353,10 @@ static enum kv_status oracle(struct kv_case *c)
 {
     const struct dims d = dims_of(c);
     const uint16_t *k = c->t[T_K].data, *v = c->t[T_V].data;
-    const float *beta = c->t[T_BETA].data, *g = c->t[T_G].data, *A = c->t[T_A].data;
-    const int exact = c->exact, tw = is_cm(c) ? T_W_CM : T_W, tu = is_cm(c) ? T_U_CM : T_U;
+    const float *beta = c->t[T_BETA].data, *g = c->t[T_G].data;
+    const struct kv_tensor *A = &c->t[a_of(c)];
+    const int exact = c->exact, tw = is_cm(c) ? T_W_CM : is_ab(c) ? T_W_AB : T_W;
+    const int tu = is_cm(c) ? T_U_CM : is_ab(c) ? T_U_AB : T_U;
     free(c->slack[tw]); /* --oracle both calls the oracle twice */
     c->slack[tw] = calloc(c->t[tw].count ? c->t[tw].count : 1, sizeof(double));
     if (!c->slack[tw]) return kv_error(KV_EDEVICE, "out of host memory for the oracle");
@@ -350,12 +383,13 @@ static enum kv_status oracle(struct kv_case *c)
                     }
                 }
                 for (int64_t i = 0; i < nv; i++) {
-                    const float *a = A + ((b * d.T + t0 + i) * d.H + h) * BT;
+                    size_t row = (size_t)(((b * d.T + t0 + i) * d.H + h) * BT);
                     double acc = 0, abs_acc = 0, slack = 0;
                     for (int64_t j = 0; j < nv; j++) {
-                        acc += (double)a[j] * st[j];
-                        abs_acc += fabs((double)a[j] * st[j]);
-                        slack += fabs((double)a[j]) * fl[j];
+                        double a = a_at(A, row + (size_t)j);
+                        acc += a * st[j];
+                        abs_acc += fabs(a * st[j]);
+                        slack += fabs(a) * fl[j];
                     }
                     int64_t o = ((b * d.T + t0 + i) * d.H + h) * D + col;
                     y[o] = acc, S[o] = abs_acc;

@@ -20,6 +20,7 @@ enum {
     KV_SHADER_SUBGROUP = 1, /* KV_SUBGROUP=1: the device has subgroup arithmetic */
     KV_SHADER_INT8 = 2,     /* KV_INT8=1: 8-bit storage buffers */
     KV_SHADER_BF16CM = 4,   /* KV_BF16CM=1, then NV float16 matrices rewritten as KHR bfloat16 (spirv_khr.h) */
+    KV_SHADER_ABF16 = 8,    /* KV_ABF16=1: gdn's A in bf16 (--variant a-bf16) */
 };
 
 /* Where a compile finds its files, and what it does to them. */

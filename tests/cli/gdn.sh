@@ -37,6 +37,24 @@ expect_exit 0 "$KV" gdn-wu --inputs "$d/inputs" --candidate w="$d/device/w.npy" 
 grep -q '^  u .* pass  (candidate)' "$TMP/out" || fail "candidate not judged"
 for f in "$KV_SRC"/fixtures/gdn-wu/*.json; do expect_exit 0 "$KV" gdn-wu --inputs "$f"; done
 
+# --variant a-bf16: A in bf16 (as FLA keeps it), the whole sweep, and the round trip through files
+# that judges another backend's outputs against the matching spec.
+expect_exit 0 "$KV" gdn-wu --sweep --seeds 1 --variant a-bf16
+grep -q '^10 cases: 10 passed' "$TMP/out" || fail "a-bf16 sweep"
+expect_exit 0 "$KV" gdn-wu --seq 65 --heads 2 --kv-heads 1 --dk 16 --dv 8 --variant a-bf16 --save "$TMP/ab" --json "$TMP/ab.json"
+python3 - "$TMP/ab.json" <<'PY' || fail "a-bf16 report"
+import json, sys
+c = json.load(open(sys.argv[1]))["cases"][0]
+o = {x["name"]: x for x in c["outputs"]}
+assert c["params"]["variant"] == "a-bf16" and o["w"]["stage"] == "w_ab" and o["u"]["stage"] == "u_ab"
+PY
+d="$TMP/ab/gdn-wu_batch=1,seq=65,heads=2,kv-heads=1,dk=16,dv=8,variant=a-bf16,seed=1_"
+python3 -c 'import sys; h = open(sys.argv[1], "rb").read(128); assert b"<u2" in h, h' "$d/inputs/A.npy" || fail "A not saved as bf16 words"
+expect_exit 0 "$KV" gdn-wu --variant a-bf16 --inputs "$d/inputs" --candidate w="$d/device/w.npy" --candidate u="$d/device/u.npy" --no-device
+grep -q '^  w .* pass  (candidate)' "$TMP/out" || fail "a-bf16 candidate not judged"
+# an f32 A where the variant takes bf16 is refused by name
+expect_error 3 "A is f32, expected bf16" "$KV" gdn-wu --variant a-bf16 --inputs "$TMP/s/gdn-wu_batch=2,seq=65,heads=2,kv-heads=1,dk=16,dv=8,seed=1_/inputs" "${J[@]}"
+
 # Bad input: one line, exit 2, nothing written.
 expect_error 2 "--heads 6 is not a multiple of --kv-heads 4" "$KV" gdn-wu --heads 6 --kv-heads 4 "${J[@]}"
 expect_error 2 "--seq: 0 is out of range" "$KV" gdn-wu --seq 0 "${J[@]}"
