@@ -264,22 +264,30 @@ static enum kv_status writes_of(const struct kv_kernel *k, int s, const char *pa
 
 enum kv_status kv_abi_load(const struct kv_kernel *k, int s, const char *path, struct kv_abi *out)
 {
-    enum kv_status st = KV_OK;
     char *buf = NULL;
     size_t size;
+    memset(out, 0, sizeof *out);
+    enum kv_status st = kv_read_file(path, (size_t)1 << 20, &buf, &size);
+    if (!st) st = kv_abi_parse(k, s, path, buf, size, out);
+    free(buf);
+    return st;
+}
+
+enum kv_status kv_abi_parse(const struct kv_kernel *k, int s, const char *path, const char *buf, size_t size,
+                            struct kv_abi *out)
+{
+    enum kv_status st = KV_OK;
     cJSON *root = NULL;
     memset(out, 0, sizeof *out);
     snprintf(out->path, sizeof out->path, "%s", path);
     out->stage = s;
-    KV_TRY(kv_read_file(path, (size_t)1 << 20, &buf, &size));
-    root = cJSON_Parse(buf);
+    root = cJSON_ParseWithLength(buf, size);
     KV_CHECK(root, KV_EDATA, "%s: not JSON (near byte %ld)", path,
              cJSON_GetErrorPtr() ? (long)(cJSON_GetErrorPtr() - buf) : 0L);
     KV_TRY(parse(k, s, path, root, out));
     KV_TRY(writes_of(k, s, path, cJSON_GetObjectItemCaseSensitive(root, "writes"), out));
 cleanup:
     cJSON_Delete(root);
-    free(buf);
     return st;
 }
 

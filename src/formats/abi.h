@@ -54,6 +54,9 @@ struct kv_abi {
 
 /* Read FILE for stage s of kernel k. Errors are KV_EDATA naming the file and field. */
 enum kv_status kv_abi_load(const struct kv_kernel *k, int s, const char *path, struct kv_abi *out);
+/* The same from size bytes of JSON in memory (path names it in errors). */
+enum kv_status kv_abi_parse(const struct kv_kernel *k, int s, const char *path, const char *buf, size_t size,
+                            struct kv_abi *out);
 /* Whether the shader writes output t (by name: variants share names). */
 int kv_abi_writes(const struct kv_abi *a, const struct kv_kernel *k, int t);
 /* The push block's bytes (std430 scalars, 4 bytes each, in order). */

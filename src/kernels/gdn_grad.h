@@ -1,0 +1,28 @@
+/* The gated delta net's WY representation of one 64-row chunk in float64:
+ * the forward of gdn-wu and its exact gradient (FLA's recompute_w_u and
+ * prepare_wy_repr_bwd, without their roundings), for the exact oracles.
+ *   L[i][j] = beta_i (k_i . k_j) exp(g_i - g_j) for j < i, A = (I + L)^-1,
+ *   w = A bkg, bkg_j = k_j beta_j exp(g_j);  u = A bv, bv_j = v_j beta_j.
+ * The gradient is that of sum(dw . w + du . u) with respect to k, v, beta
+ * and g, through A as well. Rows are contiguous: k is n x K, v n x V. */
+#ifndef KV_GDN_GRAD_H
+#define KV_GDN_GRAD_H
+
+struct kv_gdn_chunk {
+    int n, K, V;             /* rows (1..64), key and value dimensions */
+    const double *k, *v;     /* n x K, n x V */
+    const double *beta, *g;  /* n each; g in natural log */
+    const double *dw, *du;   /* n x K, n x V: the incoming gradients */
+};
+
+/* A = (I + L)^-1 (n x n, row-major) by forward substitution. */
+void kv_gdn_chunk_A(const struct kv_gdn_chunk *x, double *A);
+/* w (n x K) and u (n x V) from the inputs, A recomputed. */
+void kv_gdn_chunk_forward(const struct kv_gdn_chunk *x, double *w, double *u);
+/* The gradient, added to dk (n x K: summed over the value heads that share
+ * a key head), and written to dv (n x V), dbeta and dg (n each). scratch
+ * holds 5 n^2 + 2 n max(K, V) doubles. */
+void kv_gdn_chunk_backward(const struct kv_gdn_chunk *x, double *dk, double *dv, double *dbeta, double *dg,
+                           double *scratch);
+
+#endif
