@@ -25,4 +25,17 @@ void kv_gdn_chunk_forward(const struct kv_gdn_chunk *x, double *w, double *u);
 void kv_gdn_chunk_backward(const struct kv_gdn_chunk *x, double *dk, double *dv, double *dbeta, double *dg,
                            double *scratch);
 
+/* The same gradient in FLA's order of operations (prepare_wy_repr_bwd), from
+ * the given A (n x n, lower) rather than a recomputed one. With round set,
+ * at FLA's cast points: k*beta*e^g and v*beta to bf16 for their products, dk
+ * to bf16 between its two passes, dA to A's dtype (bf16 with a_bf16, else
+ * f32) before each product with A, the gated dA to bf16 before the last
+ * products, and dk and dv to bf16 at the end; dbeta and dg stay f32. The
+ * products themselves are exact (their f32 accumulation belongs to the
+ * bound). Without round, it is kv_gdn_chunk_backward's mathematics taken
+ * another way (unit.gdn_grad checks that they agree). dk is added to;
+ * scratch holds 6 n^2 + 2 n max(K, V) doubles. */
+void kv_gdn_chunk_backward_spec(const struct kv_gdn_chunk *x, const double *A, int round, int a_bf16, double *dk,
+                                double *dv, double *dbeta, double *dg, double *scratch);
+
 #endif

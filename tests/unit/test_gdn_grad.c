@@ -99,11 +99,47 @@ static void dk_accumulates(void **s)
     free(x), free(scratch);
 }
 
+/* FLA's order of operations (kv_gdn_chunk_backward_spec) without its
+ * roundings is the exact gradient taken another way: equal to 1e-12. With
+ * the roundings it stays near (bf16 casts: a few 2^-8 relative of the
+ * entry's scale), and A in bf16 moves it further, not beyond. */
+static void spec_order(void **s)
+{
+    (void)s;
+    for (int n = 1; n <= 64; n += 21) {
+        struct chunk *x = calloc(1, sizeof *x);
+        double *A = calloc(MAXN * MAXN, sizeof *A), *scratch = calloc(6 * MAXN * MAXN + 2 * MAXN * K, sizeof *scratch);
+        double dk[MAXN * K] = {0}, sk[MAXN * K] = {0}, rk[MAXN * K] = {0}, dv[MAXN * V], sv[MAXN * V], rv[MAXN * V];
+        double db[MAXN], sb[MAXN], rb[MAXN], dg[MAXN], sg[MAXN], rg[MAXN];
+        assert_non_null(x), assert_non_null(A), assert_non_null(scratch);
+        make(x, n, 10 + (uint64_t)n, 1);
+        kv_gdn_chunk_A(&x->c, A);
+        kv_gdn_chunk_backward(&x->c, dk, dv, db, dg, scratch);
+        kv_gdn_chunk_backward_spec(&x->c, A, 0, 0, sk, sv, sb, sg, scratch);
+        kv_gdn_chunk_backward_spec(&x->c, A, 1, 1, rk, rv, rb, rg, scratch);
+        double scale = 1e-30;
+        for (int i = 0; i < n * K; i++) scale = fmax(scale, fabs(dk[i]));
+        for (int i = 0; i < n * V; i++) scale = fmax(scale, fabs(dv[i]));
+        for (int i = 0; i < n; i++) scale = fmax(scale, fmax(fabs(db[i]), fabs(dg[i])));
+        double worst_exact = 0, worst_round = 0;
+        for (int i = 0; i < n * K; i++) worst_exact = fmax(worst_exact, fabs(sk[i] - dk[i])), worst_round = fmax(worst_round, fabs(rk[i] - dk[i]));
+        for (int i = 0; i < n * V; i++) worst_exact = fmax(worst_exact, fabs(sv[i] - dv[i])), worst_round = fmax(worst_round, fabs(rv[i] - dv[i]));
+        for (int i = 0; i < n; i++) {
+            worst_exact = fmax(worst_exact, fmax(fabs(sb[i] - db[i]), fabs(sg[i] - dg[i])));
+            worst_round = fmax(worst_round, fmax(fabs(rb[i] - db[i]), fabs(rg[i] - dg[i])));
+        }
+        if (!(worst_exact <= 1e-12 * scale)) fail_msg("n=%d: FLA's order differs from the exact gradient by %g of %g", n, worst_exact, scale);
+        if (!(worst_round <= 0.05 * scale && worst_round > 0))
+            fail_msg("n=%d: FLA's roundings move the gradient by %g of %g", n, worst_round, scale);
+        free(x), free(A), free(scratch);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(one_row),      cmocka_unit_test(five_rows),      cmocka_unit_test(full_chunk),
-        cmocka_unit_test(unnormalised), cmocka_unit_test(dk_accumulates),
+        cmocka_unit_test(unnormalised), cmocka_unit_test(dk_accumulates), cmocka_unit_test(spec_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
