@@ -130,81 +130,177 @@ void kv_gdn_chunk_backward(const struct kv_gdn_chunk *x, double *dk, double *dv,
     }
 }
 
-/* FLA's casts: to bf16 (through f32, as a cast of an f32 value), to f32. */
-static double bf(double v, int round) { return round ? (double)kv_bf16_to_f32(kv_f32_to_bf16((float)v)) : v; }
-static double f32(double v, int round) { return round ? (double)(float)v : v; }
+/* ---- FLA's order, with the device's error carried along ---- */
 
-/* Pass 1 over K: dA += dw bf16(kbg)^T, dkbg = A^T dw, dk (bf16 between
- * passes), dbeta and dg's terms; then the V pass: dA += du bf16(vb)^T, dv,
- * dbeta. dA (n x n) is written here. */
-static void spec_first(const struct kv_gdn_chunk *x, const double *A, int round, double *dA, double *dk1, double *dv,
-                       double *dbeta, double *dg)
+#define U32 0x1p-24
+/* An f32 accumulation of n terms of absolute sum S is within lam(n) S of
+ * exact (metrics.md's probabilistic bound, lambda = 8, plus its last add). */
+static double lam(int n) { return (8 * sqrt((double)n) + 1) * U32; }
+/* Vulkan's exp: 3 + 2|x| ULP, relative to the result. */
+static double rexp(double x) { return (3 + 2 * fabs(x)) * 0x1p-23; }
+static double bf(double v) { return (double)kv_bf16_to_f32(kv_f32_to_bf16((float)v)); }
+
+/* The spec's bf16 cast of z, which the device holds within e: the value, and
+ * in *err the most the device's cast may differ from it (0 unless z is
+ * within e of a rounding boundary: then the neighbour's distance). */
+static double cast16(double z, double e, int round, double *err, size_t *flips)
 {
-    const int n = x->n, K = x->K, V = x->V;
-    memset(dA, 0, sizeof(double) * (size_t)n * (size_t)n);
-    for (int i = 0; i < n; i++) {
-        double ge = exp(x->g[i]);
-        dbeta[i] = 0, dg[i] = 0;
+    if (!round) return *err = e, z;
+    double r = bf(z), lo = bf(z - e), hi = bf(z + e);
+    *err = fmax(hi - r, r - lo);
+    *flips += *err > 0;
+    return r;
+}
+
+struct spec_work {
+    const struct kv_gdn_chunk *x;
+    const double *A;
+    struct kv_gdn_spec *o;
+    int n, K, V;
+    double ge[64], bg[64], rbg[64]; /* exp(g), beta exp(g) and its relative error on the device */
+    double *KS, *KSe, *VS, *KB;     /* staged bf16(k bg), bf16(v beta), bf16(k beta): n x D */
+    double *dk1, *dk1e;             /* dk after pass 1 (bf16) and its error, n x K */
+    double *dA, *dAe, *T, *Te, *Ug, *Uge, *M, *Me; /* n x n */
+};
+
+static void stage(struct spec_work *w)
+{
+    const struct kv_gdn_chunk *x = w->x;
+    const int n = w->n, K = w->K, V = w->V, r = w->o->round;
+    for (int j = 0; j < n; j++) {
+        w->ge[j] = exp(x->g[j]), w->bg[j] = x->beta[j] * w->ge[j], w->rbg[j] = rexp(x->g[j]) + U32;
         for (int c = 0; c < K; c++) {
-            double dkbg = 0;
-            for (int m = i; m < n; m++) dkbg += A[m * n + i] * x->dw[m * K + c];
-            double kbg = f32(x->k[i * K + c] * f32(x->beta[i] * ge, round), round);
-            dk1[i * K + c] = bf(dkbg * f32(ge * x->beta[i], round), round);
-            dbeta[i] += dkbg * x->k[i * K + c] * ge;
-            dg[i] += dkbg * kbg;
+            double z = x->k[j * K + c] * w->bg[j];
+            w->KS[j * K + c] = cast16(z, fabs(z) * (w->rbg[j] + U32), r, &w->KSe[j * K + c], &w->o->flips);
+            w->KB[j * K + c] = r ? bf((float)(x->k[j * K + c] * x->beta[j])) : x->k[j * K + c] * x->beta[j];
+        }
+        for (int c = 0; c < V; c++)
+            w->VS[j * V + c] = r ? bf((float)(x->v[j * V + c] * x->beta[j])) : x->v[j * V + c] * x->beta[j];
+    }
+}
+
+/* Pass 1 over K and the V pass: dk1, dv, and dbeta's and dg's first terms. */
+static void pass1(struct spec_work *w)
+{
+    const struct kv_gdn_chunk *x = w->x;
+    struct kv_gdn_spec *o = w->o;
+    const int n = w->n, K = w->K, V = w->V;
+    for (int i = 0; i < n; i++) {
+        double db = 0, dbS = 0, dbsl = 0, dg = 0, dgS = 0, dgsl = 0;
+        for (int c = 0; c < K; c++) {
+            double s = 0, S = 0;
+            for (int m = 0; m < n; m++) s += w->A[m * n + i] * x->dw[m * K + c], S += fabs(w->A[m * n + i] * x->dw[m * K + c]);
+            double e = lam(n) * S, z = s * w->bg[i], kv = x->k[i * K + c];
+            w->dk1[i * K + c] = cast16(z, fabs(w->bg[i]) * e + fabs(z) * (w->rbg[i] + U32), o->round, &w->dk1e[i * K + c], &o->flips);
+            double tb = s * kv * w->ge[i], kbg = kv * w->bg[i], tg = s * kbg;
+            db += tb, dbS += fabs(tb), dbsl += fabs(kv * w->ge[i]) * e + fabs(tb) * (rexp(x->g[i]) + 2 * U32);
+            dg += tg, dgS += fabs(tg), dgsl += fabs(kbg) * e + fabs(tg) * (w->rbg[i] + 2 * U32);
         }
         for (int c = 0; c < V; c++) {
-            double dvb = 0;
-            for (int m = i; m < n; m++) dvb += A[m * n + i] * x->du[m * V + c];
-            dv[i * V + c] = bf(dvb * x->beta[i], round);
-            dbeta[i] += dvb * x->v[i * V + c];
+            double s = 0, S = 0;
+            for (int m = 0; m < n; m++) s += w->A[m * n + i] * x->du[m * V + c], S += fabs(w->A[m * n + i] * x->du[m * V + c]);
+            o->dv[i * V + c] = s * x->beta[i], o->dv_S[i * V + c] = S * fabs(x->beta[i]);
+            double tb = s * x->v[i * V + c];
+            db += tb, dbS += fabs(tb), dbsl += fabs(x->v[i * V + c]) * lam(n) * S + fabs(tb) * U32;
         }
+        o->dbeta[i] = db, o->dbeta_S[i] = dbS, o->dbeta_sl[i] = dbsl;
+        o->dg[i] = dg, o->dg_S[i] = dgS, o->dg_sl[i] = dgsl;
     }
+}
+
+/* dA = dw KS^T + du VS^T, strictly lower, in A's dtype; T = dA A^T (cast);
+ * the gated Ug = bf16(-(A^T T) exp(g_i - g_j)), strictly lower. */
+static void through_A(struct spec_work *w)
+{
+    const struct kv_gdn_chunk *x = w->x;
+    struct kv_gdn_spec *o = w->o;
+    const int n = w->n, K = w->K, V = w->V, ab = o->a_bf16 && o->round;
+    const double *A = w->A;
     for (int i = 0; i < n; i++)
         for (int j = 0; j < n; j++) {
-            double s = 0, ge = exp(x->g[j]);
-            for (int c = 0; c < K; c++) s += x->dw[i * K + c] * bf(x->k[j * K + c] * f32(x->beta[j] * ge, round), round);
-            for (int c = 0; c < V; c++) s += x->du[i * V + c] * bf(x->v[j * V + c] * x->beta[j], round);
-            dA[i * n + j] = s;
+            double s = 0, S = 0, ep = 0;
+            for (int c = 0; j < i && c < K; c++) {
+                s += x->dw[i * K + c] * w->KS[j * K + c], S += fabs(x->dw[i * K + c] * w->KS[j * K + c]);
+                ep += fabs(x->dw[i * K + c]) * w->KSe[j * K + c];
+            }
+            for (int c = 0; j < i && c < V; c++)
+                s += x->du[i * V + c] * w->VS[j * V + c], S += fabs(x->du[i * V + c] * w->VS[j * V + c]);
+            double e = lam(K + V) * S + ep;
+            w->dA[i * n + j] = ab ? cast16(s, e, 1, &w->dAe[i * n + j], &o->flips) : s;
+            if (!ab) w->dAe[i * n + j] = e;
+        }
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            double s = 0, S = 0, ep = 0;
+            for (int m = 0; m < i; m++)
+                s += w->dA[i * n + m] * A[j * n + m], S += fabs(w->dA[i * n + m] * A[j * n + m]), ep += fabs(A[j * n + m]) * w->dAe[i * n + m];
+            double e = lam(n) * S + ep;
+            w->T[i * n + j] = ab ? cast16(s, e, 1, &w->Te[i * n + j], &o->flips) : s;
+            if (!ab) w->Te[i * n + j] = e;
+        }
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            w->Ug[i * n + j] = w->Uge[i * n + j] = 0;
+            if (j >= i) continue;
+            double s = 0, S = 0, ep = 0;
+            for (int m = 0; m < n; m++)
+                s += A[m * n + i] * w->T[m * n + j], S += fabs(A[m * n + i] * w->T[m * n + j]), ep += fabs(A[m * n + i]) * w->Te[m * n + j];
+            double d = x->g[i] - x->g[j], gate = exp(d), z = -s * gate;
+            double e = gate * (lam(n) * S + ep) + fabs(z) * (rexp(d) + U32 * fabs(d) + U32);
+            w->Ug[i * n + j] = cast16(z, e, o->round, &w->Uge[i * n + j], &o->flips);
         }
 }
 
-void kv_gdn_chunk_backward_spec(const struct kv_gdn_chunk *x, const double *A, int round, int a_bf16, double *dk,
-                                double *dv, double *dbeta, double *dg, double *scratch)
+/* Pass 2: M = (k k^T) beta_i, dkb = Ug k, dk = dkb beta + Ug^T KB + dk1,
+ * dbeta's last term, and dg's rowsum - colsum of Ug * M. */
+static void pass2(struct spec_work *w)
 {
-    const int n = x->n, K = x->K;
-    double *dA = scratch, *T = dA + n * n, *U = T + n * n, *M = U + n * n, *dk1 = M + n * n;
-    spec_first(x, A, round, dA, dk1, dv, dbeta, dg);
-    /* strictly lower; A^T (dA A^T), dA cast to A's dtype before each product */
-    for (int i = 0; i < n; i++)
-        for (int j = 0; j < n; j++) dA[i * n + j] = j < i ? (a_bf16 ? bf(dA[i * n + j], round) : f32(dA[i * n + j], round)) : 0;
+    const struct kv_gdn_chunk *x = w->x;
+    struct kv_gdn_spec *o = w->o;
+    const int n = w->n, K = w->K;
     for (int i = 0; i < n; i++)
         for (int j = 0; j < n; j++) {
-            double s = 0;
-            for (int m = 0; m < n; m++) s += dA[i * n + m] * A[j * n + m];
-            T[i * n + j] = a_bf16 ? bf(s, round) : f32(s, round);
-        }
-    for (int i = 0; i < n; i++)
-        for (int j = 0; j < n; j++) {
-            double s = 0;
-            for (int m = 0; m < n; m++) s += A[m * n + i] * T[m * n + j];
-            U[i * n + j] = j < i ? bf(-s * exp(x->g[i] - x->g[j]), round) : 0; /* the gated dA, in k's dtype */
-        }
-    /* pass 2: M = bf16(k beta) k^T, dk += U^T bf16(k beta) + (U k) beta, dbeta, dg */
-    for (int i = 0; i < n; i++)
-        for (int j = 0; j < n; j++) {
-            double s = 0;
-            for (int c = 0; c < K; c++) s += bf(x->k[i * K + c] * x->beta[i], round) * x->k[j * K + c];
-            M[i * n + j] = s;
+            double s = 0, S = 0;
+            for (int c = 0; c < K; c++) s += x->k[i * K + c] * x->k[j * K + c], S += fabs(x->k[i * K + c] * x->k[j * K + c]);
+            w->M[i * n + j] = s * x->beta[i];
+            w->Me[i * n + j] = fabs(x->beta[i]) * lam(K) * S + U32 * fabs(w->M[i * n + j]);
         }
     for (int i = 0; i < n; i++) {
         for (int c = 0; c < K; c++) {
-            double dkb = 0, t = 0;
-            for (int j = 0; j < n; j++) dkb += U[i * n + j] * x->k[j * K + c];
-            for (int m = 0; m < n; m++) t += U[m * n + i] * bf(x->k[m * K + c] * x->beta[m], round);
-            dbeta[i] += dkb * x->k[i * K + c];
-            dk[i * K + c] += bf(dk1[i * K + c] + t + dkb * x->beta[i], round);
+            double dkb = 0, Sd = 0, ed = 0, t = 0, St = 0, et = 0, kv = x->k[i * K + c];
+            for (int j = 0; j < n; j++) {
+                double u = w->Ug[i * n + j], kj = x->k[j * K + c];
+                dkb += u * kj, Sd += fabs(u * kj), ed += w->Uge[i * n + j] * fabs(kj);
+                double ut = w->Ug[j * n + i], kb = w->KB[j * K + c];
+                t += ut * kb, St += fabs(ut * kb), et += w->Uge[j * n + i] * fabs(kb);
+            }
+            double tb = dkb * kv;
+            o->dbeta[i] += tb, o->dbeta_S[i] += fabs(tb), o->dbeta_sl[i] += fabs(kv) * (lam(n) * Sd + ed) + fabs(tb) * U32;
+            o->dk[i * K + c] = dkb * x->beta[i] + t + w->dk1[i * K + c];
+            o->dk_S[i * K + c] = fabs(x->beta[i]) * Sd + St + fabs(w->dk1[i * K + c]);
+            o->dk_sl[i * K + c] = fabs(x->beta[i]) * ed + et + w->dk1e[i * K + c];
         }
-        for (int j = 0; j < n; j++) dg[i] += U[i * n + j] * M[i * n + j] - U[j * n + i] * M[j * n + i];
+        for (int j = 0; j < n; j++) {
+            double a = w->Ug[i * n + j] * w->M[i * n + j], b = w->Ug[j * n + i] * w->M[j * n + i];
+            o->dg[i] += a - b, o->dg_S[i] += fabs(a) + fabs(b);
+            o->dg_sl[i] += w->Uge[i * n + j] * fabs(w->M[i * n + j]) + fabs(w->Ug[i * n + j]) * w->Me[i * n + j] +
+                           w->Uge[j * n + i] * fabs(w->M[j * n + i]) + fabs(w->Ug[j * n + i]) * w->Me[j * n + i];
+        }
     }
+}
+
+void kv_gdn_chunk_backward_spec(const struct kv_gdn_chunk *x, const double *A, struct kv_gdn_spec *o, double *scratch)
+{
+    const int n = x->n, K = x->K, V = x->V, D = K > V ? K : V;
+    struct spec_work w = {.x = x, .A = A, .o = o, .n = n, .K = K, .V = V};
+    double *p = scratch;
+    w.KS = p, p += n * D, w.KSe = p, p += n * D, w.VS = p, p += n * D, w.KB = p, p += n * D;
+    w.dk1 = p, p += n * D, w.dk1e = p, p += n * D;
+    w.dA = p, p += n * n, w.dAe = p, p += n * n, w.T = p, p += n * n, w.Te = p, p += n * n;
+    w.Ug = p, p += n * n, w.Uge = p, p += n * n, w.M = p, p += n * n, w.Me = p;
+    o->flips = 0;
+    stage(&w);
+    pass1(&w);
+    through_A(&w);
+    pass2(&w);
 }

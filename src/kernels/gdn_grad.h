@@ -8,6 +8,8 @@
 #ifndef KV_GDN_GRAD_H
 #define KV_GDN_GRAD_H
 
+#include <stddef.h>
+
 struct kv_gdn_chunk {
     int n, K, V;             /* rows (1..64), key and value dimensions */
     const double *k, *v;     /* n x K, n x V */
@@ -26,16 +28,28 @@ void kv_gdn_chunk_backward(const struct kv_gdn_chunk *x, double *dk, double *dv,
                            double *scratch);
 
 /* The same gradient in FLA's order of operations (prepare_wy_repr_bwd), from
- * the given A (n x n, lower) rather than a recomputed one. With round set,
- * at FLA's cast points: k*beta*e^g and v*beta to bf16 for their products, dk
- * to bf16 between its two passes, dA to A's dtype (bf16 with a_bf16, else
- * f32) before each product with A, the gated dA to bf16 before the last
- * products, and dk and dv to bf16 at the end; dbeta and dg stay f32. The
- * products themselves are exact (their f32 accumulation belongs to the
- * bound). Without round, it is kv_gdn_chunk_backward's mathematics taken
- * another way (unit.gdn_grad checks that they agree). dk is added to;
- * scratch holds 6 n^2 + 2 n max(K, V) doubles. */
-void kv_gdn_chunk_backward_spec(const struct kv_gdn_chunk *x, const double *A, int round, int a_bf16, double *dk,
-                                double *dv, double *dbeta, double *dg, double *scratch);
+ * the given A (n x n, its every entry used) rather than a recomputed one,
+ * for the spec oracle. With round set, at FLA's cast points: k*beta*e^g,
+ * v*beta and k*beta to bf16 for their products, dk to bf16 between its two
+ * passes, dA and dA A^T to bf16 with a_bf16 (A's dtype; f32 A keeps them),
+ * the gated dA to bf16 before the last products; the products themselves
+ * are exact. Without round, it is kv_gdn_chunk_backward's mathematics taken
+ * another way (unit.gdn_grad checks that they agree).
+ * Each output comes with what its bound needs: the value before its final
+ * rounding (dk and dv to bf16; dbeta and dg stay f32), S (the absolute sum of
+ * its final accumulation's terms) and, but for dv, the slack: the most that
+ * the device's legal errors in the intermediates (f32 accumulations within
+ * metrics.md's bound, exp within 3 + 2|x| ULP, and the flips of bf16 casts
+ * they may cause) carry into it. flips counts the casts that may flip. */
+struct kv_gdn_spec {
+    int round, a_bf16;
+    double *dk, *dk_S, *dk_sl;             /* n x K: this value head's dk (not summed) */
+    double *dv, *dv_S;                     /* n x V */
+    double *dbeta, *dbeta_S, *dbeta_sl;    /* n */
+    double *dg, *dg_S, *dg_sl;             /* n */
+    size_t flips;
+};
+/* scratch holds 8 n^2 + 6 n max(K, V) doubles. */
+void kv_gdn_chunk_backward_spec(const struct kv_gdn_chunk *x, const double *A, struct kv_gdn_spec *o, double *scratch);
 
 #endif

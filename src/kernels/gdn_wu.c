@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/rng.h"
+#include "kernels/gdn_inputs.h"
 #include "kernels/kernel.h"
 
 static const uint32_t u_sh[] =
@@ -181,135 +181,13 @@ static struct dims dims_of(const struct kv_case *c)
     return d;
 }
 
-/* A = (I + L)^-1 of one chunk in float64 by forward substitution, L strictly
- * lower, L[i][j] = beta_i (k_i . k_j) exp(g_i - g_j), from the inputs as
- * stored. Columns past the end of a partial chunk are filled with 1: a kernel
- * must not use them (their rows do not exist), and one that reads rows past
- * T picks them up. Returns the chunk's inf-norm condition estimate. */
-static double chunk_A(struct kv_case *c, const struct dims *d, int64_t b, int64_t ch, int64_t h)
-{
-    const uint16_t *k = c->t[T_K].data;
-    const float *beta = c->t[T_BETA].data, *g = c->t[T_G].data;
-    struct kv_tensor *A = &c->t[a_of(c)];
-    int64_t t0 = ch * BT, nv = d->T - t0 < BT ? d->T - t0 : BT, kh = h / d->ratio;
-    double L[BT][BT] = {{0}}, X[BT][BT] = {{0}};
-    for (int64_t i = 0; i < nv; i++) {
-        int64_t ri = (b * d->T + t0 + i) * d->H + h;
-        const uint16_t *ki = k + ((b * d->T + t0 + i) * d->Hg + kh) * d->K;
-        for (int64_t j = 0; j < i; j++) {
-            int64_t rj = (b * d->T + t0 + j) * d->H + h;
-            const uint16_t *kj = k + ((b * d->T + t0 + j) * d->Hg + kh) * d->K;
-            double dot = 0;
-            for (int64_t e = 0; e < d->K; e++) dot += (double)kv_bf16_to_f32(ki[e]) * kv_bf16_to_f32(kj[e]);
-            L[i][j] = beta[ri] * dot * exp((double)g[ri] - (double)g[rj]);
-        }
-    }
-    double norm_il = 0, norm_x = 0;
-    for (int64_t j = 0; j < nv; j++) {
-        X[j][j] = 1;
-        for (int64_t i = j + 1; i < nv; i++) {
-            double s = 0;
-            for (int64_t m = j; m < i; m++) s += L[i][m] * X[m][j];
-            X[i][j] = -s;
-        }
-    }
-    for (int64_t i = 0; i < nv; i++) {
-        double ri = 1, rx = 0;
-        for (int64_t j = 0; j < nv; j++) ri += fabs(L[i][j]), rx += fabs(X[i][j]);
-        norm_il = fmax(norm_il, ri), norm_x = fmax(norm_x, rx);
-        size_t row = (size_t)(((b * d->T + t0 + i) * d->H + h) * BT);
-        /* a-bf16: A made in f32, then rounded to bf16, as FLA's solve_tril returns it */
-        for (int64_t j = 0; j < BT; j++) kv_store_f64(A->dtype, A->data, row + (size_t)j, j < nv ? (float)X[i][j] : 1.0f);
-    }
-    return norm_il * norm_x;
-}
-
-/* --dist nonfinite: after A is made from the finite k, put a NaN, a +Inf and
- * a -Inf in v and in k, and a NaN in beta, at seeded places: the staging's
- * NaN and Inf paths run, and the outputs they reach are NaN or +-Inf in the
- * oracle too (0 * Inf and Inf - Inf included), the rest stay finite.
- * bf16-coopmat gets NaNs in place of the infinities: its exact three-part
- * split of A multiplies a zero part by an infinite staged value, NaN where
- * the result is +-Inf (a documented limit of that variant, not judged). */
-static void nonfinite(struct kv_case *c, const struct dims *d)
-{
-    static const uint16_t fma_bits[3] = {0x7FC1, 0x7F80, 0xFF80}; /* NaN with a payload, +Inf, -Inf */
-    static const uint16_t cm_bits[3] = {0x7FC1, 0xFFC3, 0x7FC5};
-    const uint16_t *bits = is_cm(c) ? cm_bits : fma_bits;
-    uint16_t *k = c->t[T_K].data, *v = c->t[T_V].data;
-    float *beta = c->t[T_BETA].data;
-    const uint64_t nk = (uint64_t)(d->B * d->T * d->Hg * d->K), nv = (uint64_t)(d->B * d->T * d->H * d->V),
-                   nb = (uint64_t)(d->B * d->T * d->H);
-    for (uint32_t i = 0; i < 3; i++) {
-        v[(uint64_t)(kv_rng_uniform(c->seed, 40 + i, 0) * (double)nv) % nv] = bits[i];
-        k[(uint64_t)(kv_rng_uniform(c->seed, 50 + i, 0) * (double)nk) % nk] = bits[i];
-    }
-    beta[(uint64_t)(kv_rng_uniform(c->seed, 60, 0) * (double)nb) % nb] = NAN;
-}
-
-/* --dist dense: the strictly upper triangle of each chunk's A (within its
- * rows) gets seeded N(0, 1/16) values; g decays 16 times slower (inputs()),
- * so that the later rows of a chunk weigh in w about as the first do. */
-static void dense_A(struct kv_case *c, const struct dims *d)
-{
-    struct kv_tensor *A = &c->t[a_of(c)];
-    const int64_t rows = d->B * d->T * d->H;
-#pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < rows; r++) {
-        int64_t t = (r / d->H) % d->T, i = t % BT, t0 = t - i, nv = d->T - t0 < BT ? d->T - t0 : BT;
-        for (int64_t j = i + 1; j < nv; j++)
-            kv_store_f64(A->dtype, A->data, (size_t)(r * BT + j), (float)(0.25 * kv_rng_normal(c->seed, 70, (uint64_t)(r * BT + j))));
-    }
-}
-
 static enum kv_status inputs(struct kv_case *c)
 {
     const struct dims d = dims_of(c);
-    const int random = c->p[P_DIST].c == D_RANDOM, dense = c->p[P_DIST].c == D_DENSE;
-    uint16_t *k = c->t[T_K].data, *v = c->t[T_V].data;
-    float *beta = c->t[T_BETA].data, *g = c->t[T_G].data;
-    const int64_t rows = d.B * d.T;
-#pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < rows * d.Hg; r++) { /* one key vector, L2-normalised unless random */
-        double nrm = 0, x[4096];
-        uint16_t *kr = k + r * d.K;
-        for (int64_t e = 0; e < d.K; e++) {
-            double z = kv_rng_normal(c->seed, T_K, (uint64_t)(r * d.K + e));
-            if (e < 4096) x[e] = z;
-            nrm += z * z;
-            kr[e] = kv_f32_to_bf16((float)z);
-        }
-        if (!random && d.K <= 4096)
-            for (int64_t e = 0; e < d.K; e++) kr[e] = kv_f32_to_bf16((float)(x[e] / sqrt(nrm)));
-        else if (!random)
-            for (int64_t e = 0; e < d.K; e++) kr[e] = kv_f32_to_bf16(kv_bf16_to_f32(kr[e]) / (float)sqrt(nrm));
-    }
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < rows * d.H * d.V; i++) v[i] = kv_f32_to_bf16((float)kv_rng_normal(c->seed, T_V, (uint64_t)i));
-    /* beta = sigmoid(N(0,1)); g = chunk-cumulative log(sigmoid(N(0,1))), clipped at -20 */
-#pragma omp parallel for schedule(static)
-    for (int64_t bh = 0; bh < d.B * d.H; bh++) {
-        int64_t b = bh / d.H, h = bh % d.H;
-        double acc = 0;
-        for (int64_t t = 0; t < d.T; t++) {
-            int64_t ri = (b * d.T + t) * d.H + h;
-            if (t % BT == 0) acc = 0;
-            beta[ri] = (float)(1 / (1 + exp(-kv_rng_normal(c->seed, T_BETA, (uint64_t)ri))));
-            acc += -log1p(exp(-kv_rng_normal(c->seed, T_G, (uint64_t)ri))) * (dense ? 1.0 / 16 : 1.0);
-            g[ri] = (float)fmax(acc, -20.0);
-        }
-    }
-    double cond = 0;
-#pragma omp parallel for schedule(dynamic) reduction(max : cond)
-    for (int64_t item = 0; item < d.B * d.NT * d.H; item++) {
-        double k_ = chunk_A(c, &d, item / (d.NT * d.H), (item / d.H) % d.NT, item % d.H);
-        cond = fmax(cond, k_);
-    }
-    if (cond > 1e4 || isnan(cond))
-        snprintf(c->note, sizeof c->note, "A = (I+L)^-1 is ill-conditioned (inf-norm condition up to %.3g): "
-                 "errors measure the inputs more than the kernel", cond);
-    if (c->p[P_DIST].c == D_NONFINITE) nonfinite(c, &d);
-    if (c->p[P_DIST].c == D_DENSE) dense_A(c, &d);
+    const struct kv_gdn_inputs in = {d.B, d.T, d.H, d.Hg, d.K, d.V, c->seed, (enum kv_gdn_dist)c->p[P_DIST].c, is_cm(c),
+                                     c->t[T_K].data, c->t[T_V].data, c->t[T_BETA].data, c->t[T_G].data,
+                                     &c->t[a_of(c)]};
+    kv_gdn_make_inputs(&in, c->note, sizeof c->note);
     return KV_OK;
 }
 

@@ -15,7 +15,7 @@
 #include "vk/vk.h"
 
 #define KV_MAX_PARAMS 16
-#define KV_MAX_TENSORS 16
+#define KV_MAX_TENSORS 24
 #define KV_MAX_STAGES 8
 #define KV_MAX_CHECKS 4
 

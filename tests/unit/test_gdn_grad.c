@@ -99,39 +99,64 @@ static void dk_accumulates(void **s)
     free(x), free(scratch);
 }
 
+/* One run of the spec in FLA's order into fresh arrays. */
+struct spec_run {
+    double dk[MAXN * K], dk_S[MAXN * K], dk_sl[MAXN * K], dv[MAXN * V], dv_S[MAXN * V];
+    double db[MAXN], db_S[MAXN], db_sl[MAXN], dg[MAXN], dg_S[MAXN], dg_sl[MAXN];
+    struct kv_gdn_spec o;
+};
+static struct spec_run *spec_run(const struct chunk *x, const double *A, int round, int a_bf16)
+{
+    struct spec_run *r = calloc(1, sizeof *r);
+    double *scratch = calloc(8 * MAXN * MAXN + 6 * MAXN * K, sizeof *scratch);
+    assert_non_null(r), assert_non_null(scratch);
+    r->o = (struct kv_gdn_spec){round, a_bf16, r->dk, r->dk_S, r->dk_sl, r->dv, r->dv_S,
+                                r->db, r->db_S, r->db_sl, r->dg, r->dg_S, r->dg_sl, 0};
+    kv_gdn_chunk_backward_spec(&x->c, A, &r->o, scratch);
+    free(scratch);
+    return r;
+}
+
 /* FLA's order of operations (kv_gdn_chunk_backward_spec) without its
  * roundings is the exact gradient taken another way: equal to 1e-12. With
  * the roundings it stays near (bf16 casts: a few 2^-8 relative of the
- * entry's scale), and A in bf16 moves it further, not beyond. */
+ * entry's scale), and A in bf16 moves it further, not beyond. The scales S
+ * bound every value, and the slack is zero exactly when nothing may flip. */
 static void spec_order(void **s)
 {
     (void)s;
     for (int n = 1; n <= 64; n += 21) {
         struct chunk *x = calloc(1, sizeof *x);
         double *A = calloc(MAXN * MAXN, sizeof *A), *scratch = calloc(6 * MAXN * MAXN + 2 * MAXN * K, sizeof *scratch);
-        double dk[MAXN * K] = {0}, sk[MAXN * K] = {0}, rk[MAXN * K] = {0}, dv[MAXN * V], sv[MAXN * V], rv[MAXN * V];
-        double db[MAXN], sb[MAXN], rb[MAXN], dg[MAXN], sg[MAXN], rg[MAXN];
+        double dk[MAXN * K] = {0}, dv[MAXN * V], db[MAXN], dg[MAXN];
         assert_non_null(x), assert_non_null(A), assert_non_null(scratch);
         make(x, n, 10 + (uint64_t)n, 1);
         kv_gdn_chunk_A(&x->c, A);
         kv_gdn_chunk_backward(&x->c, dk, dv, db, dg, scratch);
-        kv_gdn_chunk_backward_spec(&x->c, A, 0, 0, sk, sv, sb, sg, scratch);
-        kv_gdn_chunk_backward_spec(&x->c, A, 1, 1, rk, rv, rb, rg, scratch);
+        struct spec_run *e = spec_run(x, A, 0, 0), *r = spec_run(x, A, 1, 1);
         double scale = 1e-30;
         for (int i = 0; i < n * K; i++) scale = fmax(scale, fabs(dk[i]));
         for (int i = 0; i < n * V; i++) scale = fmax(scale, fabs(dv[i]));
         for (int i = 0; i < n; i++) scale = fmax(scale, fmax(fabs(db[i]), fabs(dg[i])));
         double worst_exact = 0, worst_round = 0;
-        for (int i = 0; i < n * K; i++) worst_exact = fmax(worst_exact, fabs(sk[i] - dk[i])), worst_round = fmax(worst_round, fabs(rk[i] - dk[i]));
-        for (int i = 0; i < n * V; i++) worst_exact = fmax(worst_exact, fabs(sv[i] - dv[i])), worst_round = fmax(worst_round, fabs(rv[i] - dv[i]));
+        for (int i = 0; i < n * K; i++) {
+            worst_exact = fmax(worst_exact, fabs(e->dk[i] - dk[i])), worst_round = fmax(worst_round, fabs(r->dk[i] - dk[i]));
+            assert_true(fabs(r->dk[i]) <= r->dk_S[i] * (1 + 1e-12)), assert_true(r->dk_sl[i] >= 0);
+        }
+        for (int i = 0; i < n * V; i++) {
+            worst_exact = fmax(worst_exact, fabs(e->dv[i] - dv[i])), worst_round = fmax(worst_round, fabs(r->dv[i] - dv[i]));
+            assert_true(fabs(r->dv[i]) <= r->dv_S[i] * (1 + 1e-12));
+        }
         for (int i = 0; i < n; i++) {
-            worst_exact = fmax(worst_exact, fmax(fabs(sb[i] - db[i]), fabs(sg[i] - dg[i])));
-            worst_round = fmax(worst_round, fmax(fabs(rb[i] - db[i]), fabs(rg[i] - dg[i])));
+            worst_exact = fmax(worst_exact, fmax(fabs(e->db[i] - db[i]), fabs(e->dg[i] - dg[i])));
+            worst_round = fmax(worst_round, fmax(fabs(r->db[i] - db[i]), fabs(r->dg[i] - dg[i])));
+            assert_true(fabs(r->db[i]) <= r->db_S[i] * (1 + 1e-12) && fabs(r->dg[i]) <= r->dg_S[i] * (1 + 1e-12));
         }
         if (!(worst_exact <= 1e-12 * scale)) fail_msg("n=%d: FLA's order differs from the exact gradient by %g of %g", n, worst_exact, scale);
         if (!(worst_round <= 0.05 * scale && worst_round > 0))
             fail_msg("n=%d: FLA's roundings move the gradient by %g of %g", n, worst_round, scale);
-        free(x), free(A), free(scratch);
+        if (n > 1 && !(r->o.flips > 0)) fail_msg("n=%d: no bf16 cast counted as within reach of a flip", n);
+        free(x), free(A), free(scratch), free(e), free(r);
     }
 }
 

@@ -1,0 +1,28 @@
+/* The gated delta net's inputs as FLA's tests make them (kernels.md, gdn-wu),
+ * shared by gdn-wu and gdn-wy-bwd so that one seed gives both kernels the
+ * same k, v, beta, g and A. */
+#ifndef KV_GDN_INPUTS_H
+#define KV_GDN_INPUTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/tensor.h"
+
+enum kv_gdn_dist { KV_GDN_REALISTIC, KV_GDN_RANDOM, KV_GDN_NONFINITE, KV_GDN_DENSE };
+
+struct kv_gdn_inputs {
+    int64_t B, T, H, Hg, K, V; /* batch, sequence, value heads, key heads, key and value dims */
+    uint64_t seed;
+    enum kv_gdn_dist dist;
+    int nan_only;              /* nonfinite: NaNs in place of infinities (bf16-coopmat) */
+    uint16_t *k, *v;           /* bf16 [B,T,Hg,K], [B,T,H,V] */
+    float *beta, *g;           /* [B,T,H]; g in natural log, cumulative within each 64-chunk */
+    struct kv_tensor *A;       /* f32 or bf16 [B,T,H,64] */
+};
+
+/* Fill k, v, beta, g and A = (I + L)^-1 per chunk (float64, rounded to A's
+ * dtype). A remark for the report goes to note when A is ill-conditioned. */
+void kv_gdn_make_inputs(const struct kv_gdn_inputs *in, char *note, size_t note_size);
+
+#endif
