@@ -11,12 +11,14 @@ extern const struct kv_kernel kv_kernel_rmsnorm_bwd;
 extern const struct kv_kernel kv_kernel_gemm_bwd;
 extern const struct kv_kernel kv_kernel_qdq_affine;
 extern const struct kv_kernel kv_kernel_gdn_wu;
+extern const struct kv_kernel kv_kernel_gdn_wy_bwd;
 
 const struct kv_kernel *const kv_kernels[] = {
     &kv_kernel_rmsnorm_bwd,
     &kv_kernel_gemm_bwd,
     &kv_kernel_qdq_affine,
     &kv_kernel_gdn_wu,
+    &kv_kernel_gdn_wy_bwd,
     NULL,
 };
 

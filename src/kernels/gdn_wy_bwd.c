@@ -1,0 +1,392 @@
+/* gdn-wy-bwd: the backward of gdn-wu (FLA's prepare_wy_repr_bwd): from the
+ * gradients dw, du of w = A bf16(k beta e^g) and u = A bf16(v beta), the
+ * gradients of k, v, beta and g, through A = (I + L)^-1 as well,
+ * L[i][j] = beta_i (k_i . k_j) e^(g_i - g_j) (kernels/gdn_grad.h). Chunks of
+ * BT = 64 rows, as gdn-wu. Stage wy computes one (batch, head, chunk) in
+ * FLA's order and at its cast points (shaders/gdn_wy_bwd_wy.comp): dk_head,
+ * each value head's dk (FLA's kernel output), dv, dbeta and dg; stage dk sums
+ * dk_head over the heads / kv_heads value heads that share a key head, in
+ * f32, rounded once to bf16 (FLA's dk.sum over the group of its bf16 dk).
+ * g is in natural log (gdn-wu's); FLA gates with exp2 of log2-space g: give
+ * FLA g / ln 2, and its dg is then this dg (its exp2 loses the ln 2 factor
+ * that the change of variable puts back).
+ * The spec oracle mirrors those casts and carries the device's legal error
+ * through the intermediates (gdn_grad.c); the exact oracle is the float64
+ * gradient with A recomputed from (k, beta, g). Variant a-bf16: A in bf16,
+ * dA and dA A^T cast to bf16 before their products with A, as FLA's kernel
+ * does with its bf16 A: the spec that FLA's own outputs match. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/rng.h"
+#include "kernels/gdn_grad.h"
+#include "kernels/gdn_inputs.h"
+#include "kernels/kernel.h"
+
+static const uint32_t wy_sh[] =
+#include "gdn_wy_bwd_wy.sh.h"
+    ;
+static const uint32_t wy_ab[] =
+#include "gdn_wy_bwd_wy.ab.h"
+    ;
+static const uint32_t dk_sh[] =
+#include "gdn_wy_bwd_dk.sh.h"
+    ;
+
+#define BT 64
+
+enum { P_B, P_T, P_H, P_HG, P_K, P_V, P_DIST, P_VARIANT };
+enum { T_K, T_V, T_BETA, T_G, T_A, T_A16, T_DW, T_DU, T_DKH, T_DV, T_DB, T_DG, T_DK,
+       T_DKH_AB, T_DV_AB, T_DB_AB, T_DG_AB, T_DK_AB };
+enum { S_WY, S_DK, S_WY_AB, S_DK_AB };
+enum { D_REALISTIC, D_RANDOM, D_DENSE };
+enum { V_FMA, V_AB };
+
+static const struct kv_param_def params[] = {
+    {"batch", KV_PARAM_INT, "1", 1, 65536, NULL, "batch size B", 1},
+    {"seq", KV_PARAM_INT, "256", 1, 2147483647, NULL, "sequence length T (any; a partial last chunk is masked)", 1},
+    {"heads", KV_PARAM_INT, "4", 1, 65536, NULL, "value heads H (a multiple of --kv-heads)", 1},
+    {"kv-heads", KV_PARAM_INT, "2", 1, 65536, NULL, "key heads Hg", 1},
+    {"dk", KV_PARAM_INT, "128", 1, 65536, NULL, "key dimension K (any)", 1},
+    {"dv", KV_PARAM_INT, "128", 1, 65536, NULL, "value dimension V (any)", 1},
+    {"dist", KV_PARAM_CHOICE, "realistic", 0, 0, "realistic|random|dense",
+     "gdn-wu's inputs for the same seed (FLA's: L2-normalised k, beta = sigmoid, chunk-cumulative log-sigmoid g, "
+     "A = (I+L)^-1) with dw, du ~ N(0, 1/16) in bf16; or unnormalised N(0,1) k (A ill-conditioned: a stress "
+     "test); or A's strictly upper triangle filled too (the math uses every entry of A, as FLA's kernel does)", 0},
+    {"variant", KV_PARAM_CHOICE, "fma", 0, 0, "fma|a-bf16",
+     "A in f32, products on f32 FMAs; or A in bf16 as FLA's pipeline keeps it, with dA and dA A^T cast to bf16 "
+     "before their products with A, as FLA's kernel does: the spec that FLA's own outputs match", 0},
+};
+
+static int is_ab(const struct kv_case *c) { return c->p[P_VARIANT].c == V_AB; }
+static int not_ab(const struct kv_case *c) { return !is_ab(c); }
+
+#define OUT(name, dt, stage, dims, on) {name, dt, KV_OUTPUT, stage, dims, on}
+static const struct kv_tensor_def tensors[] = {
+    [T_K] = {"k", KV_BF16, KV_INPUT, -1, "batch,seq,kv-heads,dk"},
+    [T_V] = {"v", KV_BF16, KV_INPUT, -1, "batch,seq,heads,dv"},
+    [T_BETA] = {"beta", KV_F32, KV_INPUT, -1, "batch,seq,heads"},
+    [T_G] = {"g", KV_F32, KV_INPUT, -1, "batch,seq,heads"},
+    [T_A] = {"A", KV_F32, KV_INPUT, -1, "batch,seq,heads,64", not_ab},
+    [T_A16] = {"A", KV_BF16, KV_INPUT, -1, "batch,seq,heads,64", is_ab},
+    [T_DW] = {"dw", KV_BF16, KV_INPUT, -1, "batch,seq,heads,dk"},
+    [T_DU] = {"du", KV_BF16, KV_INPUT, -1, "batch,seq,heads,dv"},
+    [T_DKH] = OUT("dk_head", KV_BF16, S_WY, "batch,seq,heads,dk", not_ab),
+    [T_DV] = OUT("dv", KV_BF16, S_WY, "batch,seq,heads,dv", not_ab),
+    [T_DB] = OUT("dbeta", KV_F32, S_WY, "batch,seq,heads", not_ab),
+    [T_DG] = OUT("dg", KV_F32, S_WY, "batch,seq,heads", not_ab),
+    [T_DK] = OUT("dk", KV_BF16, S_DK, "batch,seq,kv-heads,dk", not_ab),
+    [T_DKH_AB] = OUT("dk_head", KV_BF16, S_WY_AB, "batch,seq,heads,dk", is_ab),
+    [T_DV_AB] = OUT("dv", KV_BF16, S_WY_AB, "batch,seq,heads,dv", is_ab),
+    [T_DB_AB] = OUT("dbeta", KV_F32, S_WY_AB, "batch,seq,heads", is_ab),
+    [T_DG_AB] = OUT("dg", KV_F32, S_WY_AB, "batch,seq,heads", is_ab),
+    [T_DK_AB] = OUT("dk", KV_BF16, S_DK_AB, "batch,seq,kv-heads,dk", is_ab),
+};
+
+/* The case's output of a kind (T_DKH .. T_DK): fma's or a-bf16's. */
+static int out_of(const struct kv_case *c, int t) { return is_ab(c) ? t + (T_DKH_AB - T_DKH) : t; }
+
+struct push {
+    uint32_t batch, seq, heads, kv_heads, dk, dv;
+};
+
+static void set_push(const struct kv_case *c, struct push *p)
+{
+    p->batch = (uint32_t)c->p[P_B].i, p->seq = (uint32_t)c->p[P_T].i, p->heads = (uint32_t)c->p[P_H].i;
+    p->kv_heads = (uint32_t)c->p[P_HG].i, p->dk = (uint32_t)c->p[P_K].i, p->dv = (uint32_t)c->p[P_V].i;
+}
+
+/* wy: one workgroup per (batch, head, chunk), grid-strided over that list. */
+static void launch_wy(const struct kv_case *c, const uint32_t local[3], const uint32_t max[3], void *push,
+                      uint32_t groups[3])
+{
+    (void)local;
+    set_push(c, push);
+    uint64_t nt = ((uint64_t)c->p[P_T].i + BT - 1) / BT;
+    groups[0] = kv_groups((uint64_t)c->p[P_B].i * (uint64_t)c->p[P_H].i * nt, 1, max[0]);
+    groups[1] = groups[2] = 1;
+}
+
+/* dk: one invocation per element of dk, grid-strided. */
+static void launch_dk(const struct kv_case *c, const uint32_t local[3], const uint32_t max[3], void *push,
+                      uint32_t groups[3])
+{
+    set_push(c, push);
+    uint64_t n = (uint64_t)c->p[P_B].i * (uint64_t)c->p[P_T].i * (uint64_t)c->p[P_HG].i * (uint64_t)c->p[P_K].i;
+    groups[0] = kv_groups(n, local[0], max[0]);
+    groups[1] = groups[2] = 1;
+}
+
+#define PUSH_DOC "uint batch; uint seq; uint heads; uint kv_heads; uint dk; uint dv;"
+#define WY_DOC                                                                                             \
+    "groups = (min(batch*heads*ceil(seq/64), maxComputeWorkGroupCount.x), 1, 1); workgroup item "        \
+    "id = head + heads*(chunk + ceil(seq/64)*batch), grid-strided by gl_NumWorkGroups.x"
+#define DK_DOC "groups = (min(ceil(batch*seq*kv_heads*dk / local_size_x), maxComputeWorkGroupCount.x), 1, 1), grid-strided"
+
+/* Multiply-adds of one chunk and head: dA (64 x 64 x (K + V)), A^T dw and
+ * A^T du, the two 64^3 products through A, and pass 2's k k^T, U k, U^T kb. */
+static double wy_flops(const struct kv_case *c)
+{
+    double K = (double)c->p[P_K].i, V = (double)c->p[P_V].i;
+    double items = (double)c->p[P_B].i * (double)((c->p[P_T].i + BT - 1) / BT) * (double)c->p[P_H].i;
+    return items * 2.0 * BT * BT * (K + V + K + V + 2 * BT + 3 * K);
+}
+static double dk_flops(const struct kv_case *c)
+{
+    return (double)c->p[P_B].i * (double)c->p[P_T].i * (double)c->p[P_H].i * (double)c->p[P_K].i;
+}
+
+static const struct kv_stage_def stages[] = {
+    [S_WY] = {.name = "wy", .subgroup = KV_SPIRV(wy_sh), .fallback = KV_SPIRV(wy_sh), .n_bindings = 11,
+              .bindings = {T_K, T_V, T_BETA, T_G, T_A, T_DW, T_DU, T_DKH, T_DV, T_DB, T_DG},
+              .push_size = sizeof(struct push), .push_doc = PUSH_DOC, .dispatch_doc = WY_DOC, .launch = launch_wy,
+              .active = not_ab, .needs = KV_NEED_STORAGE16, .flops = wy_flops},
+    [S_DK] = {.name = "dk", .subgroup = KV_SPIRV(dk_sh), .fallback = KV_SPIRV(dk_sh), .n_bindings = 2,
+              .bindings = {T_DKH, T_DK}, .push_size = sizeof(struct push), .push_doc = PUSH_DOC,
+              .dispatch_doc = DK_DOC, .launch = launch_dk, .active = not_ab, .needs = KV_NEED_STORAGE16,
+              .flops = dk_flops},
+    [S_WY_AB] = {.name = "wy_ab", .subgroup = KV_SPIRV(wy_ab), .fallback = KV_SPIRV(wy_ab), .n_bindings = 11,
+                 .bindings = {T_K, T_V, T_BETA, T_G, T_A16, T_DW, T_DU, T_DKH_AB, T_DV_AB, T_DB_AB, T_DG_AB},
+                 .push_size = sizeof(struct push), .push_doc = PUSH_DOC, .dispatch_doc = WY_DOC,
+                 .launch = launch_wy, .active = is_ab, .needs = KV_NEED_STORAGE16, .flops = wy_flops,
+                 .source = "gdn_wy_bwd_wy.comp", .source_defines = KV_SHADER_ABF16},
+    [S_DK_AB] = {.name = "dk_ab", .subgroup = KV_SPIRV(dk_sh), .fallback = KV_SPIRV(dk_sh), .n_bindings = 2,
+                 .bindings = {T_DKH_AB, T_DK_AB}, .push_size = sizeof(struct push), .push_doc = PUSH_DOC,
+                 .dispatch_doc = DK_DOC, .launch = launch_dk, .active = is_ab, .needs = KV_NEED_STORAGE16,
+                 .flops = dk_flops, .source = "gdn_wy_bwd_dk.comp"},
+};
+
+static enum kv_status validate(struct kv_case *c)
+{
+    int64_t h = c->p[P_H].i, hg = c->p[P_HG].i;
+    if (h % hg)
+        return kv_error(KV_EUSAGE, "--heads %lld is not a multiple of --kv-heads %lld", (long long)h, (long long)hg);
+    /* Shaders index with 32-bit integers: every tensor below 2^31 elements. */
+    int64_t rows = c->p[P_B].i * c->p[P_T].i, d = c->p[P_K].i > c->p[P_V].i ? c->p[P_K].i : c->p[P_V].i;
+    if (d < BT) d = BT;
+    if (c->p[P_B].i > INT32_MAX / c->p[P_T].i || rows > INT32_MAX / h || rows * h > INT32_MAX / d)
+        return kv_error(KV_EUSAGE, "--batch x --seq x --heads x max(--dk, --dv, 64) is more than 2^31-1 elements");
+    return KV_OK;
+}
+
+struct dims {
+    int64_t B, T, H, Hg, K, V, NT, ratio;
+};
+
+static struct dims dims_of(const struct kv_case *c)
+{
+    struct dims d = {c->p[P_B].i, c->p[P_T].i, c->p[P_H].i, c->p[P_HG].i, c->p[P_K].i, c->p[P_V].i, 0, 0};
+    d.NT = (d.T + BT - 1) / BT;
+    d.ratio = d.H / d.Hg;
+    return d;
+}
+
+static const enum kv_gdn_dist dist_of[] = {[D_REALISTIC] = KV_GDN_REALISTIC, [D_RANDOM] = KV_GDN_RANDOM,
+                                           [D_DENSE] = KV_GDN_DENSE};
+
+static enum kv_status inputs(struct kv_case *c)
+{
+    const struct dims d = dims_of(c);
+    const int ta = is_ab(c) ? T_A16 : T_A;
+    const struct kv_gdn_inputs in = {d.B, d.T, d.H, d.Hg, d.K, d.V, c->seed, dist_of[c->p[P_DIST].c], 0,
+                                     c->t[T_K].data, c->t[T_V].data, c->t[T_BETA].data, c->t[T_G].data, &c->t[ta]};
+    kv_gdn_make_inputs(&in, c->note, sizeof c->note);
+    /* dw, du ~ N(0, 1/16): upstream gradients, their own streams */
+    for (int t = T_DW; t <= T_DU; t++) {
+        uint16_t *x = c->t[t].data;
+        const int64_t n = (int64_t)c->t[t].count;
+#pragma omp parallel for schedule(static)
+        for (int64_t i = 0; i < n; i++) x[i] = kv_f32_to_bf16((float)(0.25 * kv_rng_normal(c->seed, 80 + (uint32_t)t, (uint64_t)i)));
+    }
+    return KV_OK;
+}
+
+/* ---- oracle ---- */
+
+/* One chunk of one value head as float64 rows, the spec's outputs, and
+ * (exact) the exact gradient's. */
+struct chunk_work {
+    struct kv_gdn_chunk x;
+    double beta[BT], g[BT], *A, *k, *v, *dw, *du, *scratch;
+    double *dk, *dk_S, *dk_sl, *dv, *dv_S, *ex_dk, *ex_dv;
+    double db[BT], db_S[BT], db_sl[BT], dg[BT], dg_S[BT], dg_sl[BT], ex_db[BT], ex_dg[BT];
+    struct kv_gdn_spec o;
+};
+
+static struct chunk_work *work_new(const struct dims *d, int a_bf16)
+{
+    struct chunk_work *w = calloc(1, sizeof *w);
+    const size_t D = (size_t)(d->K > d->V ? d->K : d->V), nK = BT * (size_t)d->K, nV = BT * (size_t)d->V;
+    double *p = w ? malloc(sizeof(double) * (BT * BT + 2 * nK + 2 * nV + 8 * BT * BT + 6 * BT * D + 4 * nK + 3 * nV)) : NULL;
+    if (!p) return free(w), NULL;
+    w->A = p, p += BT * BT, w->k = p, p += nK, w->dw = p, p += nK, w->v = p, p += nV, w->du = p, p += nV;
+    w->scratch = p, p += 8 * BT * BT + 6 * BT * D;
+    w->dk = p, p += nK, w->dk_S = p, p += nK, w->dk_sl = p, p += nK, w->ex_dk = p, p += nK;
+    w->dv = p, p += nV, w->dv_S = p, p += nV, w->ex_dv = p;
+    w->o = (struct kv_gdn_spec){1, a_bf16, w->dk, w->dk_S, w->dk_sl, w->dv, w->dv_S,
+                                w->db, w->db_S, w->db_sl, w->dg, w->dg_S, w->dg_sl, 0};
+    return w;
+}
+
+static void work_free(struct chunk_work *w)
+{
+    if (w) free(w->A);
+    free(w);
+}
+
+/* Gather chunk ch of head h in batch b into w (rows < n). */
+static void gather(const struct kv_case *c, const struct dims *d, struct chunk_work *w, int64_t b, int64_t ch,
+                   int64_t h)
+{
+    const int64_t t0 = ch * BT, n = d->T - t0 < BT ? d->T - t0 : BT, kh = h / d->ratio;
+    const struct kv_tensor *A = &c->t[is_ab(c) ? T_A16 : T_A];
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t r = (b * d->T + t0 + i) * d->H + h, kr = (b * d->T + t0 + i) * d->Hg + kh;
+        w->beta[i] = ((const float *)c->t[T_BETA].data)[r], w->g[i] = ((const float *)c->t[T_G].data)[r];
+        for (int64_t j = 0; j < n; j++) w->A[i * n + j] = kv_load_f64(A->dtype, A->data, (size_t)(r * BT + j));
+        for (int64_t e = 0; e < d->K; e++) {
+            w->k[i * d->K + e] = kv_load_f64(KV_BF16, c->t[T_K].data, (size_t)(kr * d->K + e));
+            w->dw[i * d->K + e] = kv_load_f64(KV_BF16, c->t[T_DW].data, (size_t)(r * d->K + e));
+        }
+        for (int64_t e = 0; e < d->V; e++) {
+            w->v[i * d->V + e] = kv_load_f64(KV_BF16, c->t[T_V].data, (size_t)(r * d->V + e));
+            w->du[i * d->V + e] = kv_load_f64(KV_BF16, c->t[T_DU].data, (size_t)(r * d->V + e));
+        }
+    }
+    w->x = (struct kv_gdn_chunk){(int)n, (int)d->K, (int)d->V, w->k, w->v, w->beta, w->g, w->dw, w->du};
+}
+
+/* The chunk's values into the case's outputs: the spec's, or the exact
+ * gradient's with the spec's scales (the exact rows are not judged). */
+static size_t scatter(struct kv_case *c, const struct dims *d, const struct chunk_work *w, int64_t b, int64_t ch,
+                      int64_t h)
+{
+    const int64_t t0 = ch * BT, n = w->x.n;
+    const int tk = out_of(c, T_DKH), tv = out_of(c, T_DV), tb = out_of(c, T_DB), tg = out_of(c, T_DG);
+    size_t amb = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t r = (b * d->T + t0 + i) * d->H + h;
+        c->y[tb][r] = c->exact ? w->ex_db[i] : w->db[i], c->S[tb][r] = w->db_S[i], c->slack[tb][r] = w->db_sl[i];
+        c->y[tg][r] = c->exact ? w->ex_dg[i] : w->dg[i], c->S[tg][r] = w->dg_S[i], c->slack[tg][r] = w->dg_sl[i];
+        for (int64_t e = 0; e < d->K; e++) {
+            const int64_t o = r * d->K + e, s = i * d->K + e;
+            c->y[tk][o] = c->exact ? w->ex_dk[s] : w->dk[s], c->S[tk][o] = w->dk_S[s], c->slack[tk][o] = w->dk_sl[s];
+            amb += w->dk_sl[s] > 0;
+        }
+        for (int64_t e = 0; e < d->V; e++) {
+            const int64_t o = r * d->V + e, s = i * d->V + e;
+            c->y[tv][o] = c->exact ? w->ex_dv[s] : w->dv[s], c->S[tv][o] = w->dv_S[s];
+        }
+    }
+    return amb;
+}
+
+/* dk = sum over the group's value heads of dk_head as the device reads it
+ * (the oracle's, rounded to bf16: stage isolation; the exact oracle's
+ * unrounded), an f32 sum of ratio terms. Its chained run adds up the device's
+ * own dk_head, each within its allowed error of the oracle's unrounded value:
+ * that error and the rounding's go to slack_chain. */
+static void sum_heads(struct kv_case *c, const struct dims *d)
+{
+    const int tk = out_of(c, T_DKH), to = out_of(c, T_DK);
+    const int64_t n = d->B * d->T * d->Hg * d->K;
+#pragma omp parallel for schedule(static)
+    for (int64_t e = 0; e < n; e++) {
+        const int64_t col = e % d->K, row = e / d->K, first = ((row / d->Hg) * d->H + (row % d->Hg) * d->ratio) * d->K + col;
+        double y = 0, S = 0, chain = 0;
+        for (int64_t r = 0; r < d->ratio; r++) {
+            const int64_t i = first + r * d->K;
+            double yi = c->y[tk][i], fed = c->exact ? yi : kv_bf16_to_f32(kv_f32_to_bf16((float)yi));
+            y += fed, S += fabs(fed);
+            chain += (8 * sqrt(BT) + 3) * 0x1p-24 * c->S[tk][i] + 0.5 * kv_ulp(KV_BF16, yi) + c->slack[tk][i] + fabs(fed - yi);
+        }
+        c->y[to][e] = y, c->S[to][e] = S, c->slack_chain[to][e] = chain;
+    }
+}
+
+static enum kv_status alloc_allow(struct kv_case *c, double **p, int t)
+{
+    free(*p); /* --oracle both calls the oracle twice */
+    *p = calloc(c->t[t].count ? c->t[t].count : 1, sizeof(double));
+    return *p ? KV_OK : kv_error(KV_EDEVICE, "out of host memory for the oracle");
+}
+
+/* Tolerances (metrics.md), u = 2^-24, with S and slack from the spec
+ * (kv_gdn_chunk_backward_spec: slack is the legal error of the
+ * intermediates, the flips of their bf16 casts included):
+ *   dk_head = bf16(dkb beta + U^T kb + dk1): dots of 64 terms, one product
+ *     and two adds: n = 64, k_op = 3; S = |beta| S(dkb) + S(U^T kb) + |dk1|.
+ *   dv = bf16(dvb beta): n = 64, k_op = 1; S = |beta| S(dvb).
+ *   dbeta: 2K + V terms in f32 (K in each pass over k, V in the V pass),
+ *     n = 2K + V, k_op = 2 (each term's products).
+ *   dg: K terms of pass 1 and 2 x 64 of U * M: n = K + 128, k_op = 2.
+ *   dk: the f32 sum of heads/kv-heads bf16 terms: n = ratio, k_op = 0. */
+static enum kv_status oracle(struct kv_case *c)
+{
+    const struct dims d = dims_of(c);
+    const int tk = out_of(c, T_DKH), tb = out_of(c, T_DB), tg = out_of(c, T_DG), to = out_of(c, T_DK);
+    KV_TRY_RET(alloc_allow(c, &c->slack[tk], tk));
+    KV_TRY_RET(alloc_allow(c, &c->slack[tb], tb));
+    KV_TRY_RET(alloc_allow(c, &c->slack[tg], tg));
+    KV_TRY_RET(alloc_allow(c, &c->slack_chain[to], to));
+    size_t ambiguous = 0;
+    int failed = 0;
+#pragma omp parallel reduction(+ : ambiguous) reduction(| : failed)
+    {
+        struct chunk_work *w = work_new(&d, is_ab(c));
+        failed |= !w;
+#pragma omp for schedule(dynamic)
+        for (int64_t item = 0; item < d.B * d.NT * d.H; item++) {
+            if (!w) continue;
+            int64_t b = item / (d.NT * d.H), ch = (item / d.H) % d.NT, h = item % d.H;
+            gather(c, &d, w, b, ch, h);
+            kv_gdn_chunk_backward_spec(&w->x, w->A, &w->o, w->scratch);
+            if (c->exact) {
+                memset(w->ex_dk, 0, sizeof(double) * (size_t)(w->x.n * d.K));
+                kv_gdn_chunk_backward(&w->x, w->ex_dk, w->ex_dv, w->ex_db, w->ex_dg, w->scratch);
+            }
+            ambiguous += scatter(c, &d, w, b, ch, h);
+        }
+        work_free(w);
+    }
+    if (failed) return kv_error(KV_EDEVICE, "out of host memory for the oracle");
+    sum_heads(c, &d);
+    c->ambiguous[tk] = ambiguous;
+    const double u = 0x1p-24, K = (double)d.K;
+    c->bound[tk] = (struct kv_bound){.n = BT, .k_op = 3, .u_acc = u, .rho = 1};
+    c->bound[out_of(c, T_DV)] = (struct kv_bound){.n = BT, .k_op = 1, .u_acc = u, .rho = 1};
+    c->bound[tb] = (struct kv_bound){.n = 2 * K + (double)d.V, .k_op = 2, .u_acc = u, .rho = 1};
+    c->bound[tg] = (struct kv_bound){.n = K + 2 * BT, .k_op = 2, .u_acc = u, .rho = 1};
+    c->bound[to] = (struct kv_bound){.n = (double)d.ratio, .k_op = 0, .u_acc = u, .rho = 1};
+    return KV_OK;
+}
+
+static const char *const sweep[] = {
+    "batch=2,seq=1,heads=2,kv-heads=2,dk=64,dv=64",
+    "batch=1,seq=63,heads=4,kv-heads=2,dk=64,dv=96",
+    "batch=2,seq=64,heads=4,kv-heads=1,dk=128,dv=64",
+    "batch=1,seq=65,heads=4,kv-heads=4,dk=32,dv=128",
+    "batch=1,seq=130,heads=2,kv-heads=1,dk=48,dv=80",
+    "batch=1,seq=70,heads=2,kv-heads=2,dk=30,dv=33",
+    "batch=1,seq=40,heads=2,kv-heads=1,dk=65,dv=17",
+    "batch=1,seq=100,heads=2,kv-heads=2,dk=64,dv=64,dist=dense",
+    NULL,
+};
+
+const struct kv_kernel kv_kernel_gdn_wy_bwd = {
+    .name = "gdn-wy-bwd",
+    .summary = "gated delta net WY backward (dk, dv, dbeta, dg through A), bf16 with f32 accumulation",
+    .params = params,
+    .n_params = KV_COUNT(params),
+    .tensors = tensors,
+    .n_tensors = KV_COUNT(tensors),
+    .stages = stages,
+    .n_stages = KV_COUNT(stages),
+    .has_exact = 1,
+    .sweep = sweep,
+    .sweep_seeds = 3,
+    .validate = validate,
+    .inputs = inputs,
+    .oracle = oracle,
+};
