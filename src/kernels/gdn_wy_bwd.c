@@ -271,8 +271,11 @@ static size_t scatter(struct kv_case *c, const struct dims *d, const struct chun
         c->y[tg][r] = c->exact ? w->ex_dg[i] : w->dg[i], c->S[tg][r] = w->dg_S[i], c->slack[tg][r] = w->dg_sl[i];
         for (int64_t e = 0; e < d->K; e++) {
             const int64_t o = r * d->K + e, s = i * d->K + e;
-            c->y[tk][o] = c->exact ? w->ex_dk[s] : w->dk[s], c->S[tk][o] = w->dk_S[s], c->slack[tk][o] = w->dk_sl[s];
-            amb += w->dk_sl[s] > 0;
+            /* A flipped intermediate may carry the value across a power of
+             * two, where the final rounding's step doubles. */
+            double sl = w->dk_sl[s] > 0 ? w->dk_sl[s] + 0.5 * kv_ulp(KV_BF16, fabs(w->dk[s]) + w->dk_sl[s]) : 0;
+            c->y[tk][o] = c->exact ? w->ex_dk[s] : w->dk[s], c->S[tk][o] = w->dk_S[s], c->slack[tk][o] = sl;
+            amb += sl > 0;
         }
         for (int64_t e = 0; e < d->V; e++) {
             const int64_t o = r * d->V + e, s = i * d->V + e;
