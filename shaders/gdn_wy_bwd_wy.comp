@@ -145,7 +145,7 @@ void main()
         for (uint q = 0u; q < 4u; q++)
             for (uint r = 0u; r < 4u; r++) {
                 uint i = ai + 16u * q, j = aj + 16u * r;
-                Ws[sw(i, j)] = j < i && i < nv ? A_CAST(dA[q][r]) : 0.0;
+                Ws[sw(i, j)] = j < i ? A_CAST(dA[q][r]) : 0.0; // rows past nv are 0: dw and du stage as 0 there
             }
         barrier();
         float T[4][4];
@@ -169,8 +169,10 @@ void main()
         for (uint q = 0u; q < 4u; q++)
             for (uint r = 0u; r < 4u; r++) {
                 uint i = ai + 16u * q, j = aj + 16u * r;
-                float gate = j < i && i < nv ? exp(g[vrow(i)] - g[vrow(j)]) : 0.0;
-                T[q][r] = j < i && i < nv ? bf16_round(-(T[q][r] * gate)) : 0.0; // U, kept for dg
+                // (the gate's guard keeps g's reads within the chunk; rows past
+                // nv are 0 already: A's columns past nv stage as 0)
+                float gate = i < nv && j < nv ? exp(g[vrow(i)] - g[vrow(j)]) : 0.0;
+                T[q][r] = j < i ? bf16_round(-(T[q][r] * gate)) : 0.0; // U, kept for dg
                 As[sw(i, j)] = T[q][r];
             }
         // Pass 2 over K: dA (registers) now holds k k^T.
