@@ -1,0 +1,84 @@
+# gdn-wy-bwd: the sweep (T = 1, 63, 64, 65, 130, 70, 40; GQA ratios 1, 2, 4; K and V
+# from 17 to 128, not multiples of 32; B = 2; a dense A) in both variants, both
+# oracles, the conditioning note, the independent fixtures, the round trip through
+# files that judges another backend's outputs, and bad input.
+. "$(dirname "$0")/lib.bash"
+J=(--json "$TMP/report.json")
+expect_exit 0 "$KV" gdn-wy-bwd --seq 70 --heads 4 --kv-heads 2 --dk 32 --dv 24 --json "$TMP/d.json"
+python3 - "$TMP/d.json" <<'PY' || fail "default report"
+import json, sys
+c = json.load(open(sys.argv[1]))["cases"][0]
+o = {x["name"]: x for x in c["outputs"]}
+assert [x["name"] for x in c["outputs"]] == ["dk_head", "dv", "dbeta", "dg", "dk", "dk.chained"], list(o)
+assert o["dk"]["shape"] == [1, 70, 2, 32] and o["dk_head"]["shape"] == [1, 70, 4, 32], o["dk"]["shape"]
+assert o["dk"]["dtype"] == "bf16" and o["dbeta"]["dtype"] == "f32" and o["dg"]["dtype"] == "f32"
+assert o["dk_head"]["stage"] == "wy" and o["dk"]["stage"] == "dk" and o["dk.chained"]["chained"]
+# a flip of an intermediate bf16 cast reaches every dk_head element; dv has no intermediate cast
+assert o["dk_head"]["ambiguous"] > 0 and o["dv"]["ambiguous"] == 0
+assert all(x["pass"] for x in c["outputs"])
+PY
+expect_exit 0 "$KV" gdn-wy-bwd --sweep --seeds 1
+grep -q '^8 cases: 8 passed, 0 failed, 0 errors, 0 skipped' "$TMP/out" || fail "sweep: expected 8 passing cases"
+expect_exit 0 "$KV" gdn-wy-bwd --sweep --seeds 1 --variant a-bf16
+grep -q '^8 cases: 8 passed' "$TMP/out" || fail "a-bf16 sweep"
+
+# --oracle both: the exact gradient (A recomputed from k, beta, g) beside, unjudged;
+# the casts cost more than the f32 accumulations.
+expect_exit 0 "$KV" gdn-wy-bwd --seq 65 --heads 2 --kv-heads 1 --dk 24 --dv 16 --oracle both --json "$TMP/b.json"
+python3 - "$TMP/b.json" <<'PY' || fail "--oracle both"
+import json, sys
+o = {x["name"]: x for x in json.load(open(sys.argv[1]))["cases"][0]["outputs"]}
+assert o["dk_head"]["judged"] and o["dk_head"]["pass"] and not o["dk_head.exact"]["judged"]
+assert o["dg.exact"]["oracle"] == "exact" and o["dg.exact"]["max_ulp"] > o["dg"]["max_ulp"]
+PY
+expect_exit 0 "$KV" gdn-wy-bwd --seq 64 --dk 32 --dv 16 --dist random
+grep -q 'note: A = (I+L)^-1 is ill-conditioned' "$TMP/out" || fail "no conditioning note"
+
+# Fixtures: inputs with expected outputs from scripts/gen-fixtures' numpy spec.
+for f in "$KV_SRC"/fixtures/gdn-wy-bwd/*.json; do
+  expect_exit 0 "$KV" gdn-wy-bwd --inputs "$f"
+  grep -q '^  dk_head.expected .* pass  (expected)' "$TMP/out" || fail "$f: expected dk_head not judged"
+  grep -q '^  dg.expected .* pass  (expected)' "$TMP/out" || fail "$f: expected dg not judged"
+done
+
+# --save, then the saved inputs and every device output as candidates, no device;
+# in the a-bf16 variant as well (A saved as bf16 words).
+for variant in fma a-bf16; do
+  expect_exit 0 "$KV" gdn-wy-bwd --batch 2 --seq 65 --heads 4 --kv-heads 2 --dk 16 --dv 8 --variant $variant --save "$TMP/s-$variant"
+  d=$(ls -d "$TMP/s-$variant"/gdn-wy-bwd_*)
+  c=()
+  for o in dk_head dv dbeta dg dk; do
+    [ -f "$d/device/$o.npy" ] || fail "--save did not write device/$o.npy"
+    c+=(--candidate "$o=$d/device/$o.npy")
+  done
+  expect_exit 0 "$KV" gdn-wy-bwd --variant $variant --inputs "$d/inputs" "${c[@]}" --no-device
+  [ "$(grep -c ' pass  (candidate)' "$TMP/out")" = 5 ] || fail "$variant: 5 candidates not judged"
+done
+python3 -c 'import sys; h = open(sys.argv[1], "rb").read(128); assert b"<u2" in h, h' \
+  "$(ls -d "$TMP"/s-a-bf16/gdn-wy-bwd_*)/inputs/A.npy" || fail "A not saved as bf16 words"
+# A candidate that is wrong in one element fails, by name.
+d=$(ls -d "$TMP"/s-fma/gdn-wy-bwd_*)
+python3 - "$d/device/dg.npy" "$TMP/dg_bad.npy" <<'PY'
+import sys
+b = bytearray(open(sys.argv[1], "rb").read())
+b[-4:] = bytes(4)  # the last dg element: +0.0
+open(sys.argv[2], "wb").write(b)
+PY
+expect_exit 1 "$KV" gdn-wy-bwd --inputs "$d/inputs" --candidate dg="$TMP/dg_bad.npy" --no-device
+grep -q '^  dg .*FAIL  (candidate)' "$TMP/out" || fail "a wrong dg candidate passed"
+
+# Bad input: one line, the documented exit, nothing written.
+expect_error 2 "--heads 6 is not a multiple of --kv-heads 4" "$KV" gdn-wy-bwd --heads 6 --kv-heads 4 "${J[@]}"
+expect_error 2 "--seq: 0 is out of range" "$KV" gdn-wy-bwd --seq 0 "${J[@]}"
+expect_error 2 "--dv: 0 is out of range" "$KV" gdn-wy-bwd --dv 0 "${J[@]}"
+expect_error 2 "more than 2\^31-1 elements" "$KV" gdn-wy-bwd --batch 4096 --seq 1048576 "${J[@]}"
+expect_error 2 "--dist: 'nonfinite' is not one of" "$KV" gdn-wy-bwd --dist nonfinite "${J[@]}"
+expect_error 2 "--variant: 'bf16-coopmat' is not one of fma\|a-bf16" "$KV" gdn-wy-bwd --variant bf16-coopmat "${J[@]}"
+mkdir -p "$TMP/bad" && cp "$d"/inputs/* "$TMP/bad/" && cp "$d/inputs/du.npy" "$TMP/bad/dw.npy"
+expect_error 3 "dw has shape \[2, 65, 4, 8\], expected \[2, 65, 4, 16\]" "$KV" gdn-wy-bwd --inputs "$TMP/bad" "${J[@]}"
+rm "$TMP/bad/du.npy"
+cp "$d/inputs/dw.npy" "$TMP/bad/dw.npy"
+expect_error 3 "file du.npy is missing" "$KV" gdn-wy-bwd --inputs "$TMP/bad" "${J[@]}"
+expect_error 3 "dk has shape \[2, 65, 4, 8\], expected \[2, 65, 2, 16\]" \
+  "$KV" gdn-wy-bwd --inputs "$d/inputs" --candidate dk="$d/device/dv.npy" --no-device "${J[@]}"
+expect_error 3 "A is f32, expected bf16" "$KV" gdn-wy-bwd --variant a-bf16 --inputs "$d/inputs" "${J[@]}"
