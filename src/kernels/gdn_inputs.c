@@ -139,3 +139,14 @@ void kv_gdn_make_inputs(const struct kv_gdn_inputs *d, char *note, size_t note_s
     if (d->dist == KV_GDN_NONFINITE) nonfinite(d);
     if (dense) dense_A(d);
 }
+
+enum kv_status kv_gdn_check_shape(int64_t B, int64_t T, int64_t H, int64_t Hg, int64_t K, int64_t V)
+{
+    if (H % Hg)
+        return kv_error(KV_EUSAGE, "--heads %lld is not a multiple of --kv-heads %lld", (long long)H, (long long)Hg);
+    int64_t rows = B * T, d = K > V ? K : V;
+    if (d < BT) d = BT;
+    if (B > INT32_MAX / T || rows > INT32_MAX / H || rows * H > INT32_MAX / d)
+        return kv_error(KV_EUSAGE, "--batch x --seq x --heads x max(--dk, --dv, 64) is more than 2^31-1 elements");
+    return KV_OK;
+}

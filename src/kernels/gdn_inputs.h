@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/status.h"
 #include "core/tensor.h"
 
 enum kv_gdn_dist { KV_GDN_REALISTIC, KV_GDN_RANDOM, KV_GDN_NONFINITE, KV_GDN_DENSE };
@@ -20,6 +21,12 @@ struct kv_gdn_inputs {
     float *beta, *g;           /* [B,T,H]; g in natural log, cumulative within each 64-chunk */
     struct kv_tensor *A;       /* f32 or bf16 [B,T,H,64] */
 };
+
+/* The shape rules both gdn kernels share (their first six parameters are
+ * batch, seq, heads, kv-heads, dk, dv): heads a multiple of kv-heads, and
+ * every tensor below 2^31 elements (the shaders index with 32 bits).
+ * KV_EUSAGE with the message naming the flags. */
+enum kv_status kv_gdn_check_shape(int64_t B, int64_t T, int64_t H, int64_t Hg, int64_t K, int64_t V);
 
 /* Fill k, v, beta, g and A = (I + L)^-1 per chunk (float64, rounded to A's
  * dtype). A remark for the report goes to note when A is ill-conditioned. */

@@ -159,15 +159,7 @@ static const struct kv_stage_def stages[] = {
 
 static enum kv_status validate(struct kv_case *c)
 {
-    int64_t h = c->p[P_H].i, hg = c->p[P_HG].i;
-    if (h % hg)
-        return kv_error(KV_EUSAGE, "--heads %lld is not a multiple of --kv-heads %lld", (long long)h, (long long)hg);
-    /* Shaders index with 32-bit integers: every tensor below 2^31 elements. */
-    int64_t rows = c->p[P_B].i * c->p[P_T].i, d = c->p[P_K].i > c->p[P_V].i ? c->p[P_K].i : c->p[P_V].i;
-    if (d < BT) d = BT;
-    if (c->p[P_B].i > INT32_MAX / c->p[P_T].i || rows > INT32_MAX / h || rows * h > INT32_MAX / d)
-        return kv_error(KV_EUSAGE, "--batch x --seq x --heads x max(--dk, --dv, 64) is more than 2^31-1 elements");
-    return KV_OK;
+    return kv_gdn_check_shape(c->p[P_B].i, c->p[P_T].i, c->p[P_H].i, c->p[P_HG].i, c->p[P_K].i, c->p[P_V].i);
 }
 
 struct dims {
