@@ -17,14 +17,15 @@
 // in shared memory (32 KiB), walks K and V 32 columns at a time, and keeps
 // its block of dA (and of k k^T) in registers. Rows past seq (a partial last
 // chunk) stage as zero and are not written.
+// Built with KV_BF16CM, the a-bf16 spec runs on bf16 cooperative matrices
+// (gdn_wy_bwd_cm.glsl); otherwise on f32 FMAs, as follows.
 #extension GL_EXT_shader_16bit_storage : require
-layout(local_size_x = 256) in;
 layout(push_constant) uniform Push { uint batch; uint seq; uint heads; uint kv_heads; uint dk; uint dv; } p;
 layout(std430, binding = 0) readonly buffer K { uint16_t k[]; };
 layout(std430, binding = 1) readonly buffer V { uint16_t v[]; };
 layout(std430, binding = 2) readonly buffer BETA { float beta[]; };
 layout(std430, binding = 3) readonly buffer G { float g[]; };
-#ifdef KV_ABF16 // --variant a-bf16: A in bf16, as FLA's pipeline keeps it; dA and A^T dA cast to bf16
+#if defined(KV_ABF16) || defined(KV_BF16CM) // --variant a-bf16 (and bf16-coopmat): A in bf16, as FLA's pipeline keeps it; dA and A^T dA cast to bf16
 layout(std430, binding = 4) readonly buffer AA { uint16_t A16[]; };
 #define A_AT(i) bf16_float(uint(A16[i]))
 #define A_CAST(x) bf16_round(x)
@@ -51,6 +52,14 @@ uint bf16_bits(float f)
 float bf16_float(uint h) { return uintBitsToFloat(h << 16); }
 float bf16_round(float f) { return bf16_float(bf16_bits(f)); }
 
+uint nv, t0, b, h, kh;
+uint vrow(uint i) { return (b * p.seq + t0 + i) * p.heads + h; }
+uint krow(uint i) { return ((b * p.seq + t0 + i) * p.kv_heads + kh) * p.dk; }
+
+#ifdef KV_BF16CM
+#include "gdn_wy_bwd_cm.glsl"
+#else
+layout(local_size_x = 256) in;
 shared float As[BT * BT]; // A[m][i] (then U) at sw(m, i)
 shared float Ws[BT * BT]; // two 64 x 32 tiles at tw(); or dA, A^T dA; or the reductions
 
@@ -58,9 +67,6 @@ shared float Ws[BT * BT]; // two 64 x 32 tiles at tw(); or dA, A^T dA; or the re
 uint sw(uint r, uint c) { return r * BT + (c ^ (r & 31u)); }
 uint tw(uint r, uint c) { return r * 32u + (c ^ (r & 31u)); }
 
-uint nv, t0, b, h, kh;
-uint vrow(uint i) { return (b * p.seq + t0 + i) * p.heads + h; }
-uint krow(uint i) { return ((b * p.seq + t0 + i) * p.kv_heads + kh) * p.dk; }
 
 // Tiles X (Ws[0..2047]) and Y (Ws[2048..]) of rows 0..63, columns c0..c0+31 of
 // width D: X the gradient (dw, du) or k; Y its staged partner.
@@ -232,3 +238,4 @@ void main()
         barrier();
     }
 }
+#endif

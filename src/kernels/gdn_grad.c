@@ -133,9 +133,9 @@ void kv_gdn_chunk_backward(const struct kv_gdn_chunk *x, double *dk, double *dv,
 /* ---- FLA's order, with the device's error carried along ---- */
 
 #define U32 0x1p-24
-/* An f32 accumulation of n terms of absolute sum S is within lam(n) S of
- * exact (metrics.md's probabilistic bound, lambda = 8, plus its last add). */
-static double lam(int n) { return (8 * sqrt((double)n) + 1) * U32; }
+/* An f32 accumulation of n terms of absolute sum S is within lam(w, n) S of
+ * exact (metrics.md's probabilistic bound, lambda = 8, plus its last add),
+ * in the spec's unit ua (2^-24, or 2^-23 where tensor cores truncate). */
 /* Vulkan's exp: 3 + 2|x| ULP, relative to the result. */
 static double rexp(double x) { return (3 + 2 * fabs(x)) * 0x1p-23; }
 static double bf(double v) { return (double)kv_bf16_to_f32(kv_f32_to_bf16((float)v)); }
@@ -157,11 +157,14 @@ struct spec_work {
     const double *A;
     struct kv_gdn_spec *o;
     int n, K, V;
+    double ua;                      /* the intermediates' accumulation unit */
     double ge[64], bg[64], rbg[64]; /* exp(g), beta exp(g) and its relative error on the device */
     double *KS, *KSe, *VS, *KB;     /* staged bf16(k bg), bf16(v beta), bf16(k beta): n x D */
     double *dk1, *dk1e;             /* dk after pass 1 (bf16) and its error, n x K */
     double *dA, *dAe, *T, *Te, *Ug, *Uge, *M, *Me; /* n x n */
 };
+
+static double lam(const struct spec_work *w, int n) { return (8 * sqrt((double)n) + 1) * w->ua; }
 
 static void stage(struct spec_work *w)
 {
@@ -190,7 +193,7 @@ static void pass1(struct spec_work *w)
         for (int c = 0; c < K; c++) {
             double s = 0, S = 0;
             for (int m = 0; m < n; m++) s += w->A[m * n + i] * x->dw[m * K + c], S += fabs(w->A[m * n + i] * x->dw[m * K + c]);
-            double e = lam(n) * S, z = s * w->bg[i], kv = x->k[i * K + c];
+            double e = lam(w, n) * S, z = s * w->bg[i], kv = x->k[i * K + c];
             w->dk1[i * K + c] = cast16(z, fabs(w->bg[i]) * e + fabs(z) * (w->rbg[i] + U32), o->round, &w->dk1e[i * K + c], &o->flips);
             double tb = s * kv * w->ge[i], kbg = kv * w->bg[i], tg = s * kbg;
             db += tb, dbS += fabs(tb), dbsl += fabs(kv * w->ge[i]) * e + fabs(tb) * (rexp(x->g[i]) + 2 * U32);
@@ -201,7 +204,7 @@ static void pass1(struct spec_work *w)
             for (int m = 0; m < n; m++) s += w->A[m * n + i] * x->du[m * V + c], S += fabs(w->A[m * n + i] * x->du[m * V + c]);
             o->dv[i * V + c] = s * x->beta[i], o->dv_S[i * V + c] = S * fabs(x->beta[i]);
             double tb = s * x->v[i * V + c];
-            db += tb, dbS += fabs(tb), dbsl += fabs(x->v[i * V + c]) * lam(n) * S + fabs(tb) * U32;
+            db += tb, dbS += fabs(tb), dbsl += fabs(x->v[i * V + c]) * lam(w, n) * S + fabs(tb) * U32;
         }
         o->dbeta[i] = db, o->dbeta_S[i] = dbS, o->dbeta_sl[i] = dbsl;
         o->dg[i] = dg, o->dg_S[i] = dgS, o->dg_sl[i] = dgsl;
@@ -225,7 +228,7 @@ static void through_A(struct spec_work *w)
             }
             for (int c = 0; j < i && c < V; c++)
                 s += x->du[i * V + c] * w->VS[j * V + c], S += fabs(x->du[i * V + c] * w->VS[j * V + c]);
-            double e = lam(K + V) * S + ep;
+            double e = lam(w, K + V) * S + ep;
             w->dA[i * n + j] = ab ? cast16(s, e, 1, &w->dAe[i * n + j], &o->flips) : s;
             if (!ab) w->dAe[i * n + j] = e;
         }
@@ -234,7 +237,7 @@ static void through_A(struct spec_work *w)
             double s = 0, S = 0, ep = 0;
             for (int m = 0; m < i; m++)
                 s += w->dA[i * n + m] * A[j * n + m], S += fabs(w->dA[i * n + m] * A[j * n + m]), ep += fabs(A[j * n + m]) * w->dAe[i * n + m];
-            double e = lam(n) * S + ep;
+            double e = lam(w, n) * S + ep;
             w->T[i * n + j] = ab ? cast16(s, e, 1, &w->Te[i * n + j], &o->flips) : s;
             if (!ab) w->Te[i * n + j] = e;
         }
@@ -246,7 +249,7 @@ static void through_A(struct spec_work *w)
             for (int m = 0; m < n; m++)
                 s += A[m * n + i] * w->T[m * n + j], S += fabs(A[m * n + i] * w->T[m * n + j]), ep += fabs(A[m * n + i]) * w->Te[m * n + j];
             double d = x->g[i] - x->g[j], gate = exp(d), z = -s * gate;
-            double e = gate * (lam(n) * S + ep) + fabs(z) * (rexp(d) + U32 * fabs(d) + U32);
+            double e = gate * (lam(w, n) * S + ep) + fabs(z) * (rexp(d) + U32 * fabs(d) + U32);
             w->Ug[i * n + j] = cast16(z, e, o->round, &w->Uge[i * n + j], &o->flips);
         }
 }
@@ -263,7 +266,7 @@ static void pass2(struct spec_work *w)
             double s = 0, S = 0;
             for (int c = 0; c < K; c++) s += x->k[i * K + c] * x->k[j * K + c], S += fabs(x->k[i * K + c] * x->k[j * K + c]);
             w->M[i * n + j] = s * x->beta[i];
-            w->Me[i * n + j] = fabs(x->beta[i]) * lam(K) * S + U32 * fabs(w->M[i * n + j]);
+            w->Me[i * n + j] = fabs(x->beta[i]) * lam(w, K) * S + U32 * fabs(w->M[i * n + j]);
         }
     for (int i = 0; i < n; i++) {
         for (int c = 0; c < K; c++) {
@@ -275,7 +278,7 @@ static void pass2(struct spec_work *w)
                 t += ut * kb, St += fabs(ut * kb), et += w->Uge[j * n + i] * fabs(kb);
             }
             double tb = dkb * kv;
-            o->dbeta[i] += tb, o->dbeta_S[i] += fabs(tb), o->dbeta_sl[i] += fabs(kv) * (lam(n) * Sd + ed) + fabs(tb) * U32;
+            o->dbeta[i] += tb, o->dbeta_S[i] += fabs(tb), o->dbeta_sl[i] += fabs(kv) * (lam(w, n) * Sd + ed) + fabs(tb) * U32;
             o->dk[i * K + c] = dkb * x->beta[i] + t + w->dk1[i * K + c];
             o->dk_S[i * K + c] = fabs(x->beta[i]) * Sd + St + fabs(w->dk1[i * K + c]);
             o->dk_sl[i * K + c] = fabs(x->beta[i]) * ed + et + w->dk1e[i * K + c];
@@ -292,7 +295,7 @@ static void pass2(struct spec_work *w)
 void kv_gdn_chunk_backward_spec(const struct kv_gdn_chunk *x, const double *A, struct kv_gdn_spec *o, double *scratch)
 {
     const int n = x->n, K = x->K, V = x->V, D = K > V ? K : V;
-    struct spec_work w = {.x = x, .A = A, .o = o, .n = n, .K = K, .V = V};
+    struct spec_work w = {.x = x, .A = A, .o = o, .n = n, .K = K, .V = V, .ua = o->u_acc > 0 ? o->u_acc : U32};
     double *p = scratch;
     w.KS = p, p += n * D, w.KSe = p, p += n * D, w.VS = p, p += n * D, w.KB = p, p += n * D;
     w.dk1 = p, p += n * D, w.dk1e = p, p += n * D;

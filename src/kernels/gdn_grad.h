@@ -43,6 +43,7 @@ void kv_gdn_chunk_backward(const struct kv_gdn_chunk *x, double *dk, double *dv,
  * they may cause) carry into it. flips counts the casts that may flip. */
 struct kv_gdn_spec {
     int round, a_bf16;
+    double u_acc;                          /* the intermediates' f32 accumulation unit: 2^-24 (0), or 2^-23 */
     double *dk, *dk_S, *dk_sl;             /* n x K: this value head's dk (not summed) */
     double *dv, *dv_S;                     /* n x V */
     double *dbeta, *dbeta_S, *dbeta_sl;    /* n */

@@ -14,7 +14,13 @@
  * through the intermediates (gdn_grad.c); the exact oracle is the float64
  * gradient with A recomputed from (k, beta, g). Variant a-bf16: A in bf16,
  * dA and dA A^T cast to bf16 before their products with A, as FLA's kernel
- * does with its bf16 A: the spec that FLA's own outputs match. */
+ * does with its bf16 A: the spec that FLA's own outputs match. Variant
+ * bf16-coopmat: that spec on bf16 cooperative matrices (tensor cores), where
+ * every product has bf16 operands (shaders/gdn_wy_bwd_cm.glsl); its f32
+ * accumulations are bounded with u = 2^-23 (the tensor cores' truncation).
+ * An f32 A on tensor cores would take three bf16 parts of A and of dA, nine
+ * products for each of the two through A: more work than FLA's whole kernel;
+ * this variant takes A in bf16, as FLA does. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +36,9 @@ static const uint32_t wy_sh[] =
 static const uint32_t wy_ab[] =
 #include "gdn_wy_bwd_wy.ab.h"
     ;
+static const uint32_t wy_cm[] =
+#include "gdn_wy_bwd_wy.cm.h"
+    ;
 static const uint32_t dk_sh[] =
 #include "gdn_wy_bwd_dk.sh.h"
     ;
@@ -38,10 +47,10 @@ static const uint32_t dk_sh[] =
 
 enum { P_B, P_T, P_H, P_HG, P_K, P_V, P_DIST, P_VARIANT };
 enum { T_K, T_V, T_BETA, T_G, T_A, T_A16, T_DW, T_DU, T_DKH, T_DV, T_DB, T_DG, T_DK,
-       T_DKH_AB, T_DV_AB, T_DB_AB, T_DG_AB, T_DK_AB };
-enum { S_WY, S_DK, S_WY_AB, S_DK_AB };
+       T_DKH_AB, T_DV_AB, T_DB_AB, T_DG_AB, T_DK_AB, T_DKH_CM, T_DV_CM, T_DB_CM, T_DG_CM, T_DK_CM };
+enum { S_WY, S_DK, S_WY_AB, S_DK_AB, S_WY_CM, S_DK_CM };
 enum { D_REALISTIC, D_RANDOM, D_DENSE };
-enum { V_FMA, V_AB };
+enum { V_FMA, V_AB, V_CM };
 
 static const struct kv_param_def params[] = {
     {"batch", KV_PARAM_INT, "1", 1, 65536, NULL, "batch size B", 1},
@@ -54,13 +63,17 @@ static const struct kv_param_def params[] = {
      "gdn-wu's inputs for the same seed (FLA's: L2-normalised k, beta = sigmoid, chunk-cumulative log-sigmoid g, "
      "A = (I+L)^-1) with dw, du ~ N(0, 1/16) in bf16; or unnormalised N(0,1) k (A ill-conditioned: a stress "
      "test); or A's strictly upper triangle filled too (the math uses every entry of A, as FLA's kernel does)", 0},
-    {"variant", KV_PARAM_CHOICE, "fma", 0, 0, "fma|a-bf16",
+    {"variant", KV_PARAM_CHOICE, "fma", 0, 0, "fma|a-bf16|bf16-coopmat",
      "A in f32, products on f32 FMAs; or A in bf16 as FLA's pipeline keeps it, with dA and dA A^T cast to bf16 "
-     "before their products with A, as FLA's kernel does: the spec that FLA's own outputs match", 0},
+     "before their products with A, as FLA's kernel does: the spec that FLA's own outputs match; or that spec on "
+     "bf16 cooperative matrices (tensor cores; skipped on devices without them)", 0},
 };
 
+static int is_fma(const struct kv_case *c) { return c->p[P_VARIANT].c == V_FMA; }
 static int is_ab(const struct kv_case *c) { return c->p[P_VARIANT].c == V_AB; }
-static int not_ab(const struct kv_case *c) { return !is_ab(c); }
+static int is_cm(const struct kv_case *c) { return c->p[P_VARIANT].c == V_CM; }
+/* A in bf16: a-bf16 and bf16-coopmat */
+static int a16(const struct kv_case *c) { return !is_fma(c); }
 
 #define OUT(name, dt, stage, dims, on) {name, dt, KV_OUTPUT, stage, dims, on}
 static const struct kv_tensor_def tensors[] = {
@@ -68,24 +81,29 @@ static const struct kv_tensor_def tensors[] = {
     [T_V] = {"v", KV_BF16, KV_INPUT, -1, "batch,seq,heads,dv"},
     [T_BETA] = {"beta", KV_F32, KV_INPUT, -1, "batch,seq,heads"},
     [T_G] = {"g", KV_F32, KV_INPUT, -1, "batch,seq,heads"},
-    [T_A] = {"A", KV_F32, KV_INPUT, -1, "batch,seq,heads,64", not_ab},
-    [T_A16] = {"A", KV_BF16, KV_INPUT, -1, "batch,seq,heads,64", is_ab},
+    [T_A] = {"A", KV_F32, KV_INPUT, -1, "batch,seq,heads,64", is_fma},
+    [T_A16] = {"A", KV_BF16, KV_INPUT, -1, "batch,seq,heads,64", a16},
     [T_DW] = {"dw", KV_BF16, KV_INPUT, -1, "batch,seq,heads,dk"},
     [T_DU] = {"du", KV_BF16, KV_INPUT, -1, "batch,seq,heads,dv"},
-    [T_DKH] = OUT("dk_head", KV_BF16, S_WY, "batch,seq,heads,dk", not_ab),
-    [T_DV] = OUT("dv", KV_BF16, S_WY, "batch,seq,heads,dv", not_ab),
-    [T_DB] = OUT("dbeta", KV_F32, S_WY, "batch,seq,heads", not_ab),
-    [T_DG] = OUT("dg", KV_F32, S_WY, "batch,seq,heads", not_ab),
-    [T_DK] = OUT("dk", KV_BF16, S_DK, "batch,seq,kv-heads,dk", not_ab),
+    [T_DKH] = OUT("dk_head", KV_BF16, S_WY, "batch,seq,heads,dk", is_fma),
+    [T_DV] = OUT("dv", KV_BF16, S_WY, "batch,seq,heads,dv", is_fma),
+    [T_DB] = OUT("dbeta", KV_F32, S_WY, "batch,seq,heads", is_fma),
+    [T_DG] = OUT("dg", KV_F32, S_WY, "batch,seq,heads", is_fma),
+    [T_DK] = OUT("dk", KV_BF16, S_DK, "batch,seq,kv-heads,dk", is_fma),
     [T_DKH_AB] = OUT("dk_head", KV_BF16, S_WY_AB, "batch,seq,heads,dk", is_ab),
     [T_DV_AB] = OUT("dv", KV_BF16, S_WY_AB, "batch,seq,heads,dv", is_ab),
     [T_DB_AB] = OUT("dbeta", KV_F32, S_WY_AB, "batch,seq,heads", is_ab),
     [T_DG_AB] = OUT("dg", KV_F32, S_WY_AB, "batch,seq,heads", is_ab),
     [T_DK_AB] = OUT("dk", KV_BF16, S_DK_AB, "batch,seq,kv-heads,dk", is_ab),
+    [T_DKH_CM] = OUT("dk_head", KV_BF16, S_WY_CM, "batch,seq,heads,dk", is_cm),
+    [T_DV_CM] = OUT("dv", KV_BF16, S_WY_CM, "batch,seq,heads,dv", is_cm),
+    [T_DB_CM] = OUT("dbeta", KV_F32, S_WY_CM, "batch,seq,heads", is_cm),
+    [T_DG_CM] = OUT("dg", KV_F32, S_WY_CM, "batch,seq,heads", is_cm),
+    [T_DK_CM] = OUT("dk", KV_BF16, S_DK_CM, "batch,seq,kv-heads,dk", is_cm),
 };
 
-/* The case's output of a kind (T_DKH .. T_DK): fma's or a-bf16's. */
-static int out_of(const struct kv_case *c, int t) { return is_ab(c) ? t + (T_DKH_AB - T_DKH) : t; }
+/* The case's output of a kind (T_DKH .. T_DK): fma's, a-bf16's or bf16-coopmat's. */
+static int out_of(const struct kv_case *c, int t) { return t + c->p[P_VARIANT].c * (T_DKH_AB - T_DKH); }
 
 struct push {
     uint32_t batch, seq, heads, kv_heads, dk, dv;
@@ -122,6 +140,7 @@ static void launch_dk(const struct kv_case *c, const uint32_t local[3], const ui
 #define WY_DOC                                                                                             \
     "groups = (min(batch*heads*ceil(seq/64), maxComputeWorkGroupCount.x), 1, 1); workgroup item "        \
     "id = head + heads*(chunk + ceil(seq/64)*batch), grid-strided by gl_NumWorkGroups.x"
+#define CM_DOC WY_DOC "; 8 subgroups of 32 on bf16 cooperative matrices"
 #define DK_DOC "groups = (min(ceil(batch*seq*kv_heads*dk / local_size_x), maxComputeWorkGroupCount.x), 1, 1), grid-strided"
 
 /* Multiply-adds of one chunk and head: dA (64 x 64 x (K + V)), A^T dw and
@@ -141,10 +160,10 @@ static const struct kv_stage_def stages[] = {
     [S_WY] = {.name = "wy", .subgroup = KV_SPIRV(wy_sh), .fallback = KV_SPIRV(wy_sh), .n_bindings = 11,
               .bindings = {T_K, T_V, T_BETA, T_G, T_A, T_DW, T_DU, T_DKH, T_DV, T_DB, T_DG},
               .push_size = sizeof(struct push), .push_doc = PUSH_DOC, .dispatch_doc = WY_DOC, .launch = launch_wy,
-              .active = not_ab, .needs = KV_NEED_STORAGE16, .flops = wy_flops},
+              .active = is_fma, .needs = KV_NEED_STORAGE16, .flops = wy_flops},
     [S_DK] = {.name = "dk", .subgroup = KV_SPIRV(dk_sh), .fallback = KV_SPIRV(dk_sh), .n_bindings = 2,
               .bindings = {T_DKH, T_DK}, .push_size = sizeof(struct push), .push_doc = PUSH_DOC,
-              .dispatch_doc = DK_DOC, .launch = launch_dk, .active = not_ab, .needs = KV_NEED_STORAGE16,
+              .dispatch_doc = DK_DOC, .launch = launch_dk, .active = is_fma, .needs = KV_NEED_STORAGE16,
               .flops = dk_flops},
     [S_WY_AB] = {.name = "wy_ab", .subgroup = KV_SPIRV(wy_ab), .fallback = KV_SPIRV(wy_ab), .n_bindings = 11,
                  .bindings = {T_K, T_V, T_BETA, T_G, T_A16, T_DW, T_DU, T_DKH_AB, T_DV_AB, T_DB_AB, T_DG_AB},
@@ -154,6 +173,16 @@ static const struct kv_stage_def stages[] = {
     [S_DK_AB] = {.name = "dk_ab", .subgroup = KV_SPIRV(dk_sh), .fallback = KV_SPIRV(dk_sh), .n_bindings = 2,
                  .bindings = {T_DKH_AB, T_DK_AB}, .push_size = sizeof(struct push), .push_doc = PUSH_DOC,
                  .dispatch_doc = DK_DOC, .launch = launch_dk, .active = is_ab, .needs = KV_NEED_STORAGE16,
+                 .flops = dk_flops, .source = "gdn_wy_bwd_dk.comp"},
+    [S_WY_CM] = {.name = "wy_cm", .subgroup = KV_SPIRV(wy_cm), .fallback = KV_SPIRV(wy_cm), .n_bindings = 11,
+                 .bindings = {T_K, T_V, T_BETA, T_G, T_A16, T_DW, T_DU, T_DKH_CM, T_DV_CM, T_DB_CM, T_DG_CM},
+                 .push_size = sizeof(struct push), .push_doc = PUSH_DOC, .dispatch_doc = CM_DOC,
+                 .launch = launch_wy, .active = is_cm, .needs = KV_NEED_STORAGE16 | KV_NEED_COOPMAT_BF16,
+                 .flops = wy_flops, .flops_f16 = 1, .source = "gdn_wy_bwd_wy.comp",
+                 .source_defines = KV_SHADER_BF16CM},
+    [S_DK_CM] = {.name = "dk_cm", .subgroup = KV_SPIRV(dk_sh), .fallback = KV_SPIRV(dk_sh), .n_bindings = 2,
+                 .bindings = {T_DKH_CM, T_DK_CM}, .push_size = sizeof(struct push), .push_doc = PUSH_DOC,
+                 .dispatch_doc = DK_DOC, .launch = launch_dk, .active = is_cm, .needs = KV_NEED_STORAGE16,
                  .flops = dk_flops, .source = "gdn_wy_bwd_dk.comp"},
 };
 
@@ -180,7 +209,7 @@ static const enum kv_gdn_dist dist_of[] = {[D_REALISTIC] = KV_GDN_REALISTIC, [D_
 static enum kv_status inputs(struct kv_case *c)
 {
     const struct dims d = dims_of(c);
-    const int ta = is_ab(c) ? T_A16 : T_A;
+    const int ta = a16(c) ? T_A16 : T_A;
     const struct kv_gdn_inputs in = {d.B, d.T, d.H, d.Hg, d.K, d.V, c->seed, dist_of[c->p[P_DIST].c], 0,
                                      c->t[T_K].data, c->t[T_V].data, c->t[T_BETA].data, c->t[T_G].data, &c->t[ta]};
     kv_gdn_make_inputs(&in, c->note, sizeof c->note);
@@ -206,7 +235,7 @@ struct chunk_work {
     struct kv_gdn_spec o;
 };
 
-static struct chunk_work *work_new(const struct dims *d, int a_bf16)
+static struct chunk_work *work_new(const struct dims *d, int a_bf16, double u_acc)
 {
     struct chunk_work *w = calloc(1, sizeof *w);
     const size_t D = (size_t)(d->K > d->V ? d->K : d->V), nK = BT * (size_t)d->K, nV = BT * (size_t)d->V;
@@ -216,7 +245,7 @@ static struct chunk_work *work_new(const struct dims *d, int a_bf16)
     w->scratch = p, p += 8 * BT * BT + 6 * BT * D;
     w->dk = p, p += nK, w->dk_S = p, p += nK, w->dk_sl = p, p += nK, w->ex_dk = p, p += nK;
     w->dv = p, p += nV, w->dv_S = p, p += nV, w->ex_dv = p;
-    w->o = (struct kv_gdn_spec){1, a_bf16, w->dk, w->dk_S, w->dk_sl, w->dv, w->dv_S,
+    w->o = (struct kv_gdn_spec){1, a_bf16, u_acc, w->dk, w->dk_S, w->dk_sl, w->dv, w->dv_S,
                                 w->db, w->db_S, w->db_sl, w->dg, w->dg_S, w->dg_sl, 0};
     return w;
 }
@@ -232,7 +261,7 @@ static void gather(const struct kv_case *c, const struct dims *d, struct chunk_w
                    int64_t h)
 {
     const int64_t t0 = ch * BT, n = d->T - t0 < BT ? d->T - t0 : BT, kh = h / d->ratio;
-    const struct kv_tensor *A = &c->t[is_ab(c) ? T_A16 : T_A];
+    const struct kv_tensor *A = &c->t[a16(c) ? T_A16 : T_A];
     for (int64_t i = 0; i < n; i++) {
         const int64_t r = (b * d->T + t0 + i) * d->H + h, kr = (b * d->T + t0 + i) * d->Hg + kh;
         w->beta[i] = ((const float *)c->t[T_BETA].data)[r], w->g[i] = ((const float *)c->t[T_G].data)[r];
@@ -282,7 +311,7 @@ static size_t scatter(struct kv_case *c, const struct dims *d, const struct chun
  * unrounded), an f32 sum of ratio terms. Its chained run adds up the device's
  * own dk_head, each within its allowed error of the oracle's unrounded value:
  * that error and the rounding's go to slack_chain. */
-static void sum_heads(struct kv_case *c, const struct dims *d)
+static void sum_heads(struct kv_case *c, const struct dims *d, double u_acc)
 {
     const int tk = out_of(c, T_DKH), to = out_of(c, T_DK);
     const int64_t n = d->B * d->T * d->Hg * d->K;
@@ -294,7 +323,7 @@ static void sum_heads(struct kv_case *c, const struct dims *d)
             const int64_t i = first + r * d->K;
             double yi = c->y[tk][i], fed = c->exact ? yi : kv_bf16_to_f32(kv_f32_to_bf16((float)yi));
             y += fed, S += fabs(fed);
-            chain += (8 * sqrt(BT) + 3) * 0x1p-24 * c->S[tk][i] + 0.5 * kv_ulp(KV_BF16, yi) + c->slack[tk][i] + fabs(fed - yi);
+            chain += (8 * sqrt(BT) + 3) * u_acc * c->S[tk][i] + 0.5 * kv_ulp(KV_BF16, yi) + c->slack[tk][i] + fabs(fed - yi);
         }
         c->y[to][e] = y, c->S[to][e] = S, c->slack_chain[to][e] = chain;
     }
@@ -327,9 +356,11 @@ static enum kv_status oracle(struct kv_case *c)
     KV_TRY_RET(alloc_allow(c, &c->slack_chain[to], to));
     size_t ambiguous = 0;
     int failed = 0;
+    /* the tensor cores' f32 accumulation truncates: u = 2^-23 there */
+    const double ua = is_cm(c) ? 0x1p-23 : 0x1p-24;
 #pragma omp parallel reduction(+ : ambiguous) reduction(| : failed)
     {
-        struct chunk_work *w = work_new(&d, is_ab(c));
+        struct chunk_work *w = work_new(&d, a16(c), ua);
         failed |= !w;
 #pragma omp for schedule(dynamic)
         for (int64_t item = 0; item < d.B * d.NT * d.H; item++) {
@@ -346,11 +377,11 @@ static enum kv_status oracle(struct kv_case *c)
         work_free(w);
     }
     if (failed) return kv_error(KV_EDEVICE, "out of host memory for the oracle");
-    sum_heads(c, &d);
+    sum_heads(c, &d, ua);
     c->ambiguous[tk] = ambiguous;
     const double u = 0x1p-24, K = (double)d.K;
-    c->bound[tk] = (struct kv_bound){.n = BT, .k_op = 3, .u_acc = u, .rho = 1};
-    c->bound[out_of(c, T_DV)] = (struct kv_bound){.n = BT, .k_op = 1, .u_acc = u, .rho = 1};
+    c->bound[tk] = (struct kv_bound){.n = BT, .k_op = 3, .u_acc = ua, .rho = 1};
+    c->bound[out_of(c, T_DV)] = (struct kv_bound){.n = BT, .k_op = 1, .u_acc = ua, .rho = 1};
     c->bound[tb] = (struct kv_bound){.n = 2 * K + (double)d.V, .k_op = 2, .u_acc = u, .rho = 1};
     c->bound[tg] = (struct kv_bound){.n = K + 2 * BT, .k_op = 2, .u_acc = u, .rho = 1};
     c->bound[to] = (struct kv_bound){.n = (double)d.ratio, .k_op = 0, .u_acc = u, .rho = 1};

@@ -1,0 +1,339 @@
+// gdn-wy-bwd stage wy on bf16 cooperative matrices (tensor cores), included
+// by gdn_wy_bwd_wy.comp when built with KV_BF16CM. It computes the a-bf16
+// spec (A in bf16; dA and dA A^T cast to bf16), where every product has bf16
+// operands: exact on the tensor cores, accumulated in f32. It is written
+// against NV cooperative matrices of float16_t, which Debian 12's glslang
+// compiles; the build rewrites the module to KHR cooperative matrices of
+// bfloat16 (src/spirv/spirv_khr.h), so every float16_t below is a bfloat16.
+// A workgroup of NSG subgroups takes (batch, head, chunk) items, grid-strided.
+// Shared memory holds the chunk's A (bf16 rows), a 64-column block of the
+// pass's X (dw, du or k) and of its staged partner Y (bf16(k bg), bf16(v
+// beta), bf16(k beta)), and a work matrix (dA, then U) as bf16 rows; T
+// (dA A^T) takes X's place. Of every 64 x 64 product, subgroup sg computes
+// the 16 x 16 blocks of row block rt = sg % 4 and column blocks cb0 ..
+// cb0 + CT - 1, and only those of them that can be non-zero: dA, U and M
+// (k k^T) are kept strictly lower (column block <= row block), and the
+// products with the triangular dA and U skip their zero blocks. Each block
+// goes through the subgroup's 16 x 16 f32 block in shared memory, where lane
+// l takes row l / 2, columns 8 (l % 2) .. +8: so the lane holds one row's
+// dbeta and dg partials throughout, and writes (and in pass 2 reads back)
+// the same outputs in both passes.
+#extension GL_NV_cooperative_matrix : require
+#extension GL_EXT_control_flow_attributes : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#define NSG 8u         // subgroups per workgroup
+#define NI (32u * NSG) // invocations
+#define CT (16u / NSG) // column blocks per subgroup
+layout(local_size_x = NI) in;
+
+// 16-byte views of the bf16 tensors, used where the row width is a multiple of 8.
+layout(std430, binding = 0) readonly buffer K8 { uvec4 k8[]; };
+layout(std430, binding = 1) readonly buffer V8 { uvec4 v8[]; };
+layout(std430, binding = 4) readonly buffer A8 { uvec4 a8[]; };
+layout(std430, binding = 5) readonly buffer DW8 { uvec4 dw8[]; };
+layout(std430, binding = 6) readonly buffer DU8 { uvec4 du8[]; };
+layout(std430, binding = 7) buffer DKH8 { uvec4 dkh8[]; };
+layout(std430, binding = 8) writeonly buffer DV8 { uvec4 dv8[]; };
+
+#define ROWQ 9u // uvec4 per shared row: 8 of data (64 bf16) and one of padding
+shared uvec4 a_s[BT * ROWQ]; // A[m][i]
+shared uvec4 x_s[BT * ROWQ]; // X block; then T
+shared uvec4 y_s[BT * ROWQ]; // Y block
+shared uvec4 w_s[BT * ROWQ]; // dA; then U
+shared float o_s[NSG * 256u]; // per subgroup one 16 x 16 block; at the end the row partials
+shared float cs_s[4u * BT];  // dg's column sums of U * M, per row block
+
+#define OPM fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
+#define ACCM fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
+
+float lo16(uint w) { return uintBitsToFloat(w << 16); }
+float hi16(uint w) { return uintBitsToFloat(w & 0xffff0000u); }
+float half8(uvec4 w, uint k) { return k % 2u == 0u ? lo16(w[k / 2u]) : hi16(w[k / 2u]); }
+
+// Element (row r, column c) of the pass's X: dw, du or k.
+uint x_at(uint which, uint r, uint c)
+{
+    return which == 0u ? uint(dw[vrow(r) * p.dk + c]) : which == 1u ? uint(du[vrow(r) * p.dv + c]) : uint(k[krow(r) + c]);
+}
+
+// The X and Y blocks of rows 0..63, columns col0 .. col0 + 63 (zeros past nv
+// and D): 16-byte words where D % 8 == 0, else one value at a time.
+void load_xy(uint col0, uint which)
+{
+    const uint D = which == 1u ? p.dv : p.dk;
+    for (uint e = gl_LocalInvocationID.x; e < BT * 8u; e += NI) {
+        uint j = e / 8u, q = e % 8u, col = col0 + 8u * q;
+        uvec4 xw = uvec4(0u), yw = uvec4(0u);
+        if (j < nv && col < D) {
+            uint R = vrow(j);
+            float f = which == 0u ? beta[R] * exp(g[R]) : beta[R];
+            uvec4 src = uvec4(0u); // Y's source: k, v, k
+            if (D % 8u == 0u) {
+                uint xo = (which == 2u ? krow(j) : R * D) + col;
+                xw = which == 0u ? dw8[xo / 8u] : which == 1u ? du8[xo / 8u] : k8[xo / 8u];
+                src = which == 0u ? k8[(krow(j) + col) / 8u] : which == 1u ? v8[xo / 8u] : xw;
+            } else {
+                for (uint c = 0u; c < 8u && col + c < D; c++) {
+                    uint sv = which == 1u ? uint(v[R * D + col + c]) : uint(k[krow(j) + col + c]);
+                    xw[c / 2u] |= x_at(which, j, col + c) << (16u * (c % 2u));
+                    src[c / 2u] |= sv << (16u * (c % 2u));
+                }
+            }
+            for (uint c = 0u; c < 8u; c++) yw[c / 2u] |= bf16_bits(half8(src, c) * f) << (16u * (c % 2u));
+        }
+        x_s[j * ROWQ + q] = xw;
+        y_s[j * ROWQ + q] = yw;
+    }
+}
+
+// The lane's 8 values of the subgroup's last stored block.
+void read8(uint sg, uint lane, out float x[8])
+{
+    subgroupMemoryBarrierShared();
+    subgroupBarrier();
+    uint e = sg * 256u + 16u * (lane / 2u) + 8u * (lane % 2u);
+    [[unroll]] for (uint c = 0u; c < 8u; c++) x[c] = o_s[e + c];
+    subgroupBarrier();
+}
+
+// 8 bf16 bits, packed low half first.
+uvec4 pack8(float x[8])
+{
+    uvec4 w;
+    [[unroll]] for (uint c = 0u; c < 4u; c++) w[c] = bf16_bits(x[2u * c]) | (bf16_bits(x[2u * c + 1u]) << 16);
+    return w;
+}
+
+void main()
+{
+    const uint lid = gl_LocalInvocationID.x, sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
+    const uint rt = sg % 4u, cb0 = (sg / 4u) * CT, i = 16u * rt + lane / 2u, half_ = lane % 2u;
+    const uint nt = (p.seq + BT - 1u) / BT, items = p.batch * p.heads * nt;
+    for (uint id = gl_WorkGroupID.x; id < items; id += gl_NumWorkGroups.x) {
+        h = id % p.heads, b = id / (nt * p.heads), kh = h / (p.heads / p.kv_heads);
+        t0 = ((id / p.heads) % nt) * BT, nv = min(BT, p.seq - t0);
+        for (uint e = lid; e < BT * 8u; e += NI) { // A, zero past nv in rows and columns
+            uint m = e / 8u, q = e % 8u;
+            uvec4 a = m < nv ? a8[vrow(m) * 8u + q] : uvec4(0u);
+            for (uint c = 0u; c < 8u; c++)
+                if (8u * q + c >= nv) a[c / 2u] &= c % 2u == 0u ? 0xffff0000u : 0xffffu;
+            a_s[m * ROWQ + q] = a;
+        }
+        const float be = i < nv ? beta[vrow(i)] : 0.0, ge = i < nv ? exp(g[vrow(i)]) : 0.0, bg = be * ge;
+        float db = 0.0, dgp = 0.0, rs = 0.0;
+        ACCM dA[CT];
+        [[unroll]] for (uint ct = 0u; ct < CT; ct++) dA[ct] = ACCM(0.0);
+        for (uint pass = 0u; pass < 2u; pass++) {
+            const uint D = pass == 0u ? p.dk : p.dv;
+            for (uint col0 = 0u; col0 < D; col0 += 64u) {
+                barrier();
+                load_xy(col0, pass);
+                barrier();
+                // dA += X Y^T; P = A^T X.
+                ACCM P[CT];
+                [[unroll]] for (uint ct = 0u; ct < CT; ct++) P[ct] = ACCM(0.0);
+                [[unroll]] for (uint kk = 0u; kk < 4u; kk++) {
+                    OPM xa, at;
+                    coopMatLoadNV(xa, x_s, 16u * rt * ROWQ + 2u * kk, ROWQ, false);
+                    coopMatLoadNV(at, a_s, 16u * kk * ROWQ + 2u * rt, ROWQ, true);
+                    [[unroll]] for (uint ct = 0u; ct < CT; ct++) {
+                        const uint cb = cb0 + ct;
+                        OPM yb, xb;
+                        if (cb <= rt) {
+                            coopMatLoadNV(yb, y_s, 16u * cb * ROWQ + 2u * kk, ROWQ, true);
+                            dA[ct] = coopMatMulAddNV(xa, yb, dA[ct]);
+                        }
+                        coopMatLoadNV(xb, x_s, 16u * kk * ROWQ + 2u * cb, ROWQ, false);
+                        P[ct] = coopMatMulAddNV(at, xb, P[ct]);
+                    }
+                }
+                [[unroll]] for (uint ct = 0u; ct < CT; ct++) {
+                    const uint col = col0 + 16u * (cb0 + ct) + 8u * half_;
+                    float x[8];
+                    coopMatStoreNV(P[ct], o_s, sg * 256u, 16u, false);
+                    read8(sg, lane, x);
+                    if (i >= nv || col >= D) continue;
+                    const uint o = vrow(i) * D + col;
+                    float y[8];
+                    uvec4 src = uvec4(0u); // k (pass K) or v of the lane's 8 outputs
+                    if (D % 8u == 0u) {
+                        src = pass == 0u ? k8[(krow(i) + col) / 8u] : v8[o / 8u];
+                    } else {
+                        for (uint c = 0u; c < 8u && col + c < D; c++)
+                            src[c / 2u] |= (pass == 0u ? uint(k[krow(i) + col + c]) : uint(v[o + c])) << (16u * (c % 2u));
+                    }
+                    [[unroll]] for (uint c = 0u; c < 8u; c++) {
+                        float s = half8(src, c);
+                        if (pass == 0u) {
+                            y[c] = x[c] * bg;
+                            db += x[c] * s * ge;
+                            dgp += x[c] * (s * bg);
+                        } else {
+                            y[c] = x[c] * be;
+                            db += x[c] * s;
+                        }
+                    }
+                    if (D % 8u == 0u) {
+                        if (pass == 0u) dkh8[o / 8u] = pack8(y); else dv8[o / 8u] = pack8(y);
+                    } else {
+                        for (uint c = 0u; c < 8u && col + c < D; c++)
+                            if (pass == 0u) dkh[o + c] = uint16_t(bf16_bits(y[c])); else dvo[o + c] = uint16_t(bf16_bits(y[c]));
+                    }
+                }
+            }
+        }
+        barrier();
+        // dA strictly lower, to bf16, into w_s (rows past nv are 0: X stages as 0 there).
+        [[unroll]] for (uint ct = 0u; ct < CT; ct++) {
+            const uint cb = cb0 + ct;
+            float x[8] = float[8](0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
+            if (cb <= rt) {
+                coopMatStoreNV(dA[ct], o_s, sg * 256u, 16u, false);
+                read8(sg, lane, x);
+            }
+            [[unroll]] for (uint c = 0u; c < 8u; c++) x[c] = cb <= rt && 16u * cb + 8u * half_ + c < i ? x[c] : 0.0;
+            w_s[i * ROWQ + 2u * cb + half_] = pack8(x);
+        }
+        barrier();
+        // T = bf16(dA A^T), into x_s: dA's row block rt is zero past column block rt.
+        [[unroll]] for (uint ct = 0u; ct < CT; ct++) {
+            const uint cb = cb0 + ct;
+            ACCM T = ACCM(0.0);
+            [[unroll]] for (uint kk = 0u; kk < 4u; kk++) {
+                if (kk > rt) continue;
+                OPM da, a;
+                coopMatLoadNV(da, w_s, 16u * rt * ROWQ + 2u * kk, ROWQ, false);
+                coopMatLoadNV(a, a_s, 16u * cb * ROWQ + 2u * kk, ROWQ, true);
+                T = coopMatMulAddNV(da, a, T);
+            }
+            float x[8];
+            coopMatStoreNV(T, o_s, sg * 256u, 16u, false);
+            read8(sg, lane, x);
+            x_s[i * ROWQ + 2u * cb + half_] = pack8(x);
+        }
+        barrier();
+        // U = bf16(-(A^T T) exp(g_i - g_j)), strictly lower, into w_s.
+        [[unroll]] for (uint ct = 0u; ct < CT; ct++) {
+            const uint cb = cb0 + ct;
+            float x[8] = float[8](0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
+            if (cb <= rt) {
+                ACCM U = ACCM(0.0);
+                [[unroll]] for (uint kk = 0u; kk < 4u; kk++) {
+                    OPM at, t;
+                    coopMatLoadNV(at, a_s, 16u * kk * ROWQ + 2u * rt, ROWQ, true);
+                    coopMatLoadNV(t, x_s, 16u * kk * ROWQ + 2u * cb, ROWQ, false);
+                    U = coopMatMulAddNV(at, t, U);
+                }
+                coopMatStoreNV(U, o_s, sg * 256u, 16u, false);
+                read8(sg, lane, x);
+            }
+            [[unroll]] for (uint c = 0u; c < 8u; c++) {
+                uint j = 16u * cb + 8u * half_ + c;
+                // (the gate's guard keeps g's reads within the chunk)
+                float gate = i < nv && j < nv ? exp(g[vrow(i)] - g[vrow(j)]) : 0.0;
+                x[c] = cb <= rt && j < i ? bf16_round(-(x[c] * gate)) : 0.0;
+            }
+            w_s[i * ROWQ + 2u * cb + half_] = pack8(x);
+        }
+        // Pass 2 over K: M = k k^T (lower blocks, kept), dkb = U k, t = U^T bf16(k beta).
+        ACCM M[CT];
+        [[unroll]] for (uint ct = 0u; ct < CT; ct++) M[ct] = ACCM(0.0);
+        for (uint col0 = 0u; col0 < p.dk; col0 += 64u) {
+            barrier();
+            load_xy(col0, 2u);
+            barrier();
+            [[unroll]] for (uint kk = 0u; kk < 4u; kk++) {
+                OPM xa;
+                coopMatLoadNV(xa, x_s, 16u * rt * ROWQ + 2u * kk, ROWQ, false);
+                [[unroll]] for (uint ct = 0u; ct < CT; ct++) {
+                    const uint cb = cb0 + ct;
+                    if (cb > rt) continue;
+                    OPM xb;
+                    coopMatLoadNV(xb, x_s, 16u * cb * ROWQ + 2u * kk, ROWQ, true);
+                    M[ct] = coopMatMulAddNV(xa, xb, M[ct]);
+                }
+            }
+            [[unroll]] for (uint ct = 0u; ct < CT; ct++) {
+                const uint cb = cb0 + ct, col = col0 + 16u * cb + 8u * half_;
+                ACCM dkb = ACCM(0.0), t = ACCM(0.0);
+                [[unroll]] for (uint kk = 0u; kk < 4u; kk++) {
+                    OPM u, kx, ut, kb;
+                    if (kk <= rt) { // U's row block rt is zero past column block rt
+                        coopMatLoadNV(u, w_s, 16u * rt * ROWQ + 2u * kk, ROWQ, false);
+                        coopMatLoadNV(kx, x_s, 16u * kk * ROWQ + 2u * cb, ROWQ, false);
+                        dkb = coopMatMulAddNV(u, kx, dkb);
+                    }
+                    if (kk >= rt) { // U^T's, before column block rt
+                        coopMatLoadNV(ut, w_s, 16u * kk * ROWQ + 2u * rt, ROWQ, true);
+                        coopMatLoadNV(kb, y_s, 16u * kk * ROWQ + 2u * cb, ROWQ, false);
+                        t = coopMatMulAddNV(ut, kb, t);
+                    }
+                }
+                float xd[8], xt[8];
+                coopMatStoreNV(dkb, o_s, sg * 256u, 16u, false);
+                read8(sg, lane, xd);
+                coopMatStoreNV(t, o_s, sg * 256u, 16u, false);
+                read8(sg, lane, xt);
+                if (i >= nv || col >= p.dk) continue;
+                const uint o = vrow(i) * p.dk + col;
+                const uvec4 kw = x_s[i * ROWQ + 2u * cb + half_];
+                uvec4 old = uvec4(0u);
+                if (p.dk % 8u == 0u) {
+                    old = dkh8[o / 8u];
+                } else {
+                    for (uint c = 0u; c < 8u && col + c < p.dk; c++) old[c / 2u] |= uint(dkh[o + c]) << (16u * (c % 2u));
+                }
+                float y[8];
+                [[unroll]] for (uint c = 0u; c < 8u; c++) {
+                    db += xd[c] * half8(kw, c);
+                    y[c] = xd[c] * be + xt[c] + half8(old, c);
+                }
+                if (p.dk % 8u == 0u) {
+                    dkh8[o / 8u] = pack8(y);
+                } else {
+                    for (uint c = 0u; c < 8u && col + c < p.dk; c++) dkh[o + c] = uint16_t(bf16_bits(y[c]));
+                }
+            }
+        }
+        // dg's U * M (beta_i): the lane's row sum, and each block's column sums by lanes 0..15.
+        [[unroll]] for (uint ct = 0u; ct < CT; ct++) {
+            const uint cb = cb0 + ct;
+            float cs = 0.0;
+            if (cb <= rt) {
+                float x[8];
+                coopMatStoreNV(M[ct], o_s, sg * 256u, 16u, false);
+                read8(sg, lane, x);
+                const uvec4 uw = w_s[i * ROWQ + 2u * cb + half_];
+                [[unroll]] for (uint c = 0u; c < 8u; c++) {
+                    x[c] = half8(uw, c) * (x[c] * be);
+                    rs += x[c];
+                }
+                const uint e = sg * 256u + 16u * (lane / 2u) + 8u * half_;
+                [[unroll]] for (uint c = 0u; c < 8u; c++) o_s[e + c] = x[c];
+                subgroupMemoryBarrierShared();
+                subgroupBarrier();
+                if (lane < 16u)
+                    for (uint r = 0u; r < 16u; r++) cs += o_s[sg * 256u + 16u * r + lane];
+                subgroupBarrier();
+            }
+            if (lane < 16u) cs_s[rt * BT + 16u * cb + lane] = cs;
+        }
+        barrier();
+        // The row partials: 2 lanes in each of NSG / 4 subgroups per row.
+        const uint np = NSG / 2u, slot = (sg / 4u) * 2u + half_;
+        o_s[slot * BT + i] = db;
+        o_s[(np + slot) * BT + i] = dgp;
+        o_s[(2u * np + slot) * BT + i] = rs;
+        barrier();
+        if (lid < nv) {
+            float sb = 0.0, sg_ = 0.0, sr = 0.0, sc = 0.0;
+            for (uint x = 0u; x < np; x++)
+                sb += o_s[x * BT + lid], sg_ += o_s[(np + x) * BT + lid], sr += o_s[(2u * np + x) * BT + lid];
+            for (uint x = 0u; x < 4u; x++) sc += cs_s[x * BT + lid];
+            dbeta[vrow(lid)] = sb;
+            dg[vrow(lid)] = sg_ + (sr - sc);
+        }
+    }
+}
