@@ -23,9 +23,12 @@
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#ifndef NSG
 #define NSG 8u         // subgroups per workgroup
+#endif
 #define NI (32u * NSG) // invocations
 #define CT (16u / NSG) // column blocks per subgroup
+#define ROUNDS (512u / NI) // 16-byte words of a 64 x 64 bf16 block per invocation
 layout(local_size_x = NI) in;
 
 // 16-byte views of the bf16 tensors, used where the row width is a multiple of 8.
@@ -44,6 +47,7 @@ shared uvec4 y_s[BT * ROWQ]; // Y block
 shared uvec4 w_s[BT * ROWQ]; // dA; then U
 shared float o_s[NSG * 256u]; // per subgroup one 16 x 16 block; at the end the row partials
 shared float cs_s[4u * BT];  // dg's column sums of U * M, per row block
+shared vec2 bg_s[BT];        // the rows' (beta, g)
 
 #define OPM fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
 #define ACCM fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
@@ -59,33 +63,63 @@ uint x_at(uint which, uint r, uint c)
 }
 
 // The X and Y blocks of rows 0..63, columns col0 .. col0 + 63 (zeros past nv
-// and D): 16-byte words where D % 8 == 0, else one value at a time.
-void load_xy(uint col0, uint which)
+// and D). Where D % 8 == 0, fetch_xy issues the loads of the invocation's
+// 16-byte words (X, Y's source k or v, and the row's factor) and put_xy
+// stages them; otherwise put_xy loads one value at a time.
+struct xy_words {
+    uvec4 x[ROUNDS], src[ROUNDS];
+    float f[ROUNDS];
+};
+
+uint xy_width(uint which) { return which == 1u ? p.dv : p.dk; }
+
+void fetch_xy(uint col0, uint which, out xy_words w)
 {
-    const uint D = which == 1u ? p.dv : p.dk;
-    for (uint e = gl_LocalInvocationID.x; e < BT * 8u; e += NI) {
-        uint j = e / 8u, q = e % 8u, col = col0 + 8u * q;
-        uvec4 xw = uvec4(0u), yw = uvec4(0u);
-        if (j < nv && col < D) {
+    const uint D = xy_width(which);
+    [[unroll]] for (uint r = 0u; r < ROUNDS; r++) {
+        uint e = gl_LocalInvocationID.x + NI * r, j = e / 8u, col = col0 + 8u * (e % 8u);
+        w.x[r] = w.src[r] = uvec4(0u), w.f[r] = 0.0;
+        if (D % 8u != 0u || j >= nv || col >= D) continue;
+        uint R = vrow(j), xo = (which == 2u ? krow(j) : R * D) + col;
+        w.x[r] = which == 0u ? dw8[xo / 8u] : which == 1u ? du8[xo / 8u] : k8[xo / 8u];
+        w.src[r] = which == 0u ? k8[(krow(j) + col) / 8u] : which == 1u ? v8[xo / 8u] : w.x[r];
+        w.f[r] = which == 0u ? bg_s[j].x * exp(bg_s[j].y) : bg_s[j].x;
+    }
+}
+
+void put_xy(uint col0, uint which, xy_words w)
+{
+    const uint D = xy_width(which);
+    [[unroll]] for (uint r = 0u; r < ROUNDS; r++) {
+        uint e = gl_LocalInvocationID.x + NI * r, j = e / 8u, q = e % 8u, col = col0 + 8u * q;
+        uvec4 xw = w.x[r], src = w.src[r], yw = uvec4(0u);
+        float f = w.f[r];
+        if (D % 8u != 0u && j < nv && col < D) {
             uint R = vrow(j);
-            float f = which == 0u ? beta[R] * exp(g[R]) : beta[R];
-            uvec4 src = uvec4(0u); // Y's source: k, v, k
-            if (D % 8u == 0u) {
-                uint xo = (which == 2u ? krow(j) : R * D) + col;
-                xw = which == 0u ? dw8[xo / 8u] : which == 1u ? du8[xo / 8u] : k8[xo / 8u];
-                src = which == 0u ? k8[(krow(j) + col) / 8u] : which == 1u ? v8[xo / 8u] : xw;
-            } else {
-                for (uint c = 0u; c < 8u && col + c < D; c++) {
-                    uint sv = which == 1u ? uint(v[R * D + col + c]) : uint(k[krow(j) + col + c]);
-                    xw[c / 2u] |= x_at(which, j, col + c) << (16u * (c % 2u));
-                    src[c / 2u] |= sv << (16u * (c % 2u));
-                }
+            f = which == 0u ? bg_s[j].x * exp(bg_s[j].y) : bg_s[j].x;
+            for (uint c = 0u; c < 8u && col + c < D; c++) {
+                uint sv = which == 1u ? uint(v[R * D + col + c]) : uint(k[krow(j) + col + c]);
+                xw[c / 2u] |= x_at(which, j, col + c) << (16u * (c % 2u));
+                src[c / 2u] |= sv << (16u * (c % 2u));
             }
-            for (uint c = 0u; c < 8u; c++) yw[c / 2u] |= bf16_bits(half8(src, c) * f) << (16u * (c % 2u));
         }
+        for (uint c = 0u; c < 8u && col + c < D; c++) yw[c / 2u] |= bf16_bits(half8(src, c) * f) << (16u * (c % 2u));
         x_s[j * ROWQ + q] = xw;
         y_s[j * ROWQ + q] = yw;
     }
+}
+
+// The 8 bf16 of row i from column col of the pass's own input (k in pass K,
+// v in pass V) or of dk_head; zeros past D.
+uvec4 row_words(uint which, uint i, uint col, uint D)
+{
+    uvec4 w = uvec4(0u);
+    if (i >= nv || col >= D) return w;
+    uint o = which == 0u ? krow(i) + col : vrow(i) * D + col;
+    if (D % 8u == 0u) return which == 0u ? k8[o / 8u] : which == 1u ? v8[o / 8u] : dkh8[o / 8u];
+    for (uint c = 0u; c < 8u && col + c < D; c++)
+        w[c / 2u] |= (which == 0u ? uint(k[o + c]) : which == 1u ? uint(v[o + c]) : uint(dkh[o + c])) << (16u * (c % 2u));
+    return w;
 }
 
 // The lane's 8 values of the subgroup's last stored block.
@@ -121,51 +155,48 @@ void main()
                 if (8u * q + c >= nv) a[c / 2u] &= c % 2u == 0u ? 0xffff0000u : 0xffffu;
             a_s[m * ROWQ + q] = a;
         }
+        if (lid < BT) bg_s[lid] = lid < nv ? vec2(beta[vrow(lid)], g[vrow(lid)]) : vec2(0.0);
         const float be = i < nv ? beta[vrow(i)] : 0.0, ge = i < nv ? exp(g[vrow(i)]) : 0.0, bg = be * ge;
         float db = 0.0, dgp = 0.0, rs = 0.0;
         ACCM dA[CT];
         [[unroll]] for (uint ct = 0u; ct < CT; ct++) dA[ct] = ACCM(0.0);
-        for (uint pass = 0u; pass < 2u; pass++) {
-            const uint D = pass == 0u ? p.dk : p.dv;
-            for (uint col0 = 0u; col0 < D; col0 += 64u) {
+        // Passes K and V, block by block.
+        const uint nk = (p.dk + 63u) / 64u, nb = nk + (p.dv + 63u) / 64u;
+        for (uint blk = 0u; blk < nb; blk++) {
+            const uint pass = blk < nk ? 0u : 1u, col0 = 64u * (blk - pass * nk), D = xy_width(pass);
+            {
+                xy_words xw;
                 barrier();
-                load_xy(col0, pass);
+                fetch_xy(col0, pass, xw);
+                put_xy(col0, pass, xw);
                 barrier();
-                // dA += X Y^T; P = A^T X.
-                ACCM P[CT];
-                [[unroll]] for (uint ct = 0u; ct < CT; ct++) P[ct] = ACCM(0.0);
-                [[unroll]] for (uint kk = 0u; kk < 4u; kk++) {
-                    OPM xa, at;
-                    coopMatLoadNV(xa, x_s, 16u * rt * ROWQ + 2u * kk, ROWQ, false);
-                    coopMatLoadNV(at, a_s, 16u * kk * ROWQ + 2u * rt, ROWQ, true);
-                    [[unroll]] for (uint ct = 0u; ct < CT; ct++) {
-                        const uint cb = cb0 + ct;
-                        OPM yb, xb;
-                        if (cb <= rt) {
+                [[unroll]] for (uint ct = 0u; ct < CT; ct++) {
+                    // dA += X Y^T; P = A^T X.
+                    const uint cb = cb0 + ct, col = col0 + 16u * cb + 8u * half_;
+                    ACCM P = ACCM(0.0);
+                    [[unroll]] for (uint kk = 0u; kk < 4u; kk++) {
+                        OPM at, xb;
+                        coopMatLoadNV(at, a_s, 16u * kk * ROWQ + 2u * rt, ROWQ, true);
+                        coopMatLoadNV(xb, x_s, 16u * kk * ROWQ + 2u * cb, ROWQ, false);
+                        P = coopMatMulAddNV(at, xb, P);
+                    }
+                    if (cb <= rt) {
+                        [[unroll]] for (uint kk = 0u; kk < 4u; kk++) {
+                            OPM xa, yb;
+                            coopMatLoadNV(xa, x_s, 16u * rt * ROWQ + 2u * kk, ROWQ, false);
                             coopMatLoadNV(yb, y_s, 16u * cb * ROWQ + 2u * kk, ROWQ, true);
                             dA[ct] = coopMatMulAddNV(xa, yb, dA[ct]);
                         }
-                        coopMatLoadNV(xb, x_s, 16u * kk * ROWQ + 2u * cb, ROWQ, false);
-                        P[ct] = coopMatMulAddNV(at, xb, P[ct]);
                     }
-                }
-                [[unroll]] for (uint ct = 0u; ct < CT; ct++) {
-                    const uint col = col0 + 16u * (cb0 + ct) + 8u * half_;
+                    const uvec4 es = row_words(pass, i, col, D); // k (pass K) or v of the lane's outputs
                     float x[8];
-                    coopMatStoreNV(P[ct], o_s, sg * 256u, 16u, false);
+                    coopMatStoreNV(P, o_s, sg * 256u, 16u, false);
                     read8(sg, lane, x);
                     if (i >= nv || col >= D) continue;
                     const uint o = vrow(i) * D + col;
                     float y[8];
-                    uvec4 src = uvec4(0u); // k (pass K) or v of the lane's 8 outputs
-                    if (D % 8u == 0u) {
-                        src = pass == 0u ? k8[(krow(i) + col) / 8u] : v8[o / 8u];
-                    } else {
-                        for (uint c = 0u; c < 8u && col + c < D; c++)
-                            src[c / 2u] |= (pass == 0u ? uint(k[krow(i) + col + c]) : uint(v[o + c])) << (16u * (c % 2u));
-                    }
                     [[unroll]] for (uint c = 0u; c < 8u; c++) {
-                        float s = half8(src, c);
+                        float s = half8(es, c);
                         if (pass == 0u) {
                             y[c] = x[c] * bg;
                             db += x[c] * s * ge;
@@ -232,7 +263,7 @@ void main()
             [[unroll]] for (uint c = 0u; c < 8u; c++) {
                 uint j = 16u * cb + 8u * half_ + c;
                 // (the gate's guard keeps g's reads within the chunk)
-                float gate = i < nv && j < nv ? exp(g[vrow(i)] - g[vrow(j)]) : 0.0;
+                float gate = i < nv && j < nv ? exp(bg_s[i].y - bg_s[j].y) : 0.0;
                 x[c] = cb <= rt && j < i ? bf16_round(-(x[c] * gate)) : 0.0;
             }
             w_s[i * ROWQ + 2u * cb + half_] = pack8(x);
@@ -241,9 +272,13 @@ void main()
         ACCM M[CT];
         [[unroll]] for (uint ct = 0u; ct < CT; ct++) M[ct] = ACCM(0.0);
         for (uint col0 = 0u; col0 < p.dk; col0 += 64u) {
+            xy_words xw;
             barrier();
-            load_xy(col0, 2u);
+            fetch_xy(col0, 2u, xw);
+            put_xy(col0, 2u, xw);
             barrier();
+            uvec4 old[CT]; // the lane's dk_head words of pass 1
+            [[unroll]] for (uint ct = 0u; ct < CT; ct++) old[ct] = row_words(2u, i, col0 + 16u * (cb0 + ct) + 8u * half_, p.dk);
             [[unroll]] for (uint kk = 0u; kk < 4u; kk++) {
                 OPM xa;
                 coopMatLoadNV(xa, x_s, 16u * rt * ROWQ + 2u * kk, ROWQ, false);
@@ -279,16 +314,10 @@ void main()
                 if (i >= nv || col >= p.dk) continue;
                 const uint o = vrow(i) * p.dk + col;
                 const uvec4 kw = x_s[i * ROWQ + 2u * cb + half_];
-                uvec4 old = uvec4(0u);
-                if (p.dk % 8u == 0u) {
-                    old = dkh8[o / 8u];
-                } else {
-                    for (uint c = 0u; c < 8u && col + c < p.dk; c++) old[c / 2u] |= uint(dkh[o + c]) << (16u * (c % 2u));
-                }
                 float y[8];
                 [[unroll]] for (uint c = 0u; c < 8u; c++) {
                     db += xd[c] * half8(kw, c);
-                    y[c] = xd[c] * be + xt[c] + half8(old, c);
+                    y[c] = xd[c] * be + xt[c] + half8(old[ct], c);
                 }
                 if (p.dk % 8u == 0u) {
                     dkh8[o / 8u] = pack8(y);
