@@ -54,6 +54,27 @@ for variant in fma a-bf16; do
   expect_exit 0 "$KV" gdn-wy-bwd --variant $variant --inputs "$d/inputs" "${c[@]}" --no-device
   [ "$(grep -c ' pass  (candidate)' "$TMP/out")" = 5 ] || fail "$variant: 5 candidates not judged"
 done
+# bf16-coopmat's spec is a-bf16's with the tensor cores' u = 2^-23 for its
+# accumulations: a-bf16's device outputs are judged against it with no device
+# (which needs no cooperative matrices), and pass.
+d=$(ls -d "$TMP/s-a-bf16"/gdn-wy-bwd_*)
+c=()
+for o in dk_head dv dbeta dg dk; do c+=(--candidate "$o=$d/device/$o.npy"); done
+expect_exit 0 "$KV" gdn-wy-bwd --variant bf16-coopmat --inputs "$d/inputs" "${c[@]}" --no-device
+[ "$(grep -c ' pass  (candidate)' "$TMP/out")" = 5 ] || fail "bf16-coopmat: 5 candidates not judged"
+grep -q 'variant=bf16-coopmat' "$TMP/out" || fail "bf16-coopmat: the case does not name its variant"
+expect_error 3 "A is f32, expected bf16" "$KV" gdn-wy-bwd --variant bf16-coopmat --inputs "$(ls -d "$TMP/s-fma"/gdn-wy-bwd_*)/inputs" "${J[@]}"
+# On the device, bf16-coopmat runs where KHR cooperative matrices of bfloat16
+# are (16x16x16 into f32, 32-wide subgroups) and is skipped, exit 77 with the
+# reason, elsewhere; where it runs, its sweep passes.
+run "$KV" gdn-wy-bwd --sweep --seeds 1 --variant bf16-coopmat
+if "$KV" devices | awk 'NR == 2' | grep -q llvmpipe; then
+  [ "$RC" = 77 ] || fail "bf16-coopmat on lavapipe: exit $RC, expected 77 (skipped)"
+  grep -q 'skipped: gdn-wy-bwd: stage wy_cm needs VK_KHR_cooperative_matrix and VK_KHR_shader_bfloat16' "$TMP/out" ||
+    fail "no reason for the skip"
+else
+  [ "$RC" = 0 ] || fail "bf16-coopmat: exit $RC"
+fi
 python3 -c 'import sys; h = open(sys.argv[1], "rb").read(128); assert b"<u2" in h, h' \
   "$(ls -d "$TMP"/s-a-bf16/gdn-wy-bwd_*)/inputs/A.npy" || fail "A not saved as bf16 words"
 # A candidate that is wrong in one element fails, by name.
@@ -73,7 +94,7 @@ expect_error 2 "--seq: 0 is out of range" "$KV" gdn-wy-bwd --seq 0 "${J[@]}"
 expect_error 2 "--dv: 0 is out of range" "$KV" gdn-wy-bwd --dv 0 "${J[@]}"
 expect_error 2 "more than 2\^31-1 elements" "$KV" gdn-wy-bwd --batch 4096 --seq 1048576 "${J[@]}"
 expect_error 2 "--dist: 'nonfinite' is not one of" "$KV" gdn-wy-bwd --dist nonfinite "${J[@]}"
-expect_error 2 "--variant: 'bf16-coopmat' is not one of fma\|a-bf16" "$KV" gdn-wy-bwd --variant bf16-coopmat "${J[@]}"
+expect_error 2 "--variant: 'f16' is not one of fma\|a-bf16\|bf16-coopmat" "$KV" gdn-wy-bwd --variant f16 "${J[@]}"
 mkdir -p "$TMP/bad" && cp "$d"/inputs/* "$TMP/bad/" && cp "$d/inputs/du.npy" "$TMP/bad/dw.npy"
 expect_error 3 "dw has shape \[2, 65, 4, 8\], expected \[2, 65, 4, 16\]" "$KV" gdn-wy-bwd --inputs "$TMP/bad" "${J[@]}"
 rm "$TMP/bad/du.npy"

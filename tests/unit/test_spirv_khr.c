@@ -1,4 +1,4 @@
-/* kv-spvkhr's rewrite (spirv_khr.h): the gdn-wu bf16-coopmat modules as glslc
+/* kv-spvkhr's rewrite (spirv_khr.h): the gdn bf16-coopmat modules as glslc
  * compiles them (NV float16 matrices) must come out as KHR bfloat16 matrices
  * whose every multiply-add takes an A, a B and an accumulator, with no NV
  * instruction left; modules it cannot rewrite safely are refused. */
@@ -100,8 +100,9 @@ static struct facts inspect(const uint32_t *m, size_t n)
 static void gdn_modules_become_khr_bf16(void **s)
 {
     (void)s;
-    const char *names[] = {KV_SPIRV_DIR "/gdn_wu_u.cm.spv", KV_SPIRV_DIR "/gdn_wu_w.cm.spv"};
-    for (int k = 0; k < 2; k++) {
+    const char *names[] = {KV_SPIRV_DIR "/gdn_wu_u.cm.spv", KV_SPIRV_DIR "/gdn_wu_w.cm.spv",
+                           KV_SPIRV_DIR "/gdn_wy_bwd_wy.cm.spv"};
+    for (int k = 0; k < 3; k++) {
         size_t n, n_out;
         uint32_t *in = slurp_spv(names[k], &n), *out;
         char err[256];
