@@ -8,22 +8,36 @@
 // A workgroup of NSG subgroups takes (batch, head, chunk) items, grid-strided.
 // Shared memory holds the chunk's A (bf16 rows), a 64-column block of the
 // pass's X (dw, du or k) and of its staged partner Y (bf16(k bg), bf16(v
-// beta), bf16(k beta)), and a work matrix (dA, then U) as bf16 rows; T
-// (dA A^T) takes X's place. Of every 64 x 64 product, subgroup sg computes
-// the 16 x 16 blocks of row block rt = sg % 4 and column blocks cb0 ..
-// cb0 + CT - 1, and only those of them that can be non-zero: dA, U and M
-// (k k^T) are kept strictly lower (column block <= row block), and the
+// beta), bf16(k beta)), and a work matrix as bf16 rows: in passes K and V
+// Y's source (k or v, for the epilogues), then dA, then U; T (dA A^T) takes
+// X's place. The loads of each block are issued before the products of the
+// one before and staged after them. Of every 64 x 64 product, subgroup sg
+// computes the 16 x 16 blocks of row block rt = sg % 4 and column blocks
+// cb0 .. cb0 + CT - 1, and only those of them that can be non-zero: dA, U
+// and M (k k^T) are kept strictly lower (column block <= row block), and the
 // products with the triangular dA and U skip their zero blocks. Each block
 // goes through the subgroup's 16 x 16 f32 block in shared memory, where lane
 // l takes row l / 2, columns 8 (l % 2) .. +8: so the lane holds one row's
 // dbeta and dg partials throughout, and writes (and in pass 2 reads back)
 // the same outputs in both passes.
-// Measured on an H100 at B8 T4096 H16/4 K=V=128: 0.98 ms, 115 registers (2
-// workgroups per SM). Removing parts (timing only): passes K and V 0.52 ms
-// (their epilogues 0.09), dA -> T -> U 0.18, pass 2 0.23. No faster: the
-// next block's loads in flight during the products (1.03); 4 subgroups (208
-// registers, 1.77); spills read as contiguous words (1.01); skipping A's
-// zero blocks where A is triangular (0.97).
+// Measured on an H100 at B8 T4096 H16/4 K=V=128 (the KV_ALIGNED8 build):
+// 0.81 ms, 123 registers, 46.6 KB of shared memory (2 workgroups per SM).
+// What it took, from 0.98 ms: the aligned build alone (its code and
+// registers only: 0.95), the loads in flight during the products (0.86),
+// Y and U rounded as packed pairs, U once (0.83). Clock stamps per phase
+// (GL_ARB_shader_clock) showed the loads of a block waiting about 4000
+// cycles before, and the products 3000. Learnt on the way: (1) a shared
+// block beside the work matrix (a second buffer, 65 KB or more per
+// workgroup) gives 1 workgroup per SM here and 1.25 ms, as if the driver
+// kept the carveout near 100 KB; (2) a load that hits L1 waits for an
+// earlier miss, so every global read of an epilogue (k, v) must come from
+// shared memory, or be issued before the prefetch (pass 2's dk_head); (3)
+// both builds in one module need 154 registers (1.17 ms), hence two
+// modules; (4) float16_t conversions (bfloat16 here) truncate on the H100,
+// also under RoundingModeRTE 16 or FPRoundingMode RTE: they would give
+// 0.72 ms, and fail the sweep. No faster before: 4 subgroups (208
+// registers, 1.77); spills read as contiguous words; skipping A's zero
+// blocks where A is triangular (0.97, and it would turn 0*inf into 0).
 #extension GL_NV_cooperative_matrix : require
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -50,7 +64,7 @@ layout(std430, binding = 8) writeonly buffer DV8 { uvec4 dv8[]; };
 shared uvec4 a_s[BT * ROWQ]; // A[m][i]
 shared uvec4 x_s[BT * ROWQ]; // X block; then T
 shared uvec4 y_s[BT * ROWQ]; // Y block
-shared uvec4 w_s[BT * ROWQ]; // dA; then U
+shared uvec4 w_s[BT * ROWQ]; // Y's source (k in pass K, v in pass V) for the epilogues; then dA; then U
 shared float o_s[NSG * 256u]; // per subgroup one 16 x 16 block; at the end the row partials
 shared float cs_s[4u * BT];  // dg's column sums of U * M, per row block
 shared vec2 bg_s[BT];        // the rows' (beta, g)
@@ -61,6 +75,11 @@ shared vec2 bg_s[BT];        // the rows' (beta, g)
 float lo16(uint w) { return uintBitsToFloat(w << 16); }
 float hi16(uint w) { return uintBitsToFloat(w & 0xffff0000u); }
 float half8(uvec4 w, uint k) { return k % 2u == 0u ? lo16(w[k / 2u]) : hi16(w[k / 2u]); }
+
+// Two floats to bf16 (round to nearest even), packed low half first. (Not
+// through float16_t, which the build makes bfloat16: the H100's conversion
+// truncates, also with RoundingModeRTE or FPRoundingMode, and the sweep fails.)
+uint pack2(float a, float b) { return bf16_bits(a) | (bf16_bits(b) << 16); }
 
 // Element (row r, column c) of the pass's X: dw, du or k.
 uint x_at(uint which, uint r, uint c)
@@ -74,55 +93,61 @@ uint x_at(uint which, uint r, uint c)
 // stages them; otherwise put_xy loads one value at a time.
 struct xy_words {
     uvec4 x[ROUNDS], src[ROUNDS];
-    float f[ROUNDS];
 };
 
 uint xy_width(uint which) { return which == 1u ? p.dv : p.dk; }
 
-void fetch_xy(uint col0, uint which, out xy_words w)
+// The item's blocks in order: pass K's nk, pass V's, pass 2's nk again.
+uint nk, nb;
+uint blk_which(uint blk) { return blk < nk ? 0u : blk < nb ? 1u : 2u; }
+uint blk_col0(uint blk) { return 64u * (blk < nk ? blk : blk < nb ? blk - nk : blk - nb); }
+
+void fetch_xy(uint blk, out xy_words w, bool al)
 {
-    const uint D = xy_width(which);
+    const uint which = blk_which(blk), col0 = blk_col0(blk), D = xy_width(which);
     [[unroll]] for (uint r = 0u; r < ROUNDS; r++) {
         uint e = gl_LocalInvocationID.x + NI * r, j = e / 8u, col = col0 + 8u * (e % 8u);
-        w.x[r] = w.src[r] = uvec4(0u), w.f[r] = 0.0;
-        if (D % 8u != 0u || j >= nv || col >= D) continue;
+        w.x[r] = w.src[r] = uvec4(0u);
+        if (!al || j >= nv || col >= D) continue;
         uint R = vrow(j), xo = (which == 2u ? krow(j) : R * D) + col;
         w.x[r] = which == 0u ? dw8[xo / 8u] : which == 1u ? du8[xo / 8u] : k8[xo / 8u];
-        w.src[r] = which == 0u ? k8[(krow(j) + col) / 8u] : which == 1u ? v8[xo / 8u] : w.x[r];
-        w.f[r] = which == 0u ? bg_s[j].x * exp(bg_s[j].y) : bg_s[j].x;
+        if (which != 2u) w.src[r] = which == 0u ? k8[(krow(j) + col) / 8u] : v8[xo / 8u];
     }
 }
 
-void put_xy(uint col0, uint which, xy_words w)
+void put_xy(uint blk, xy_words w, bool al)
 {
-    const uint D = xy_width(which);
+    const uint which = blk_which(blk), col0 = blk_col0(blk), D = xy_width(which);
     [[unroll]] for (uint r = 0u; r < ROUNDS; r++) {
         uint e = gl_LocalInvocationID.x + NI * r, j = e / 8u, q = e % 8u, col = col0 + 8u * q;
-        uvec4 xw = w.x[r], src = w.src[r], yw = uvec4(0u);
-        float f = w.f[r];
-        if (D % 8u != 0u && j < nv && col < D) {
+        uvec4 xw = w.x[r], src = which == 2u ? w.x[r] : w.src[r], yw = uvec4(0u);
+        float f = which == 0u ? bg_s[j].x * exp(bg_s[j].y) : bg_s[j].x;
+        if (!al && j < nv && col < D) {
             uint R = vrow(j);
-            f = which == 0u ? bg_s[j].x * exp(bg_s[j].y) : bg_s[j].x;
             for (uint c = 0u; c < 8u && col + c < D; c++) {
                 uint sv = which == 1u ? uint(v[R * D + col + c]) : uint(k[krow(j) + col + c]);
                 xw[c / 2u] |= x_at(which, j, col + c) << (16u * (c % 2u));
                 src[c / 2u] |= sv << (16u * (c % 2u));
             }
         }
-        for (uint c = 0u; c < 8u && col + c < D; c++) yw[c / 2u] |= bf16_bits(half8(src, c) * f) << (16u * (c % 2u));
+        [[unroll]] for (uint c = 0u; c < 4u; c++) { // (zeros past D, also where f is not finite)
+            yw[c] = pack2(half8(src, 2u * c) * f, half8(src, 2u * c + 1u) * f);
+            yw[c] &= col + 2u * c < D ? (col + 2u * c + 1u < D ? 0xffffffffu : 0xffffu) : 0u;
+        }
         x_s[j * ROWQ + q] = xw;
         y_s[j * ROWQ + q] = yw;
+        if (which != 2u) w_s[j * ROWQ + q] = src;
     }
 }
 
 // The 8 bf16 of row i from column col of the pass's own input (k in pass K,
 // v in pass V) or of dk_head; zeros past D.
-uvec4 row_words(uint which, uint i, uint col, uint D)
+uvec4 row_words(uint which, uint i, uint col, uint D, bool al)
 {
     uvec4 w = uvec4(0u);
     if (i >= nv || col >= D) return w;
     uint o = which == 0u ? krow(i) + col : vrow(i) * D + col;
-    if (D % 8u == 0u) return which == 0u ? k8[o / 8u] : which == 1u ? v8[o / 8u] : dkh8[o / 8u];
+    if (al) return which == 0u ? k8[o / 8u] : which == 1u ? v8[o / 8u] : dkh8[o / 8u];
     for (uint c = 0u; c < 8u && col + c < D; c++)
         w[c / 2u] |= (which == 0u ? uint(k[o + c]) : which == 1u ? uint(v[o + c]) : uint(dkh[o + c])) << (16u * (c % 2u));
     return w;
@@ -142,11 +167,15 @@ void read8(uint sg, uint lane, out float x[8])
 uvec4 pack8(float x[8])
 {
     uvec4 w;
-    [[unroll]] for (uint c = 0u; c < 4u; c++) w[c] = bf16_bits(x[2u * c]) | (bf16_bits(x[2u * c + 1u]) << 16);
+    [[unroll]] for (uint c = 0u; c < 4u; c++) w[c] = pack2(x[2u * c], x[2u * c + 1u]);
     return w;
 }
 
-void main()
+// The workgroup's (batch, head, chunk) items. al: K and V are multiples of
+// 8, so that every row is read and written in 16-byte words; main() calls
+// this twice, once with each constant, so that each copy holds only its own
+// paths (the aligned one runs faster for it: 0.98 -> 0.86 ms).
+void run_items(bool al)
 {
     const uint lid = gl_LocalInvocationID.x, sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
     const uint rt = sg % 4u, cb0 = (sg / 4u) * CT, i = 16u * rt + lane / 2u, half_ = lane % 2u;
@@ -166,15 +195,17 @@ void main()
         float db = 0.0, dgp = 0.0, rs = 0.0;
         ACCM dA[CT];
         [[unroll]] for (uint ct = 0u; ct < CT; ct++) dA[ct] = ACCM(0.0);
-        // Passes K and V, block by block.
-        const uint nk = (p.dk + 63u) / 64u, nb = nk + (p.dv + 63u) / 64u;
+        // Passes K and V, block by block; each block's loads are issued
+        // before the previous block's products, and staged after them.
+        nk = (p.dk + 63u) / 64u, nb = nk + (p.dv + 63u) / 64u;
+        xy_words xw;
+        fetch_xy(0u, xw, al);
+        barrier(); // bg_s
+        put_xy(0u, xw, al);
         for (uint blk = 0u; blk < nb; blk++) {
-            const uint pass = blk < nk ? 0u : 1u, col0 = 64u * (blk - pass * nk), D = xy_width(pass);
-            xy_words xw;
+            const uint pass = blk < nk ? 0u : 1u, col0 = blk_col0(blk), D = xy_width(pass);
             barrier();
-            fetch_xy(col0, pass, xw);
-            put_xy(col0, pass, xw);
-            barrier();
+            fetch_xy(blk + 1u, xw, al); // (nb + 1 blocks at least: pass 2's first is next to the last)
             [[unroll]] for (uint ct = 0u; ct < CT; ct++) {
                 // dA += X Y^T; P = A^T X.
                 const uint cb = cb0 + ct, col = col0 + 16u * cb + 8u * half_;
@@ -193,7 +224,7 @@ void main()
                         dA[ct] = coopMatMulAddNV(xa, yb, dA[ct]);
                     }
                 }
-                const uvec4 es = row_words(pass, i, col, D); // k (pass K) or v of the lane's outputs
+                const uvec4 es = w_s[i * ROWQ + 2u * cb + half_]; // k (pass K) or v of the lane's outputs
                 float x[8];
                 coopMatStoreNV(P, o_s, sg * 256u, 16u, false);
                 read8(sg, lane, x);
@@ -211,14 +242,20 @@ void main()
                         db += x[c] * s;
                     }
                 }
-                if (D % 8u == 0u) {
-                    if (pass == 0u) dkh8[o / 8u] = pack8(y); else dv8[o / 8u] = pack8(y);
+                const uvec4 yw = pack8(y);
+                if (al) {
+                    if (pass == 0u) dkh8[o / 8u] = yw; else dv8[o / 8u] = yw;
                 } else {
                     for (uint c = 0u; c < 8u && col + c < D; c++)
-                        if (pass == 0u) dkh[o + c] = uint16_t(bf16_bits(y[c])); else dvo[o + c] = uint16_t(bf16_bits(y[c]));
+                        if (pass == 0u) dkh[o + c] = uint16_t(yw[c / 2u] >> (16u * (c % 2u)));
+                        else dvo[o + c] = uint16_t(yw[c / 2u] >> (16u * (c % 2u)));
                 }
             }
-        }
+            if (blk + 1u < nb) {
+                barrier();
+                put_xy(blk + 1u, xw, al);
+            }
+        } // (pass 2's first block is staged after U)
         barrier();
         // dA strictly lower, to bf16, into w_s (rows past nv are 0: X stages as 0 there).
         [[unroll]] for (uint ct = 0u; ct < CT; ct++) {
@@ -268,21 +305,21 @@ void main()
                 uint j = 16u * cb + 8u * half_ + c;
                 // (the gate's guard keeps g's reads within the chunk)
                 float gate = i < nv && j < nv ? exp(bg_s[i].y - bg_s[j].y) : 0.0;
-                x[c] = cb <= rt && j < i ? bf16_round(-(x[c] * gate)) : 0.0;
+                x[c] = cb <= rt && j < i ? -(x[c] * gate) : 0.0; // (to bf16 in pack8)
             }
             w_s[i * ROWQ + 2u * cb + half_] = pack8(x);
         }
         // Pass 2 over K: M = k k^T (lower blocks, kept), dkb = U k, t = U^T bf16(k beta).
         ACCM M[CT];
         [[unroll]] for (uint ct = 0u; ct < CT; ct++) M[ct] = ACCM(0.0);
-        for (uint col0 = 0u; col0 < p.dk; col0 += 64u) {
-            xy_words xw;
+        barrier();
+        put_xy(nb, xw, al);
+        for (uint blk = nb; blk < nb + nk; blk++) {
+            const uint col0 = blk_col0(blk);
             barrier();
-            fetch_xy(col0, 2u, xw);
-            put_xy(col0, 2u, xw);
-            barrier();
-            uvec4 old[CT]; // the lane's dk_head words of pass 1
-            [[unroll]] for (uint ct = 0u; ct < CT; ct++) old[ct] = row_words(2u, i, col0 + 16u * (cb0 + ct) + 8u * half_, p.dk);
+            uvec4 old[CT]; // the lane's dk_head words of pass 1 (loaded before the prefetch, which they would wait for)
+            [[unroll]] for (uint ct = 0u; ct < CT; ct++) old[ct] = row_words(2u, i, col0 + 16u * (cb0 + ct) + 8u * half_, p.dk, al);
+            if (blk + 1u < nb + nk) fetch_xy(blk + 1u, xw, al);
             [[unroll]] for (uint kk = 0u; kk < 4u; kk++) {
                 OPM xa;
                 coopMatLoadNV(xa, x_s, 16u * rt * ROWQ + 2u * kk, ROWQ, false);
@@ -323,11 +360,16 @@ void main()
                     db += xd[c] * half8(kw, c);
                     y[c] = xd[c] * be + xt[c] + half8(old[ct], c);
                 }
-                if (p.dk % 8u == 0u) {
-                    dkh8[o / 8u] = pack8(y);
+                const uvec4 yw = pack8(y);
+                if (al) {
+                    dkh8[o / 8u] = yw;
                 } else {
-                    for (uint c = 0u; c < 8u && col + c < p.dk; c++) dkh[o + c] = uint16_t(bf16_bits(y[c]));
+                    for (uint c = 0u; c < 8u && col + c < p.dk; c++) dkh[o + c] = uint16_t(yw[c / 2u] >> (16u * (c % 2u)));
                 }
+            }
+            if (blk + 1u < nb + nk) {
+                barrier();
+                put_xy(blk + 1u, xw, al);
             }
         }
         // dg's U * M (beta_i): the lane's row sum, and each block's column sums by lanes 0..15.
@@ -369,4 +411,15 @@ void main()
             dg[vrow(lid)] = sg_ + (sr - sc);
         }
     }
+}
+
+void main()
+{
+#ifdef KV_ALIGNED8
+    // The build for K and V multiples of 8 (the runner's, for those cases);
+    // anything else leaves the outputs unwritten rather than wrong.
+    if (p.dk % 8u == 0u && p.dv % 8u == 0u) run_items(true);
+#else
+    if (p.dk % 8u == 0u && p.dv % 8u == 0u) run_items(true); else run_items(false);
+#endif
 }

@@ -39,6 +39,9 @@ static const uint32_t wy_ab[] =
 static const uint32_t wy_cm[] =
 #include "gdn_wy_bwd_wy.cm.h"
     ;
+static const uint32_t wy_cmal[] =
+#include "gdn_wy_bwd_wy.cmal.h"
+    ;
 static const uint32_t dk_sh[] =
 #include "gdn_wy_bwd_dk.sh.h"
     ;
@@ -72,6 +75,8 @@ static const struct kv_param_def params[] = {
 static int is_fma(const struct kv_case *c) { return c->p[P_VARIANT].c == V_FMA; }
 static int is_ab(const struct kv_case *c) { return c->p[P_VARIANT].c == V_AB; }
 static int is_cm(const struct kv_case *c) { return c->p[P_VARIANT].c == V_CM; }
+/* K and V multiples of 8: every row of k, v, dw, du, dk_head and dv is whole 16-byte words. */
+static int is_aligned8(const struct kv_case *c) { return c->p[P_K].i % 8 == 0 && c->p[P_V].i % 8 == 0; }
 /* A in bf16: a-bf16 and bf16-coopmat */
 static int a16(const struct kv_case *c) { return !is_fma(c); }
 
@@ -179,7 +184,7 @@ static const struct kv_stage_def stages[] = {
                  .push_size = sizeof(struct push), .push_doc = PUSH_DOC, .dispatch_doc = CM_DOC,
                  .launch = launch_wy, .active = is_cm, .needs = KV_NEED_STORAGE16 | KV_NEED_COOPMAT_BF16,
                  .flops = wy_flops, .flops_f16 = 1, .source = "gdn_wy_bwd_wy.comp",
-                 .source_defines = KV_SHADER_BF16CM},
+                 .source_defines = KV_SHADER_BF16CM, .aligned = KV_SPIRV(wy_cmal), .aligned_case = is_aligned8},
     [S_DK_CM] = {.name = "dk_cm", .subgroup = KV_SPIRV(dk_sh), .fallback = KV_SPIRV(dk_sh), .n_bindings = 2,
                  .bindings = {T_DKH_CM, T_DK_CM}, .push_size = sizeof(struct push), .push_doc = PUSH_DOC,
                  .dispatch_doc = DK_DOC, .launch = launch_dk, .active = is_cm, .needs = KV_NEED_STORAGE16,

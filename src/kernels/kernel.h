@@ -87,6 +87,13 @@ struct kv_stage_def {
      * KV_SUBGROUP and KV_INT8 (KV_SHADER_BF16CM, spirv/glsl.h). */
     const char *source;
     unsigned source_defines;
+    /* Optional build with KV_ALIGNED8: its paths for the cases where
+     * aligned_case holds only (rows of whole 16-byte words), so that its
+     * code and registers are those paths' alone. The runner uses it instead
+     * of the subgroup build for those cases when the stage runs its built-in
+     * shader; sources (mutants, the reversed stress runs) hold both paths. */
+    struct kv_spirv_blob aligned;
+    int (*aligned_case)(const struct kv_case *c);
     /* The launch rule cannot honour --max-groups (a fixed grid, no grid-stride
      * loop): the stage runs uncapped, and list --abi says so. */
     int fixed_grid;

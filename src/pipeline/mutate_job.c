@@ -176,6 +176,7 @@ static void process(struct kv_mut_job *j, struct worker_state *w, long idx, stru
         struct kv_runner r = w->base;
         memset(&r.pipe[s], 0, sizeof r.pipe[s]);
         memset(&r.rev[s], 0, sizeof r.rev[s]);
+        memset(&r.alt[s], 0, sizeof r.alt[s]); /* the mutant runs every case, aligned ones too */
         struct kv_run_opts o = j->job.o.run;
         o.src_env[s] = &env, o.src_name[s] = ms->names[0], o.src_words[s] = words, o.src_bytes[s] = bytes;
         if (kv_runner_stage(&r, s, &o) != KV_OK) {

@@ -275,8 +275,7 @@ enum kv_status kv_plan_run(struct kv_runner *r, struct kv_case *c, struct kv_pla
             unsigned char push[256] = {0};
             uint32_t groups[3];
             KV_TRY(stage_launch(r, c, p, s, pass, cap, bind, push, groups));
-            KV_TRY(kv_vk_batch_dispatch(&b, reversed && r->rev[s].pipeline ? &r->rev[s] : &r->pipe[s], bind, push,
-                                        groups));
+            KV_TRY(kv_vk_batch_dispatch(&b, kv_runner_pipe(r, c, s, reversed), bind, push, groups));
             kv_vk_batch_barrier(&b, KV_BARRIER_COMPUTE_TO_COMPUTE);
             if (pass == 0) stamp_before[s] = t_prev;
             t_prev = kv_vk_batch_stamp(&b);
@@ -319,7 +318,7 @@ static enum kv_status bench_batch(struct kv_runner *r, struct kv_case *c, struct
     KV_TRY(stage_launch(r, c, p, s, 0, cap, bind, push, groups));
     if (stamps) stamps[0] = kv_vk_batch_stamp(b);
     for (int i = 0; i < runs; i++) {
-        KV_TRY(kv_vk_batch_dispatch(b, &r->pipe[s], bind, push, groups));
+        KV_TRY(kv_vk_batch_dispatch(b, kv_runner_pipe(r, c, s, 0), bind, push, groups));
         kv_vk_batch_barrier(b, KV_BARRIER_COMPUTE_TO_COMPUTE);
         if (stamps) stamps[i + 1] = kv_vk_batch_stamp(b);
     }

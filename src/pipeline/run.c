@@ -227,7 +227,7 @@ static enum kv_status bench_stages(struct case_run *x)
         res->bench[s].ran = 1;
         res->bench[s].min_ms = mn[s], res->bench[s].median_ms = md[s], res->bench[s].bytes = bytes;
         res->bench[s].flops = sd->flops ? sd->flops(c) : 0;
-        res->bench[s].n_stats = kv_vk_pipeline_stats(x->r->d, &x->r->pipe[s], res->bench[s].stats, KV_BENCH_STATS);
+        res->bench[s].n_stats = kv_vk_pipeline_stats(x->r->d, kv_runner_pipe(x->r, c, s, 0), res->bench[s].stats, KV_BENCH_STATS);
     }
 cleanup:
     return st;

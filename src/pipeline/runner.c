@@ -152,6 +152,10 @@ enum kv_status kv_runner_stage(struct kv_runner *r, int s, const struct kv_run_o
              (unsigned long long)inv, d->info.max_invocations);
     memcpy(r->local[s], iface.local, sizeof iface.local);
     KV_TRY(stage_pipeline(r, s, what, words, bytes, &r->pipe[s]));
+    if (!user && !o->src_words[s] && sd->aligned.words && subgroup && !int8) {
+        snprintf(what, sizeof what, "built-in %s stage %s (aligned build)", k->name, sd->name);
+        KV_TRY(stage_pipeline(r, s, what, sd->aligned.words, sd->aligned.bytes, &r->alt[s]));
+    }
     free(user);
     user = NULL;
     if (o->stress) KV_TRY(reversed_pipeline(r, s, o, defines, what));
@@ -179,6 +183,17 @@ cleanup:
 void kv_runner_free(struct kv_runner *r)
 {
     if (!r->d) return;
-    for (int s = 0; s < KV_MAX_STAGES; s++) kv_vk_pipeline_destroy(r->d, &r->pipe[s]), kv_vk_pipeline_destroy(r->d, &r->rev[s]);
+    for (int s = 0; s < KV_MAX_STAGES; s++) {
+        kv_vk_pipeline_destroy(r->d, &r->pipe[s]);
+        kv_vk_pipeline_destroy(r->d, &r->rev[s]);
+        kv_vk_pipeline_destroy(r->d, &r->alt[s]);
+    }
     memset(r, 0, sizeof *r);
+}
+
+const struct kv_vk_pipeline *kv_runner_pipe(const struct kv_runner *r, const struct kv_case *c, int s, int reversed)
+{
+    if (reversed && r->rev[s].pipeline) return &r->rev[s];
+    if (r->alt[s].pipeline && r->k->stages[s].aligned_case && r->k->stages[s].aligned_case(c)) return &r->alt[s];
+    return &r->pipe[s];
 }

@@ -56,6 +56,7 @@ struct kv_runner {
     uint32_t local[KV_MAX_STAGES][3];
     char missing[KV_MAX_STAGES][512]; /* why a stage has no pipeline here (a device feature it needs), or "" */
     struct kv_vk_pipeline rev[KV_MAX_STAGES]; /* with o->stress: the stage with its subgroups reversed */
+    struct kv_vk_pipeline alt[KV_MAX_STAGES]; /* built-in stages' aligned build (kv_stage_def.aligned) */
     char rev_missing[KV_MAX_STAGES][160];     /* why a stage has no reversed pipeline, or "" */
     const struct kv_abi *abi[KV_MAX_STAGES];  /* --abi stages: their interface file */
     struct kv_vk_spec spec[KV_MAX_STAGES];    /* and its specialization constants */
@@ -73,6 +74,9 @@ void kv_runner_free(struct kv_runner *r);
 unsigned kv_stage_defines(const struct kv_vk_info *dev, const struct kv_stage_def *sd, const struct kv_run_opts *o);
 /* The device feature stage sd needs and dev lacks, as text, or NULL. */
 const char *kv_stage_lacks(const struct kv_vk_info *dev, const struct kv_stage_def *sd);
+/* The pipeline that runs stage s for case c: the reversed one where asked
+ * and built, else the aligned build where it holds for c, else the plain one. */
+const struct kv_vk_pipeline *kv_runner_pipe(const struct kv_runner *r, const struct kv_case *c, int s, int reversed);
 /* (Re)build stage s's pipelines of r (the plain one, and the reversed one
  * with o->stress) from o; kverify mutate swaps one stage of a runner this way. */
 enum kv_status kv_runner_stage(struct kv_runner *r, int s, const struct kv_run_opts *o);

@@ -91,6 +91,35 @@ static int index_module(struct mod *m)
  * value must come from a load (of a matrix, or of a B pointer) and go only to
  * B operands and B pointers; a B pointer must be a function variable used
  * only by loads and stores. */
+/* Whether word k (1-based after the opcode word) of an instruction of this
+ * opcode is a literal rather than an id, for the opcodes whose literals
+ * could equal an id of a B operand (a constant 2048 beside a %2048). */
+static bool literal_word(uint32_t op, uint32_t k)
+{
+    switch (op) {
+    case SpvOpSource: case SpvOpSourceExtension: case SpvOpName: case SpvOpMemberName: case SpvOpString:
+    case SpvOpLine: case SpvOpExtension: case SpvOpExtInstImport: case SpvOpMemoryModel: case SpvOpEntryPoint:
+    case SpvOpCapability: case SpvOpDecorate: case SpvOpMemberDecorate: case SpvOpTypeInt: case SpvOpTypeFloat:
+        return true; /* no B operand can be named here */
+    case SpvOpExecutionMode: return k >= 2;
+    case SpvOpTypeVector: return k >= 3;
+    case SpvOpConstant: case SpvOpSpecConstant: return k >= 3;
+    case SpvOpExtInst: return k == 4;
+    case SpvOpVectorShuffle: return k >= 5;
+    case SpvOpCompositeExtract: return k >= 4;
+    case SpvOpCompositeInsert: return k >= 5;
+    case SpvOpLoad: return k >= 4;
+    case SpvOpStore: case SpvOpCopyMemory: return k >= 3;
+    case SpvOpCooperativeMatrixLoadNV: return k >= 6;
+    case SpvOpCooperativeMatrixStoreNV: return k >= 5;
+    case SpvOpLoopMerge: return k >= 3;
+    case SpvOpSelectionMerge: return k >= 2;
+    case SpvOpBranchConditional: return k >= 4;
+    case SpvOpSwitch: return k >= 3 && (k - 3) % 2 == 0;
+    default: return false;
+    }
+}
+
 static int find_uses(struct mod *m)
 {
     for (size_t i = 5; i < m->n; i += len_of(m->w[i])) {
@@ -135,10 +164,9 @@ static int find_uses(struct mod *m)
     for (size_t i = 5; i < m->n; i += len_of(m->w[i])) {
         const uint32_t *in = m->w + i;
         uint32_t op = op_of(in[0]), len = len_of(in[0]);
-        if (op == SpvOpName || op == SpvOpDecorate) continue;
         for (uint32_t k = 1; k < len; k++) {
             uint32_t id = in[k];
-            if (id >= m->bound || m->def[id] == i || !(m->bval[id] || m->bptr[id])) continue;
+            if (literal_word(op, k) || id >= m->bound || m->def[id] == i || !(m->bval[id] || m->bptr[id])) continue;
             if (m->bval[id] && ((op == SpvOpCooperativeMatrixMulAddNV && k == 4) ||
                                 (op == SpvOpStore && k == 2 && in[1] < m->bound && m->bptr[in[1]])))
                 continue;

@@ -101,8 +101,8 @@ static void gdn_modules_become_khr_bf16(void **s)
 {
     (void)s;
     const char *names[] = {KV_SPIRV_DIR "/gdn_wu_u.cm.spv", KV_SPIRV_DIR "/gdn_wu_w.cm.spv",
-                           KV_SPIRV_DIR "/gdn_wy_bwd_wy.cm.spv"};
-    for (int k = 0; k < 3; k++) {
+                           KV_SPIRV_DIR "/gdn_wy_bwd_wy.cm.spv", KV_SPIRV_DIR "/gdn_wy_bwd_wy.cmal.spv"};
+    for (int k = 0; k < 4; k++) {
         size_t n, n_out;
         uint32_t *in = slurp_spv(names[k], &n), *out;
         char err[256];
@@ -158,6 +158,41 @@ static int rewrite_small(int kind, char *err)
     return r;
 }
 
+/* A B operand loaded from a function variable %13, beside a constant whose
+ * value is 13: the literal is no use of %13, and the module is rewritten
+ * (the B variable retyped to the B twin, the constant kept). */
+static void literals_are_not_ids(void **s)
+{
+    (void)s;
+    uint32_t w[80] = {0x07230203u, 0x00010500u, 0, 20, 0}, n = 5, *out = NULL;
+#define I(len, op) w[n++] = ((uint32_t)(len) << 16) | (op)
+    I(2, OP_CAPABILITY), w[n++] = 5357;
+    I(4, OP_TYPE_INT), w[n++] = 1, w[n++] = 32, w[n++] = 0;
+    I(4, OP_CONSTANT), w[n++] = 1, w[n++] = 2, w[n++] = 16;
+    I(4, OP_CONSTANT), w[n++] = 1, w[n++] = 3, w[n++] = 3;
+    I(4, OP_CONSTANT), w[n++] = 1, w[n++] = 15, w[n++] = 13; /* the value 13 */
+    I(3, OP_TYPE_FLOAT), w[n++] = 4, w[n++] = 16;
+    I(3, OP_TYPE_FLOAT), w[n++] = 8, w[n++] = 32;
+    I(6, OP_TYPE_CM_NV), w[n++] = 5, w[n++] = 4, w[n++] = 3, w[n++] = 2, w[n++] = 2;
+    I(6, OP_TYPE_CM_NV), w[n++] = 9, w[n++] = 8, w[n++] = 3, w[n++] = 2, w[n++] = 2;
+    I(4, 32), w[n++] = 12, w[n++] = 7, w[n++] = 5;  /* OpTypePointer Function %5 */
+    I(4, 59), w[n++] = 12, w[n++] = 13, w[n++] = 7; /* OpVariable %13 */
+    I(3, OP_UNDEF), w[n++] = 5, w[n++] = 6;
+    I(3, OP_UNDEF), w[n++] = 9, w[n++] = 10;
+    I(4, OP_LOAD), w[n++] = 5, w[n++] = 14, w[n++] = 13;
+    I(6, OP_MULADD_NV), w[n++] = 9, w[n++] = 11, w[n++] = 6, w[n++] = 14, w[n++] = 10;
+#undef I
+    size_t n_out = 0;
+    char err[256] = "";
+    assert_int_equal(kv_spirv_nv_to_khr(w, n, 1, &out, &n_out, err, sizeof err), 0);
+    int kept = 0;
+    for (size_t i = 5; i < n_out; i += out[i] >> 16)
+        kept += (out[i] & 0xffff) == OP_CONSTANT && out[i + 2] == 15 && out[i + 3] == 13;
+    assert_int_equal(kept, 1);
+    assert_int_equal(inspect(out, n_out).muladds, 1);
+    free(out);
+}
+
 static void unsafe_modules_are_refused(void **s)
 {
     (void)s;
@@ -182,6 +217,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(gdn_modules_become_khr_bf16),
+        cmocka_unit_test(literals_are_not_ids),
         cmocka_unit_test(unsafe_modules_are_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
