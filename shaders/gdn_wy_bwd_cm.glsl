@@ -140,16 +140,14 @@ void put_xy(uint blk, xy_words w, bool al)
     }
 }
 
-// The 8 bf16 of row i from column col of the pass's own input (k in pass K,
-// v in pass V) or of dk_head; zeros past D.
-uvec4 row_words(uint which, uint i, uint col, uint D, bool al)
+// The 8 bf16 of dk_head (pass 1's) in row i from column col; zeros past K.
+uvec4 dkh_words(uint i, uint col, bool al)
 {
     uvec4 w = uvec4(0u);
-    if (i >= nv || col >= D) return w;
-    uint o = which == 0u ? krow(i) + col : vrow(i) * D + col;
-    if (al) return which == 0u ? k8[o / 8u] : which == 1u ? v8[o / 8u] : dkh8[o / 8u];
-    for (uint c = 0u; c < 8u && col + c < D; c++)
-        w[c / 2u] |= (which == 0u ? uint(k[o + c]) : which == 1u ? uint(v[o + c]) : uint(dkh[o + c])) << (16u * (c % 2u));
+    if (i >= nv || col >= p.dk) return w;
+    const uint o = vrow(i) * p.dk + col;
+    if (al) return dkh8[o / 8u];
+    for (uint c = 0u; c < 8u && col + c < p.dk; c++) w[c / 2u] |= uint(dkh[o + c]) << (16u * (c % 2u));
     return w;
 }
 
@@ -318,7 +316,7 @@ void run_items(bool al)
             const uint col0 = blk_col0(blk);
             barrier();
             uvec4 old[CT]; // the lane's dk_head words of pass 1 (loaded before the prefetch, which they would wait for)
-            [[unroll]] for (uint ct = 0u; ct < CT; ct++) old[ct] = row_words(2u, i, col0 + 16u * (cb0 + ct) + 8u * half_, p.dk, al);
+            [[unroll]] for (uint ct = 0u; ct < CT; ct++) old[ct] = dkh_words(i, col0 + 16u * (cb0 + ct) + 8u * half_, al);
             if (blk + 1u < nb + nk) fetch_xy(blk + 1u, xw, al);
             [[unroll]] for (uint kk = 0u; kk < 4u; kk++) {
                 OPM xa;

@@ -402,6 +402,8 @@ static const char *const sweep[] = {
     "batch=1,seq=70,heads=2,kv-heads=2,dk=30,dv=33",
     "batch=1,seq=40,heads=2,kv-heads=1,dk=65,dv=17",
     "batch=1,seq=100,heads=2,kv-heads=2,dk=64,dv=64,dist=dense",
+    "batch=1,seq=128,heads=2,kv-heads=2,dk=192,dv=72",  /* two whole chunks; three K blocks */
+    "batch=1,seq=66,heads=2,kv-heads=1,dk=71,dv=65",    /* K % 8 == 7; V one past a block */
     NULL,
 };
 

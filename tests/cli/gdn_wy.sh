@@ -1,5 +1,5 @@
-# gdn-wy-bwd: the sweep (T = 1, 63, 64, 65, 130, 70, 40; GQA ratios 1, 2, 4; K and V
-# from 17 to 128, not multiples of 32; B = 2; a dense A) in both variants, both
+# gdn-wy-bwd: the sweep (T = 1, 63, 64, 65, 130, 70, 40, 128, 66; GQA ratios 1, 2, 4;
+# K and V from 17 to 192, not multiples of 32 or 8; B = 2; a dense A) in both variants, both
 # oracles, the conditioning note, the independent fixtures, the round trip through
 # files that judges another backend's outputs, and bad input.
 . "$(dirname "$0")/lib.bash"
@@ -18,9 +18,9 @@ assert o["dk_head"]["ambiguous"] > 0 and o["dv"]["ambiguous"] == 0
 assert all(x["pass"] for x in c["outputs"])
 PY
 expect_exit 0 "$KV" gdn-wy-bwd --sweep --seeds 1
-grep -q '^8 cases: 8 passed, 0 failed, 0 errors, 0 skipped' "$TMP/out" || fail "sweep: expected 8 passing cases"
+grep -q '^10 cases: 10 passed, 0 failed, 0 errors, 0 skipped' "$TMP/out" || fail "sweep: expected 10 passing cases"
 expect_exit 0 "$KV" gdn-wy-bwd --sweep --seeds 1 --variant a-bf16
-grep -q '^8 cases: 8 passed' "$TMP/out" || fail "a-bf16 sweep"
+grep -q '^10 cases: 10 passed' "$TMP/out" || fail "a-bf16 sweep"
 
 # --oracle both: the exact gradient (A recomputed from k, beta, g) beside, unjudged;
 # the casts cost more than the f32 accumulations.
