@@ -136,7 +136,8 @@ static void launch_dk(const struct kv_case *c, const uint32_t local[3], const ui
                       uint32_t groups[3])
 {
     set_push(c, push);
-    uint64_t n = (uint64_t)c->p[P_B].i * (uint64_t)c->p[P_T].i * (uint64_t)c->p[P_HG].i * (uint64_t)c->p[P_K].i;
+    uint64_t K = (uint64_t)c->p[P_K].i, w = K % 8 == 0 ? 8 : 1; /* columns per invocation */
+    uint64_t n = (uint64_t)c->p[P_B].i * (uint64_t)c->p[P_T].i * (uint64_t)c->p[P_HG].i * (K / w);
     groups[0] = kv_groups(n, local[0], max[0]);
     groups[1] = groups[2] = 1;
 }
@@ -146,7 +147,9 @@ static void launch_dk(const struct kv_case *c, const uint32_t local[3], const ui
     "groups = (min(batch*heads*ceil(seq/64), maxComputeWorkGroupCount.x), 1, 1); workgroup item "        \
     "id = head + heads*(chunk + ceil(seq/64)*batch), grid-strided by gl_NumWorkGroups.x"
 #define CM_DOC WY_DOC "; 8 subgroups of 32 on bf16 cooperative matrices"
-#define DK_DOC "groups = (min(ceil(batch*seq*kv_heads*dk / local_size_x), maxComputeWorkGroupCount.x), 1, 1), grid-strided"
+#define DK_DOC                                                                                             \
+    "groups = (min(ceil(batch*seq*kv_heads*dk / (w*local_size_x)), maxComputeWorkGroupCount.x), 1, 1), "  \
+    "grid-strided; w = 8 columns per invocation where dk % 8 == 0, else 1"
 
 /* Multiply-adds of one chunk and head: dA (64 x 64 x (K + V)), A^T dw and
  * A^T du, the two 64^3 products through A, and pass 2's k k^T, U k, U^T kb. */
