@@ -407,6 +407,8 @@ static const char *const sweep[] = {
     "batch=1,seq=100,heads=2,kv-heads=2,dk=64,dv=64,dist=dense",
     "batch=1,seq=128,heads=2,kv-heads=2,dk=192,dv=72",  /* two whole chunks; three K blocks */
     "batch=1,seq=66,heads=2,kv-heads=1,dk=71,dv=65",    /* K % 8 == 7; V one past a block */
+    "batch=1,seq=50,heads=4,kv-heads=2,dk=63,dv=16",    /* K % 8 == 7 but % 7 == % 9 == 0 (dk's width test) */
+    "batch=1,seq=20,heads=2,kv-heads=2,dk=64,dv=63",    /* K % 8 == 0 with V % 8 == 7 (the aligned build's test) */
     NULL,
 };
 

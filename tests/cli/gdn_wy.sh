@@ -18,9 +18,9 @@ assert o["dk_head"]["ambiguous"] > 0 and o["dv"]["ambiguous"] == 0
 assert all(x["pass"] for x in c["outputs"])
 PY
 expect_exit 0 "$KV" gdn-wy-bwd --sweep --seeds 1
-grep -q '^10 cases: 10 passed, 0 failed, 0 errors, 0 skipped' "$TMP/out" || fail "sweep: expected 10 passing cases"
+grep -q '^12 cases: 12 passed, 0 failed, 0 errors, 0 skipped' "$TMP/out" || fail "sweep: expected 12 passing cases"
 expect_exit 0 "$KV" gdn-wy-bwd --sweep --seeds 1 --variant a-bf16
-grep -q '^10 cases: 10 passed' "$TMP/out" || fail "a-bf16 sweep"
+grep -q '^12 cases: 12 passed' "$TMP/out" || fail "a-bf16 sweep"
 
 # --oracle both: the exact gradient (A recomputed from k, beta, g) beside, unjudged;
 # the casts cost more than the f32 accumulations.
