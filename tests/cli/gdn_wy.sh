@@ -1,5 +1,6 @@
-# gdn-wy-bwd: the sweep (T = 1, 63, 64, 65, 130, 70, 40, 128, 66; GQA ratios 1, 2, 4;
-# K and V from 17 to 192, not multiples of 32 or 8; B = 2; a dense A) in both variants, both
+# gdn-wy-bwd: the sweep (T = 1, 63, 64, 65, 130, 70, 40, 128, 66, 50, 20; GQA ratios 1, 2, 4;
+# K and V from 16 to 192, not multiples of 32 or 8 (K = 63: % 7 == % 9 == 0; V = 63 with
+# K = 64); B = 2; a dense A) in both variants, both
 # oracles, the conditioning note, the independent fixtures, the round trip through
 # files that judges another backend's outputs, and bad input.
 . "$(dirname "$0")/lib.bash"
