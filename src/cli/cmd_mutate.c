@@ -22,6 +22,8 @@ static void usage(FILE *f)
                "runs) on each, and prints the mutation score and every surviving mutant.\n\n"
                "  --stage NAME                 mutate only this stage (repeatable) [default: every stage]\n"
                "  --shader STAGE=FILE          mutate your .comp for STAGE instead of the built-in one\n"
+               "  --lines [FILE:]A..B          only the mutants on lines A..B (of FILE: a shader or an\n"
+               "                               include, by name) (repeatable) [default: every line]\n"
                "  --operators LIST             comma-separated operators [default: all]:\n");
     for (int i = 0; i < kv_mutate_n_ops; i++) fprintf(f, "                                 %-8s %s\n",
                                                       kv_mutate_ops[i].name, kv_mutate_ops[i].doc);
@@ -40,6 +42,16 @@ static void usage(FILE *f)
                "exit: 0 done, 1 score below --min-score, 2 usage, 3 a shader that cannot be read or\n"
                "compiled, 4 device error, 77 no device\n");
 }
+
+/* --lines: at most this many ranges. */
+#define MAX_LINES 8
+struct line_sel {
+    int n;
+    struct {
+        char file[128]; /* empty: any file */
+        long a, b;
+    } r[MAX_LINES];
+};
 
 static const char *const STATUS[] = {"pending", "killed", "survived", "equivalent", "stillborn", "killed (hang)",
                                      "skipped", "lost"};
@@ -62,8 +74,62 @@ cleanup:
     return st;
 }
 
+/* --lines [FILE:]A..B: one more range of lines. */
+static enum kv_status lines_option(const char *arg, struct line_sel *sel)
+{
+    enum kv_status st = KV_OK;
+    KV_CHECK(sel->n < MAX_LINES, KV_EUSAGE, "--lines: at most %d ranges", MAX_LINES);
+    const char *colon = strrchr(arg, ':'), *range = colon ? colon + 1 : arg;
+    size_t flen = colon ? (size_t)(colon - arg) : 0;
+    KV_CHECK(!colon || (flen > 0 && flen < sizeof sel->r[0].file), KV_EUSAGE,
+             "--lines: expected [FILE:]A..B, got '%s' (a file name of 1 to 127 characters)", arg);
+    long a, b;
+    int used = 0;
+    KV_CHECK(sscanf(range, "%ld..%ld%n", &a, &b, &used) == 2 && range[used] == '\0' && range[0] != '-' && a >= 1 &&
+                 a <= b && b <= 1000000,
+             KV_EUSAGE, "--lines: expected [FILE:]A..B with 1 <= A <= B, got '%s'", arg);
+    memcpy(sel->r[sel->n].file, arg, flen);
+    sel->r[sel->n].file[flen] = '\0';
+    sel->r[sel->n].a = a, sel->r[sel->n].b = b;
+    sel->n++;
+cleanup:
+    return st;
+}
+
+/* Whether --lines keeps a mutant on line of file name (its path or base name). */
+static int line_kept(const struct line_sel *sel, const char *name, int line)
+{
+    if (!sel->n) return 1;
+    const char *base = strrchr(name, '/');
+    base = base ? base + 1 : name;
+    for (int i = 0; i < sel->n; i++)
+        if ((!sel->r[i].file[0] || !strcmp(sel->r[i].file, name) || !strcmp(sel->r[i].file, base)) &&
+            line >= sel->r[i].a && line <= sel->r[i].b)
+            return 1;
+    return 0;
+}
+
+/* Drops the mutants --lines leaves out; each stage's run stays contiguous. */
+static enum kv_status keep_lines(struct kv_mut_job *j, const struct line_sel *sel)
+{
+    enum kv_status st = KV_OK;
+    if (!sel->n) return KV_OK;
+    size_t n = 0;
+    for (int s = 0; s < j->n_st; s++) {
+        struct kv_mut_stage *ms = &j->st[s];
+        size_t first = n;
+        for (size_t q = ms->first; q < ms->first + ms->count; q++)
+            if (line_kept(sel, ms->names[j->m[q].file], j->m[q].line)) j->m[n] = j->m[q], j->m_stage[n++] = s;
+        ms->first = first, ms->count = n - first;
+    }
+    j->n_m = n;
+    KV_CHECK(n, KV_EUSAGE, "--lines: no mutant on those lines (see --list without --lines)");
+cleanup:
+    return st;
+}
+
 static enum kv_status parse(int argc, char **argv, struct kv_mut_job *j, unsigned *ops, int *only, int *list,
-                            double *min_score, const char **json, int *help)
+                            double *min_score, const char **json, int *help, struct line_sel *sel)
 {
     enum kv_status st = KV_OK;
     static const struct option opts[] = {
@@ -72,7 +138,8 @@ static enum kv_status parse(int argc, char **argv, struct kv_mut_job *j, unsigne
         {"jobs", required_argument, NULL, 'j'},    {"timeout", required_argument, NULL, 't'},
         {"list", no_argument, NULL, 'l'},          {"min-score", required_argument, NULL, 'm'},
         {"json", required_argument, NULL, 'J'},    {"device", required_argument, NULL, 'd'},
-        {"verbose", no_argument, NULL, 'v'},       {"help", no_argument, NULL, 'h'}};
+        {"verbose", no_argument, NULL, 'v'},       {"help", no_argument, NULL, 'h'},
+        {"lines", required_argument, NULL, 'L'}};
     const struct kv_kernel *k = j->job.k;
     /* The kernel's parameters too: they apply to every sweep case (--variant). */
     struct option all[32 + KV_MAX_PARAMS];
@@ -95,6 +162,7 @@ static enum kv_status parse(int argc, char **argv, struct kv_mut_job *j, unsigne
             break;
         case 'S': KV_TRY(kv_shader_option(k, arg, &j->job.o.run)); break;
         case 'o': KV_TRY(operators_option(arg, ops)); break;
+        case 'L': KV_TRY(lines_option(arg, sel)); break;
         case 'n':
             KV_TRY(kv_parse_i64("--seeds", arg, 1, 1000, &v));
             j->job.o.seeds = (uint64_t)v, j->job.o.seeds_given = 1;
@@ -245,7 +313,8 @@ int cmd_mutate(int argc, char **argv)
     kv_kopts_init(&j.job.o);
     j.job.o.sweep = 1;
     j.workers = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    KV_TRY(parse(argc - 1, argv + 1, &j, &ops, only, &list, &min_score, &json, &help));
+    struct line_sel sel = {0};
+    KV_TRY(parse(argc - 1, argv + 1, &j, &ops, only, &list, &min_score, &json, &help, &sel));
     if (help) {
         usage(stdout);
         goto cleanup;
@@ -260,6 +329,7 @@ int cmd_mutate(int argc, char **argv)
     kv_vk_close(dev);
     dev = NULL;
     KV_TRY(add_stages(&j, &info, only, ops));
+    KV_TRY(keep_lines(&j, &sel));
     if (list) {
         for (size_t i = 0; i < j.n_m; i++) print_mutant(stdout, "", &j, i);
         printf("%zu mutants\n", j.n_m);

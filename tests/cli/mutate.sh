@@ -64,12 +64,27 @@ for op in bound rel flip barrier step assign index const drop; do
   grep -q " $op " "$TMP/out" || fail "no '$op' mutant of the built-in rmsnorm-bwd"
 done
 grep -q 'reduce.glsl' "$TMP/out" || fail "the included reduce.glsl is not mutated"
+# --lines keeps the mutants of those lines only: of every file, or of the named one.
+expect_exit 0 "$KV" mutate rmsnorm-bwd --list --lines 20..21
+awk '/:[0-9]+:[0-9]+ / {split($2, f, ":"); if (f[2] < 20 || f[2] > 21) bad = 1; n++} END {exit bad || n < 2}' \
+  "$TMP/out" || { cat "$TMP/out"; fail "--lines 20..21 kept another line, or none"; }
+expect_exit 0 "$KV" mutate rmsnorm-bwd --list --lines reduce.glsl:20..21 --lines rmsnorm_bwd_dw.comp:30..30
+awk '/:[0-9]+:[0-9]+ / {split($2, f, ":"); if (!((f[1] ~ /reduce.glsl$/ && f[2] >= 20 && f[2] <= 21) ||
+  (f[1] ~ /rmsnorm_bwd_dw.comp$/ && f[2] == 30))) bad = 1; n++} END {exit bad || n < 2}' "$TMP/out" ||
+  { cat "$TMP/out"; fail "--lines FILE:A..B kept another file's line"; }
 
 # Bad input: one line, the documented code, nothing written.
 expect_error 2 "unknown kernel 'nope'" "$KV" mutate nope --json "$TMP/report.json"
 expect_error 2 "no stage 'zz'" "$KV" mutate rmsnorm-bwd --stage zz --json "$TMP/report.json"
 expect_error 2 "unknown operator 'typo'" "$KV" mutate rmsnorm-bwd --operators typo --json "$TMP/report.json"
 expect_error 2 "no kernel given" "$KV" mutate
+for bad in x 0..3 5..2 1..2x -1..3 'f:' ; do
+  expect_error 2 "--lines: expected \\[FILE:\\]A..B with 1 <= A <= B, got '$bad'" "$KV" mutate rmsnorm-bwd --lines "$bad" \
+    --json "$TMP/report.json"
+done
+expect_error 2 "--lines: expected \\[FILE:\\]A..B, got ':1..2'" "$KV" mutate rmsnorm-bwd --lines :1..2 --json "$TMP/report.json"
+expect_error 2 "--lines: no mutant on those lines" "$KV" mutate rmsnorm-bwd --lines reduce.glsl:9000..9001 \
+  --json "$TMP/report.json"
 printf '#version 450\nvoid main() { undeclared = 1; }\n' > "$TMP/bad.comp"
 expect_error 3 "bad.comp: does not compile" "$KV" mutate rmsnorm-bwd --shader r="$TMP/bad.comp" --json "$TMP/report.json"
 printf '\x03\x02\x23\x07' > "$TMP/r.spv"
