@@ -22,8 +22,9 @@ static void usage(FILE *f)
                "runs) on each, and prints the mutation score and every surviving mutant.\n\n"
                "  --stage NAME                 mutate only this stage (repeatable) [default: every stage]\n"
                "  --shader STAGE=FILE          mutate your .comp for STAGE instead of the built-in one\n"
-               "  --lines [FILE:]A..B          only the mutants on lines A..B (of FILE: a shader or an\n"
-               "                               include, by name) (repeatable) [default: every line]\n"
+               "  --lines [FILE:]A..B|N        only the mutants on lines A..B, or line N (of FILE: a\n"
+               "                               shader or an include, by name) (repeatable, up to 8)\n"
+               "                               [default: every line]\n"
                "  --operators LIST             comma-separated operators [default: all]:\n");
     for (int i = 0; i < kv_mutate_n_ops; i++) fprintf(f, "                                 %-8s %s\n",
                                                       kv_mutate_ops[i].name, kv_mutate_ops[i].doc);
@@ -74,23 +75,21 @@ cleanup:
     return st;
 }
 
-/* --lines [FILE:]A..B: one more range of lines. */
+/* --lines [FILE:]A..B or [FILE:]N: one more range of lines. */
 static enum kv_status lines_option(const char *arg, struct line_sel *sel)
 {
     enum kv_status st = KV_OK;
     KV_CHECK(sel->n < MAX_LINES, KV_EUSAGE, "--lines: at most %d ranges", MAX_LINES);
-    const char *colon = strrchr(arg, ':'), *range = colon ? colon + 1 : arg;
+    const char *colon = strrchr(arg, ':');
     size_t flen = colon ? (size_t)(colon - arg) : 0;
     KV_CHECK(!colon || (flen > 0 && flen < sizeof sel->r[0].file), KV_EUSAGE,
              "--lines: expected [FILE:]A..B, got '%s' (a file name of 1 to 127 characters)", arg);
-    long a, b;
-    int used = 0;
-    KV_CHECK(sscanf(range, "%ld..%ld%n", &a, &b, &used) == 2 && range[used] == '\0' && range[0] != '-' && a >= 1 &&
-                 a <= b && b <= 1000000,
-             KV_EUSAGE, "--lines: expected [FILE:]A..B with 1 <= A <= B, got '%s'", arg);
+    uint64_t a, b;
+    KV_TRY(kv_parse_range("--lines", colon ? colon + 1 : arg, &a, &b));
+    KV_CHECK(a >= 1 && b <= 1000000, KV_EUSAGE, "--lines: lines run from 1 to 1000000, got '%s'", arg);
     memcpy(sel->r[sel->n].file, arg, flen);
     sel->r[sel->n].file[flen] = '\0';
-    sel->r[sel->n].a = a, sel->r[sel->n].b = b;
+    sel->r[sel->n].a = (long)a, sel->r[sel->n].b = (long)b;
     sel->n++;
 cleanup:
     return st;

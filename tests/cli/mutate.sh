@@ -65,6 +65,9 @@ for op in bound rel flip barrier step assign index const drop; do
 done
 grep -q 'reduce.glsl' "$TMP/out" || fail "the included reduce.glsl is not mutated"
 # --lines keeps the mutants of those lines only: of every file, or of the named one.
+expect_exit 0 "$KV" mutate rmsnorm-bwd --list --lines rmsnorm_bwd_dw.comp:30
+awk '/:[0-9]+:[0-9]+ / {split($2, f, ":"); if (f[1] !~ /rmsnorm_bwd_dw.comp$/ || f[2] != 30) bad = 1; n++}
+  END {exit bad || n < 1}' "$TMP/out" || { cat "$TMP/out"; fail "--lines FILE:N kept another line, or none"; }
 expect_exit 0 "$KV" mutate rmsnorm-bwd --list --lines 20..21
 awk '/:[0-9]+:[0-9]+ / {split($2, f, ":"); if (f[2] < 20 || f[2] > 21) bad = 1; n++} END {exit bad || n < 2}' \
   "$TMP/out" || { cat "$TMP/out"; fail "--lines 20..21 kept another line, or none"; }
@@ -78,11 +81,21 @@ expect_error 2 "unknown kernel 'nope'" "$KV" mutate nope --json "$TMP/report.jso
 expect_error 2 "no stage 'zz'" "$KV" mutate rmsnorm-bwd --stage zz --json "$TMP/report.json"
 expect_error 2 "unknown operator 'typo'" "$KV" mutate rmsnorm-bwd --operators typo --json "$TMP/report.json"
 expect_error 2 "no kernel given" "$KV" mutate
-for bad in x 0..3 5..2 1..2x -1..3 'f:' ; do
-  expect_error 2 "--lines: expected \\[FILE:\\]A..B with 1 <= A <= B, got '$bad'" "$KV" mutate rmsnorm-bwd --lines "$bad" \
-    --json "$TMP/report.json"
+expect_error 2 "--lines: 'x' is not an integer" "$KV" mutate rmsnorm-bwd --lines x --json "$TMP/report.json"
+expect_error 2 "--lines: '2x' is not an integer" "$KV" mutate rmsnorm-bwd --lines 1..2x --json "$TMP/report.json"
+expect_error 2 "--lines: -1 is out of range" "$KV" mutate rmsnorm-bwd --lines -1..3 --json "$TMP/report.json"
+expect_error 2 "--lines: range '5..2' is empty" "$KV" mutate rmsnorm-bwd --lines 5..2 --json "$TMP/report.json"
+expect_error 2 "--lines: missing value" "$KV" mutate rmsnorm-bwd --lines reduce.glsl: --json "$TMP/report.json"
+for bad in 0..3 1..2000000; do
+  expect_error 2 "--lines: lines run from 1 to 1000000, got '$bad'" "$KV" mutate rmsnorm-bwd --lines $bad --json "$TMP/report.json"
 done
-expect_error 2 "--lines: expected \\[FILE:\\]A..B, got ':1..2'" "$KV" mutate rmsnorm-bwd --lines :1..2 --json "$TMP/report.json"
+long=$(printf 'a%.0s' $(seq 130))
+for bad in :1..2 "$long:1..2"; do
+  expect_error 2 "--lines: expected \\[FILE:\\]A..B, got '.*' \\(a file name of 1 to 127" "$KV" mutate rmsnorm-bwd \
+    --lines "$bad" --json "$TMP/report.json"
+done
+expect_error 2 "--lines: at most 8 ranges" "$KV" mutate rmsnorm-bwd $(for i in $(seq 9); do echo --lines $i; done) \
+  --json "$TMP/report.json"
 expect_error 2 "--lines: no mutant on those lines" "$KV" mutate rmsnorm-bwd --lines reduce.glsl:9000..9001 \
   --json "$TMP/report.json"
 printf '#version 450\nvoid main() { undeclared = 1; }\n' > "$TMP/bad.comp"
