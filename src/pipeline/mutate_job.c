@@ -60,7 +60,6 @@ enum kv_status kv_mut_stage_add(struct kv_mut_job *j, int s, const struct kv_vk_
         snprintf(name, sizeof name, "%s", o->shader[s]);
     } else {
         ms->env.builtin = 1;
-        ms->env.defines |= sd->source_defines;
         kv_stage_source(k, s, name, sizeof name);
     }
     KV_TRY(add_file(ms, name));

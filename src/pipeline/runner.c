@@ -46,7 +46,7 @@ static enum kv_status reversed_pipeline(struct kv_runner *r, int s, const struct
     enum kv_status st = KV_OK;
     const struct kv_stage_def *sd = &r->k->stages[s];
     char name[128];
-    struct kv_glsl_env env = {.builtin = 1, .defines = defines | sd->source_defines, .reverse = 1};
+    struct kv_glsl_env env = {.builtin = 1, .defines = defines, .reverse = 1};
     const char *file = name;
     struct kv_glsl_extra extra;
     uint32_t *words = NULL;
@@ -79,7 +79,7 @@ cleanup:
 unsigned kv_stage_defines(const struct kv_vk_info *dev, const struct kv_stage_def *sd, const struct kv_run_opts *o)
 {
     return (dev->subgroup_arith && !o->no_subgroup ? KV_SHADER_SUBGROUP : 0u) |
-           (dev->storage8 && !o->no_8bit && sd->subgroup8.words ? KV_SHADER_INT8 : 0u);
+           (dev->storage8 && !o->no_8bit && sd->subgroup8.words ? KV_SHADER_INT8 : 0u) | sd->source_defines;
 }
 
 const char *kv_stage_lacks(const struct kv_vk_info *dev, const struct kv_stage_def *sd)

@@ -69,8 +69,10 @@ struct kv_runner {
 enum kv_status kv_runner_init(struct kv_runner *r, struct kv_vk_device *d, const struct kv_kernel *k,
                               const struct kv_run_opts *o);
 void kv_runner_free(struct kv_runner *r);
-/* The KV_SHADER_* defines stage sd's GLSL is built with on dev (a user's
- * .comp too; built-ins add sd->source_defines). */
+/* The KV_SHADER_* defines stage sd's GLSL is built with on dev, the built-in
+ * source and a user's .comp alike: KV_SUBGROUP and KV_INT8 as the device
+ * allows, and the stage's variant defines (sd->source_defines: KV_ABF16, or
+ * KV_BF16CM with its rewrite to KHR bfloat16 matrices). */
 unsigned kv_stage_defines(const struct kv_vk_info *dev, const struct kv_stage_def *sd, const struct kv_run_opts *o);
 /* The device feature stage sd needs and dev lacks, as text, or NULL. */
 const char *kv_stage_lacks(const struct kv_vk_info *dev, const struct kv_stage_def *sd);

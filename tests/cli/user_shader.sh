@@ -9,4 +9,17 @@ if command -v glslc >/dev/null; then
   glslc --target-env=vulkan1.2 -o "$TMP/dx.spv" "$TMP/rmsnorm_bwd_dx.comp" || fail "glslc"
   expect_exit 0 "$KV" rmsnorm-bwd --rows 7 --dim 300 --shader dx="$TMP/dx.spv"
 fi
+# A variant's stage is built from its .comp with the variant's define (a-bf16:
+# KV_ABF16, A read as bf16 words): given as a user file, the source is built the
+# same way, in the plain run, the subgroups-reversed stress run and mutate alike
+# (without the define it would read A as f32 and fail with NaNs).
+expect_exit 0 "$KV" gdn-wy-bwd --variant a-bf16 --seq 70 --heads 2 --kv-heads 1 --dk 32 --dv 40 --stress \
+  --shader wy_ab="$TMP/gdn_wy_bwd_wy.comp"
+grep -q '^1 cases: 1 passed' "$TMP/out" || fail "gdn-wy-bwd a-bf16: the user's wy_ab did not pass"
+expect_exit 0 "$KV" gdn-wu --variant a-bf16 --seq 70 --heads 2 --kv-heads 1 --dk 32 --dv 40 --stress \
+  --shader u_ab="$TMP/gdn_wu_u.comp" --shader w_ab="$TMP/gdn_wu_w.comp"
+grep -q '^1 cases: 1 passed' "$TMP/out" || fail "gdn-wu a-bf16: the user's u_ab, w_ab did not pass"
+expect_exit 0 "$KV" mutate gdn-wy-bwd --variant a-bf16 --shader wy_ab="$TMP/gdn_wy_bwd_wy.comp" \
+  --lines gdn_wy_bwd_wy.comp:140 --seeds 1
+grep -Eq '^  stage wy_ab .* [1-9][0-9]* mutants: [1-9][0-9]* killed' "$TMP/out" || fail "mutate: the user's wy_ab"
 exit 0
