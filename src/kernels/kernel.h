@@ -84,7 +84,8 @@ struct kv_stage_def {
     int flops_f16; /* its products take 16-bit operands, f16 or bf16 (judged against the f16 matmul ceiling) */
     /* The built-in GLSL source (shaders/), when not <kernel>_<stage>.comp
      * with dashes as underscores, and the defines it is built with beyond
-     * KV_SUBGROUP and KV_INT8 (KV_SHADER_BF16CM, spirv/glsl.h). */
+     * KV_SUBGROUP and KV_INT8 (KV_SHADER_BF16CM, spirv/glsl.h), a user's
+     * --shader .comp for the stage as well. */
     const char *source;
     unsigned source_defines;
     /* Optional build with KV_ALIGNED8: its paths for the cases where
