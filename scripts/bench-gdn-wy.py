@@ -15,7 +15,13 @@
    0.67-0.80 ms at the default shape), so it is timed in P fresh processes
    (--fla-procs) and its fastest is the reference, with the spread shown.
 
+3. --fla-configs instead: FLA's kernel alone at each num_warps x num_stages
+   at --shape, with the registers, spills and shared memory Triton compiled
+   it to (which fix its occupancy), then the dk sum its call adds; random
+   inputs at FLA's scales (timing only), no kverify needed.
+
 usage: bench-gdn-wy.py --kv KVERIFY --fla DIR [--runs N] [--fla-procs P] [--shape B,T,H,Hg,K,V] [--judge B,T,H,Hg,K,V]
+       bench-gdn-wy.py --fla-configs --fla DIR [--runs N] [--shape B,T,H,Hg,K,V]
 DIR holds the fla package (its ops/gated_delta_rule, ops/utils, ops/backends, utils).
 """
 import argparse
@@ -175,6 +181,40 @@ def bench(kv, s, runs, tmp, procs, fla_dir):
     print(f"{'PyTorch autograd (bf16 einsum, f32 solve)':44s} {t_torch:9.3f} {t_torch / t_fla:7.2f}x  forward + backward")
 
 
+def fla_configs(s, runs):
+    import fla.ops.gated_delta_rule.wy_fast as wf
+    B, T, H, Hg, K, V = (s[n] for n in ("batch", "seq", "heads", "kv-heads", "dk", "dv"))
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    rn = lambda *sh: torch.randn(*sh, device="cuda", generator=gen)
+    k = torch.nn.functional.normalize(rn(B, T, Hg, K), dim=-1).bfloat16()
+    v = (rn(B, T, H, V) * 0.25).bfloat16()
+    beta = torch.sigmoid(rn(B, T, H))
+    g = torch.nn.functional.logsigmoid(rn(B, T, H)).view(B, T // 64, 64, H).cumsum(2).view(B, T, H) / math.log(2)
+    A = (rn(B, T, H, 64) * 0.1).bfloat16()
+    dw, du = (rn(B, T, H, K) * 0.25).bfloat16(), (rn(B, T, H, V) * 0.25).bfloat16()
+    whole = cuda_time(lambda: wf.prepare_wy_repr_bwd(k, v, beta, A, dw, du, g=g), runs)
+    tuner = wf.prepare_wy_repr_bwd_kernel.fn  # heuristics -> autotuner -> jit
+    picked = "; ".join(str(c) for c in getattr(tuner, "cache", {}).values())
+    print(f"## FLA's kernel, {' '.join(kv_args(s))} on {torch.cuda.get_device_name()}: fastest of {runs}")
+    print(f"prepare_wy_repr_bwd, autotuned (kernel + dk sum): {whole:.4f} ms  [{picked}]")
+    out = dict(dk=k.new_empty(B, T, H, K), dv=torch.empty_like(v), dg=torch.empty_like(g), db=torch.empty_like(beta))
+    bk, bv = min(max(1 << (K - 1).bit_length(), 16), 64), min(max(1 << (V - 1).bit_length(), 16), 64)
+    args = dict(k=k, v=v, beta=beta, g=g, A=A, dw=dw, du=du, **out, cu_seqlens=None, chunk_indices=None, T=T,
+                H=Hg, HV=H, K=K, V=V, BT=64, BK=bk, BV=bv, USE_G=True, IS_VARLEN=False)
+    grid = (T // 64, B * H)
+    print(f"{'num_warps':>9} {'num_stages':>10} {'ms':>8} {'regs':>5} {'spills':>6} {'shared':>7}")
+    for w in (2, 4, 8):
+        for st in (1, 2, 3, 4):
+            try:
+                ck = tuner.fn[grid](**args, num_warps=w, num_stages=st)
+                t = cuda_time(lambda: tuner.fn[grid](**args, num_warps=w, num_stages=st), runs)
+                print(f"{w:9d} {st:10d} {t:8.4f} {ck.n_regs:5d} {ck.n_spills:6d} {ck.metadata.shared:7d}")
+            except Exception as e:  # a configuration the compiler or the device refuses
+                print(f"{w:9d} {st:10d} error: {type(e).__name__}: {str(e)[:100]}")
+    dkh = k.new_empty(B, T, H, K).normal_()
+    print(f"dk sum over the value heads (torch, bf16): {cuda_time(lambda: dkh.view(B, T, Hg, H // Hg, K).sum(3), runs):.4f} ms")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--kv")
@@ -185,8 +225,16 @@ def main():
     ap.add_argument("--shape", type=shape, default=shape("8,4096,16,4,128,128"))
     ap.add_argument("--judge", type=shape, default=shape("2,1000,8,4,128,128"))
     ap.add_argument("--skip-bench", action="store_true")
+    ap.add_argument("--fla-configs", action="store_true")
     a = ap.parse_args()
+    if a.runs < 1:
+        ap.error("--runs must be at least 1")
     sys.path.insert(0, a.fla)
+    if a.fla_configs:
+        if a.shape["seq"] % 64 or a.shape["heads"] % a.shape["kv-heads"]:
+            ap.error("--fla-configs: T must be a multiple of 64 and H of Hg")
+        fla_configs(a.shape, a.runs)
+        return
     if a.fla_time:
         x = inputs_of(a.fla_time)
         print(f"{cuda_time(lambda: fla_bwd(x), a.runs):.6f}")
