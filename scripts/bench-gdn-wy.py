@@ -162,7 +162,7 @@ def bench(kv, s, runs, tmp, procs, fla_dir):
         fla.append(float(r.stdout.split()[-1]))
     t_fla = min(fla)
     t_torch = cuda_time(torch_autograd(x, s), runs)
-    moved = sum(os.path.getsize(os.path.join(save_dir, os.listdir(save_dir)[0], "inputs", f))
+    moved = sum(os.path.getsize(os.path.join(case, "inputs", f))
                 for f in ("k", "v", "beta", "g", "A", "dw", "du") for f in [f + ".npy"])
     print(f"## gdn-wy-bwd {' '.join(kv_args(s))} on {torch.cuda.get_device_name()}: fastest of {runs}")
     print(f"{'implementation':44s} {'ms':>9s} {'vs FLA':>8s}  notes")

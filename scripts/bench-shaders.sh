@@ -25,9 +25,16 @@ while [ $# -gt 0 ] && [ "$1" != -- ]; do
 done
 [ "${1:-}" = -- ] && [ $# -ge 2 ] || { echo "bench-shaders: give the variants after --" >&2; exit 2; }
 shift
+[ ${#checks[@]} -gt 0 ] || { echo "bench-shaders: give at least one CHECK case: a variant is timed only once it passes" >&2; exit 2; }
 kv=${KV:-build/kverify}
 [ -x "$kv" ] || { echo "bench-shaders: $kv is not an executable (set KV)" >&2; exit 2; }
-for f in "$@"; do [ -r "$f" ] || { echo "bench-shaders: $f: cannot read" >&2; exit 2; }; done
+seen=" built-in "
+for f in "$@"; do
+  [ -r "$f" ] || { echo "bench-shaders: $f: cannot read" >&2; exit 2; }
+  n=$(basename "$f"); n=${n%.*}  # the variant's name in the table and its reports' file names
+  case $seen in *" $n "*) echo "bench-shaders: $f: a second variant named '$n' (rename one)" >&2; exit 2 ;; esac
+  seen="$seen$n "
+done
 out=${KEEP:-$(mktemp -d)}
 [ -n "${KEEP:-}" ] || trap 'rm -rf "$out"' EXIT
 mkdir -p "$out"
@@ -51,16 +58,19 @@ for r in $(seq "${ROUNDS:-2}"); do
       > "$out/bench-${names[$i]}-$r.txt" 2>&1 || echo "bench ${names[$i]} round $r: exit $? ($out/bench-${names[$i]}-$r.txt)"
   done
 done
-python3 - "$out" "${names[@]}" <<'PY'
-import glob, json, os, sys
-out, names = sys.argv[1], sys.argv[2:]
+python3 - "$out" "${ROUNDS:-2}" "${names[@]}" <<'PY'
+import json, os, sys
+out, rounds, names = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 print(f"{'variant':24} {'round':>5} {'status':7} stages: min ms / median ms / registers")
 for n in names:
-    for path in sorted(glob.glob(os.path.join(out, f"bench-{n}-*.json"))):
+    for r in range(1, rounds + 1):
+        path = os.path.join(out, f"bench-{n}-{r}.json")
+        if not os.path.exists(path):  # its bench failed (said above)
+            continue
         c = json.load(open(path))["cases"][0]
         cells = []
         for st, b in ((c.get("bench") or {}).get("stages") or {}).items():
             regs = next((f"{v:.0f}" for k, v in (b.get("compiler") or {}).items() if "register" in k.lower()), "-")
             cells.append(f"{st} {b['min_ms']:.4f} / {b['median_ms']:.4f} / {regs}")
-        print(f"{n:24} {path.rsplit('-', 1)[1][:-5]:>5} {c['status']:7} " + "   ".join(cells))
+        print(f"{n:24} {r:>5} {c['status']:7} " + "   ".join(cells))
 PY
