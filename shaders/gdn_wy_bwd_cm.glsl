@@ -21,12 +21,12 @@
 // dbeta and dg partials throughout, and writes (and in pass 2 reads back)
 // the same outputs in both passes.
 // Measured on an H100 at B8 T4096 H16/4 K=V=128 (the KV_ALIGNED8 build):
-// 0.81 ms, 123 registers, 46.6 KB of shared memory (2 workgroups per SM).
+// 0.79 ms, 123 registers, 46.6 KB of shared memory (2 workgroups per SM).
 // What it took, from 0.98 ms: the aligned build alone (its code and
 // registers only: 0.95), the loads in flight during the products (0.86),
-// Y and U rounded as packed pairs, U once (0.83). Clock stamps per phase
-// (GL_ARB_shader_clock) showed the loads of a block waiting about 4000
-// cycles before, and the products 3000. Learnt on the way: (1) a shared
+// Y and U rounded as packed pairs, U once (0.83), rne_hi (0.79). Not bound
+// by memory: every block read from one chunk (cache hits) runs as long; see
+// scripts/gdn-wy-bwd-perf.md for what is. Learnt on the way: (1) a shared
 // block beside the work matrix (a second buffer, 65 KB or more per
 // workgroup) gives 1 workgroup per SM here and 1.25 ms, as if the driver
 // kept the carveout near 100 KB; (2) a load that hits L1 waits for an
@@ -76,10 +76,10 @@ float lo16(uint w) { return uintBitsToFloat(w << 16); }
 float hi16(uint w) { return uintBitsToFloat(w & 0xffff0000u); }
 float half8(uvec4 w, uint k) { return k % 2u == 0u ? lo16(w[k / 2u]) : hi16(w[k / 2u]); }
 
-// Two floats to bf16 (round to nearest even), packed low half first. (Not
-// through float16_t, which the build makes bfloat16: the H100's conversion
-// truncates, also with RoundingModeRTE or FPRoundingMode, and the sweep fails.)
-uint pack2(float a, float b) { return bf16_bits(a) | (bf16_bits(b) << 16); }
+// f's bf16 (round to nearest even; a NaN stays one) in the high half: fewer operations than bf16_bits (0.81 -> 0.79 ms).
+uint rne_hi(float f) { const uint u = floatBitsToUint(f); return isnan(f) ? u | 0x400000u : u + 0x7fffu + ((u >> 16) & 1u); }
+// Two floats to bf16, packed low half first (not through float16_t: the H100's conversion truncates, also under RTE modes).
+uint pack2(float a, float b) { return (rne_hi(a) >> 16) | (rne_hi(b) & 0xffff0000u); }
 
 // Element (row r, column c) of the pass's X: dw, du or k.
 uint x_at(uint which, uint r, uint c)
