@@ -76,9 +76,9 @@ float lo16(uint w) { return uintBitsToFloat(w << 16); }
 float hi16(uint w) { return uintBitsToFloat(w & 0xffff0000u); }
 float half8(uvec4 w, uint k) { return k % 2u == 0u ? lo16(w[k / 2u]) : hi16(w[k / 2u]); }
 
-// f's bf16 (round to nearest even; a NaN stays one) in the high half: fewer operations than bf16_bits (0.81 -> 0.79 ms).
-uint rne_hi(float f) { const uint u = floatBitsToUint(f); return isnan(f) ? u | 0x400000u : u + 0x7fffu + ((u >> 16) & 1u); }
-// Two floats to bf16, packed low half first (not through float16_t: the H100's conversion truncates, also under RTE modes).
+// Two floats to bf16 (rne_hi), packed low half first: from the high halves, with no
+// shift back and forth (0.81 -> 0.79 ms against bf16_bits' former form), and not through
+// float16_t (the H100's conversion truncates, also under RoundingModeRTE or FPRoundingMode).
 uint pack2(float a, float b) { return (rne_hi(a) >> 16) | (rne_hi(b) & 0xffff0000u); }
 
 // Element (row r, column c) of the pass's X: dw, du or k.

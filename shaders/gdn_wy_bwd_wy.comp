@@ -43,12 +43,12 @@ layout(std430, binding = 10) writeonly buffer DG { float dg[]; };
 
 #define BT 64u
 
-uint bf16_bits(float f)
+uint rne_hi(float f) // f's bf16 (round to nearest even; a NaN stays one) in the high half
 {
-    uint u = floatBitsToUint(f);
-    if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (u >> 16) | 0x40u;
-    return (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+    const uint u = floatBitsToUint(f);
+    return isnan(f) ? u | 0x400000u : u + 0x7fffu + ((u >> 16) & 1u);
 }
+uint bf16_bits(float f) { return rne_hi(f) >> 16; }
 float bf16_float(uint h) { return uintBitsToFloat(h << 16); }
 float bf16_round(float f) { return bf16_float(bf16_bits(f)); }
 
