@@ -42,6 +42,7 @@
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #ifndef NSG
 #define NSG 8u         // subgroups per workgroup
@@ -59,6 +60,12 @@ layout(std430, binding = 5) readonly buffer DW8 { uvec4 dw8[]; };
 layout(std430, binding = 6) readonly buffer DU8 { uvec4 du8[]; };
 layout(std430, binding = 7) buffer DKH8 { uvec4 dkh8[]; };
 layout(std430, binding = 8) writeonly buffer DV8 { uvec4 dv8[]; };
+#ifdef KV_CM_EL // and their 4- and 8-byte views
+layout(std430, binding = 7) buffer DKH4 { uint dkh4[]; };
+layout(std430, binding = 8) writeonly buffer DV4 { uint dv4[]; };
+layout(std430, binding = 7) buffer DKH2 { uvec2 dkh2[]; };
+layout(std430, binding = 8) writeonly buffer DV2 { uvec2 dv2[]; };
+#endif
 
 #define ROWQ 9u // uvec4 per shared row: 8 of data (64 bf16) and one of padding
 shared uvec4 a_s[BT * ROWQ]; // A[m][i]
@@ -68,9 +75,20 @@ shared uvec4 w_s[BT * ROWQ]; // Y's source (k in pass K, v in pass V) for the ep
 shared float o_s[NSG * 256u]; // per subgroup one 16 x 16 block; at the end the row partials
 shared float cs_s[4u * BT];  // dg's column sums of U * M, per row block
 shared vec2 bg_s[BT];        // the rows' (beta, g)
+#ifdef KV_CM_EL
+shared float f_s[BT];        // the rows' beta exp(g)
+#endif
 
 #define OPM fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
 #define ACCM fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
+
+#ifdef KV_CM_EL
+// The accumulators' layout that the KV_CM_EL build is written for (the runner
+// probes it: src/vk/cm_layout.c): lane 4 gq + q holds elements 2pp, 2pp + 1
+// (pp = 0..3) of a 16 x 16 block at row gq + ER(pp), columns EC(pp) + 2q, + 1.
+#define ER(pp) (8u * ((pp) >> 1u))
+#define EC(pp) (8u * ((pp) & 1u))
+#endif
 
 float lo16(uint w) { return uintBitsToFloat(w << 16); }
 float hi16(uint w) { return uintBitsToFloat(w & 0xffff0000u); }
@@ -151,6 +169,48 @@ uvec4 dkh_words(uint i, uint col, bool al)
     return w;
 }
 
+#ifdef KV_CM_EL
+// The lane's 4 bf16 pairs w[pp] of a 16 x 16 block (rows ra + ER(pp), columns
+// c0 + EC(pp) + 2q, + 1, of width D) into dk_head (out_ 0) or dv (out_ 1), rows
+// past nv and columns past D left out. Aligned: lanes q and q ^ 1 swap a word
+// and store 8 bytes each (q even: columns 2q .. 2q + 3; odd: 2q + 6 .. 2q + 9).
+void put_pairs(uint out_, uint ra, uint q, uint c0, uint D, uint w[4], bool al)
+{
+    if (!al) {
+        [[unroll]] for (uint pp = 0u; pp < 4u; pp++) {
+            const uint r = ra + ER(pp), c = c0 + EC(pp) + 2u * q, o = vrow(r) * D + c;
+            for (uint e = 0u; e < 2u && r < nv && c + e < D; e++)
+                if (out_ == 0u) dkh[o + e] = uint16_t(w[pp] >> (16u * e)); else dvo[o + e] = uint16_t(w[pp] >> (16u * e));
+        }
+        return;
+    }
+    [[unroll]] for (uint h2 = 0u; h2 < 2u; h2++) {
+        const bool ev = (q & 1u) == 0u;
+        const uint got = subgroupShuffleXor(ev ? w[2u * h2 + 1u] : w[2u * h2], 1u);
+        const uint r = ra + 8u * h2, c = c0 + (ev ? 2u * q : 2u * q + 6u);
+        if (r < nv && c < D) {
+            const uvec2 v2 = ev ? uvec2(w[2u * h2], got) : uvec2(got, w[2u * h2 + 1u]);
+            const uint o = (vrow(r) * D + c) / 4u;
+            if (out_ == 0u) dkh2[o] = v2; else dv2[o] = v2;
+        }
+    }
+}
+
+// Lane l's share of the sums s[h2] kept by the quad of row i = 16 rt + l / 2
+// (gq = (l / 2) % 8, h2 = l / 16): those of its lanes 2 (l % 2) and 2 (l % 2) + 1,
+// so that the row's two lanes together hold the whole.
+float row_share(float s[2], uint lane)
+{
+    float S = 0.0;
+    [[unroll]] for (uint t = 0u; t < 2u; t++) {
+        const uint src = 4u * ((lane / 2u) % 8u) + 2u * (lane % 2u) + t;
+        const float a0 = subgroupShuffle(s[0], src), a1 = subgroupShuffle(s[1], src);
+        S += lane >= 16u ? a1 : a0;
+    }
+    return S;
+}
+#endif
+
 // The lane's 8 values of the subgroup's last stored block.
 void read8(uint sg, uint lane, out float x[8])
 {
@@ -177,6 +237,9 @@ void run_items(bool al)
 {
     const uint lid = gl_LocalInvocationID.x, sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
     const uint rt = sg % 4u, cb0 = (sg / 4u) * CT, i = 16u * rt + lane / 2u, half_ = lane % 2u;
+#ifdef KV_CM_EL
+    const uint gq = lane / 4u, q = lane % 4u, ra = 16u * rt + gq; // the accumulators' rows ra, ra + 8
+#endif
     const uint nt = (p.seq + BT - 1u) / BT, items = p.batch * p.heads * nt;
     for (uint id = gl_WorkGroupID.x; id < items; id += gl_NumWorkGroups.x) {
         h = id % p.heads, b = id / (nt * p.heads), kh = h / (p.heads / p.kv_heads);
@@ -188,8 +251,18 @@ void run_items(bool al)
                 if (8u * q + c >= nv) a[c / 2u] &= c % 2u == 0u ? 0xffff0000u : 0xffffu;
             a_s[m * ROWQ + q] = a;
         }
+#ifdef KV_CM_EL
+        if (lid < BT) {
+            const vec2 bgl = lid < nv ? vec2(beta[vrow(lid)], g[vrow(lid)]) : vec2(0.0);
+            bg_s[lid] = bgl;
+            f_s[lid] = lid < nv ? bgl.x * exp(bgl.y) : 0.0;
+        }
+        const float be = i < nv ? beta[vrow(i)] : 0.0;
+        float s_e[2] = float[2](0.0, 0.0); // rows ra, ra + 8: the pass's sums of P * (k or v)
+#else
         if (lid < BT) bg_s[lid] = lid < nv ? vec2(beta[vrow(lid)], g[vrow(lid)]) : vec2(0.0);
         const float be = i < nv ? beta[vrow(i)] : 0.0, ge = i < nv ? exp(g[vrow(i)]) : 0.0, bg = be * ge;
+#endif
         float db = 0.0, dgp = 0.0, rs = 0.0;
         ACCM dA[CT];
         [[unroll]] for (uint ct = 0u; ct < CT; ct++) dA[ct] = ACCM(0.0);
@@ -222,6 +295,20 @@ void run_items(bool al)
                         dA[ct] = coopMatMulAddNV(xa, yb, dA[ct]);
                     }
                 }
+#ifdef KV_CM_EL
+                // P's epilogue on the lane's elements: dk_head = bf16(P bg) or dv = bf16(P beta);
+                // sum P k (pass K: dbeta's e^g and dg's bg are applied to the sum) or P v.
+                uint w[4];
+                [[unroll]] for (uint pp = 0u; pp < 4u; pp++) {
+                    const uint h2 = pp >> 1u, r = ra + ER(pp), c = 16u * cb + EC(pp) + 2u * q;
+                    const uint sw = w_s[r * ROWQ + c / 8u][q]; // k (pass K) or v
+                    const float x0 = P[2u * pp], x1 = P[2u * pp + 1u], f = pass == 0u ? f_s[r] : bg_s[r].x;
+                    s_e[h2] += x0 * lo16(sw);
+                    s_e[h2] += x1 * hi16(sw);
+                    w[pp] = pack2(x0 * f, x1 * f);
+                }
+                put_pairs(pass, ra, q, col0 + 16u * cb, D, w, al);
+#else
                 const uvec4 es = w_s[i * ROWQ + 2u * cb + half_]; // k (pass K) or v of the lane's outputs
                 float x[8];
                 coopMatStoreNV(P, o_s, sg * 256u, 16u, false);
@@ -248,7 +335,21 @@ void run_items(bool al)
                         if (pass == 0u) dkh[o + c] = uint16_t(yw[c / 2u] >> (16u * (c % 2u)));
                         else dvo[o + c] = uint16_t(yw[c / 2u] >> (16u * (c % 2u)));
                 }
+#endif
             }
+#ifdef KV_CM_EL
+            if (blk + 1u == nk || blk + 1u == nb) { // the pass's sums to the rows' lanes
+                const float S = row_share(s_e, lane);
+                s_e[0] = s_e[1] = 0.0;
+                if (pass == 0u) {
+                    const float ge = i < nv ? exp(bg_s[i].y) : 0.0;
+                    db += S * ge;
+                    dgp += S * (be * ge);
+                } else {
+                    db += S;
+                }
+            }
+#endif
             if (blk + 1u < nb) {
                 barrier();
                 put_xy(blk + 1u, xw, al);
@@ -258,6 +359,13 @@ void run_items(bool al)
         // dA strictly lower, to bf16, into w_s (rows past nv are 0: X stages as 0 there).
         [[unroll]] for (uint ct = 0u; ct < CT; ct++) {
             const uint cb = cb0 + ct;
+#ifdef KV_CM_EL
+            [[unroll]] for (uint pp = 0u; pp < 4u; pp++) {
+                const uint r = ra + ER(pp), c = 16u * cb + EC(pp) + 2u * q;
+                const float x0 = cb <= rt && c < r ? dA[ct][2u * pp] : 0.0, x1 = cb <= rt && c + 1u < r ? dA[ct][2u * pp + 1u] : 0.0;
+                w_s[r * ROWQ + c / 8u][q] = pack2(x0, x1);
+            }
+#else
             float x[8] = float[8](0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
             if (cb <= rt) {
                 coopMatStoreNV(dA[ct], o_s, sg * 256u, 16u, false);
@@ -265,6 +373,7 @@ void run_items(bool al)
             }
             [[unroll]] for (uint c = 0u; c < 8u; c++) x[c] = cb <= rt && 16u * cb + 8u * half_ + c < i ? x[c] : 0.0;
             w_s[i * ROWQ + 2u * cb + half_] = pack8(x);
+#endif
         }
         barrier();
         // T = bf16(dA A^T), into x_s: dA's row block rt is zero past column block rt.
@@ -278,15 +387,43 @@ void run_items(bool al)
                 coopMatLoadNV(a, a_s, 16u * cb * ROWQ + 2u * kk, ROWQ, true);
                 T = coopMatMulAddNV(da, a, T);
             }
+#ifdef KV_CM_EL
+            [[unroll]] for (uint pp = 0u; pp < 4u; pp++) {
+                const uint r = ra + ER(pp), c = 16u * cb + EC(pp) + 2u * q;
+                x_s[r * ROWQ + c / 8u][q] = pack2(T[2u * pp], T[2u * pp + 1u]);
+            }
+#else
             float x[8];
             coopMatStoreNV(T, o_s, sg * 256u, 16u, false);
             read8(sg, lane, x);
             x_s[i * ROWQ + 2u * cb + half_] = pack8(x);
+#endif
         }
         barrier();
         // U = bf16(-(A^T T) exp(g_i - g_j)), strictly lower, into w_s.
         [[unroll]] for (uint ct = 0u; ct < CT; ct++) {
             const uint cb = cb0 + ct;
+#ifdef KV_CM_EL
+            ACCM U = ACCM(0.0);
+            if (cb <= rt) {
+                [[unroll]] for (uint kk = 0u; kk < 4u; kk++) {
+                    OPM at, t;
+                    coopMatLoadNV(at, a_s, 16u * kk * ROWQ + 2u * rt, ROWQ, true);
+                    coopMatLoadNV(t, x_s, 16u * kk * ROWQ + 2u * cb, ROWQ, false);
+                    U = coopMatMulAddNV(at, t, U);
+                }
+            }
+            [[unroll]] for (uint pp = 0u; pp < 4u; pp++) {
+                const uint r = ra + ER(pp), c = 16u * cb + EC(pp) + 2u * q;
+                float x[2];
+                [[unroll]] for (uint e = 0u; e < 2u; e++) {
+                    // (the gate's guard keeps g's reads within the chunk)
+                    const float gate = r < nv && c + e < nv ? exp(bg_s[r].y - bg_s[c + e].y) : 0.0;
+                    x[e] = cb <= rt && c + e < r ? -(U[2u * pp + e] * gate) : 0.0;
+                }
+                w_s[r * ROWQ + c / 8u][q] = pack2(x[0], x[1]);
+            }
+#else
             float x[8] = float[8](0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
             if (cb <= rt) {
                 ACCM U = ACCM(0.0);
@@ -306,6 +443,7 @@ void run_items(bool al)
                 x[c] = cb <= rt && j < i ? -(x[c] * gate) : 0.0; // (to bf16 in pack8)
             }
             w_s[i * ROWQ + 2u * cb + half_] = pack8(x);
+#endif
         }
         // Pass 2 over K: M = k k^T (lower blocks, kept), dkb = U k, t = U^T bf16(k beta).
         ACCM M[CT];

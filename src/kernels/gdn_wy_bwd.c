@@ -42,6 +42,12 @@ static const uint32_t wy_cm[] =
 static const uint32_t wy_cmal[] =
 #include "gdn_wy_bwd_wy.cmal.h"
     ;
+static const uint32_t wy_cmel[] =
+#include "gdn_wy_bwd_wy.cmel.h"
+    ;
+static const uint32_t wy_cmalel[] =
+#include "gdn_wy_bwd_wy.cmalel.h"
+    ;
 static const uint32_t dk_sh[] =
 #include "gdn_wy_bwd_dk.sh.h"
     ;
@@ -187,7 +193,8 @@ static const struct kv_stage_def stages[] = {
                  .push_size = sizeof(struct push), .push_doc = PUSH_DOC, .dispatch_doc = CM_DOC,
                  .launch = launch_wy, .active = is_cm, .needs = KV_NEED_STORAGE16 | KV_NEED_COOPMAT_BF16,
                  .flops = wy_flops, .flops_f16 = 1, .source = "gdn_wy_bwd_wy.comp",
-                 .source_defines = KV_SHADER_BF16CM, .aligned = KV_SPIRV(wy_cmal), .aligned_case = is_aligned8},
+                 .source_defines = KV_SHADER_BF16CM, .aligned = KV_SPIRV(wy_cmal), .aligned_case = is_aligned8,
+                 .el = KV_SPIRV(wy_cmel), .aligned_el = KV_SPIRV(wy_cmalel)},
     [S_DK_CM] = {.name = "dk_cm", .subgroup = KV_SPIRV(dk_sh), .fallback = KV_SPIRV(dk_sh), .n_bindings = 2,
                  .bindings = {T_DKH_CM, T_DK_CM}, .push_size = sizeof(struct push), .push_doc = PUSH_DOC,
                  .dispatch_doc = DK_DOC, .launch = launch_dk, .active = is_cm, .needs = KV_NEED_STORAGE16,

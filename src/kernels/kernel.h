@@ -95,6 +95,12 @@ struct kv_stage_def {
      * shader; sources (mutants, the reversed stress runs) hold both paths. */
     struct kv_spirv_blob aligned;
     int (*aligned_case)(const struct kv_case *c);
+    /* Optional builds with KV_CM_EL (the source's epilogues on the
+     * accumulators' elements, by position): of the subgroup build and of the
+     * aligned one. Where the device has the layout they are written for
+     * (kv_vk_info.cm_layout), the runner uses them instead, and builds from
+     * the source (mutants, --shader .comp) get KV_CM_EL too. */
+    struct kv_spirv_blob el, aligned_el;
     /* The launch rule cannot honour --max-groups (a fixed grid, no grid-stride
      * loop): the stage runs uncapped, and list --abi says so. */
     int fixed_grid;

@@ -79,7 +79,8 @@ cleanup:
 unsigned kv_stage_defines(const struct kv_vk_info *dev, const struct kv_stage_def *sd, const struct kv_run_opts *o)
 {
     return (dev->subgroup_arith && !o->no_subgroup ? KV_SHADER_SUBGROUP : 0u) |
-           (dev->storage8 && !o->no_8bit && sd->subgroup8.words ? KV_SHADER_INT8 : 0u) | sd->source_defines;
+           (dev->storage8 && !o->no_8bit && sd->subgroup8.words ? KV_SHADER_INT8 : 0u) | sd->source_defines |
+           (sd->el.words && dev->cm_layout ? KV_SHADER_CMEL : 0u);
 }
 
 const char *kv_stage_lacks(const struct kv_vk_info *dev, const struct kv_stage_def *sd)
@@ -128,7 +129,8 @@ enum kv_status kv_runner_stage(struct kv_runner *r, int s, const struct kv_run_o
         snprintf(what, sizeof what, "%s (stage %s)", o->shader[s], sd->name);
     } else {
         const struct kv_spirv_blob *b = int8 ? (subgroup ? &sd->subgroup8 : &sd->fallback8)
-                                             : (subgroup ? &sd->subgroup : &sd->fallback);
+                                        : (defines & KV_SHADER_CMEL) ? &sd->el
+                                        : (subgroup ? &sd->subgroup : &sd->fallback);
         words = b->words;
         bytes = b->bytes;
         snprintf(what, sizeof what, "built-in %s stage %s", k->name, sd->name);
@@ -153,8 +155,9 @@ enum kv_status kv_runner_stage(struct kv_runner *r, int s, const struct kv_run_o
     memcpy(r->local[s], iface.local, sizeof iface.local);
     KV_TRY(stage_pipeline(r, s, what, words, bytes, &r->pipe[s]));
     if (!user && !o->src_words[s] && sd->aligned.words && subgroup && !int8) {
+        const struct kv_spirv_blob *al = (defines & KV_SHADER_CMEL) ? &sd->aligned_el : &sd->aligned;
         snprintf(what, sizeof what, "built-in %s stage %s (aligned build)", k->name, sd->name);
-        KV_TRY(stage_pipeline(r, s, what, sd->aligned.words, sd->aligned.bytes, &r->alt[s]));
+        KV_TRY(stage_pipeline(r, s, what, al->words, al->bytes, &r->alt[s]));
     }
     free(user);
     user = NULL;

@@ -575,6 +575,7 @@ enum kv_status kv_vk_open(const char *selector, struct kv_vk_device **out)
                                   .queueFamilyIndex = d->queue_family};
     VK_TRY(vkCreateCommandPool(d->dev, &pi, NULL, &d->cmd_pool));
     KV_TRY(open_cache(d));
+    if (d->info.coopmat_bf16) KV_TRY(kv_vk_cm_layout(d, &d->info.cm_layout));
     *out = d;
     d = NULL;
 cleanup:

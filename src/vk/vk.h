@@ -27,6 +27,8 @@ struct kv_vk_info {
     int float16, int8, storage16, storage8, bfloat16, coopmat;
     int coopmat16;        /* NV cooperative matrices: 16x16x16, f16 operands, f32 sums, subgroup 32 */
     int coopmat_bf16;     /* KHR cooperative matrices: 16x16x16, bf16 operands, f32 sums, subgroup 32 */
+    int cm_layout;        /* an opened device with coopmat_bf16 whose 16x16 f32 accumulators have the
+                             element layout that KV_CM_EL builds are written for (kv_vk_cm_layout) */
     int exec_stats;       /* VK_KHR_pipeline_executable_properties: the compiler's statistics per pipeline */
     uint64_t max_storage_range;
     uint32_t max_groups[3];
@@ -131,6 +133,16 @@ struct kv_vk_stat {
     double value;
 };
 int kv_vk_pipeline_stats(struct kv_vk_device *d, const struct kv_vk_pipeline *p, struct kv_vk_stat *out, int max);
+
+/* --- the cooperative-matrix accumulators' element layout (cm_layout.c) --- */
+/* Runs the probe shader: *known = 1 where lane 4g + q of a 16 x 16 f32
+ * accumulator holds elements 2p, 2p + 1 (p = 0..3) at row g + 8 (p >> 1),
+ * columns 8 (p & 1) + 2q, + 1 (the layout KV_CM_EL builds are written for);
+ * 0 otherwise, or where KVERIFY_CM_LAYOUT=generic. kv_vk_open runs it on a
+ * device with coopmat_bf16 (info.cm_layout). */
+enum kv_status kv_vk_cm_layout(struct kv_vk_device *d, int *known);
+/* The probe's verdict on its output out[0..n): n = out[0] elements per lane, then each lane's. */
+int kv_vk_cm_layout_known(const float *out, size_t n);
 
 /* --- command batches --- */
 struct kv_vk_range {

@@ -19,15 +19,21 @@ static void builtins_match_their_abi(void **s)
     for (int k = 0; kv_kernels[k]; k++)
         for (int st = 0; st < kv_kernels[k]->n_stages; st++) {
             const struct kv_stage_def *sd = &kv_kernels[k]->stages[st];
-            const struct kv_spirv_blob *blobs[4] = {&sd->subgroup, &sd->fallback, &sd->subgroup8, &sd->fallback8};
-            for (int v = 0; v < 4; v++) {
-                if (!blobs[v]->words) continue; /* no 8-bit storage build */
+            const struct kv_spirv_blob *blobs[7] = {&sd->subgroup, &sd->fallback, &sd->subgroup8, &sd->fallback8,
+                                                    &sd->aligned, &sd->el, &sd->aligned_el};
+            struct kv_spirv_iface main_f;
+            assert_int_equal(kv_spirv_reflect("builtin", sd->subgroup.words, sd->subgroup.bytes / 4, &main_f), KV_OK);
+            assert_true(!sd->aligned_el.words || (sd->aligned.words && sd->el.words));
+            for (int v = 0; v < 7; v++) {
+                if (!blobs[v]->words) continue; /* no 8-bit storage (aligned, element) build */
                 struct kv_spirv_iface f;
                 assert_int_equal(kv_spirv_reflect("builtin", blobs[v]->words, blobs[v]->bytes / 4, &f), KV_OK);
                 assert_int_equal(kv_spirv_check("builtin", &f, (uint32_t)sd->n_bindings,
                                                 (1u << sd->n_bindings) - 1, sd->push_size), KV_OK);
                 assert_int_equal(f.n_bindings, sd->n_bindings);
                 assert_true(f.local[0] >= 1 && f.local[1] >= 1 && f.local[2] >= 1);
+                if (v >= 4) /* launched with the subgroup build's workgroup size */
+                    assert_memory_equal(f.local, main_f.local, sizeof f.local);
             }
         }
     /* rmsnorm-bwd's dw stage is 64 x 16 by design. */
