@@ -19,9 +19,9 @@
 // goes through the subgroup's 16 x 16 f32 block in shared memory, where lane
 // l takes row l / 2, columns 8 (l % 2) .. +8: so the lane holds one row's
 // dbeta and dg partials throughout, and writes (and in pass 2 reads back)
-// the same outputs in both passes.
-// Measured on an H100 at B8 T4096 H16/4 K=V=128 (the KV_ALIGNED8 build):
-// 0.79 ms, 123 registers, 46.6 KB of shared memory (2 workgroups per SM).
+// the same outputs in both passes. KV_CM_EL takes dA, T, U and P from the lane's elements.
+// Measured on an H100 at B8 T4096 H16/4 K=V=128 (KV_ALIGNED8): 0.79 ms, 123 registers,
+// 46.6 KB of shared memory (2 workgroups per SM); with KV_CM_EL 0.72 ms, 127 registers.
 // What it took, from 0.98 ms: the aligned build alone (its code and
 // registers only: 0.95), the loads in flight during the products (0.86),
 // Y and U rounded as packed pairs, U once (0.83), rne_hi (0.79). Not bound
