@@ -18,8 +18,7 @@
 // its block of dA (and of k k^T) in registers. Rows past seq (a partial last
 // chunk) stage as zero and are not written.
 // Built with KV_BF16CM, the a-bf16 spec runs on bf16 cooperative matrices (gdn_wy_bwd_cm.glsl;
-// KV_ALIGNED8 too: its build for K, V multiples of 8; KV_CM_EL: epilogues on the accumulators'
-// elements, where the device has their layout); otherwise on f32 FMAs, as follows.
+// KV_ALIGNED8: for K, V multiples of 8; KV_CM_EL: epilogues on accumulator elements); else f32 FMAs:
 #extension GL_EXT_shader_16bit_storage : require
 layout(push_constant) uniform Push { uint batch; uint seq; uint heads; uint kv_heads; uint dk; uint dv; } p;
 layout(std430, binding = 0) readonly buffer K { uint16_t k[]; };
