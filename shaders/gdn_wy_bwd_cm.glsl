@@ -19,25 +19,17 @@
 // goes through the subgroup's 16 x 16 f32 block in shared memory, where lane
 // l takes row l / 2, columns 8 (l % 2) .. +8: so the lane holds one row's
 // dbeta and dg partials throughout, and writes (and in pass 2 reads back)
-// the same outputs in both passes. KV_CM_EL takes dA, T, U and P from the lane's elements.
-// Measured on an H100 at B8 T4096 H16/4 K=V=128 (KV_ALIGNED8): 0.79 ms, 123 registers,
-// 46.6 KB of shared memory (2 workgroups per SM); with KV_CM_EL 0.72 ms, 127 registers.
-// What it took, from 0.98 ms: the aligned build alone (its code and
-// registers only: 0.95), the loads in flight during the products (0.86),
-// Y and U rounded as packed pairs, U once (0.83), rne_hi (0.79). Not bound
-// by memory: every block read from one chunk (cache hits) runs as long; see
-// scripts/gdn-wy-bwd-perf.md for what is. Learnt on the way: (1) a shared
-// block beside the work matrix (a second buffer, 65 KB or more per
-// workgroup) gives 1 workgroup per SM here and 1.25 ms, as if the driver
-// kept the carveout near 100 KB; (2) a load that hits L1 waits for an
-// earlier miss, so every global read of an epilogue (k, v) must come from
-// shared memory, or be issued before the prefetch (pass 2's dk_head); (3)
-// both builds in one module need 154 registers (1.17 ms), hence two
-// modules; (4) float16_t conversions (bfloat16 here) truncate on the H100,
-// also under RoundingModeRTE 16 or FPRoundingMode RTE: they would give
-// 0.72 ms, and fail the sweep. No faster before: 4 subgroups (208
-// registers, 1.77); spills read as contiguous words; skipping A's zero
-// blocks where A is triangular (0.97, and it would turn 0*inf into 0).
+// the same outputs in both passes. The KV_CM_EL build (gdn_wy_bwd_cmel.glsl)
+// takes every block from the lane's own accumulator elements instead.
+// Measured on an H100 at B8 T4096 H16/4 K=V=128 (KV_ALIGNED8): 0.79 ms, 123
+// registers, 46.6 KB of shared memory (2 workgroups per SM); KV_CM_EL 0.69 ms,
+// 124 registers. How it got there, and what did not help, is in
+// scripts/gdn-wy-bwd-perf.md. What holds it: 2 workgroups per SM need at most
+// 128 registers and about 49 KB of shared memory (one more of either: 1.1-1.2
+// ms); every global read of an epilogue comes from shared memory or is issued
+// before the prefetch (a load that hits L1 waits for an earlier miss); the
+// float16_t conversions (bfloat16 here) truncate on the H100, also under
+// RoundingModeRTE or FPRoundingMode RTE, so the roundings are integer adds.
 #extension GL_NV_cooperative_matrix : require
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -82,13 +74,6 @@ shared float f_s[BT];        // the rows' beta exp(g)
 #define OPM fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
 #define ACCM fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
 
-#ifdef KV_CM_EL
-// The accumulators' layout that the KV_CM_EL build is written for (the runner
-// probes it: src/vk/cm_layout.c): lane 4 gq + q holds elements 2pp, 2pp + 1
-// (pp = 0..3) of a 16 x 16 block at row gq + ER(pp), columns EC(pp) + 2q, + 1.
-#define ER(pp) (8u * ((pp) >> 1u))
-#define EC(pp) (8u * ((pp) & 1u))
-#endif
 
 float lo16(uint w) { return uintBitsToFloat(w << 16); }
 float hi16(uint w) { return uintBitsToFloat(w & 0xffff0000u); }
@@ -98,6 +83,20 @@ float half8(uvec4 w, uint k) { return k % 2u == 0u ? lo16(w[k / 2u]) : hi16(w[k 
 // shift back and forth (0.81 -> 0.79 ms against bf16_bits' former form), and not through
 // float16_t (the H100's conversion truncates, also under RoundingModeRTE or FPRoundingMode).
 uint pack2(float a, float b) { return (rne_hi(a) >> 16) | (rne_hi(b) & 0xffff0000u); }
+
+// Eight floats to four bf16 pairs, as pack2 would give them: rounded to nearest even
+// by the integer add alone, and again through pack2 only where one of them is a NaN.
+void pack8v(float v[8], out uint w[4])
+{
+    bool nan_ = false;
+    [[unroll]] for (uint c = 0u; c < 4u; c++) {
+        const uint ua = floatBitsToUint(v[2u * c]), ub = floatBitsToUint(v[2u * c + 1u]);
+        w[c] = ((ua + 0x7fffu + bitfieldExtract(ua, 16, 1)) >> 16) | ((ub + 0x7fffu + bitfieldExtract(ub, 16, 1)) & 0xffff0000u);
+        nan_ = nan_ || isnan(v[2u * c]) || isnan(v[2u * c + 1u]);
+    }
+    if (nan_)
+        [[unroll]] for (uint c = 0u; c < 4u; c++) w[c] = pack2(v[2u * c], v[2u * c + 1u]);
+}
 
 // Element (row r, column c) of the pass's X: dw, du or k.
 uint x_at(uint which, uint r, uint c)
@@ -148,10 +147,12 @@ void put_xy(uint blk, xy_words w, bool al)
                 src[c / 2u] |= sv << (16u * (c % 2u));
             }
         }
-        [[unroll]] for (uint c = 0u; c < 4u; c++) { // (zeros past D, also where f is not finite)
-            yw[c] = pack2(half8(src, 2u * c) * f, half8(src, 2u * c + 1u) * f);
-            yw[c] &= col + 2u * c < D ? (col + 2u * c + 1u < D ? 0xffffffffu : 0xffffu) : 0u;
-        }
+        float yv[8];
+        uint yp[4];
+        [[unroll]] for (uint c = 0u; c < 8u; c++) yv[c] = half8(src, c) * f;
+        pack8v(yv, yp);
+        [[unroll]] for (uint c = 0u; c < 4u; c++) // (zeros past D, also where f is not finite)
+            yw[c] = yp[c] & (col + 2u * c < D ? (col + 2u * c + 1u < D ? 0xffffffffu : 0xffffu) : 0u);
         x_s[j * ROWQ + q] = xw;
         y_s[j * ROWQ + q] = yw;
         if (which != 2u) w_s[j * ROWQ + q] = src;
@@ -170,45 +171,9 @@ uvec4 dkh_words(uint i, uint col, bool al)
 }
 
 #ifdef KV_CM_EL
-// The lane's 4 bf16 pairs w[pp] of a 16 x 16 block (rows ra + ER(pp), columns
-// c0 + EC(pp) + 2q, + 1, of width D) into dk_head (out_ 0) or dv (out_ 1), rows
-// past nv and columns past D left out. Aligned: lanes q and q ^ 1 swap a word
-// and store 8 bytes each (q even: columns 2q .. 2q + 3; odd: 2q + 6 .. 2q + 9).
-void put_pairs(uint out_, uint ra, uint q, uint c0, uint D, uint w[4], bool al)
-{
-    if (!al) {
-        [[unroll]] for (uint pp = 0u; pp < 4u; pp++) {
-            const uint r = ra + ER(pp), c = c0 + EC(pp) + 2u * q, o = vrow(r) * D + c;
-            for (uint e = 0u; e < 2u && r < nv && c + e < D; e++)
-                if (out_ == 0u) dkh[o + e] = uint16_t(w[pp] >> (16u * e)); else dvo[o + e] = uint16_t(w[pp] >> (16u * e));
-        }
-        return;
-    }
-    [[unroll]] for (uint h2 = 0u; h2 < 2u; h2++) {
-        const bool ev = (q & 1u) == 0u;
-        const uint got = subgroupShuffleXor(ev ? w[2u * h2 + 1u] : w[2u * h2], 1u);
-        const uint r = ra + 8u * h2, c = c0 + (ev ? 2u * q : 2u * q + 6u);
-        if (r < nv && c < D) {
-            const uvec2 v2 = ev ? uvec2(w[2u * h2], got) : uvec2(got, w[2u * h2 + 1u]);
-            const uint o = (vrow(r) * D + c) / 4u;
-            if (out_ == 0u) dkh2[o] = v2; else dv2[o] = v2;
-        }
-    }
-}
-
-// Lane l's share of the sums s[h2] kept by the quad of row i = 16 rt + l / 2
-// (gq = (l / 2) % 8, h2 = l / 16): those of its lanes 2 (l % 2) and 2 (l % 2) + 1,
-// so that the row's two lanes together hold the whole.
-float row_share(float s[2], uint lane)
-{
-    float S = 0.0;
-    [[unroll]] for (uint t = 0u; t < 2u; t++) {
-        const uint src = 4u * ((lane / 2u) % 8u) + 2u * (lane % 2u) + t;
-        const float a0 = subgroupShuffle(s[0], src), a1 = subgroupShuffle(s[1], src);
-        S += lane >= 16u ? a1 : a0;
-    }
-    return S;
-}
+#include "gdn_wy_bwd_cmel.glsl"
+#else
+#define P2_LOOP [[unroll]]
 #endif
 
 // The lane's 8 values of the subgroup's last stored block.
@@ -299,14 +264,17 @@ void run_items(bool al)
                 // P's epilogue on the lane's elements: dk_head = bf16(P bg) or dv = bf16(P beta);
                 // sum P k (pass K: dbeta's e^g and dg's bg are applied to the sum) or P v.
                 uint w[4];
+                float pv[8];
                 [[unroll]] for (uint pp = 0u; pp < 4u; pp++) {
                     const uint h2 = pp >> 1u, r = ra + ER(pp), c = 16u * cb + EC(pp) + 2u * q;
                     const uint sw = w_s[r * ROWQ + c / 8u][q]; // k (pass K) or v
                     const float x0 = P[2u * pp], x1 = P[2u * pp + 1u], f = pass == 0u ? f_s[r] : bg_s[r].x;
                     s_e[h2] += x0 * lo16(sw);
                     s_e[h2] += x1 * hi16(sw);
-                    w[pp] = pack2(x0 * f, x1 * f);
+                    pv[2u * pp] = x0 * f;
+                    pv[2u * pp + 1u] = x1 * f;
                 }
+                pack8v(pv, w);
                 put_pairs(pass, ra, q, col0 + 16u * cb, D, w, al);
 #else
                 const uvec4 es = w_s[i * ROWQ + 2u * cb + half_]; // k (pass K) or v of the lane's outputs
@@ -355,15 +323,26 @@ void run_items(bool al)
                 put_xy(blk + 1u, xw, al);
             }
         } // (pass 2's first block is staged after U)
+#ifdef KV_CM_EL // (and pass 1's dk_head to the lanes that read it back in pass 2)
+        controlBarrier(gl_ScopeWorkgroup, gl_ScopeWorkgroup, gl_StorageSemanticsShared | gl_StorageSemanticsBuffer, gl_SemanticsAcquireRelease);
+#else
         barrier();
+#endif
         // dA strictly lower, to bf16, into w_s (rows past nv are 0: X stages as 0 there).
         [[unroll]] for (uint ct = 0u; ct < CT; ct++) {
             const uint cb = cb0 + ct;
 #ifdef KV_CM_EL
+            float dv[8];
             [[unroll]] for (uint pp = 0u; pp < 4u; pp++) {
                 const uint r = ra + ER(pp), c = 16u * cb + EC(pp) + 2u * q;
-                const float x0 = cb <= rt && c < r ? dA[ct][2u * pp] : 0.0, x1 = cb <= rt && c + 1u < r ? dA[ct][2u * pp + 1u] : 0.0;
-                w_s[r * ROWQ + c / 8u][q] = pack2(x0, x1);
+                dv[2u * pp] = cb <= rt && c < r ? dA[ct][2u * pp] : 0.0;
+                dv[2u * pp + 1u] = cb <= rt && c + 1u < r ? dA[ct][2u * pp + 1u] : 0.0;
+            }
+            uint w[4];
+            pack8v(dv, w);
+            [[unroll]] for (uint pp = 0u; pp < 4u; pp++) {
+                const uint r = ra + ER(pp), c = 16u * cb + EC(pp) + 2u * q;
+                w_s[r * ROWQ + c / 8u][q] = w[pp];
             }
 #else
             float x[8] = float[8](0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
@@ -388,9 +367,13 @@ void run_items(bool al)
                 T = coopMatMulAddNV(da, a, T);
             }
 #ifdef KV_CM_EL
+            float dv[8];
+            [[unroll]] for (uint e = 0u; e < 8u; e++) dv[e] = T[e];
+            uint w[4];
+            pack8v(dv, w);
             [[unroll]] for (uint pp = 0u; pp < 4u; pp++) {
                 const uint r = ra + ER(pp), c = 16u * cb + EC(pp) + 2u * q;
-                x_s[r * ROWQ + c / 8u][q] = pack2(T[2u * pp], T[2u * pp + 1u]);
+                x_s[r * ROWQ + c / 8u][q] = w[pp];
             }
 #else
             float x[8];
@@ -413,15 +396,20 @@ void run_items(bool al)
                     U = coopMatMulAddNV(at, t, U);
                 }
             }
+            float dv[8];
             [[unroll]] for (uint pp = 0u; pp < 4u; pp++) {
                 const uint r = ra + ER(pp), c = 16u * cb + EC(pp) + 2u * q;
-                float x[2];
                 [[unroll]] for (uint e = 0u; e < 2u; e++) {
                     // (the gate's guard keeps g's reads within the chunk)
                     const float gate = r < nv && c + e < nv ? exp(bg_s[r].y - bg_s[c + e].y) : 0.0;
-                    x[e] = cb <= rt && c + e < r ? -(U[2u * pp + e] * gate) : 0.0;
+                    dv[2u * pp + e] = cb <= rt && c + e < r ? -(U[2u * pp + e] * gate) : 0.0;
                 }
-                w_s[r * ROWQ + c / 8u][q] = pack2(x[0], x[1]);
+            }
+            uint w[4];
+            pack8v(dv, w);
+            [[unroll]] for (uint pp = 0u; pp < 4u; pp++) {
+                const uint r = ra + ER(pp), c = 16u * cb + EC(pp) + 2u * q;
+                w_s[r * ROWQ + c / 8u][q] = w[pp];
             }
 #else
             float x[8] = float[8](0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
@@ -453,8 +441,14 @@ void run_items(bool al)
         for (uint blk = nb; blk < nb + nk; blk++) {
             const uint col0 = blk_col0(blk);
             barrier();
+#ifdef KV_CM_EL
+            uint old[CT][4]; // pass 1's dk_head pairs at the lane's elements (before the prefetch, too)
+            [[unroll]] for (uint ct = 0u; ct < CT; ct++)
+                [[unroll]] for (uint pp = 0u; pp < 4u; pp++) old[ct][pp] = dkh_pair(ra + ER(pp), col0 + 16u * (cb0 + ct) + EC(pp) + 2u * q, al);
+#else
             uvec4 old[CT]; // the lane's dk_head words of pass 1 (loaded before the prefetch, which they would wait for)
             [[unroll]] for (uint ct = 0u; ct < CT; ct++) old[ct] = dkh_words(i, col0 + 16u * (cb0 + ct) + 8u * half_, al);
+#endif
             if (blk + 1u < nb + nk) fetch_xy(blk + 1u, xw, al);
             [[unroll]] for (uint kk = 0u; kk < 4u; kk++) {
                 OPM xa;
@@ -470,7 +464,7 @@ void run_items(bool al)
             [[unroll]] for (uint ct = 0u; ct < CT; ct++) {
                 const uint cb = cb0 + ct, col = col0 + 16u * cb + 8u * half_;
                 ACCM dkb = ACCM(0.0), t = ACCM(0.0);
-                [[unroll]] for (uint kk = 0u; kk < 4u; kk++) {
+                P2_LOOP for (uint kk = 0u; kk < 4u; kk++) {
                     OPM u, kx, ut, kb;
                     if (kk <= rt) { // U's row block rt is zero past column block rt
                         coopMatLoadNV(u, w_s, 16u * rt * ROWQ + 2u * kk, ROWQ, false);
@@ -483,6 +477,23 @@ void run_items(bool al)
                         t = coopMatMulAddNV(ut, kb, t);
                     }
                 }
+#ifdef KV_CM_EL
+                // dk_head = bf16(dkb beta + t + pass 1's); dbeta's sum dkb k per row, as in pass K.
+                uint w[4];
+                float pv[8];
+                [[unroll]] for (uint pp = 0u; pp < 4u; pp++) {
+                    const uint h2 = pp >> 1u, r = ra + ER(pp), c = 16u * cb + EC(pp) + 2u * q;
+                    const uint kw = x_s[r * ROWQ + c / 8u][q]; // k
+                    const float be_r = bg_s[r].x, x0 = dkb[2u * pp], x1 = dkb[2u * pp + 1u];
+                    s_e[h2] += x0 * lo16(kw);
+                    s_e[h2] += x1 * hi16(kw);
+                    pv[2u * pp] = x0 * be_r + t[2u * pp] + lo16(old[ct][pp]);
+                    pv[2u * pp + 1u] = x1 * be_r + t[2u * pp + 1u] + hi16(old[ct][pp]);
+                }
+                pack8v(pv, w);
+                put_pairs(0u, ra, q, col0 + 16u * cb, p.dk, w, al);
+            }
+#else
                 float xd[8], xt[8];
                 coopMatStoreNV(dkb, o_s, sg * 256u, 16u, false);
                 read8(sg, lane, xd);
@@ -503,11 +514,38 @@ void run_items(bool al)
                     for (uint c = 0u; c < 8u && col + c < p.dk; c++) dkh[o + c] = uint16_t(yw[c / 2u] >> (16u * (c % 2u)));
                 }
             }
+#endif
             if (blk + 1u < nb + nk) {
                 barrier();
                 put_xy(blk + 1u, xw, al);
             }
         }
+#ifdef KV_CM_EL
+        db += row_share(s_e, lane);
+        s_e[0] = s_e[1] = 0.0;
+        // dg's U * M (beta_i) from the lane's elements: row sums (to the rows' lanes), and
+        // each block's column sums over the lanes of a column (lanes q + 4 gq).
+        [[unroll]] for (uint ct = 0u; ct < CT; ct++) {
+            const uint cb = cb0 + ct;
+            float cs[4] = float[4](0.0, 0.0, 0.0, 0.0); // columns 2q, 2q + 1, 8 + 2q, 9 + 2q
+            if (cb <= rt) {
+                [[unroll]] for (uint pp = 0u; pp < 4u; pp++) {
+                    const uint h2 = pp >> 1u, r = ra + ER(pp), c = 16u * cb + EC(pp) + 2u * q;
+                    const uint uw = w_s[r * ROWQ + c / 8u][q];
+                    const float be_r = bg_s[r].x;
+                    const float x0 = lo16(uw) * (M[ct][2u * pp] * be_r), x1 = hi16(uw) * (M[ct][2u * pp + 1u] * be_r);
+                    s_e[h2] += x0 + x1;
+                    cs[2u * (pp & 1u)] += x0;
+                    cs[2u * (pp & 1u) + 1u] += x1;
+                }
+                [[unroll]] for (uint m = 4u; m < 32u; m *= 2u)
+                    [[unroll]] for (uint x = 0u; x < 4u; x++) cs[x] += subgroupShuffleXor(cs[x], m);
+            }
+            if (gq == 0u)
+                [[unroll]] for (uint x = 0u; x < 4u; x++) cs_s[rt * BT + 16u * cb + 8u * (x >> 1u) + 2u * q + (x & 1u)] = cs[x];
+        }
+        rs += row_share(s_e, lane);
+#else
         // dg's U * M (beta_i): the lane's row sum, and each block's column sums by lanes 0..15.
         [[unroll]] for (uint ct = 0u; ct < CT; ct++) {
             const uint cb = cb0 + ct;
@@ -531,6 +569,7 @@ void run_items(bool al)
             }
             if (lane < 16u) cs_s[rt * BT + 16u * cb + lane] = cs;
         }
+#endif
         barrier();
         // The row partials: 2 lanes in each of NSG / 4 subgroups per row.
         const uint np = NSG / 2u, slot = (sg / 4u) * 2u + half_;
