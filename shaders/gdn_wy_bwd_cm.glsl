@@ -20,11 +20,10 @@
 // l takes row l / 2, columns 8 (l % 2) .. +8: so the lane holds one row's
 // dbeta and dg partials throughout, and writes (and in pass 2 reads back)
 // the same outputs in both passes. The KV_CM_EL build (gdn_wy_bwd_cmel.glsl)
-// takes every block from the lane's own accumulator elements instead.
-// Measured on an H100 at B8 T4096 H16/4 K=V=128 (KV_ALIGNED8): 0.79 ms, 123
-// registers, 46.6 KB of shared memory (2 workgroups per SM); KV_CM_EL 0.69 ms,
-// 124 registers. How it got there, and what did not help, is in
-// scripts/gdn-wy-bwd-perf.md. What holds it: 2 workgroups per SM need at most
+// takes every block from the lane's own accumulator elements instead. H100, B8
+// T4096 H16/4 K=V=128 (KV_ALIGNED8): 0.79 ms at 123 registers and 46.6 KB of shared
+// memory (2 workgroups per SM); KV_CM_EL 0.69 ms, 124 registers. How, and what did
+// not help: scripts/gdn-wy-bwd-perf.md. What holds it: 2 workgroups per SM need at most
 // 128 registers and about 49 KB of shared memory (one more of either: 1.1-1.2
 // ms); every global read of an epilogue comes from shared memory or is issued
 // before the prefetch (a load that hits L1 waits for an earlier miss); the
