@@ -337,12 +337,7 @@ void run_items(bool al)
                 dv[2u * pp] = cb <= rt && c < r ? dA[ct][2u * pp] : 0.0;
                 dv[2u * pp + 1u] = cb <= rt && c + 1u < r ? dA[ct][2u * pp + 1u] : 0.0;
             }
-            uint w[4];
-            pack8v(dv, w);
-            [[unroll]] for (uint pp = 0u; pp < 4u; pp++) {
-                const uint r = ra + ER(pp), c = 16u * cb + EC(pp) + 2u * q;
-                w_s[r * ROWQ + c / 8u][q] = w[pp];
-            }
+            put_el8(dv, ra, q, cb, false);
 #else
             float x[8] = float[8](0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
             if (cb <= rt) {
@@ -368,12 +363,7 @@ void run_items(bool al)
 #ifdef KV_CM_EL
             float dv[8];
             [[unroll]] for (uint e = 0u; e < 8u; e++) dv[e] = T[e];
-            uint w[4];
-            pack8v(dv, w);
-            [[unroll]] for (uint pp = 0u; pp < 4u; pp++) {
-                const uint r = ra + ER(pp), c = 16u * cb + EC(pp) + 2u * q;
-                x_s[r * ROWQ + c / 8u][q] = w[pp];
-            }
+            put_el8(dv, ra, q, cb, true);
 #else
             float x[8];
             coopMatStoreNV(T, o_s, sg * 256u, 16u, false);
@@ -404,12 +394,7 @@ void run_items(bool al)
                     dv[2u * pp + e] = cb <= rt && c + e < r ? -(U[2u * pp + e] * gate) : 0.0;
                 }
             }
-            uint w[4];
-            pack8v(dv, w);
-            [[unroll]] for (uint pp = 0u; pp < 4u; pp++) {
-                const uint r = ra + ER(pp), c = 16u * cb + EC(pp) + 2u * q;
-                w_s[r * ROWQ + c / 8u][q] = w[pp];
-            }
+            put_el8(dv, ra, q, cb, false);
 #else
             float x[8] = float[8](0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
             if (cb <= rt) {

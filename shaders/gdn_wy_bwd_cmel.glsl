@@ -55,3 +55,15 @@ uint dkh_pair(uint r, uint col, bool al)
     if (al) return dkh4[o / 2u];
     return uint(dkh[o]) | (col + 1u < p.dk ? uint(dkh[o + 1u]) << 16 : 0u);
 }
+
+// The lane's 8 values of a 16 x 16 block (rows ra + ER(pp), columns 16 cb + EC(pp) + 2q,
+// + 1) as bf16 pairs at their places in w_s, or in x_s (to_x).
+void put_el8(float v[8], uint ra, uint q, uint cb, bool to_x)
+{
+    uint w[4];
+    pack8v(v, w);
+    [[unroll]] for (uint pp = 0u; pp < 4u; pp++) {
+        const uint r = ra + ER(pp), c = 16u * cb + EC(pp) + 2u * q;
+        if (to_x) x_s[r * ROWQ + c / 8u][q] = w[pp]; else w_s[r * ROWQ + c / 8u][q] = w[pp];
+    }
+}
