@@ -58,7 +58,7 @@ enum { P_B, P_T, P_H, P_HG, P_K, P_V, P_DIST, P_VARIANT };
 enum { T_K, T_V, T_BETA, T_G, T_A, T_A16, T_DW, T_DU, T_DKH, T_DV, T_DB, T_DG, T_DK,
        T_DKH_AB, T_DV_AB, T_DB_AB, T_DG_AB, T_DK_AB, T_DKH_CM, T_DV_CM, T_DB_CM, T_DG_CM, T_DK_CM };
 enum { S_WY, S_DK, S_WY_AB, S_DK_AB, S_WY_CM, S_DK_CM };
-enum { D_REALISTIC, D_RANDOM, D_DENSE };
+enum { D_REALISTIC, D_RANDOM, D_DENSE, D_NONFINITE };
 enum { V_FMA, V_AB, V_CM };
 
 static const struct kv_param_def params[] = {
@@ -68,10 +68,11 @@ static const struct kv_param_def params[] = {
     {"kv-heads", KV_PARAM_INT, "2", 1, 65536, NULL, "key heads Hg", 1},
     {"dk", KV_PARAM_INT, "128", 1, 65536, NULL, "key dimension K (any)", 1},
     {"dv", KV_PARAM_INT, "128", 1, 65536, NULL, "value dimension V (any)", 1},
-    {"dist", KV_PARAM_CHOICE, "realistic", 0, 0, "realistic|random|dense",
+    {"dist", KV_PARAM_CHOICE, "realistic", 0, 0, "realistic|random|dense|nonfinite",
      "gdn-wu's inputs for the same seed (FLA's: L2-normalised k, beta = sigmoid, chunk-cumulative log-sigmoid g, "
      "A = (I+L)^-1) with dw, du ~ N(0, 1/16) in bf16; or unnormalised N(0,1) k (A ill-conditioned: a stress "
-     "test); or A's strictly upper triangle filled too (the math uses every entry of A, as FLA's kernel does)", 0},
+     "test); or A's strictly upper triangle filled too (the math uses every entry of A, as FLA's kernel does); "
+     "or realistic with a NaN in beta, a +Inf in dw, a -Inf, a +Inf and a NaN in du (NaN and Inf propagation)", 0},
     {"variant", KV_PARAM_CHOICE, "fma", 0, 0, "fma|a-bf16|bf16-coopmat",
      "A in f32, products on f32 FMAs; or A in bf16 as FLA's pipeline keeps it, with dA and dA A^T cast to bf16 "
      "before their products with A, as FLA's kernel does: the spec that FLA's own outputs match; or that spec on "
@@ -219,7 +220,41 @@ static struct dims dims_of(const struct kv_case *c)
 }
 
 static const enum kv_gdn_dist dist_of[] = {[D_REALISTIC] = KV_GDN_REALISTIC, [D_RANDOM] = KV_GDN_RANDOM,
-                                           [D_DENSE] = KV_GDN_DENSE};
+                                           [D_DENSE] = KV_GDN_DENSE, [D_NONFINITE] = KV_GDN_REALISTIC};
+
+/* A seeded element of a [B, T, H, D] tensor, moved to column col of its 16
+ * columns and (row >= 0) to row row of its 16 steps of T, where those exist. */
+static uint64_t place(const struct kv_case *c, uint32_t stream, uint64_t D, uint64_t col, int64_t row)
+{
+    const uint64_t T = (uint64_t)c->p[P_T].i, H = (uint64_t)c->p[P_H].i, n = (uint64_t)c->p[P_B].i * T * H * D;
+    uint64_t e = (uint64_t)(kv_rng_uniform(c->seed, stream, 0) * (double)n) % n, d = e % D, t = e / (H * D) % T;
+    if (d - d % 16 + col < D) e = e - d + (d - d % 16 + col);
+    if (row >= 0 && t - t % 16 + (uint64_t)row < T) e = e - t * H * D + (t - t % 16 + (uint64_t)row) * H * D;
+    return e;
+}
+
+/* --dist nonfinite: realistic inputs, then a NaN in beta, a +Inf in dw, and a
+ * -Inf, a +Inf and a NaN (with a payload) in du, at seeded places. Their chunks turn
+ * NaN or Inf wherever the math takes them (0 * Inf and Inf - Inf included),
+ * and the oracle's too; the other chunks stay finite. k, v, g and A stay
+ * finite: the products skip only zeros that multiply finite values (dA and
+ * U's structural zeros times A and k), so every route agrees on where a NaN
+ * goes. The bf16 casts' NaN paths run: du's -Inf and a second, +Inf, sit at
+ * columns 4 and 5 and row 3 of their 16, so that in their chunk's column of
+ * A^T du, and of dv, the rows below turn NaN (0 * Inf) and those above +-Inf,
+ * and some of the 8 values that a cast takes at once (8 columns of a row, or
+ * 2 rows of 4 columns on the accumulator elements) hold a lone NaN at their
+ * 5th or 6th place. */
+static void nonfinite(struct kv_case *c)
+{
+    const uint64_t nb = c->t[T_BETA].count, K = (uint64_t)c->p[P_K].i, V = (uint64_t)c->p[P_V].i;
+    uint16_t *dw = c->t[T_DW].data, *du = c->t[T_DU].data;
+    ((float *)c->t[T_BETA].data)[(uint64_t)(kv_rng_uniform(c->seed, 90, 0) * (double)nb) % nb] = NAN;
+    dw[place(c, 91, K, 7, -1)] = 0x7F80;
+    du[place(c, 92, V, 4, 3)] = 0xFF80;
+    du[place(c, 94, V, 5, 3)] = 0x7F80;
+    du[place(c, 93, V, 2, -1)] = 0x7FC1;
+}
 
 static enum kv_status inputs(struct kv_case *c)
 {
@@ -235,6 +270,7 @@ static enum kv_status inputs(struct kv_case *c)
 #pragma omp parallel for schedule(static)
         for (int64_t i = 0; i < n; i++) x[i] = kv_f32_to_bf16((float)(0.25 * kv_rng_normal(c->seed, 80 + (uint32_t)t, (uint64_t)i)));
     }
+    if (c->p[P_DIST].c == D_NONFINITE) nonfinite(c);
     return KV_OK;
 }
 
@@ -416,6 +452,8 @@ static const char *const sweep[] = {
     "batch=1,seq=66,heads=2,kv-heads=1,dk=71,dv=65",    /* K % 8 == 7; V one past a block */
     "batch=1,seq=50,heads=4,kv-heads=2,dk=63,dv=16",    /* K % 8 == 7 but % 7 == % 9 == 0 (dk's width test) */
     "batch=1,seq=20,heads=2,kv-heads=2,dk=64,dv=63",    /* K % 8 == 0 with V % 8 == 7 (the aligned build's test) */
+    "batch=1,seq=70,heads=4,kv-heads=2,dk=40,dv=71,dist=nonfinite",  /* NaN and Inf: the casts' NaN paths, Y's masks */
+    "batch=1,seq=128,heads=4,kv-heads=2,dk=64,dv=72,dist=nonfinite", /* the same in the aligned builds */
     NULL,
 };
 

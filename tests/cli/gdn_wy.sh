@@ -1,6 +1,6 @@
 # gdn-wy-bwd: the sweep (T = 1, 63, 64, 65, 130, 70, 40, 128, 66, 50, 20; GQA ratios 1, 2, 4;
 # K and V from 16 to 192, not multiples of 32 or 8 (K = 63: % 7 == % 9 == 0; V = 63 with
-# K = 64); B = 2; a dense A) in both variants, both
+# K = 64); B = 2; a dense A; NaN and Inf inputs) in both variants, both
 # oracles, the conditioning note, the independent fixtures, the round trip through
 # files that judges another backend's outputs, and bad input.
 . "$(dirname "$0")/lib.bash"
@@ -19,9 +19,24 @@ assert o["dk_head"]["ambiguous"] > 0 and o["dv"]["ambiguous"] == 0
 assert all(x["pass"] for x in c["outputs"])
 PY
 expect_exit 0 "$KV" gdn-wy-bwd --sweep --seeds 1
-grep -q '^12 cases: 12 passed, 0 failed, 0 errors, 0 skipped' "$TMP/out" || fail "sweep: expected 12 passing cases"
+grep -q '^14 cases: 14 passed, 0 failed, 0 errors, 0 skipped' "$TMP/out" || fail "sweep: expected 14 passing cases"
 expect_exit 0 "$KV" gdn-wy-bwd --sweep --seeds 1 --variant a-bf16
-grep -q '^12 cases: 12 passed' "$TMP/out" || fail "a-bf16 sweep"
+grep -q '^14 cases: 14 passed' "$TMP/out" || fail "a-bf16 sweep"
+
+# --dist nonfinite: a NaN in beta, +Inf in dw, -Inf, +Inf and a NaN in du. Every output of
+# the chunks they reach is NaN or Inf where the oracle's is (matches counted, no
+# mismatch), and the outputs of the other chunks stay finite and within bounds.
+expect_exit 0 "$KV" gdn-wy-bwd --seq 130 --heads 4 --kv-heads 2 --dk 24 --dv 40 --dist nonfinite --json "$TMP/nf.json"
+python3 - "$TMP/nf.json" <<'PY' || fail "--dist nonfinite"
+import json, sys
+c = json.load(open(sys.argv[1]))["cases"][0]
+o = {x["name"]: x for x in c["outputs"]}
+for n in ("dk_head", "dv", "dbeta", "dg", "dk"):
+    m = o[n]
+    assert m["nan_match"] > 0 and m["nan_mismatch"] == 0 and m["inf_mismatch"] == 0, (n, m)
+    assert m["elements"] > m["nan_match"] + m["inf_match"] and m["pass"], (n, m)
+assert o["dv"]["inf_match"] > 0, o["dv"]
+PY
 
 # --oracle both: the exact gradient (A recomputed from k, beta, g) beside, unjudged;
 # the casts cost more than the f32 accumulations.
@@ -94,7 +109,7 @@ expect_error 2 "--heads 6 is not a multiple of --kv-heads 4" "$KV" gdn-wy-bwd --
 expect_error 2 "--seq: 0 is out of range" "$KV" gdn-wy-bwd --seq 0 "${J[@]}"
 expect_error 2 "--dv: 0 is out of range" "$KV" gdn-wy-bwd --dv 0 "${J[@]}"
 expect_error 2 "more than 2\^31-1 elements" "$KV" gdn-wy-bwd --batch 4096 --seq 1048576 "${J[@]}"
-expect_error 2 "--dist: 'nonfinite' is not one of" "$KV" gdn-wy-bwd --dist nonfinite "${J[@]}"
+expect_error 2 "--dist: 'uniform' is not one of realistic\|random\|dense\|nonfinite" "$KV" gdn-wy-bwd --dist uniform "${J[@]}"
 expect_error 2 "--variant: 'f16' is not one of fma\|a-bf16\|bf16-coopmat" "$KV" gdn-wy-bwd --variant f16 "${J[@]}"
 mkdir -p "$TMP/bad" && cp "$d"/inputs/* "$TMP/bad/" && cp "$d/inputs/du.npy" "$TMP/bad/dw.npy"
 expect_error 3 "dw has shape \[2, 65, 4, 8\], expected \[2, 65, 4, 16\]" "$KV" gdn-wy-bwd --inputs "$TMP/bad" "${J[@]}"
