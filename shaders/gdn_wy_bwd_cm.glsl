@@ -188,9 +188,9 @@ void read8(uint sg, uint lane, out float x[8])
 // 8 bf16 bits, packed low half first.
 uvec4 pack8(float x[8])
 {
-    uvec4 w;
-    [[unroll]] for (uint c = 0u; c < 4u; c++) w[c] = pack2(x[2u * c], x[2u * c + 1u]);
-    return w;
+    uint w[4];
+    pack8v(x, w);
+    return uvec4(w[0], w[1], w[2], w[3]);
 }
 
 // The workgroup's (batch, head, chunk) items. al: K and V are multiples of

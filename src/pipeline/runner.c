@@ -76,11 +76,15 @@ cleanup:
     return st;
 }
 
+/* The element-epilogue build (KV_CM_EL) stands in for the subgroup build only:
+ * its reductions are subgroup shuffles, so --no-subgroup keeps the build that
+ * reduces through shared memory. */
 unsigned kv_stage_defines(const struct kv_vk_info *dev, const struct kv_stage_def *sd, const struct kv_run_opts *o)
 {
-    return (dev->subgroup_arith && !o->no_subgroup ? KV_SHADER_SUBGROUP : 0u) |
+    const int subgroup = dev->subgroup_arith && !o->no_subgroup;
+    return (subgroup ? KV_SHADER_SUBGROUP : 0u) |
            (dev->storage8 && !o->no_8bit && sd->subgroup8.words ? KV_SHADER_INT8 : 0u) | sd->source_defines |
-           (sd->el.words && dev->cm_layout ? KV_SHADER_CMEL : 0u);
+           (sd->el.words && dev->cm_layout && subgroup ? KV_SHADER_CMEL : 0u);
 }
 
 const char *kv_stage_lacks(const struct kv_vk_info *dev, const struct kv_stage_def *sd)
