@@ -575,14 +575,7 @@ enum kv_status kv_vk_open(const char *selector, struct kv_vk_device **out)
                                   .queueFamilyIndex = d->queue_family};
     VK_TRY(vkCreateCommandPool(d->dev, &pi, NULL, &d->cmd_pool));
     KV_TRY(open_cache(d));
-    /* A probe that cannot run leaves the generic builds, which need no layout:
-     * the device still serves every stage (a lost device fails at its next use). */
-    if (d->info.coopmat_bf16 && kv_vk_cm_layout(d, &d->info.cm_layout) != KV_OK) {
-        fprintf(stderr, "kverify: note: the accumulator layout probe failed (%s); the generic builds run\n",
-                kv_error_msg());
-        kv_error_clear();
-        d->info.cm_layout = 0;
-    }
+    if (d->info.coopmat_bf16) KV_TRY(kv_vk_cm_layout(d, &d->info.cm_layout));
     *out = d;
     d = NULL;
 cleanup:

@@ -139,8 +139,8 @@ int kv_vk_pipeline_stats(struct kv_vk_device *d, const struct kv_vk_pipeline *p,
  * accumulator holds elements 2p, 2p + 1 (p = 0..3) at row g + 8 (p >> 1),
  * columns 8 (p & 1) + 2q, + 1 (the layout KV_CM_EL builds are written for);
  * 0 otherwise, or where KVERIFY_CM_LAYOUT=generic. kv_vk_open runs it on a
- * device with coopmat_bf16 (info.cm_layout); where it fails, kv_vk_open notes
- * it on stderr and goes on with 0. */
+ * device with coopmat_bf16 (info.cm_layout). A probe that cannot run is
+ * noted on stderr and gives 0 (KV_OK). */
 enum kv_status kv_vk_cm_layout(struct kv_vk_device *d, int *known);
 /* The probe's verdict on its output out[0..n): n = out[0] elements per lane, then each lane's. */
 int kv_vk_cm_layout_known(const float *out, size_t n);
