@@ -222,13 +222,13 @@ static struct dims dims_of(const struct kv_case *c)
 static const enum kv_gdn_dist dist_of[] = {[D_REALISTIC] = KV_GDN_REALISTIC, [D_RANDOM] = KV_GDN_RANDOM,
                                            [D_DENSE] = KV_GDN_DENSE, [D_NONFINITE] = KV_GDN_REALISTIC};
 
-/* A seeded element of a [B, T, H, D] tensor, moved to column col of its 16
- * columns and (row >= 0) to row row of its 16 steps of T, where those exist. */
-static uint64_t place(const struct kv_case *c, uint32_t stream, uint64_t D, uint64_t col, int64_t row)
+/* A seeded element of a [B, T, H, D] tensor, moved (where >= 0 and where they
+ * exist) to column col of its 16 columns and to row row of its 16 steps of T. */
+static uint64_t place(const struct kv_case *c, uint32_t stream, uint64_t D, int64_t col, int64_t row)
 {
     const uint64_t T = (uint64_t)c->p[P_T].i, H = (uint64_t)c->p[P_H].i, n = (uint64_t)c->p[P_B].i * T * H * D;
     uint64_t e = (uint64_t)(kv_rng_uniform(c->seed, stream, 0) * (double)n) % n, d = e % D, t = e / (H * D) % T;
-    if (d - d % 16 + col < D) e = e - d + (d - d % 16 + col);
+    if (col >= 0 && d - d % 16 + (uint64_t)col < D) e = e - d + (d - d % 16 + (uint64_t)col);
     if (row >= 0 && t - t % 16 + (uint64_t)row < T) e = e - t * H * D + (t - t % 16 + (uint64_t)row) * H * D;
     return e;
 }
@@ -247,10 +247,10 @@ static uint64_t place(const struct kv_case *c, uint32_t stream, uint64_t D, uint
  * 5th or 6th place. */
 static void nonfinite(struct kv_case *c)
 {
-    const uint64_t nb = c->t[T_BETA].count, K = (uint64_t)c->p[P_K].i, V = (uint64_t)c->p[P_V].i;
+    const uint64_t K = (uint64_t)c->p[P_K].i, V = (uint64_t)c->p[P_V].i;
     uint16_t *dw = c->t[T_DW].data, *du = c->t[T_DU].data;
-    ((float *)c->t[T_BETA].data)[(uint64_t)(kv_rng_uniform(c->seed, 90, 0) * (double)nb) % nb] = NAN;
-    dw[place(c, 91, K, 7, -1)] = 0x7F80;
+    ((float *)c->t[T_BETA].data)[place(c, 90, 1, -1, -1)] = NAN;
+    dw[place(c, 91, K, -1, -1)] = 0x7F80;
     du[place(c, 92, V, 4, 3)] = 0xFF80;
     du[place(c, 94, V, 5, 3)] = 0x7F80;
     du[place(c, 93, V, 2, -1)] = 0x7FC1;
