@@ -327,15 +327,15 @@ void run_items(bool al)
 #else
         barrier();
 #endif
-        // dA strictly lower, to bf16, into w_s (rows past nv are 0: X stages as 0 there).
+        // dA strictly lower, to bf16, into w_s; rows past nv masked (0 times a staged NaN is NaN).
         [[unroll]] for (uint ct = 0u; ct < CT; ct++) {
             const uint cb = cb0 + ct;
 #ifdef KV_CM_EL
             float dv[8];
             [[unroll]] for (uint pp = 0u; pp < 4u; pp++) {
                 const uint r = ra + ER(pp), c = 16u * cb + EC(pp) + 2u * q;
-                dv[2u * pp] = cb <= rt && c < r ? dA[ct][2u * pp] : 0.0;
-                dv[2u * pp + 1u] = cb <= rt && c + 1u < r ? dA[ct][2u * pp + 1u] : 0.0;
+                dv[2u * pp] = cb <= rt && c < r && r < nv ? dA[ct][2u * pp] : 0.0;
+                dv[2u * pp + 1u] = cb <= rt && c + 1u < r && r < nv ? dA[ct][2u * pp + 1u] : 0.0;
             }
             put_el8(dv, ra, q, cb, false);
 #else
@@ -344,7 +344,7 @@ void run_items(bool al)
                 coopMatStoreNV(dA[ct], o_s, sg * 256u, 16u, false);
                 read8(sg, lane, x);
             }
-            [[unroll]] for (uint c = 0u; c < 8u; c++) x[c] = cb <= rt && 16u * cb + 8u * half_ + c < i ? x[c] : 0.0;
+            [[unroll]] for (uint c = 0u; c < 8u; c++) x[c] = cb <= rt && 16u * cb + 8u * half_ + c < i && i < nv ? x[c] : 0.0;
             w_s[i * ROWQ + 2u * cb + half_] = pack8(x);
 #endif
         }

@@ -151,7 +151,7 @@ void main()
         for (uint q = 0u; q < 4u; q++)
             for (uint r = 0u; r < 4u; r++) {
                 uint i = ai + 16u * q, j = aj + 16u * r;
-                Ws[sw(i, j)] = j < i ? A_CAST(dA[q][r]) : 0.0; // rows past nv are 0: dw and du stage as 0 there
+                Ws[sw(i, j)] = j < i && i < nv ? A_CAST(dA[q][r]) : 0.0; // rows past nv: 0 * a NaN or Inf staged in row j is not 0
             }
         barrier();
         float T[4][4];
