@@ -52,6 +52,7 @@ struct kv_metrics {
     double worst_c, worst_y;
     int has_worst;
     size_t slack_used;    /* within the bound only thanks to kv_allow.slack */
+    size_t overflow_ok;   /* Inf or NaN where S passes the accumulator's range: a legal overflow */
     /* Integer outputs (compared exactly; the float metrics above stay 0 but
      * max_abs, which is the largest |code difference|). */
     int integer;

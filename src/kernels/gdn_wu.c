@@ -290,6 +290,7 @@ static const char *const sweep[] = {
     "batch=1,seq=100,heads=2,kv-heads=1,dk=64,dv=36,dist=nonfinite",
     "batch=1,seq=40,heads=2,kv-heads=1,dk=65,dv=65", /* a one-column last block, D % 4 == 1 */
     "batch=1,seq=130,heads=2,kv-heads=2,dk=64,dv=64,dist=dense",
+    "batch=3,seq=10,heads=200,kv-heads=8,dk=16,dv=8", /* 600 items: past 512, not a multiple */
     NULL,
 };
 

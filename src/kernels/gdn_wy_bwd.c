@@ -454,6 +454,8 @@ static const char *const sweep[] = {
     "batch=1,seq=20,heads=2,kv-heads=2,dk=64,dv=63",    /* K % 8 == 0 with V % 8 == 7 (the aligned build's test) */
     "batch=1,seq=70,heads=4,kv-heads=2,dk=40,dv=71,dist=nonfinite",  /* NaN and Inf: the casts' NaN paths, Y's masks */
     "batch=1,seq=128,heads=4,kv-heads=2,dk=64,dv=72,dist=nonfinite", /* the same in the aligned builds */
+    "batch=1,seq=10,heads=2,kv-heads=1,dk=40,dv=33,dist=nonfinite",  /* every NaN and Inf in a partial chunk */
+    "batch=1,seq=300,heads=2,kv-heads=1,dk=16,dv=8",   /* 600 rows of dbeta and dg: past 512, not a multiple */
     NULL,
 };
 

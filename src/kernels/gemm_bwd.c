@@ -388,6 +388,7 @@ static const char *const sweep[] = {
     "m=20,n=48,k=9,variant=f16,scale=3e4",     /* f16's top binade and overflow; n % 16 == 0 */
     "m=20,n=48,k=9,variant=f16,scale=1e-6",    /* f16 subnormals */
     "m=40,n=32,k=136,variant=accumulate",      /* n % 16 == 0: the reduction ends on a step; k > 128 */
+    "m=7,n=9,k=1029",                          /* dB's rows (and dA's columns) past 512, not a multiple */
     NULL,
 };
 

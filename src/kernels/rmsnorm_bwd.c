@@ -235,6 +235,9 @@ static const char *const sweep[] = {
     "rows=5,dim=12289",
     "rows=2,dim=65537",
     "rows=4,dim=33,eps=0,dist=zero-row",
+    "rows=5,dim=96,eps=1,scale=0.01",   /* eps dominates the mean square (1e-4): a dropped eps fails */
+    "rows=9,dim=77,eps=0.5,scale=0.7",  /* eps comparable to the mean square (0.49) */
+    "rows=1535,dim=3",                  /* rows past 512 and not a multiple: a launch over x and y */
     NULL,
 };
 

@@ -147,6 +147,7 @@ static cJSON *output_json(const struct kv_output_result *x)
     cJSON_AddNumberToObject(o, "nan_match", (double)m->nan_match);
     cJSON_AddNumberToObject(o, "inf_match", (double)m->inf_match);
     cJSON_AddNumberToObject(o, "slack_used", (double)m->slack_used);
+    cJSON_AddNumberToObject(o, "overflow_ok", (double)m->overflow_ok);
     cJSON_AddNumberToObject(o, "ambiguous", (double)m->ambiguous);
     if (m->integer) {
         cJSON *cd = cJSON_AddObjectToObject(o, "codes");

@@ -70,6 +70,9 @@ void kv_table_case(FILE *f, const struct kv_case_result *c)
         if (!m->integer && m->ambiguous)
             fprintf(f, "  (%zu elements depend on a rounding a legal device may flip)", m->ambiguous);
         if (m->slack_used && !o->check) fprintf(f, "  (%zu elements within bound by a legal upstream choice)", m->slack_used);
+        if (m->overflow_ok)
+            fprintf(f, "  (%zu Inf or NaN where the terms' magnitudes pass the accumulator's range: a legal overflow)",
+                    m->overflow_ok);
         if (m->nan_match + m->inf_match) fprintf(f, "  (%zu NaN, %zu Inf match the oracle)", m->nan_match, m->inf_match);
         fputc('\n', f);
     }

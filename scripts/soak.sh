@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# A soak for false alarms: every kernel x variant x --dist over many seeds of
+# its built-in sweep shapes (a shape that names its own variant or dist keeps
+# it), judged against the oracle. A correct shader must pass every case: any
+# failing or erring case is a false alarm to investigate (or a shader bug),
+# and is listed with the command that reproduces it.
+#
+# Usage: scripts/soak.sh [--seeds N|A..B] [--kernels "K1 K2 ..."] [--stress]
+#                        [--kverify PATH] [--out DIR] [-- EXTRA KVERIFY FLAGS]
+#   --seeds     seeds per shape [default: 1..300]
+#   --kernels   the kernels to soak [default: every kernel of kverify list]
+#   --stress    also the stress runs (1 and 3 workgroups, reversed subgroups):
+#               about 4x the time [default: off]
+#   --kverify   the binary [default: build/kverify]
+#   --out DIR   keep each sweep's JSON report there [default: a temporary folder]
+# Exit: 0 when every judged case passed, 1 when one did not, 2 on bad usage,
+# 77 when nothing was judged (no device, or every combination skipped).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seeds=1..300 kernels="" stress=--no-stress kv=build/kverify out="" extra=()
+die() { echo "soak.sh: $*" >&2; exit 2; }
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --seeds) [ $# -ge 2 ] || die "--seeds needs a value"; seeds=$2; shift 2 ;;
+    --kernels) [ $# -ge 2 ] || die "--kernels needs a value"; kernels=$2; shift 2 ;;
+    --stress) stress=--stress; shift ;;
+    --kverify) [ $# -ge 2 ] || die "--kverify needs a value"; kv=$2; shift 2 ;;
+    --out) [ $# -ge 2 ] || die "--out needs a value"; out=$2; shift 2 ;;
+    --) shift; extra=("$@"); break ;;
+    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) die "unknown argument '$1' (see --help)" ;;
+  esac
+done
+[ -x "$kv" ] || die "no kverify at '$kv' (build it, or give --kverify PATH)"
+[[ "$seeds" =~ ^[0-9]+(\.\.[0-9]+)?$ ]] || die "--seeds: '$seeds' is not N or A..B"
+[[ "$seeds" == *..* ]] || seeds="1..$seeds"
+all=$("$kv" list | awk -F: '/^[a-z0-9-]+: / {print $1}')
+[ -n "$kernels" ] || kernels=$all
+for k in $kernels; do grep -qx -- "$k" <<<"$all" || die "no kernel '$k' (kverify list)"; done
+if [ -z "$out" ]; then out=$(mktemp -d); trap 'rm -rf "$out"' EXIT; else mkdir -p "$out"; fi
+
+# The choices of a kernel's parameter (--dist, --variant) from its --help.
+choices() { "$kv" "$1" --help | awk -v f="--$2" '$1 == f { print $2 }' | tr '|' ' '; }
+
+total=0 passed=0 failed=0 errors=0 skipped=0 bad=()
+printf '%-12s %-14s %-10s %7s %7s %7s %7s %7s %6s\n' kernel variant dist cases passed failed errors skipped secs
+for k in $kernels; do
+  variants=$(choices "$k" variant); dists=$(choices "$k" dist)
+  for v in ${variants:--}; do
+    for d in ${dists:--}; do
+      args=(--sweep --seeds "$seeds" "$stress")
+      [ "$v" = - ] || args+=(--variant "$v")
+      [ "$d" = - ] || args+=(--dist "$d")
+      json="$out/$k.$v.$d.json" t0=$SECONDS rc=0
+      line=$("$kv" "$k" "${args[@]}" ${extra[@]+"${extra[@]}"} --json "$json" 2>"$out/$k.$v.$d.err" | tail -n 1) || rc=$?
+      if [[ "$line" =~ ^([0-9]+)\ cases:\ ([0-9]+)\ passed,\ ([0-9]+)\ failed,\ ([0-9]+)\ errors,\ ([0-9]+)\ skipped ]]; then
+        n=${BASH_REMATCH[1]} p=${BASH_REMATCH[2]} f=${BASH_REMATCH[3]} e=${BASH_REMATCH[4]} s=${BASH_REMATCH[5]}
+      else
+        n=0 p=0 f=0 e=1 s=0
+        echo "soak.sh: $k --variant $v --dist $d: exit $rc, no summary: $(head -n 1 "$out/$k.$v.$d.err")" >&2
+      fi
+      total=$((total + n)) passed=$((passed + p)) failed=$((failed + f)) errors=$((errors + e)) skipped=$((skipped + s))
+      printf '%-12s %-14s %-10s %7d %7d %7d %7d %7d %6d\n' "$k" "$v" "$d" "$n" "$p" "$f" "$e" "$s" $((SECONDS - t0))
+      if [ $((f + e)) -gt 0 ]; then bad+=("$json"); fi
+    done
+  done
+done
+echo "soak: $total cases: $passed passed, $failed failed, $errors errors, $skipped skipped (seeds $seeds)"
+if [ ${#bad[@]} -gt 0 ]; then
+  echo "not passing (reproduce each with its command):"
+  for j in "${bad[@]}"; do
+    [ -s "$j" ] || continue
+    # each case's "command" comes before its "status" in the report
+    awk '/"command":/ { cmd = $0 } /"status":[[:space:]]*"(fail|error)"/ { if (cmd != "") print cmd; cmd = "" }' "$j" \
+      | sed 's/^[[:space:]]*"command":[[:space:]]*"\(.*\)",\{0,1\}$/  \1/' | sort -u | head -n 20
+  done
+  exit 1
+fi
+[ $((passed)) -gt 0 ] || exit 77
+exit 0
