@@ -41,7 +41,7 @@ static void usage(FILE *f)
                "\nscore: killed / (killed + survived); equivalent mutants (optimised SPIR-V equal to the\n"
                "original's) and stillborn ones (do not compile or fit the stage) are not run.\n"
                "exit: 0 done, 1 score below --min-score, 2 usage, 3 a shader that cannot be read or\n"
-               "compiled, 4 device error, 77 no device\n");
+               "compiled, 4 device error, 77 no mutant judged (no device, or none could run)\n");
 }
 
 /* --lines: at most this many ranges. */
@@ -262,6 +262,23 @@ static void print_mutant(FILE *f, const char *prefix, const struct kv_mut_job *j
             m->op, m->desc);
 }
 
+/* The mutants that ran to a verdict (killed, by a hang or not, or survived). */
+static size_t judged(const struct kv_mut_job *j)
+{
+    size_t n = 0;
+    for (size_t q = 0; q < j->n_m; q++)
+        n += j->res[q].status == KV_MUT_KILLED || j->res[q].status == KV_MUT_HANG || j->res[q].status == KV_MUT_SURVIVED;
+    return n;
+}
+
+/* Why none did: a stage's reason for not running, or what the mutants were. */
+static const char *why_unjudged(const struct kv_mut_job *j)
+{
+    for (int i = 0; i < j->n_st; i++)
+        if (j->st[i].skip[0]) return j->st[i].skip;
+    return j->n_m ? "every mutant was equivalent or stillborn" : "no mutant on the lines and operators given";
+}
+
 /* The summary: a line per stage, the survivors, the score (returned). */
 static double print_summary(FILE *f, const struct kv_mut_job *j, const struct kv_vk_info *info, double seconds)
 {
@@ -284,8 +301,10 @@ static double print_summary(FILE *f, const struct kv_mut_job *j, const struct kv
         if (j->res[q].status == KV_MUT_SURVIVED) print_mutant(f, "  survived: ", j, q);
     size_t killed = tot[KV_MUT_KILLED] + tot[KV_MUT_HANG], judged = killed + tot[KV_MUT_SURVIVED];
     double score = judged ? 100.0 * (double)killed / (double)judged : 100.0;
-    fprintf(f, "mutation score %.1f%%: %zu of %zu killed (%zu equivalent, %zu stillborn, %zu not run)\n", score, killed,
-            judged, tot[KV_MUT_EQUIVALENT], tot[KV_MUT_STILLBORN], tot[KV_MUT_SKIPPED]);
+    if (judged) fprintf(f, "mutation score %.1f%%: ", score);
+    else fprintf(f, "no mutation score: ");
+    fprintf(f, "%zu of %zu killed (%zu equivalent, %zu stillborn, %zu not run)\n", killed, judged,
+            tot[KV_MUT_EQUIVALENT], tot[KV_MUT_STILLBORN], tot[KV_MUT_SKIPPED]);
     return score;
 }
 
@@ -346,6 +365,10 @@ int cmd_mutate(int argc, char **argv)
         KV_TRY(kv_json_write(doc, json));
     }
     code = score < min_score ? 1 : 0;
+    if (!judged(&j)) { /* no mutant ran to a verdict: a gate must not read that as a score */
+        fprintf(stderr, "kverify: nothing was judged: %s\n", why_unjudged(&j));
+        code = KV_ENODEV;
+    }
 cleanup:
     if (st) fprintf(stderr, "kverify: %s\n", kv_error_msg());
     cJSON_Delete(doc);

@@ -420,6 +420,7 @@ cleanup:
     int code = st ? (int)st : kv_report_exit_code(&x.report);
     if (!st && regress && code == 0) code = 1;
     if (st) fprintf(stderr, "kverify: %s\n", kv_error_msg());
+    else if (code == KV_ENODEV) fprintf(stderr, "kverify: nothing was judged: %s\n", kv_report_skip_reason(&x.report));
     kv_report_free(&x.report);
     cJSON_Delete(base);
     free(x.runners), free(x.runner_of), free(x.ready), free(x.runner_err), free(x.runner_msg);

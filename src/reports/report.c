@@ -54,8 +54,15 @@ int kv_report_exit_code(const struct kv_report *r)
     for (size_t i = 0; i < r->n; i++)
         if (r->cases[i].status == KV_CASE_ERROR) return (int)r->cases[i].error_code;
     if (f) return KV_FAIL;
-    if (r->n && s == r->n) return KV_ENODEV;
+    if (!p) return KV_ENODEV; /* nothing judged: a gate must not read it as a pass */
     return 0;
+}
+
+const char *kv_report_skip_reason(const struct kv_report *r)
+{
+    for (size_t i = 0; i < r->n; i++)
+        if (r->cases[i].status == KV_CASE_SKIP && r->cases[i].error[0]) return r->cases[i].error;
+    return r->n ? "every case was skipped" : "no case was selected";
 }
 
 const char *kv_case_status_str(enum kv_case_status s)

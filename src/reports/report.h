@@ -142,8 +142,11 @@ void kv_case_result_clear(struct kv_case_result *c);
 void kv_report_counts(const struct kv_report *r, size_t *passed, size_t *failed,
                       size_t *errors, size_t *skipped);
 /* The process exit code for this report (design.md): an error's own code,
- * else 1 for any failure, 77 when every case was skipped, else 0. */
+ * else 1 for any failure, 77 when no case was judged (every case skipped, or
+ * none selected), else 0. */
 int kv_report_exit_code(const struct kv_report *r);
+/* Why no case was judged (exit 77): the first skipped case's reason. Static or r's. */
+const char *kv_report_skip_reason(const struct kv_report *r);
 const char *kv_case_status_str(enum kv_case_status s);
 
 /* "[i,j] device vs oracle" of an output's worst element, or "-". */
