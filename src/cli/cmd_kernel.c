@@ -321,6 +321,42 @@ cleanup:
     return st;
 }
 
+/* The arguments of option c (argv[prev] up to optind) into o->repro where a
+ * case's command must repeat them to reproduce its verdict. A parameter is
+ * kept only beside --inputs (the case's command names every parameter
+ * otherwise); kv_kopts_parse runs before --inputs is known, so parameters
+ * are kept apart and added at the end. */
+static void repro_keep(int c, int argc, char **argv, int prev, struct kopts *o)
+{
+    switch (c) {
+    case OPT_SEED:
+    case OPT_SEEDS:
+    case OPT_SWEEP:
+    case OPT_STRESS:
+    case OPT_NO_STRESS:
+    case OPT_FAIL_FAST:
+    case OPT_BENCH:
+    case OPT_BENCH_WARMUP:
+    case OPT_JSON:
+    case OPT_JUNIT:
+    case OPT_MARKDOWN:
+    case OPT_HTML:
+    case OPT_NARROW:
+    case OPT_BASELINE:
+    case OPT_REGRESS:
+    case OPT_DEVICE:
+    case OPT_SAVE:
+    case OPT_VERBOSE:
+    case OPT_HELP:
+    case 'v':
+    case 'h':
+    case ':':
+    case '?': return;
+    }
+    if (c >= OPT_PARAM) return;
+    for (int i = prev; i < optind && i < argc; i++) o->repro_cut |= !kv_shell_append(o->repro, sizeof o->repro, argv[i]);
+}
+
 enum kv_status kv_kopts_parse(const struct kv_kernel *k, int argc, char **argv, struct kopts *o, int *help)
 {
     enum kv_status st = KV_OK;
@@ -337,6 +373,7 @@ enum kv_status kv_kopts_parse(const struct kv_kernel *k, int argc, char **argv, 
         int c = getopt_long(argc, argv, ":hv", opts, NULL);
         if (c == -1) break;
         const char *arg = optarg;
+        repro_keep(c, argc, argv, prev, o);
         switch (c) {
         case OPT_SEED:
         case OPT_INPUTS:
@@ -389,6 +426,13 @@ enum kv_status kv_kopts_parse(const struct kv_kernel *k, int argc, char **argv, 
     }
     KV_CHECK(optind >= argc, KV_EUSAGE, "%s: unexpected argument '%s'", k->name, argv[optind]);
     if (o->seed_from_range) o->seed = o->range_lo, o->seed_given = 1;
+    for (int i = 0; o->inputs && i < k->n_params; i++) /* beside --inputs, the parameters as given */
+        if (o->set[i]) {
+            char flag[64];
+            snprintf(flag, sizeof flag, "--%s", k->params[i].name);
+            o->repro_cut |= !kv_shell_append(o->repro, sizeof o->repro, flag);
+            o->repro_cut |= !kv_shell_append(o->repro, sizeof o->repro, o->set[i]);
+        }
     o->run.stress = o->stress > 0 || (o->stress == 0 && o->sweep);
     KV_CHECK(!(o->sweep && o->inputs), KV_EUSAGE, "--sweep and --inputs exclude each other");
     KV_TRY(load_abi(k, o));

@@ -121,7 +121,12 @@ void kv_param_str(const struct kv_case *c, int i, char *buf, size_t size)
     const struct kv_param_def *d = &c->k->params[i];
     switch (d->type) {
     case KV_PARAM_INT: snprintf(buf, size, "%lld", (long long)c->p[i].i); break;
-    case KV_PARAM_FLOAT: snprintf(buf, size, "%g", c->p[i].f); break;
+    case KV_PARAM_FLOAT: /* the shortest that reads back the same: a case's command must reproduce it */
+        for (int p = 6; p <= 17; p++) {
+            snprintf(buf, size, "%.*g", p, c->p[i].f);
+            if (strtod(buf, NULL) == c->p[i].f) break;
+        }
+        break;
     case KV_PARAM_CHOICE: {
         const char *s = d->choices;
         for (int n = 0; n < c->p[i].c && s; n++) {

@@ -227,6 +227,38 @@ static void progress_show(struct jobs_run *x, const char *name)
     x->progress_shown = 1;
 }
 
+/* The kernel command that reproduces res's verdict: its parameters (unless
+ * --inputs names them), its seed, the options that shaped the verdict
+ * (kopts.repro), the stress runs and the device. "" where it cannot be
+ * written whole: better none than one that reproduces something else. */
+static void case_command(const struct jobs_run *x, const struct kv_job *jb, struct kv_case_result *res)
+{
+    char *b = res->command, seed[32];
+    const size_t size = sizeof res->command;
+    b[0] = '\0';
+    if (jb->o.repro_cut || !res->n_params) return;
+    int ok = kv_shell_append(b, size, "kverify") && kv_shell_append(b, size, jb->k->name);
+    for (int i = 0; ok && !jb->o.inputs && i < res->n_params; i++) {
+        char flag[40];
+        snprintf(flag, sizeof flag, "--%s", res->pname[i]);
+        ok = kv_shell_append(b, size, flag) && kv_shell_append(b, size, res->pval[i]);
+    }
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)res->seed);
+    ok = ok && kv_shell_append(b, size, "--seed") && kv_shell_append(b, size, seed);
+    if (ok && jb->o.repro[0]) { /* already quoted */
+        size_t o = strlen(b), n = strlen(jb->o.repro);
+        ok = o + 1 + n < size;
+        if (ok) b[o] = ' ', memcpy(b + o + 1, jb->o.repro, n + 1);
+    }
+    if (ok && jb->o.run.stress) ok = kv_shell_append(b, size, "--stress");
+    if (ok && x->dev && (x->n_dev > 1 || x->out->device)) {
+        char index[16];
+        snprintf(index, sizeof index, "%u", x->dev->info.index);
+        ok = kv_shell_append(b, size, "--device") && kv_shell_append(b, size, index);
+    }
+    if (!ok) b[0] = '\0';
+}
+
 /* Case i of job j into res, then its table row; *stop: --fail-fast met a
  * failing case. */
 static enum kv_status run_one(struct jobs_run *x, size_t j, size_t i, struct kv_case_result *res, int *stop)
@@ -241,6 +273,7 @@ static enum kv_status run_one(struct jobs_run *x, size_t j, size_t i, struct kv_
         if (x->runner_err[r]) error_row(res, jb, case_name(jb, i), x->runner_err[r], x->runner_msg[r]);
         else kv_run_case(&x->runners[r], &jb->cases[i], &jb->o.run, res);
         if (x->report.has_ceilings) bench_shares(res, jb->k, &x->report.ceilings);
+        case_command(x, jb, res);
     }
     progress_clear(x);
     res->device = x->dev_pos;

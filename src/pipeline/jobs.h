@@ -32,6 +32,13 @@ struct kopts {
     const char *abi_arg[KV_MAX_STAGES];  /* --abi [STAGE=]FILE, as given */
     int n_abi;
     struct kv_abi *abi[KV_MAX_STAGES];   /* loaded (owned; run.abi points here) */
+    /* The options a case's own command repeats (--shader, --abi, --inputs,
+     * --candidate, --no-device, criteria, --max-groups, ...), shell-quoted;
+     * not the cases' choice (--sweep, --seed(s), parameters without --inputs),
+     * the reports, --device or the stress flags, which the case adds itself.
+     * repro_cut: they did not fit, so no case names a command. */
+    char repro[2048];
+    int repro_cut;
 };
 
 struct kv_job {

@@ -171,6 +171,12 @@ static const char *shortest(double v, char g[32])
 /* "kverify KERNEL --param value ... --seed S [--inputs PATH]": the case again. */
 static void reproduce(struct kv_sbuf *b, const cJSON *c)
 {
+    if (cJSON_IsString(kv_jget(c, "command"))) { /* the run's own, with every option that shaped the verdict */
+        kv_sb_printf(b, "<p>reproduce: <code>");
+        kv_sb_esc(b, kv_jstr(c, "command"));
+        kv_sb_printf(b, "</code></p>\n");
+        return;
+    }
     kv_sb_printf(b, "<p>reproduce: <code>kverify ");
     kv_sb_esc(b, kv_jstr(c, "kernel"));
     char g[32];

@@ -201,6 +201,8 @@ static cJSON *case_json(const struct kv_case_result *c, int multi)
     cJSON_AddNumberToObject(o, "seed", (double)c->seed);
     if (c->inputs[0]) cJSON_AddStringToObject(o, "inputs", c->inputs);
     else cJSON_AddNullToObject(o, "inputs");
+    if (c->command[0]) cJSON_AddStringToObject(o, "command", c->command);
+    else cJSON_AddNullToObject(o, "command");
     if (c->stress[0]) cJSON_AddStringToObject(o, "stress", c->stress);
     else cJSON_AddNullToObject(o, "stress");
     if (c->note[0]) cJSON_AddStringToObject(o, "note", c->note);

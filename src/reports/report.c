@@ -73,29 +73,37 @@ const char *kv_case_status_str(enum kv_case_status s)
 
 static char command_line[4096];
 
+int kv_shell_append(char *buf, size_t size, const char *arg)
+{
+    size_t o = strlen(buf), need = 3 + (buf[0] != '\0');
+    int plain = *arg != '\0';
+    for (const char *p = arg; *p; p++) {
+        plain = plain && (isalnum((unsigned char)*p) || strchr("-_./=,:+@%", *p));
+        need += *p == '\'' ? 4 : 1;
+    }
+    if (o + need >= size) return 0;
+    if (o) buf[o++] = ' ';
+    if (plain) {
+        memcpy(buf + o, arg, strlen(arg) + 1);
+        return 1;
+    }
+    buf[o++] = '\'';
+    for (const char *p = arg; *p; p++) {
+        if (*p == '\'') memcpy(buf + o, "'\\''", 4), o += 4;
+        else buf[o++] = *p;
+    }
+    buf[o++] = '\'', buf[o] = '\0';
+    return 1;
+}
+
 void kv_report_set_command(int argc, char **argv)
 {
-    size_t o = 0;
     command_line[0] = '\0';
-    for (int i = 0; i < argc && o + 4 < sizeof command_line; i++) {
-        const char *a = i == 0 ? "kverify" : argv[i];
-        int plain = *a != '\0';
-        for (const char *p = a; *p; p++)
-            plain = plain && (isalnum((unsigned char)*p) || strchr("-_./=,:+@%", *p));
-        char part[1024];
-        if (plain) snprintf(part, sizeof part, "%s", a);
-        else {
-            size_t q = 0;
-            part[q++] = '\'';
-            for (const char *p = a; *p && q + 6 < sizeof part; p++) {
-                if (*p == '\'') memcpy(part + q, "'\\''", 4), q += 4;
-                else part[q++] = *p;
-            }
-            part[q++] = '\'', part[q] = '\0';
+    for (int i = 0; i < argc; i++)
+        if (!kv_shell_append(command_line, sizeof command_line, i == 0 ? "kverify" : argv[i])) {
+            command_line[0] = '\0'; /* cut: better none than a wrong one */
+            return;
         }
-        o += (size_t)snprintf(command_line + o, sizeof command_line - o, "%s%s", i ? " " : "", part);
-    }
-    if (o >= sizeof command_line) command_line[0] = '\0'; /* cut: better none than a wrong one */
 }
 
 const char *kv_report_command(void) { return command_line; }

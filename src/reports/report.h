@@ -70,6 +70,7 @@ struct kv_case_result {
         double inputs, upload, device, download, oracle, compare;
     } ms;
     char inputs[1024];     /* --inputs path, or "" when generated */
+    char command[2048];    /* the kernel command that reproduces this case's verdict, or "" */
     char note[256];        /* the input generator's remark, or "" */
     char saved[4200];      /* --save folder of this case, or "" */
     int n_stages;
@@ -148,6 +149,9 @@ int kv_report_exit_code(const struct kv_report *r);
 /* Why no case was judged (exit 77): the first skipped case's reason. Static or r's. */
 const char *kv_report_skip_reason(const struct kv_report *r);
 const char *kv_case_status_str(enum kv_case_status s);
+/* Append " arg" to buf (size bytes, NUL-terminated), quoted for a POSIX shell
+ * where it needs it; returns 0 when it does not fit (buf then unchanged). */
+int kv_shell_append(char *buf, size_t size, const char *arg);
 
 /* "[i,j] device vs oracle" of an output's worst element, or "-". */
 void kv_output_worst_str(const struct kv_output_result *o, char *buf, size_t size);
