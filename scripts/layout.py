@@ -2,7 +2,10 @@
 """Check src/'s layout (src/README.md): every source file sits in a layer
 folder, includes only headers of its own layer and of the layers before it,
 no two modules (a .c with its .h) depend on each other, directly or around
-a longer circle, and no function runs over MAX_FUNCTION lines. Prints each violation; exits 1 if there is one.
+a longer circle, no two .c files of a folder use each other's functions
+around a circle (a header shared by several files hides such a circle from
+the include graph: file_circles follows the definitions), and no function
+runs over MAX_FUNCTION lines. Prints each violation; exits 1 if there is one.
 
 usage: scripts/layout.py [SRC_DIR]"""
 import os
@@ -31,6 +34,62 @@ def long_functions(path, rel):
             if i - start + 1 > MAX_FUNCTION:
                 out.append(f"{rel}:{start + 1}: a function of {i - start + 1} lines (at most {MAX_FUNCTION})")
             start = None
+    return out
+
+
+def strip_comments(text):
+    return re.sub(r"//[^\n]*", "", re.sub(r"/\*.*?\*/", " ", text, flags=re.S))
+
+
+def find_circles(deps, label):
+    """Each circle of the graph deps (node -> set of nodes), as violations."""
+    out, state, stack = [], {}, []
+
+    def visit(m):
+        state[m] = 1
+        stack.append(m)
+        for n in sorted(deps.get(m, ())):
+            if state.get(n) == 1:
+                out.append(f"{label}: " + " -> ".join(stack[stack.index(n):] + [n]))
+            elif n not in state:
+                visit(n)
+        stack.pop()
+        state[m] = 2
+
+    for m in sorted(deps):
+        if m not in state:
+            visit(m)
+    return out
+
+
+def file_circles(src, files):
+    """Circles between the .c files of one folder: a file depends on another
+    when it calls a kv_ function (or a macro of the folder's headers that
+    calls one) that the other defines."""
+    out = []
+    folders = sorted({os.path.dirname(f) for f in files})
+    for folder in folders:
+        cs = [f for f in files if os.path.dirname(f) == folder and f.endswith(".c")]
+        hs = [f for f in files if os.path.dirname(f) == folder and f.endswith(".h")]
+        text = {f: strip_comments(open(os.path.join(src, f), encoding="utf-8").read()) for f in cs + hs}
+        defined = {}
+        for f in cs:
+            for m in re.finditer(r"^(?!static\b)[A-Za-z][^;{}()]*?\b(kv_\w+)\s*\([^;]*?$", text[f], re.M):
+                defined[m.group(1)] = f
+        macros = {}
+        for h in hs:
+            for m in re.finditer(r"^\s*#\s*define\s+(\w+)\(((?:[^\n]*\\\n)*[^\n]*)", text[h], re.M):
+                macros[m.group(1)] = set(re.findall(r"\b(kv_\w+)\s*\(", m.group(2)))
+        deps = {}
+        for f in cs:
+            used = set(re.findall(r"\b(kv_\w+)\s*\(", text[f]))
+            for mac in re.findall(r"\b([A-Z][A-Z0-9_]*)\s*\(", text[f]):
+                used |= macros.get(mac, set())
+            for name in used:
+                g = defined.get(name)
+                if g and g != f:
+                    deps.setdefault(f, set()).add(g)
+        out.extend(find_circles(deps, "file circle"))
     return out
 
 
@@ -68,23 +127,9 @@ def main():
                 bad.append(f'{f}: #include "{inc}": nothing includes {to}/')
             if inc[:-2] != mod:
                 deps.setdefault(mod, set()).add(inc[:-2])
-    # circles between modules: a depth-first search over module dependencies
-    state, stack = {}, []
-
-    def visit(m):
-        state[m] = 1
-        stack.append(m)
-        for n in sorted(deps.get(m, ())):
-            if state.get(n) == 1:
-                bad.append("circle: " + " -> ".join(stack[stack.index(n):] + [n]))
-            elif n not in state:
-                visit(n)
-        stack.pop()
-        state[m] = 2
-
-    for m in sorted(deps):
-        if m not in state:
-            visit(m)
+    # circles between modules, then between the files of a folder
+    bad.extend(find_circles(deps, "circle"))
+    bad.extend(file_circles(src, files))
     for b in bad:
         print(b)
     print(f"layout: {len(files)} files in {len(LAYERS)} layers, {len(bad)} violations", file=sys.stderr)

@@ -12,7 +12,7 @@
 #   --stress    also the stress runs (1 and 3 workgroups, reversed subgroups):
 #               about 4x the time [default: off]
 #   --kverify   the binary [default: build/kverify]
-#   --out DIR   keep each sweep's JSON report there [default: a temporary folder]
+#   --out DIR   keep each sweep's table there [default: a temporary folder]
 # Exit: 0 when every judged case passed, 1 when one did not, 2 on bad usage,
 # 77 when nothing was judged (no device, or every combination skipped).
 set -euo pipefail
@@ -42,7 +42,8 @@ if [ -z "$out" ]; then out=$(mktemp -d); trap 'rm -rf "$out"' EXIT; else mkdir -
 # The choices of a kernel's parameter (--dist, --variant) from its --help.
 choices() { "$kv" "$1" --help | awk -v f="--$2" '$1 == f { print $2 }' | tr '|' ' '; }
 
-total=0 passed=0 failed=0 errors=0 skipped=0 bad=()
+total=0 passed=0 failed=0 errors=0 skipped=0
+: >"$out/bad.txt"
 printf '%-12s %-14s %-10s %7s %7s %7s %7s %7s %6s\n' kernel variant dist cases passed failed errors skipped secs
 for k in $kernels; do
   variants=$(choices "$k" variant); dists=$(choices "$k" dist)
@@ -51,8 +52,11 @@ for k in $kernels; do
       args=(--sweep --seeds "$seeds" "$stress")
       [ "$v" = - ] || args+=(--variant "$v")
       [ "$d" = - ] || args+=(--dist "$d")
-      json="$out/$k.$v.$d.json" t0=$SECONDS rc=0
-      line=$("$kv" "$k" "${args[@]}" ${extra[@]+"${extra[@]}"} --json "$json" 2>"$out/$k.$v.$d.err" | tail -n 1) || rc=$?
+      log="$out/$k.$v.$d.txt" t0=$SECONDS rc=0
+      # the table, not a JSON report: thousands of cases' distributions are
+      # hundreds of megabytes, and a failing case's name says how to rerun it
+      "$kv" "$k" "${args[@]}" ${extra[@]+"${extra[@]}"} >"$log" 2>"$out/$k.$v.$d.err" || rc=$?
+      line=$(tail -n 1 "$log")
       if [[ "$line" =~ ^([0-9]+)\ cases:\ ([0-9]+)\ passed,\ ([0-9]+)\ failed,\ ([0-9]+)\ errors,\ ([0-9]+)\ skipped ]]; then
         n=${BASH_REMATCH[1]} p=${BASH_REMATCH[2]} f=${BASH_REMATCH[3]} e=${BASH_REMATCH[4]} s=${BASH_REMATCH[5]}
       else
@@ -61,20 +65,20 @@ for k in $kernels; do
       fi
       total=$((total + n)) passed=$((passed + p)) failed=$((failed + f)) errors=$((errors + e)) skipped=$((skipped + s))
       printf '%-12s %-14s %-10s %7d %7d %7d %7d %7d %6d\n' "$k" "$v" "$d" "$n" "$p" "$f" "$e" "$s" $((SECONDS - t0))
-      if [ $((f + e)) -gt 0 ]; then bad+=("$json"); fi
+      # KERNEL[a=1,b=x,seed=S]  fail|error  ->  kverify KERNEL --a 1 --b x --seed S (and the soak's flags)
+      flags="${stress/--no-stress/}${extra[*]+ ${extra[*]}}"; flags=${flags# }
+      { grep -E '^[a-z0-9-]+\[.*\]  (fail|error)$' "$log" || true; } | sed -E 's/  (fail|error)$//' | while IFS= read -r name; do
+        params=$(sed -E 's/^[^[]*\[(.*)\]$/\1/; s/,/ --/g; s/=/ /g' <<<"$name")
+        echo "  kverify $k --$params${flags:+ $flags}"
+      done >>"$out/bad.txt"
     done
   done
 done
 echo "soak: $total cases: $passed passed, $failed failed, $errors errors, $skipped skipped (seeds $seeds)"
-if [ ${#bad[@]} -gt 0 ]; then
-  echo "not passing (reproduce each with its command):"
-  for j in "${bad[@]}"; do
-    [ -s "$j" ] || continue
-    # each case's "command" comes before its "status" in the report
-    awk '/"command":/ { cmd = $0 } /"status":[[:space:]]*"(fail|error)"/ { if (cmd != "") print cmd; cmd = "" }' "$j" \
-      | sed 's/^[[:space:]]*"command":[[:space:]]*"\(.*\)",\{0,1\}$/  \1/' | sort -u | head -n 20
-  done
+if [ -s "$out/bad.txt" ] || [ $((failed + errors)) -gt 0 ]; then
+  echo "not passing (each with the command that reproduces it):"
+  sort -u "$out/bad.txt" 2>/dev/null | head -n 50
   exit 1
 fi
-[ $((passed)) -gt 0 ] || exit 77
+[ "$passed" -gt 0 ] || exit 77
 exit 0

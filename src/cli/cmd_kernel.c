@@ -357,6 +357,18 @@ static void repro_keep(int c, int argc, char **argv, int prev, struct kopts *o)
     for (int i = prev; i < optind && i < argc; i++) o->repro_cut |= !kv_shell_append(o->repro, sizeof o->repro, argv[i]);
 }
 
+/* Beside --inputs, a case's command repeats the parameters as given. */
+static void repro_params(const struct kv_kernel *k, struct kopts *o)
+{
+    for (int i = 0; o->inputs && i < k->n_params; i++)
+        if (o->set[i]) {
+            char flag[64];
+            snprintf(flag, sizeof flag, "--%s", k->params[i].name);
+            o->repro_cut |= !kv_shell_append(o->repro, sizeof o->repro, flag);
+            o->repro_cut |= !kv_shell_append(o->repro, sizeof o->repro, o->set[i]);
+        }
+}
+
 enum kv_status kv_kopts_parse(const struct kv_kernel *k, int argc, char **argv, struct kopts *o, int *help)
 {
     enum kv_status st = KV_OK;
@@ -426,13 +438,7 @@ enum kv_status kv_kopts_parse(const struct kv_kernel *k, int argc, char **argv, 
     }
     KV_CHECK(optind >= argc, KV_EUSAGE, "%s: unexpected argument '%s'", k->name, argv[optind]);
     if (o->seed_from_range) o->seed = o->range_lo, o->seed_given = 1;
-    for (int i = 0; o->inputs && i < k->n_params; i++) /* beside --inputs, the parameters as given */
-        if (o->set[i]) {
-            char flag[64];
-            snprintf(flag, sizeof flag, "--%s", k->params[i].name);
-            o->repro_cut |= !kv_shell_append(o->repro, sizeof o->repro, flag);
-            o->repro_cut |= !kv_shell_append(o->repro, sizeof o->repro, o->set[i]);
-        }
+    repro_params(k, o);
     o->run.stress = o->stress > 0 || (o->stress == 0 && o->sweep);
     KV_CHECK(!(o->sweep && o->inputs), KV_EUSAGE, "--sweep and --inputs exclude each other");
     KV_TRY(load_abi(k, o));

@@ -11,6 +11,7 @@
 
 #include "core/files.h"
 #include "reports/html.h"
+#include "reports/svg.h"
 #include "reports/regress.h"
 
 static const cJSON *find(const cJSON *arr, const char *name)

@@ -8,24 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/files.h"
 #include "reports/html.h"
 
-const cJSON *kv_jget(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
-
-const char *kv_jstr(const cJSON *o, const char *k)
-{
-    const char *s = cJSON_GetStringValue(kv_jget(o, k));
-    return s ? s : "";
-}
-
-double kv_jnum(const cJSON *o, const char *k)
-{
-    const cJSON *v = kv_jget(o, k);
-    if (cJSON_IsNumber(v)) return v->valuedouble;
-    const char *s = cJSON_GetStringValue(v);
-    return s && !strcmp(s, "Infinity") ? INFINITY : s && !strcmp(s, "-Infinity") ? -INFINITY : NAN;
-}
+#include "core/files.h"
+#include "reports/svg.h"
 
 void kv_html_head(struct kv_sbuf *b, const char *title)
 {

@@ -1,6 +1,6 @@
 /* The HTML report's plots as inline SVG: histograms, the pooled error map (a
  * PNG inside the SVG, one pixel per cell, so that a map of 4096 cells stays a
- * few kilobytes), trend lines and bars; and the text buffer they go into. */
+ * few kilobytes), trend lines and bars. */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdint.h>
@@ -9,52 +9,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "reports/html.h"
-
-void kv_sb_printf(struct kv_sbuf *b, const char *fmt, ...)
-{
-    if (b->oom) return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        size_t room = b->cap - b->n;
-        int w = vsnprintf(b->s ? b->s + b->n : NULL, b->s ? room : 0, fmt, ap);
-        va_end(ap);
-        if (w < 0) return;
-        if ((size_t)w < room) {
-            b->n += (size_t)w;
-            return;
-        }
-        size_t cap = b->cap ? b->cap : 1 << 16;
-        while (cap - b->n <= (size_t)w) cap *= 2;
-        char *s = realloc(b->s, cap);
-        if (!s) {
-            b->oom = 1;
-            return;
-        }
-        b->s = s, b->cap = cap;
-    }
-}
-
-void kv_sb_esc(struct kv_sbuf *b, const char *t)
-{
-    for (; t && *t; t++) {
-        switch (*t) {
-        case '<': kv_sb_printf(b, "&lt;"); break;
-        case '>': kv_sb_printf(b, "&gt;"); break;
-        case '&': kv_sb_printf(b, "&amp;"); break;
-        case '"': kv_sb_printf(b, "&quot;"); break;
-        case '\'': kv_sb_printf(b, "&#39;"); break;
-        default: kv_sb_printf(b, "%c", *t);
-        }
-    }
-}
-
-void kv_sb_free(struct kv_sbuf *b)
-{
-    free(b->s);
-    memset(b, 0, sizeof *b);
-}
+#include "reports/svg.h"
 
 void kv_ratio_colour(double r, char out[8])
 {

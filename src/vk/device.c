@@ -12,34 +12,6 @@ static unsigned validation_errors;
 
 unsigned kv_vk_validation_errors(void) { return validation_errors; }
 
-const char *kv_vk_result_str(VkResult r)
-{
-    switch (r) {
-#define C(x) case x: return #x;
-    C(VK_SUCCESS) C(VK_NOT_READY) C(VK_TIMEOUT) C(VK_INCOMPLETE)
-    C(VK_ERROR_OUT_OF_HOST_MEMORY) C(VK_ERROR_OUT_OF_DEVICE_MEMORY)
-    C(VK_ERROR_INITIALIZATION_FAILED) C(VK_ERROR_DEVICE_LOST)
-    C(VK_ERROR_MEMORY_MAP_FAILED) C(VK_ERROR_LAYER_NOT_PRESENT)
-    C(VK_ERROR_EXTENSION_NOT_PRESENT) C(VK_ERROR_FEATURE_NOT_PRESENT)
-    C(VK_ERROR_INCOMPATIBLE_DRIVER) C(VK_ERROR_TOO_MANY_OBJECTS)
-    C(VK_ERROR_FORMAT_NOT_SUPPORTED) C(VK_ERROR_FRAGMENTED_POOL)
-    C(VK_ERROR_OUT_OF_POOL_MEMORY) C(VK_ERROR_INVALID_SHADER_NV)
-    C(VK_ERROR_UNKNOWN)
-#undef C
-    default: return "VK_ERROR_(unlisted)";
-    }
-}
-
-enum kv_status kv_vk_check(VkResult r, const char *what)
-{
-    if (r == VK_SUCCESS) return KV_OK;
-    if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY)
-        return kv_error(KV_EDEVICE, "out of memory (%s in %s)", kv_vk_result_str(r), what);
-    if (r == VK_ERROR_DEVICE_LOST)
-        return kv_error(KV_EDEVICE, "device lost (%s in %s)", kv_vk_result_str(r), what);
-    return kv_error(KV_EDEVICE, "%s failed: %s (%d)", what, kv_vk_result_str(r), (int)r);
-}
-
 static VKAPI_ATTR VkBool32 VKAPI_CALL on_validation(
     VkDebugUtilsMessageSeverityFlagBitsEXT sev, VkDebugUtilsMessageTypeFlagsEXT type,
     const VkDebugUtilsMessengerCallbackDataEXT *data, void *user)

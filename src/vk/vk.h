@@ -3,6 +3,8 @@
  *   buffer.c   buffers and their memory (case)
  *   pipeline.c shader modules, layouts, pipelines, the pipeline cache (process)
  *   dispatch.c command recording, barriers, timestamps, submission (batch)
+ *   cm_layout.c the probe of the cooperative-matrix accumulators' layout (device open)
+ *   result.c   VkResult to kv_status (VK_TRY), which all of them use
  * Only dispatch.c records commands. Every VkResult becomes a kv_status. */
 #ifndef KV_VK_H
 #define KV_VK_H
