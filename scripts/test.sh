@@ -5,23 +5,25 @@
 #   2. the same suite built with AddressSanitizer + UndefinedBehaviorSanitizer
 #   3. the end-to-end tests with the Khronos validation layer and its
 #      synchronization validation; any validation error fails (exit 4)
-# Usage: scripts/test.sh   (after scripts/setup.sh has installed the dependencies)
+# Usage: scripts/test.sh   (it first installs what the tests need beside the
+#                          tool's dependencies: scripts/setup.sh --test)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+bash scripts/setup.sh --test
 jobs=$(nproc)
 
-cmake -S . -B build-release -DKV_WERROR=ON -DCMAKE_BUILD_TYPE=Release
+cmake -S . -B build-release -DBUILD_TESTING=ON -DKV_WERROR=ON -DCMAKE_BUILD_TYPE=Release
 cmake --build build-release -j "$jobs"
 if command -v clang >/dev/null; then
-  CC=clang cmake -S . -B build-clang -DKV_WERROR=ON -DCMAKE_BUILD_TYPE=Release
+  CC=clang cmake -S . -B build-clang -DBUILD_TESTING=ON -DKV_WERROR=ON -DCMAKE_BUILD_TYPE=Release
   cmake --build build-clang -j "$jobs"
 fi
 
-cmake -S . -B build -DKV_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake -S . -B build -DBUILD_TESTING=ON -DKV_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build build -j "$jobs"
 (cd build && ctest -j "$jobs" --output-on-failure)
 
-cmake -S . -B build-asan -DKV_WERROR=ON -DKV_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
+cmake -S . -B build-asan -DBUILD_TESTING=ON -DKV_WERROR=ON -DKV_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
 cmake --build build-asan -j "$jobs"
 # Mesa's lavapipe leaks a little at instance teardown and is unloaded before
 # LeakSanitizer can name it; preloading keeps it mapped (and quiet), while

@@ -233,7 +233,7 @@ static uint64_t place(const struct kv_case *c, uint32_t stream, uint64_t D, int6
     return e;
 }
 
-/* --dist nonfinite: realistic inputs, then a NaN in beta, a +Inf in dw, and a
+/* --dist nonfinite: realistic inputs, then NaNs in beta, a +Inf in dw, and a
  * -Inf, a +Inf and a NaN (with a payload) in du, at seeded places. Their chunks turn
  * NaN or Inf wherever the math takes them (0 * Inf and Inf - Inf included),
  * and the oracle's too; the other chunks stay finite. k, v, g and A stay
@@ -244,12 +244,18 @@ static uint64_t place(const struct kv_case *c, uint32_t stream, uint64_t D, int6
  * A^T du, and of dv, the rows below turn NaN (0 * Inf) and those above +-Inf,
  * and some of the 8 values that a cast takes at once (8 columns of a row, or
  * 2 rows of 4 columns on the accumulator elements) hold a lone NaN at their
- * 5th or 6th place. */
+ * 5th or 6th place. A second NaN in beta sits at the last step of a seeded
+ * sequence and head. */
 static void nonfinite(struct kv_case *c)
 {
     const uint64_t K = (uint64_t)c->p[P_K].i, V = (uint64_t)c->p[P_V].i;
     uint16_t *dw = c->t[T_DW].data, *du = c->t[T_DU].data;
+    const uint64_t T = (uint64_t)c->p[P_T].i, H = (uint64_t)c->p[P_H].i, e = place(c, 95, 1, -1, -1);
     ((float *)c->t[T_BETA].data)[place(c, 90, 1, -1, -1)] = NAN;
+    /* and at the last step of a seeded sequence and head: a partial chunk's
+     * last row has no row below it, so only padding rows could carry its
+     * NaN into the chunk's finite dbeta, which they must not */
+    ((float *)c->t[T_BETA].data)[(e / (T * H) * T + T - 1) * H + e % H] = NAN;
     dw[place(c, 91, K, -1, -1)] = 0x7F80;
     du[place(c, 92, V, 4, 3)] = 0xFF80;
     du[place(c, 94, V, 5, 3)] = 0x7F80;
@@ -454,7 +460,7 @@ static const char *const sweep[] = {
     "batch=1,seq=20,heads=2,kv-heads=2,dk=64,dv=63",    /* K % 8 == 0 with V % 8 == 7 (the aligned build's test) */
     "batch=1,seq=70,heads=4,kv-heads=2,dk=40,dv=71,dist=nonfinite",  /* NaN and Inf: the casts' NaN paths, Y's masks */
     "batch=1,seq=128,heads=4,kv-heads=2,dk=64,dv=72,dist=nonfinite", /* the same in the aligned builds */
-    "batch=1,seq=10,heads=2,kv-heads=1,dk=40,dv=33,dist=nonfinite",  /* every NaN and Inf in a partial chunk */
+    "batch=1,seq=10,heads=8,kv-heads=2,dk=40,dv=33,dist=nonfinite",  /* every NaN and Inf in one partial chunk */
     "batch=1,seq=300,heads=2,kv-heads=1,dk=16,dv=8",   /* 600 rows of dbeta and dg: past 512, not a multiple */
     NULL,
 };

@@ -2,7 +2,7 @@
 # the JSON report holds the data behind them (a bug planted in one row and one
 # column shows as that row and column of the pooled map); a trend over three
 # reports marks the regression; the progress line appears on a terminal only;
-# --narrow; bad input. Where chromium is installed (scripts/setup.sh installs
+# --narrow; bad input. Where chromium is installed (scripts/setup.sh --test installs
 # it) the pages are rendered headless to PNG and their DOM checked.
 . "$(dirname "$0")/lib.bash"
 py=$(command -v python3) || fail "no python3"
