@@ -5,10 +5,13 @@
 # failing or erring case is a false alarm to investigate (or a shader bug),
 # and is listed with the command that reproduces it.
 #
-# Usage: scripts/soak.sh [--seeds N|A..B] [--kernels "K1 K2 ..."] [--stress]
-#                        [--kverify PATH] [--out DIR] [-- EXTRA KVERIFY FLAGS]
+# Usage: scripts/soak.sh [--seeds N|A..B] [--kernels "K1 K2 ..."] [--variants "V ..."]
+#                        [--dists "D ..."] [--stress] [--kverify PATH] [--out DIR]
+#                        [-- EXTRA KVERIFY FLAGS]
 #   --seeds     seeds per shape [default: 1..300]
 #   --kernels   the kernels to soak [default: every kernel of kverify list]
+#   --variants, --dists  only these variants and distributions (of the kernels
+#               that have them), to split a soak over several runs [default: all]
 #   --stress    also the stress runs (1 and 3 workgroups, reversed subgroups):
 #               about 4x the time [default: off]
 #   --kverify   the binary [default: build/kverify]
@@ -17,17 +20,19 @@
 # 77 when nothing was judged (no device, or every combination skipped).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-seeds=1..300 kernels="" stress=--no-stress kv=build/kverify out="" extra=()
+seeds=1..300 kernels="" variants_only="" dists_only="" stress=--no-stress kv=build/kverify out="" extra=()
 die() { echo "soak.sh: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --seeds) [ $# -ge 2 ] || die "--seeds needs a value"; seeds=$2; shift 2 ;;
     --kernels) [ $# -ge 2 ] || die "--kernels needs a value"; kernels=$2; shift 2 ;;
+    --variants) [ $# -ge 2 ] || die "--variants needs a value"; variants_only=$2; shift 2 ;;
+    --dists) [ $# -ge 2 ] || die "--dists needs a value"; dists_only=$2; shift 2 ;;
     --stress) stress=--stress; shift ;;
     --kverify) [ $# -ge 2 ] || die "--kverify needs a value"; kv=$2; shift 2 ;;
     --out) [ $# -ge 2 ] || die "--out needs a value"; out=$2; shift 2 ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
 done
@@ -41,6 +46,8 @@ if [ -z "$out" ]; then out=$(mktemp -d); trap 'rm -rf "$out"' EXIT; else mkdir -
 
 # The choices of a kernel's parameter (--dist, --variant) from its --help.
 choices() { "$kv" "$1" --help | awk -v f="--$2" '$1 == f { print $2 }' | tr '|' ' '; }
+# Whether word $1 is in the list $2 (an empty list holds every word).
+wanted() { [ -z "$2" ] || [ "$1" = - ] || [[ " $2 " == *" $1 "* ]]; }
 
 total=0 passed=0 failed=0 errors=0 skipped=0
 : >"$out/bad.txt"
@@ -48,7 +55,9 @@ printf '%-12s %-14s %-10s %7s %7s %7s %7s %7s %6s\n' kernel variant dist cases p
 for k in $kernels; do
   variants=$(choices "$k" variant); dists=$(choices "$k" dist)
   for v in ${variants:--}; do
+    wanted "$v" "$variants_only" || continue
     for d in ${dists:--}; do
+      wanted "$d" "$dists_only" || continue
       args=(--sweep --seeds "$seeds" "$stress")
       [ "$v" = - ] || args+=(--variant "$v")
       [ "$d" = - ] || args+=(--dist "$d")

@@ -391,7 +391,7 @@ void run_items(bool al)
                 [[unroll]] for (uint e = 0u; e < 2u; e++) {
                     // (the gate's guard keeps g's reads within the chunk)
                     const float gate = r < nv && c + e < nv ? exp(bg_s[r].y - bg_s[c + e].y) : 0.0;
-                    dv[2u * pp + e] = cb <= rt && c + e < r ? -(U[2u * pp + e] * gate) : 0.0;
+                    dv[2u * pp + e] = cb <= rt && c + e < r && r < nv ? -(U[2u * pp + e] * gate) : 0.0;
                 }
             }
             put_el8(dv, ra, q, cb, false);
@@ -412,7 +412,7 @@ void run_items(bool al)
                 uint j = 16u * cb + 8u * half_ + c;
                 // (the gate's guard keeps g's reads within the chunk)
                 float gate = i < nv && j < nv ? exp(bg_s[i].y - bg_s[j].y) : 0.0;
-                x[c] = cb <= rt && j < i ? -(x[c] * gate) : 0.0; // (to bf16 in pack8)
+                x[c] = cb <= rt && j < i && i < nv ? -(x[c] * gate) : 0.0; // (to bf16 in pack8)
             }
             w_s[i * ROWQ + 2u * cb + half_] = pack8(x);
 #endif

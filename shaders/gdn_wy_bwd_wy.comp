@@ -176,9 +176,9 @@ void main()
             for (uint r = 0u; r < 4u; r++) {
                 uint i = ai + 16u * q, j = aj + 16u * r;
                 // (the gate's guard keeps g's reads within the chunk; rows past
-                // nv are 0 already: A's columns past nv stage as 0)
+                // nv masked: A's zero columns there times an Inf in T are NaN)
                 float gate = i < nv && j < nv ? exp(g[vrow(i)] - g[vrow(j)]) : 0.0;
-                T[q][r] = j < i ? bf16_round(-(T[q][r] * gate)) : 0.0; // U, kept for dg
+                T[q][r] = j < i && i < nv ? bf16_round(-(T[q][r] * gate)) : 0.0; // U, kept for dg
                 As[sw(i, j)] = T[q][r];
             }
         // Pass 2 over K: dA (registers) now holds k k^T.

@@ -69,16 +69,28 @@ int kv_dtype_is_integer(enum kv_dtype t)
 
 #define KV_CHUNK ((size_t)1 << 16)
 
+enum kv_nonfinite kv_nonfinite_match(enum kv_dtype t, const struct kv_bound *b, double c, double y, double S,
+                                     double err)
+{
+    if (isnan(c) && isnan(y)) return KV_NF_NAN;
+    if (isinf(c) && c == y) return KV_NF_INF;
+    const struct kv_dtype_info *ti = kv_dtype_info(t);
+    /* where round to nearest into t gives Inf: the largest finite value plus half its ulp (emax = 1 - emin) */
+    const double over = ldexp(1.0, 2 - ti->emin) - ldexp(1.0, 1 - ti->emin - ti->precision);
+    if (isinf(c) && isfinite(y) && signbit(c) == signbit(y) && fabs(y) + err >= over) return KV_NF_INF;
+    /* partial sums of terms whose magnitudes add up past the accumulator's
+     * range may overflow, with either sign, or meet an opposite one: NaN */
+    const double acc_over = b->u_acc >= 0x1p-11 ? 65520.0 : b->u_acc >= 0x1p-24 ? ldexp(2.0 - 0x1p-24, 127) : INFINITY;
+    if (isfinite(y) && S >= acc_over) return KV_NF_OVERFLOW;
+    return KV_NF_MISMATCH;
+}
+
 static void compare_chunk(enum kv_dtype t, const void *cand, const double *y, const double *S,
                           size_t lo, size_t hi, const struct kv_bound *b, const struct kv_allow *allow,
                           const struct kv_criteria *crit, double *ulps, struct part *p)
 {
-    const double *slack = allow ? allow->slack : NULL;
-    const struct kv_dtype_info *ti = kv_dtype_info(t);
-    const double floor_rel = ldexp(1.0, ti->emin);
-    /* where round to nearest into t gives Inf: the largest finite value plus half its ulp (emax = 1 - emin) */
-    const double over = ldexp(1.0, 2 - ti->emin) - ldexp(1.0, 1 - ti->emin - ti->precision);
-    const double acc_over = b->u_acc >= 0x1p-11 ? 65520.0 : b->u_acc >= 0x1p-24 ? ldexp(2.0 - 0x1p-24, 127) : INFINITY;
+    const double *slack = allow ? allow->slack : NULL, *alt = allow ? allow->alt : NULL;
+    const double floor_rel = ldexp(1.0, kv_dtype_info(t)->emin);
     const double c1 = crit->lambda * sqrt(b->n) * b->u_acc, c2 = b->k_op * b->u_acc;
     const int tol = crit->rtol >= 0 || crit->atol >= 0;
     const double rt = crit->rtol > 0 ? crit->rtol : 0, at = crit->atol > 0 ? crit->atol : 0;
@@ -89,26 +101,17 @@ static void compare_chunk(enum kv_dtype t, const void *cand, const double *y, co
     for (size_t i = lo; i < hi; i++) {
         double c = kv_load_f64(t, cand, i), yi = y[i];
         if (!isfinite(c) || !isfinite(yi)) {
-            if (isnan(c) && isnan(yi)) { p->nan_match++; continue; }
-            if (isinf(c) && c == yi) { p->inf_match++; continue; }
-            /* a finite y past t's range (within the allowed error) rounds to Inf */
-            if (isinf(c) && isfinite(yi) && signbit(c) == signbit(yi) &&
-                fabs(yi) + (c1 + c2) * S[i] + (slack ? slack[i] : 0) >= over) {
-                p->inf_match++;
-                continue;
-            }
-            /* partial sums of terms whose magnitudes add up past the
-             * accumulator's range may overflow, in any order's sign */
-            if (isfinite(yi) && S[i] >= acc_over) {
-                p->overflow_ok++;
-                continue;
-            }
+            enum kv_nonfinite m = kv_nonfinite_match(t, b, c, yi, S[i], (c1 + c2) * S[i] + (slack ? slack[i] : 0));
+            if (m == KV_NF_NAN) { p->nan_match++; continue; }
+            if (m == KV_NF_INF) { p->inf_match++; continue; }
+            if (m == KV_NF_OVERFLOW) { p->overflow_ok++; continue; }
             if (isnan(c) || isnan(yi)) p->nan_mismatch++;
             else p->inf_mismatch++;
             if (p->first_mismatch == (size_t)-1) p->first_mismatch = i;
             continue;
         }
         double e = fabs(c - yi);
+        if (e > 0 && alt && c == alt[i]) e = 0, p->slack_used++; /* the other legal value */
         double ulp = kv_ulp(t, yi);
         double base = c1 * S[i] + c2 * S[i] + 0.5 * ulp * b->rho;
         double ratio = e / base;

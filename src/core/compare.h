@@ -38,7 +38,18 @@ struct kv_allow {
      * that lies within the allowed error, and the code a device that flushes
      * subnormals computes; -1 where there is none. */
     const int16_t *tie, *flush;
+    /* Float outputs: a second legal value, met exactly (the scale of a
+     * device that flushes subnormals); NaN where there is none. */
+    const double *alt;
 };
+
+/* How a pair with a non-finite member compares: a NaN for a NaN, an Inf for
+ * an Inf of its sign or for a finite y past t's range within err (round to
+ * nearest overflows there), an Inf or NaN where S (the terms' magnitudes)
+ * passes the accumulator's range (b->u_acc: f16 or f32), else a mismatch. */
+enum kv_nonfinite { KV_NF_MISMATCH, KV_NF_NAN, KV_NF_INF, KV_NF_OVERFLOW };
+enum kv_nonfinite kv_nonfinite_match(enum kv_dtype t, const struct kv_bound *b, double c, double y, double S,
+                                     double err);
 
 struct kv_metrics {
     size_t elements;

@@ -187,8 +187,9 @@ struct kv_case {
      * slack applies to every row of the output; slack_chain replaces it on
      * rows computed from another implementation's intermediates (chained
      * reruns, candidates and expected outputs of later stages), so it must
-     * include slack. tie and flush are for integer outputs. */
-    double *slack[KV_MAX_TENSORS], *slack_chain[KV_MAX_TENSORS];
+     * include slack. tie and flush are for integer outputs; alt (NaN: none)
+     * for float outputs of the isolated rows. */
+    double *slack[KV_MAX_TENSORS], *slack_chain[KV_MAX_TENSORS], *alt[KV_MAX_TENSORS];
     int16_t *tie[KV_MAX_TENSORS], *flush[KV_MAX_TENSORS];
     struct kv_check_ref chk[KV_MAX_CHECKS];
     /* Elements of each output whose oracle value has a legal alternative (a

@@ -15,8 +15,9 @@
  * - otherwise the range is that of the finite values and +-Inf clip like any
  *   value beyond it: +Inf gets code N, -Inf code 0.
  * A device may also flush subnormal operands and results to zero: float
- * outputs get an absolute allowance of 2^-126 per operation, and codes may be
- * those of a model that flushes every subnormal (counted as "flushed"). */
+ * outputs get an absolute allowance of 2^-126 per operation, codes may be
+ * those of a model that flushes every subnormal (counted as "flushed"), and
+ * so may a scale that this model makes 1. */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -327,6 +328,9 @@ static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check
     /* Stage isolation: later stages see the scale and bias as float32. */
     const float s_in = (float)c->y[T_S][g], b_in = (float)c->y[T_B][g];
     c->slack[T_S][g] = 2 * FMIN;
+    /* a device that flushes subnormals may find a range whose scale is not
+     * normal, and use 1: the scale its codes (c->flush) are computed with */
+    c->alt[T_S][g] = !e.poison && !f.poison && f.one && !e.one ? 1.0 : NAN;
     c->slack[T_B][g] = FMIN;
     double ds = 0, dsa = 0, db = 0, dba = 0, chain_ds = 0;
     for (int64_t j = 0; j < gs; j++) {
@@ -381,6 +385,7 @@ static enum kv_status oracle(struct kv_case *c)
         if (t != T_Q) KV_TRY(alloc_d(&c->slack[t], c->t[t].count));
     KV_TRY(alloc_d(&c->slack_chain[T_QDQ], (size_t)n));
     KV_TRY(alloc_d(&c->slack_chain[T_DS], (size_t)groups));
+    KV_TRY(alloc_d(&c->alt[T_S], (size_t)groups));
     c->tie[T_Q] = malloc((size_t)n * sizeof(int16_t));
     c->flush[T_Q] = malloc((size_t)n * sizeof(int16_t));
     KV_CHECK(c->tie[T_Q] && c->flush[T_Q], KV_EDEVICE, "out of host memory for the oracle");

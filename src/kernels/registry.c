@@ -254,7 +254,8 @@ void kv_case_free(struct kv_case *c)
         free(c->slack_chain[i]);
         free(c->tie[i]);
         free(c->flush[i]);
-        c->slack[i] = c->slack_chain[i] = NULL;
+        free(c->alt[i]);
+        c->slack[i] = c->slack_chain[i] = c->alt[i] = NULL;
         c->tie[i] = c->flush[i] = NULL;
         c->ambiguous[i] = 0;
     }

@@ -176,7 +176,7 @@ static void codes(void **s)
     uint8_t c[6] = {3, 4, 7, 0, 9, 5};
     double y[6] = {3, 5, 7, 2, 9, 5}, S[6] = {0};
     int16_t tie[6] = {-1, 4, -1, 3, -1, 6}, flush[6] = {-1, -1, -1, 0, -1, -1};
-    struct kv_allow a = {NULL, tie, flush};
+    struct kv_allow a = {NULL, tie, flush, NULL};
     struct kv_criteria crit;
     struct kv_metrics m;
     kv_criteria_default(&crit);
@@ -205,7 +205,7 @@ static void slack(void **s)
     (void)s;
     float c[2] = {1.5f, 2.5f};
     double y[2] = {1, 2}, S[2] = {1, 2}, sl[2] = {0.5, 0.25};
-    struct kv_allow a = {sl, NULL, NULL};
+    struct kv_allow a = {sl, NULL, NULL, NULL};
     struct kv_criteria crit;
     struct kv_metrics m;
     kv_criteria_default(&crit);
@@ -217,6 +217,56 @@ static void slack(void **s)
     assert_int_equal(m.slack_used, 2);
 }
 
+/* A float output's second legal value is met only exactly, and counted. */
+static void alternative(void **s)
+{
+    (void)s;
+    float c[2] = {1.0f, 1.0f};
+    double y[2] = {1e-38, 1e-38}, S[2] = {1e-38, 1e-38}, alt[2] = {1.0, NAN};
+    struct kv_allow a = {NULL, NULL, NULL, alt};
+    struct kv_criteria crit;
+    struct kv_metrics m;
+    kv_criteria_default(&crit);
+    kv_compare(KV_F32, c, y, S, 2, &unit_bound, &a, &crit, &m);
+    assert_false(m.pass); /* element 1 has no alternative */
+    assert_int_equal(m.worst_index, 1);
+    c[1] = 1e-38f, alt[0] = 0.5;
+    kv_compare(KV_F32, c, y, S, 2, &unit_bound, &a, &crit, &m);
+    assert_false(m.pass); /* 1 is not the alternative 0.5 */
+    alt[0] = 1.0;
+    kv_compare(KV_F32, c, y, S, 2, &unit_bound, &a, &crit, &m);
+    assert_true(m.pass);
+    assert_int_equal(m.slack_used, 1);
+}
+
+/* Inf where a finite y lies past the dtype's range (round to nearest
+ * overflows), and Inf or NaN where the terms' magnitudes pass the f32
+ * accumulator's range: legal; an Inf below the range, or of the other sign,
+ * is a mismatch. */
+static void overflow(void **s)
+{
+    (void)s;
+    const struct kv_bound b32 = {.n = 4, .k_op = 1, .u_acc = 0x1p-24, .rho = 1};
+    uint16_t c[3] = {0xFF80, 0x7FC0, 0x7F80}; /* bf16 -Inf, NaN, +Inf */
+    /* -3.40e38: past bf16's largest (3.3895e38) plus half its ulp, within f32's */
+    double y[3] = {-3.40e38, 2.0, 3.0e38}, S[3] = {3.40e38, 1e39, 3.0e38};
+    struct kv_criteria crit;
+    struct kv_metrics m;
+    kv_criteria_default(&crit);
+    kv_compare(KV_BF16, c, y, S, 2, &b32, NULL, &crit, &m);
+    assert_true(m.pass);
+    assert_int_equal(m.inf_match, 1);
+    assert_int_equal(m.overflow_ok, 1); /* element 1's terms pass f32's range */
+    kv_compare(KV_BF16, c, y, S, 3, &b32, NULL, &crit, &m);
+    assert_false(m.pass); /* 3.0e38 rounds to a finite bf16, and its terms stay in range */
+    assert_int_equal(m.inf_mismatch, 1);
+    c[0] = 0x7F80; /* +Inf for -3.40e38 */
+    kv_compare(KV_BF16, c, y, S, 2, &b32, NULL, &crit, &m);
+    assert_false(m.pass);
+    assert_int_equal(m.inf_mismatch, 1);
+    assert_int_equal(m.worst_index, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -224,6 +274,7 @@ int main(void)
         cmocka_unit_test(nan_inf_matching), cmocka_unit_test(nan_match_only_passes),
         cmocka_unit_test(nmse_and_rmse), cmocka_unit_test(overrides), cmocka_unit_test(quantile),
         cmocka_unit_test(across_chunks), cmocka_unit_test(codes), cmocka_unit_test(slack),
+        cmocka_unit_test(alternative), cmocka_unit_test(overflow),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
