@@ -70,7 +70,7 @@ int kv_dtype_is_integer(enum kv_dtype t)
 #define KV_CHUNK ((size_t)1 << 16)
 
 enum kv_nonfinite kv_nonfinite_match(enum kv_dtype t, const struct kv_bound *b, double c, double y, double S,
-                                     double err)
+                                     double err, int ovf)
 {
     if (isnan(c) && isnan(y)) return KV_NF_NAN;
     if (isinf(c) && c == y) return KV_NF_INF;
@@ -79,9 +79,10 @@ enum kv_nonfinite kv_nonfinite_match(enum kv_dtype t, const struct kv_bound *b, 
     const double over = ldexp(1.0, 2 - ti->emin) - ldexp(1.0, 1 - ti->emin - ti->precision);
     if (isinf(c) && isfinite(y) && signbit(c) == signbit(y) && fabs(y) + err >= over) return KV_NF_INF;
     /* partial sums of terms whose magnitudes add up past the accumulator's
-     * range may overflow, with either sign, or meet an opposite one: NaN */
+     * range may overflow, with either sign, or meet an opposite one (or an
+     * infinite term, where y is infinite and a finite S sums the others): NaN */
     const double acc_over = b->u_acc >= 0x1p-11 ? 65520.0 : b->u_acc >= 0x1p-24 ? ldexp(2.0 - 0x1p-24, 127) : INFINITY;
-    if (isfinite(y) && S >= acc_over) return KV_NF_OVERFLOW;
+    if (!isnan(y) && ((isfinite(S) && S >= acc_over) || ovf)) return KV_NF_OVERFLOW;
     return KV_NF_MISMATCH;
 }
 
@@ -90,6 +91,7 @@ static void compare_chunk(enum kv_dtype t, const void *cand, const double *y, co
                           const struct kv_criteria *crit, double *ulps, struct part *p)
 {
     const double *slack = allow ? allow->slack : NULL, *alt = allow ? allow->alt : NULL;
+    const unsigned char *ovf = allow ? allow->ovf : NULL;
     const double floor_rel = ldexp(1.0, kv_dtype_info(t)->emin);
     const double c1 = crit->lambda * sqrt(b->n) * b->u_acc, c2 = b->k_op * b->u_acc;
     const int tol = crit->rtol >= 0 || crit->atol >= 0;
@@ -101,7 +103,8 @@ static void compare_chunk(enum kv_dtype t, const void *cand, const double *y, co
     for (size_t i = lo; i < hi; i++) {
         double c = kv_load_f64(t, cand, i), yi = y[i];
         if (!isfinite(c) || !isfinite(yi)) {
-            enum kv_nonfinite m = kv_nonfinite_match(t, b, c, yi, S[i], (c1 + c2) * S[i] + (slack ? slack[i] : 0));
+            enum kv_nonfinite m =
+                kv_nonfinite_match(t, b, c, yi, S[i], (c1 + c2) * S[i] + (slack ? slack[i] : 0), ovf && ovf[i]);
             if (m == KV_NF_NAN) { p->nan_match++; continue; }
             if (m == KV_NF_INF) { p->inf_match++; continue; }
             if (m == KV_NF_OVERFLOW) { p->overflow_ok++; continue; }

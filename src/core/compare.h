@@ -41,15 +41,20 @@ struct kv_allow {
     /* Float outputs: a second legal value, met exactly (the scale of a
      * device that flushes subnormals); NaN where there is none. */
     const double *alt;
+    /* Float outputs: nonzero where an f32 intermediate may overflow on the
+     * device (its terms' magnitudes pass f32's range): any Inf or NaN is
+     * legal there unless the oracle is NaN. */
+    const unsigned char *ovf;
 };
 
 /* How a pair with a non-finite member compares: a NaN for a NaN, an Inf for
  * an Inf of its sign or for a finite y past t's range within err (round to
- * nearest overflows there), an Inf or NaN where S (the terms' magnitudes)
- * passes the accumulator's range (b->u_acc: f16 or f32), else a mismatch. */
+ * nearest overflows there), an Inf or NaN where a finite S (the terms'
+ * magnitudes; for an infinite y, those of its finite terms) passes the
+ * accumulator's range (b->u_acc: f16 or f32), else a mismatch. */
 enum kv_nonfinite { KV_NF_MISMATCH, KV_NF_NAN, KV_NF_INF, KV_NF_OVERFLOW };
 enum kv_nonfinite kv_nonfinite_match(enum kv_dtype t, const struct kv_bound *b, double c, double y, double S,
-                                     double err);
+                                     double err, int ovf);
 
 struct kv_metrics {
     size_t elements;

@@ -166,6 +166,14 @@ struct spec_work {
 
 static double lam(const struct spec_work *w, int n) { return (8 * sqrt((double)n) + 1) * w->ua; }
 
+/* An f32 sum whose terms' magnitudes add up to S may overflow past this. */
+#define F32_OVER 0x1.fffffep127
+static void sum_range(struct spec_work *w, double S) { w->o->overflow |= S >= F32_OVER; }
+/* A term's magnitude in S: S sums the finite terms (all of them where the
+ * sum is finite; where an infinite term makes it infinite, S still says
+ * whether the f32 sum of the others may overflow first). */
+static double mag(double t) { return isfinite(t) ? fabs(t) : 0; }
+
 static void stage(struct spec_work *w)
 {
     const struct kv_gdn_chunk *x = w->x;
@@ -192,22 +200,25 @@ static void pass1(struct spec_work *w)
         double db = 0, dbS = 0, dbsl = 0, dg = 0, dgS = 0, dgsl = 0;
         for (int c = 0; c < K; c++) {
             double s = 0, S = 0;
-            for (int m = 0; m < n; m++) s += w->A[m * n + i] * x->dw[m * K + c], S += fabs(w->A[m * n + i] * x->dw[m * K + c]);
+            for (int m = 0; m < n; m++) s += w->A[m * n + i] * x->dw[m * K + c], S += mag(w->A[m * n + i] * x->dw[m * K + c]);
+            sum_range(w, S), sum_range(w, fabs(s * w->bg[i]));
             double e = lam(w, n) * S, z = s * w->bg[i], kv = x->k[i * K + c];
             w->dk1[i * K + c] = cast16(z, fabs(w->bg[i]) * e + fabs(z) * (w->rbg[i] + U32), o->round, &w->dk1e[i * K + c], &o->flips);
             double tb = s * kv * w->ge[i], kbg = kv * w->bg[i], tg = s * kbg;
-            db += tb, dbS += fabs(tb), dbsl += fabs(kv * w->ge[i]) * e + fabs(tb) * (rexp(x->g[i]) + 2 * U32);
-            dg += tg, dgS += fabs(tg), dgsl += fabs(kbg) * e + fabs(tg) * (w->rbg[i] + 2 * U32);
+            db += tb, dbS += mag(tb), dbsl += fabs(kv * w->ge[i]) * e + fabs(tb) * (rexp(x->g[i]) + 2 * U32);
+            dg += tg, dgS += mag(tg), dgsl += fabs(kbg) * e + fabs(tg) * (w->rbg[i] + 2 * U32);
         }
         for (int c = 0; c < V; c++) {
             double s = 0, S = 0;
-            for (int m = 0; m < n; m++) s += w->A[m * n + i] * x->du[m * V + c], S += fabs(w->A[m * n + i] * x->du[m * V + c]);
+            for (int m = 0; m < n; m++) s += w->A[m * n + i] * x->du[m * V + c], S += mag(w->A[m * n + i] * x->du[m * V + c]);
+            sum_range(w, S), sum_range(w, S * fabs(x->beta[i]));
             o->dv[i * V + c] = s * x->beta[i], o->dv_S[i * V + c] = S * fabs(x->beta[i]);
             double tb = s * x->v[i * V + c];
-            db += tb, dbS += fabs(tb), dbsl += fabs(x->v[i * V + c]) * lam(w, n) * S + fabs(tb) * U32;
+            db += tb, dbS += mag(tb), dbsl += fabs(x->v[i * V + c]) * lam(w, n) * S + fabs(tb) * U32;
         }
         o->dbeta[i] = db, o->dbeta_S[i] = dbS, o->dbeta_sl[i] = dbsl;
         o->dg[i] = dg, o->dg_S[i] = dgS, o->dg_sl[i] = dgsl;
+        sum_range(w, dbS), sum_range(w, dgS);
     }
 }
 
@@ -223,12 +234,13 @@ static void through_A(struct spec_work *w)
         for (int j = 0; j < n; j++) {
             double s = 0, S = 0, ep = 0;
             for (int c = 0; j < i && c < K; c++) {
-                s += x->dw[i * K + c] * w->KS[j * K + c], S += fabs(x->dw[i * K + c] * w->KS[j * K + c]);
+                s += x->dw[i * K + c] * w->KS[j * K + c], S += mag(x->dw[i * K + c] * w->KS[j * K + c]);
                 ep += fabs(x->dw[i * K + c]) * w->KSe[j * K + c];
             }
             for (int c = 0; j < i && c < V; c++)
-                s += x->du[i * V + c] * w->VS[j * V + c], S += fabs(x->du[i * V + c] * w->VS[j * V + c]);
+                s += x->du[i * V + c] * w->VS[j * V + c], S += mag(x->du[i * V + c] * w->VS[j * V + c]);
             double e = lam(w, K + V) * S + ep;
+            sum_range(w, S);
             w->dA[i * n + j] = ab ? cast16(s, e, 1, &w->dAe[i * n + j], &o->flips) : s;
             if (!ab) w->dAe[i * n + j] = e;
         }
@@ -236,8 +248,9 @@ static void through_A(struct spec_work *w)
         for (int j = 0; j < n; j++) {
             double s = 0, S = 0, ep = 0;
             for (int m = 0; m < i; m++)
-                s += w->dA[i * n + m] * A[j * n + m], S += fabs(w->dA[i * n + m] * A[j * n + m]), ep += fabs(A[j * n + m]) * w->dAe[i * n + m];
+                s += w->dA[i * n + m] * A[j * n + m], S += mag(w->dA[i * n + m] * A[j * n + m]), ep += fabs(A[j * n + m]) * w->dAe[i * n + m];
             double e = lam(w, n) * S + ep;
+            sum_range(w, S);
             w->T[i * n + j] = ab ? cast16(s, e, 1, &w->Te[i * n + j], &o->flips) : s;
             if (!ab) w->Te[i * n + j] = e;
         }
@@ -247,8 +260,9 @@ static void through_A(struct spec_work *w)
             if (j >= i) continue;
             double s = 0, S = 0, ep = 0;
             for (int m = 0; m < n; m++)
-                s += A[m * n + i] * w->T[m * n + j], S += fabs(A[m * n + i] * w->T[m * n + j]), ep += fabs(A[m * n + i]) * w->Te[m * n + j];
+                s += A[m * n + i] * w->T[m * n + j], S += mag(A[m * n + i] * w->T[m * n + j]), ep += fabs(A[m * n + i]) * w->Te[m * n + j];
             double d = x->g[i] - x->g[j], gate = exp(d), z = -s * gate;
+            sum_range(w, S), sum_range(w, S * gate);
             double e = gate * (lam(w, n) * S + ep) + fabs(z) * (rexp(d) + U32 * fabs(d) + U32);
             w->Ug[i * n + j] = cast16(z, e, o->round, &w->Uge[i * n + j], &o->flips);
         }
@@ -264,8 +278,9 @@ static void pass2(struct spec_work *w)
     for (int i = 0; i < n; i++)
         for (int j = 0; j < n; j++) {
             double s = 0, S = 0;
-            for (int c = 0; c < K; c++) s += x->k[i * K + c] * x->k[j * K + c], S += fabs(x->k[i * K + c] * x->k[j * K + c]);
+            for (int c = 0; c < K; c++) s += x->k[i * K + c] * x->k[j * K + c], S += mag(x->k[i * K + c] * x->k[j * K + c]);
             w->M[i * n + j] = s * x->beta[i];
+            sum_range(w, S), sum_range(w, S * fabs(x->beta[i]));
             w->Me[i * n + j] = fabs(x->beta[i]) * lam(w, K) * S + U32 * fabs(w->M[i * n + j]);
         }
     for (int i = 0; i < n; i++) {
@@ -273,19 +288,21 @@ static void pass2(struct spec_work *w)
             double dkb = 0, Sd = 0, ed = 0, t = 0, St = 0, et = 0, kv = x->k[i * K + c];
             for (int j = 0; j < n; j++) {
                 double u = w->Ug[i * n + j], kj = x->k[j * K + c];
-                dkb += u * kj, Sd += fabs(u * kj), ed += w->Uge[i * n + j] * fabs(kj);
+                dkb += u * kj, Sd += mag(u * kj), ed += w->Uge[i * n + j] * fabs(kj);
                 double ut = w->Ug[j * n + i], kb = w->KB[j * K + c];
-                t += ut * kb, St += fabs(ut * kb), et += w->Uge[j * n + i] * fabs(kb);
+                t += ut * kb, St += mag(ut * kb), et += w->Uge[j * n + i] * fabs(kb);
             }
             double tb = dkb * kv;
-            o->dbeta[i] += tb, o->dbeta_S[i] += fabs(tb), o->dbeta_sl[i] += fabs(kv) * (lam(w, n) * Sd + ed) + fabs(tb) * U32;
+            o->dbeta[i] += tb, o->dbeta_S[i] += mag(tb), o->dbeta_sl[i] += fabs(kv) * (lam(w, n) * Sd + ed) + fabs(tb) * U32;
             o->dk[i * K + c] = dkb * x->beta[i] + t + w->dk1[i * K + c];
-            o->dk_S[i * K + c] = fabs(x->beta[i]) * Sd + St + fabs(w->dk1[i * K + c]);
+            o->dk_S[i * K + c] = fabs(x->beta[i]) * Sd + St + mag(w->dk1[i * K + c]);
             o->dk_sl[i * K + c] = fabs(x->beta[i]) * ed + et + w->dk1e[i * K + c];
+            sum_range(w, Sd), sum_range(w, St), sum_range(w, o->dk_S[i * K + c]);
         }
         for (int j = 0; j < n; j++) {
             double a = w->Ug[i * n + j] * w->M[i * n + j], b = w->Ug[j * n + i] * w->M[j * n + i];
-            o->dg[i] += a - b, o->dg_S[i] += fabs(a) + fabs(b);
+            o->dg[i] += a - b, o->dg_S[i] += mag(a) + mag(b);
+            sum_range(w, o->dg_S[i]), sum_range(w, o->dbeta_S[i]);
             o->dg_sl[i] += w->Uge[i * n + j] * fabs(w->M[i * n + j]) + fabs(w->Ug[i * n + j]) * w->Me[i * n + j] +
                            w->Uge[j * n + i] * fabs(w->M[j * n + i]) + fabs(w->Ug[j * n + i]) * w->Me[j * n + i];
         }
@@ -301,7 +318,7 @@ void kv_gdn_chunk_backward_spec(const struct kv_gdn_chunk *x, const double *A, s
     w.dk1 = p, p += n * D, w.dk1e = p, p += n * D;
     w.dA = p, p += n * n, w.dAe = p, p += n * n, w.T = p, p += n * n, w.Te = p, p += n * n;
     w.Ug = p, p += n * n, w.Uge = p, p += n * n, w.M = p, p += n * n, w.Me = p;
-    o->flips = 0;
+    o->flips = 0, o->overflow = 0;
     stage(&w);
     pass1(&w);
     through_A(&w);

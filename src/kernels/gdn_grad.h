@@ -49,6 +49,7 @@ struct kv_gdn_spec {
     double *dbeta, *dbeta_S, *dbeta_sl;    /* n */
     double *dg, *dg_S, *dg_sl;             /* n */
     size_t flips;
+    int overflow; /* some f32 sum's terms add up past f32's range: the device may overflow there */
 };
 /* scratch holds 8 n^2 + 6 n max(K, V) doubles. */
 void kv_gdn_chunk_backward_spec(const struct kv_gdn_chunk *x, const double *A, struct kv_gdn_spec *o, double *scratch);

@@ -244,8 +244,8 @@ static uint64_t place(const struct kv_case *c, uint32_t stream, uint64_t D, int6
  * A^T du, and of dv, the rows below turn NaN (0 * Inf) and those above +-Inf,
  * and some of the 8 values that a cast takes at once (8 columns of a row, or
  * 2 rows of 4 columns on the accumulator elements) hold a lone NaN at their
- * 5th or 6th place. A second NaN in beta sits at the last step of a seeded
- * sequence and head. */
+ * 5th or 6th place. A second NaN in beta, and a second +Inf in du, sit at
+ * the last step of a seeded sequence and head. */
 static void nonfinite(struct kv_case *c)
 {
     const uint64_t K = (uint64_t)c->p[P_K].i, V = (uint64_t)c->p[P_V].i;
@@ -256,6 +256,11 @@ static void nonfinite(struct kv_case *c)
      * last row has no row below it, so only padding rows could carry its
      * NaN into the chunk's finite dbeta, which they must not */
     ((float *)c->t[T_BETA].data)[(e / (T * H) * T + T - 1) * H + e % H] = NAN;
+    /* and a +Inf in du there too, in the next head (a seeded column): dA's
+     * last row turns infinite, and with it T's, which A's zero columns past
+     * a partial chunk must not carry into U (0 * Inf) */
+    const uint64_t f = place(c, 96, V, -1, -1);
+    du[((e / (T * H) * T + T - 1) * H + (e + 1) % H) * V + f % V] = 0x7F80;
     dw[place(c, 91, K, -1, -1)] = 0x7F80;
     du[place(c, 92, V, 4, 3)] = 0xFF80;
     du[place(c, 94, V, 5, 3)] = 0x7F80;
@@ -303,7 +308,7 @@ static struct chunk_work *work_new(const struct dims *d, int a_bf16, double u_ac
     w->dk = p, p += nK, w->dk_S = p, p += nK, w->dk_sl = p, p += nK, w->ex_dk = p, p += nK;
     w->dv = p, p += nV, w->dv_S = p, p += nV, w->ex_dv = p;
     w->o = (struct kv_gdn_spec){1, a_bf16, u_acc, w->dk, w->dk_S, w->dk_sl, w->dv, w->dv_S,
-                                w->db, w->db_S, w->db_sl, w->dg, w->dg_S, w->dg_sl, 0};
+                                w->db, w->db_S, w->db_sl, w->dg, w->dg_S, w->dg_sl, 0, 0};
     return w;
 }
 
@@ -342,9 +347,12 @@ static size_t scatter(struct kv_case *c, const struct dims *d, const struct chun
 {
     const int64_t t0 = ch * BT, n = w->x.n;
     const int tk = out_of(c, T_DKH), tv = out_of(c, T_DV), tb = out_of(c, T_DB), tg = out_of(c, T_DG);
+    const unsigned char ovf = (unsigned char)w->o.overflow; /* the chunk's f32 sums may overflow */
     size_t amb = 0;
     for (int64_t i = 0; i < n; i++) {
         const int64_t r = (b * d->T + t0 + i) * d->H + h;
+        c->ovf[tb][r] = c->ovf[tg][r] = ovf;
+        memset(c->ovf[tk] + r * d->K, ovf, (size_t)d->K), memset(c->ovf[tv] + r * d->V, ovf, (size_t)d->V);
         c->y[tb][r] = c->exact ? w->ex_db[i] : w->db[i], c->S[tb][r] = w->db_S[i], c->slack[tb][r] = w->db_sl[i];
         c->y[tg][r] = c->exact ? w->ex_dg[i] : w->dg[i], c->S[tg][r] = w->dg_S[i], c->slack[tg][r] = w->dg_sl[i];
         for (int64_t e = 0; e < d->K; e++) {
@@ -376,13 +384,15 @@ static void sum_heads(struct kv_case *c, const struct dims *d, double u_acc)
     for (int64_t e = 0; e < n; e++) {
         const int64_t col = e % d->K, row = e / d->K, first = ((row / d->Hg) * d->H + (row % d->Hg) * d->ratio) * d->K + col;
         double y = 0, S = 0, chain = 0;
+        unsigned char ovf = 0;
         for (int64_t r = 0; r < d->ratio; r++) {
             const int64_t i = first + r * d->K;
+            ovf |= c->ovf[tk][i];
             double yi = c->y[tk][i], fed = c->exact ? yi : kv_bf16_to_f32(kv_f32_to_bf16((float)yi));
             y += fed, S += fabs(fed);
             chain += (8 * sqrt(BT) + 3) * u_acc * c->S[tk][i] + 0.5 * kv_ulp(KV_BF16, yi) + c->slack[tk][i] + fabs(fed - yi);
         }
-        c->y[to][e] = y, c->S[to][e] = S, c->slack_chain[to][e] = chain;
+        c->y[to][e] = y, c->S[to][e] = S, c->slack_chain[to][e] = chain, c->ovf[to][e] = ovf;
     }
 }
 
@@ -411,6 +421,12 @@ static enum kv_status oracle(struct kv_case *c)
     KV_TRY_RET(alloc_allow(c, &c->slack[tb], tb));
     KV_TRY_RET(alloc_allow(c, &c->slack[tg], tg));
     KV_TRY_RET(alloc_allow(c, &c->slack_chain[to], to));
+    for (int t = T_DKH; t <= T_DK; t++) {
+        const int o = out_of(c, t);
+        free(c->ovf[o]); /* --oracle both calls the oracle twice */
+        c->ovf[o] = calloc(c->t[o].count ? c->t[o].count : 1, 1);
+        if (!c->ovf[o]) return kv_error(KV_EDEVICE, "out of host memory for the oracle");
+    }
     size_t ambiguous = 0;
     int failed = 0;
     /* the tensor cores' f32 accumulation truncates: u = 2^-23 there */
@@ -461,6 +477,7 @@ static const char *const sweep[] = {
     "batch=1,seq=70,heads=4,kv-heads=2,dk=40,dv=71,dist=nonfinite",  /* NaN and Inf: the casts' NaN paths, Y's masks */
     "batch=1,seq=128,heads=4,kv-heads=2,dk=64,dv=72,dist=nonfinite", /* the same in the aligned builds */
     "batch=1,seq=10,heads=8,kv-heads=2,dk=40,dv=33,dist=nonfinite",  /* every NaN and Inf in one partial chunk */
+    "batch=1,seq=66,heads=4,kv-heads=2,dk=40,dv=33,dist=nonfinite",  /* a 2-row chunk: the last row's Inf in du stays Inf in T */
     "batch=1,seq=300,heads=2,kv-heads=1,dk=16,dv=8",   /* 600 rows of dbeta and dg: past 512, not a multiple */
     NULL,
 };

@@ -190,6 +190,7 @@ struct kv_case {
      * include slack. tie and flush are for integer outputs; alt (NaN: none)
      * for float outputs of the isolated rows. */
     double *slack[KV_MAX_TENSORS], *slack_chain[KV_MAX_TENSORS], *alt[KV_MAX_TENSORS];
+    unsigned char *ovf[KV_MAX_TENSORS]; /* kv_allow.ovf, for every row of the output */
     int16_t *tie[KV_MAX_TENSORS], *flush[KV_MAX_TENSORS];
     struct kv_check_ref chk[KV_MAX_CHECKS];
     /* Elements of each output whose oracle value has a legal alternative (a

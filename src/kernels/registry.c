@@ -255,7 +255,9 @@ void kv_case_free(struct kv_case *c)
         free(c->tie[i]);
         free(c->flush[i]);
         free(c->alt[i]);
+        free(c->ovf[i]);
         c->slack[i] = c->slack_chain[i] = c->alt[i] = NULL;
+        c->ovf[i] = NULL;
         c->tie[i] = c->flush[i] = NULL;
         c->ambiguous[i] = 0;
     }

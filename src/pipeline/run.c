@@ -74,7 +74,7 @@ struct case_run {
 static struct kv_oracle_ref judging_ref(const struct case_run *x, int t, int chained)
 {
     const struct kv_case *c = x->c;
-    struct kv_oracle_ref ref = {c->y[t], c->S[t], c->bound[t], {c->slack[t], c->tie[t], c->flush[t], c->alt[t]},
+    struct kv_oracle_ref ref = {c->y[t], c->S[t], c->bound[t], {c->slack[t], c->tie[t], c->flush[t], c->alt[t], c->ovf[t]},
                              x->o->oracle == KV_ORACLE_EXACT ? "exact" : "spec"};
     if (chained && c->slack_chain[t]) ref.allow.slack = c->slack_chain[t];
     if (chained) ref.allow.alt = NULL;
@@ -369,7 +369,7 @@ static enum kv_status judge_checks(struct case_run *x)
         else if (x->run_stage[s] && x->p.has_chain[t]) data = x->first[t][1], chained = 1;
         else if (x->run_stage[s]) data = x->first[t][0];
         if (!data) continue;
-        struct kv_oracle_ref ref = {c->chk[j].y, c->chk[j].S, c->chk[j].bound, {c->chk[j].slack, NULL, NULL, NULL},
+        struct kv_oracle_ref ref = {c->chk[j].y, c->chk[j].S, c->chk[j].bound, {c->chk[j].slack, NULL, NULL, NULL, NULL},
                                  judging_ref(x, t, 0).name};
         char suffix[64];
         snprintf(suffix, sizeof suffix, ".%s", cd->name);
