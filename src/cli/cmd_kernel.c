@@ -328,31 +328,13 @@ cleanup:
  * are kept apart and added at the end. */
 static void repro_keep(int c, int argc, char **argv, int prev, struct kopts *o)
 {
-    switch (c) {
-    case OPT_SEED:
-    case OPT_SEEDS:
-    case OPT_SWEEP:
-    case OPT_STRESS:
-    case OPT_NO_STRESS:
-    case OPT_FAIL_FAST:
-    case OPT_BENCH:
-    case OPT_BENCH_WARMUP:
-    case OPT_JSON:
-    case OPT_JUNIT:
-    case OPT_MARKDOWN:
-    case OPT_HTML:
-    case OPT_NARROW:
-    case OPT_BASELINE:
-    case OPT_REGRESS:
-    case OPT_DEVICE:
-    case OPT_SAVE:
-    case OPT_VERBOSE:
-    case OPT_HELP:
-    case 'v':
-    case 'h':
-    case ':':
-    case '?': return;
-    }
+    /* the cases' choice, the reports and the device, which each case's command adds itself */
+    static const int not_kept[] = {OPT_SEED, OPT_SEEDS, OPT_SWEEP, OPT_STRESS, OPT_NO_STRESS, OPT_FAIL_FAST,
+                                   OPT_BENCH, OPT_BENCH_WARMUP, OPT_JSON, OPT_JUNIT, OPT_MARKDOWN, OPT_HTML,
+                                   OPT_NARROW, OPT_BASELINE, OPT_REGRESS, OPT_DEVICE, OPT_SAVE, OPT_VERBOSE,
+                                   OPT_HELP, 'v', 'h', ':', '?'};
+    for (size_t i = 0; i < sizeof not_kept / sizeof *not_kept; i++)
+        if (c == not_kept[i]) return;
     if (c >= OPT_PARAM) return;
     for (int i = prev; i < optind && i < argc; i++) o->repro_cut |= !kv_shell_append(o->repro, sizeof o->repro, argv[i]);
 }
