@@ -77,7 +77,7 @@ enum kv_nonfinite kv_nonfinite_match(enum kv_dtype t, const struct kv_bound *b, 
     const struct kv_dtype_info *ti = kv_dtype_info(t);
     /* where round to nearest into t gives Inf: the largest finite value plus half its ulp (emax = 1 - emin) */
     const double over = ldexp(1.0, 2 - ti->emin) - ldexp(1.0, 1 - ti->emin - ti->precision);
-    if (isinf(c) && isfinite(y) && signbit(c) == signbit(y) && fabs(y) + err >= over) return KV_NF_INF;
+    if (!b->exact && isinf(c) && isfinite(y) && signbit(c) == signbit(y) && fabs(y) + err >= over) return KV_NF_INF;
     /* partial sums of terms whose magnitudes add up past the accumulator's
      * range may overflow, with either sign, or meet an opposite one (or an
      * infinite term, where y is infinite and a finite S sums the others): NaN */

@@ -16,6 +16,8 @@ struct kv_bound {
     double k_op;  /* non-reduction rounding budget, in units of u_acc */
     double u_acc; /* unit roundoff of the accumulation (f32: 2^-24) */
     double rho;   /* 1, or 2 where either neighbour is allowed */
+    int exact;    /* against the exact oracle: y is not rounded into the output's type, so an
+                     Inf where y is finite past its range is a mismatch (the design's cost) */
 };
 
 /* User overrides; a negative value means "not given". When any is given the
@@ -48,8 +50,8 @@ struct kv_allow {
 };
 
 /* How a pair with a non-finite member compares: a NaN for a NaN, an Inf for
- * an Inf of its sign or for a finite y past t's range within err (round to
- * nearest overflows there), an Inf or NaN where a finite S (the terms'
+ * an Inf of its sign or, against the spec oracle, for a finite y past t's
+ * range within err (round to nearest into t overflows there), an Inf or NaN where a finite S (the terms'
  * magnitudes; for an infinite y, those of its finite terms) passes the
  * accumulator's range (b->u_acc: f16 or f32), else a mismatch. */
 enum kv_nonfinite { KV_NF_MISMATCH, KV_NF_NAN, KV_NF_INF, KV_NF_OVERFLOW };

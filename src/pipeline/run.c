@@ -157,6 +157,7 @@ static enum kv_status run_oracles(struct case_run *x)
         for (int t = 0; t < k->n_tensors; t++) {
             if (k->tensors[t].role != KV_OUTPUT || !kv_tensor_on(c, t)) continue;
             c->y_exact[t] = c->y[t], c->S_exact[t] = c->S[t], c->bound_exact[t] = c->bound[t];
+            c->bound_exact[t].exact = 1;
             c->y[t] = calloc(c->t[t].count, sizeof(double));
             c->S[t] = calloc(c->t[t].count, sizeof(double));
             KV_CHECK(c->y[t] && c->S[t], KV_EDEVICE, "out of host memory for the oracle of %s", k->tensors[t].name);
@@ -164,6 +165,7 @@ static enum kv_status run_oracles(struct case_run *x)
     }
     c->exact = x->o->oracle == KV_ORACLE_EXACT;
     KV_TRY(k->oracle(c));
+    for (int t = 0; c->exact && t < k->n_tensors; t++) c->bound[t].exact = 1;
     /* An --abi stage's products are rounded to their dtype before the shader
      * reads them: one rounding more per product in its outputs' budget. */
     for (int s = 0; s < k->n_stages; s++) {

@@ -5,7 +5,9 @@
 . "$(dirname "$0")/lib.bash"
 strip='import json, sys
 d = json.load(open(sys.argv[1]))
-for c in d["cases"]: c.pop("time_ms", None)
+for c in d["cases"]:
+    c.pop("time_ms", None)
+    c.pop("command", None)  # a case run with --device names it in its command
 d["kverify"].pop("command", None)
 print(json.dumps(d, sort_keys=True))'
 expect_exit 0 "$KV" rmsnorm-bwd --rows 8 --dim 33 --json "$TMP/one.json"
@@ -14,6 +16,8 @@ n=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["cases"]
 if [ "$n" = 1 ]; then
   [ "$(python3 -c "$strip" "$TMP/one.json")" = "$(python3 -c "$strip" "$TMP/all.json")" ] \
     || fail "--device all on one device differs from the default run"
+  python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["cases"][0]["command"]; assert "--device " in c, c' "$TMP/all.json" \
+    || fail "--device all: the case's command does not name the device it ran on"
 fi
 expect_exit 0 "$KV" rmsnorm-bwd --rows 8 --dim 33 --device 0 --device 0 --json "$TMP/twice.json"
 grep -q '^agreement between devices' "$TMP/out" || fail "no agreement block in the table"

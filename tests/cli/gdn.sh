@@ -1,5 +1,5 @@
-# gdn-wu: the sweep for 130 cases (GQA ratios 1, 2, 4; T = 1, 40, 63, 64, 65,
-# 130, 200; K, V from 17 to 256; B = 2; non-finite inputs; a dense A), both oracles, the conditioning note of
+# gdn-wu: the sweep for 143 cases (GQA ratios 1, 2, 4; T = 1, 40, 63, 64, 65,
+# 130, 200; K, V from 8 to 256; 600 items; B = 2; non-finite inputs; a dense A), both oracles, the conditioning note of
 # random inputs, files in and out, and bad input.
 . "$(dirname "$0")/lib.bash"
 J=(--json "$TMP/report.json")
@@ -12,7 +12,7 @@ assert o["w"]["dtype"] == "bf16" and o["w"]["ambiguous"] > 0 and o["u"]["ambiguo
 assert c["note"] is None
 PY
 expect_exit 0 "$KV" gdn-wu --sweep --seeds 13
-grep -q '^130 cases: 130 passed, 0 failed, 0 errors, 0 skipped' "$TMP/out" || fail "sweep: expected 130 passing cases"
+grep -q '^143 cases: 143 passed, 0 failed, 0 errors, 0 skipped' "$TMP/out" || fail "sweep: expected 143 passing cases"
 
 # --oracle both: the exact oracle's rows show what the bf16 stagings cost, unjudged.
 expect_exit 0 "$KV" gdn-wu --seq 65 --heads 2 --kv-heads 1 --oracle both --json "$TMP/b.json"
@@ -40,7 +40,7 @@ for f in "$KV_SRC"/fixtures/gdn-wu/*.json; do expect_exit 0 "$KV" gdn-wu --input
 # --variant a-bf16: A in bf16 (as FLA keeps it), the whole sweep, and the round trip through files
 # that judges another backend's outputs against the matching spec.
 expect_exit 0 "$KV" gdn-wu --sweep --seeds 1 --variant a-bf16
-grep -q '^10 cases: 10 passed' "$TMP/out" || fail "a-bf16 sweep"
+grep -q '^11 cases: 11 passed' "$TMP/out" || fail "a-bf16 sweep"
 expect_exit 0 "$KV" gdn-wu --seq 65 --heads 2 --kv-heads 1 --dk 16 --dv 8 --variant a-bf16 --save "$TMP/ab" --json "$TMP/ab.json"
 python3 - "$TMP/ab.json" <<'PY' || fail "a-bf16 report"
 import json, sys

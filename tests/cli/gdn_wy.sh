@@ -19,9 +19,9 @@ assert o["dk_head"]["ambiguous"] > 0 and o["dv"]["ambiguous"] == 0
 assert all(x["pass"] for x in c["outputs"])
 PY
 expect_exit 0 "$KV" gdn-wy-bwd --sweep --seeds 1
-grep -q '^14 cases: 14 passed, 0 failed, 0 errors, 0 skipped' "$TMP/out" || fail "sweep: expected 14 passing cases"
+grep -q '^17 cases: 17 passed, 0 failed, 0 errors, 0 skipped' "$TMP/out" || fail "sweep: expected 17 passing cases"
 expect_exit 0 "$KV" gdn-wy-bwd --sweep --seeds 1 --variant a-bf16
-grep -q '^14 cases: 14 passed' "$TMP/out" || fail "a-bf16 sweep"
+grep -q '^17 cases: 17 passed' "$TMP/out" || fail "a-bf16 sweep"
 
 # --dist nonfinite: a NaN in beta, +Inf in dw, -Inf, +Inf and a NaN in du. Every output of
 # the chunks they reach is NaN or Inf where the oracle's is (matches counted, no

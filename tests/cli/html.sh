@@ -87,7 +87,7 @@ grep -q '<svg class="heatmap"' "$TMP/one.html" || fail "one report's page lacks 
 # Progress: on a terminal (script gives one) a line; not otherwise.
 if command -v script > /dev/null; then
   KVERIFY_PROGRESS_AFTER_MS=0 script -qc "'$KV' rmsnorm-bwd --sweep --seeds 1 --no-stress" /dev/null > "$TMP/tty.txt" 2>&1
-  grep -aq '\[1/12\]' "$TMP/tty.txt" || fail "no progress line on a terminal"
+  grep -aq '\[1/15\]' "$TMP/tty.txt" || fail "no progress line on a terminal"
 fi
 KVERIFY_PROGRESS_AFTER_MS=0 "$KV" rmsnorm-bwd --sweep --seeds 1 --no-stress > /dev/null 2> "$TMP/notty.err"
 [ ! -s "$TMP/notty.err" ] || fail "progress written where stderr is not a terminal"

@@ -1,10 +1,10 @@
-# The built-in sweep passes for 100 seeds in total (10 shapes x 10 seeds)
+# The built-in sweep passes for 150 cases in total (15 shapes x 10 seeds)
 # with the subgroup reductions, and the shared-memory fallback passes too.
 . "$(dirname "$0")/lib.bash"
 expect_exit 0 "$KV" rmsnorm-bwd --sweep --seeds 10 --json "$TMP/sweep.json"
-grep -q '^120 cases: 120 passed, 0 failed, 0 errors, 0 skipped' "$TMP/out" || fail "expected 120 passing cases"
+grep -q '^150 cases: 150 passed, 0 failed, 0 errors, 0 skipped' "$TMP/out" || fail "expected 150 passing cases"
 grep -q 'rows=4,dim=33,eps=0,dist=zero-row' "$TMP/out" || fail "zero-row case missing from the sweep"
 grep -Eq '^  dx .*pass  \([0-9]+ NaN, 0 Inf match the oracle\)' "$TMP/out" || fail "eps=0 zero row: NaN not reported as a match"
 expect_exit 0 "$KV" rmsnorm-bwd --sweep --seeds 3 --seed 1000 --no-subgroup
-grep -q '^36 cases: 36 passed' "$TMP/out" || fail "fallback sweep did not pass 36 cases"
+grep -q '^45 cases: 45 passed' "$TMP/out" || fail "fallback sweep did not pass 45 cases"
 exit 0
