@@ -96,3 +96,10 @@ expect_error 3 "not JSON" "$KV" compare "$TMP/bad4.json" "$TMP/cur.json"
 expect_error 2 "compare: needs two reports" "$KV" compare "$TMP/cur.json"
 expect_error 2 "merge: no output given" "$KV" merge "$TMP/q1.json"
 expect_error 3 "not a kverify report" "$KV" merge "$TMP/bad1.json" -o "$TMP/report.json"
+# "no_stress": a sweep without its stress runs; a value that is not a boolean is a usage error
+printf '{"cases": [{"kernel": "rmsnorm-bwd", "sweep": true, "seeds": 1, "no_stress": true}]}' > "$TMP/ns.json"
+expect_exit 0 "$KV" run "$TMP/ns.json" --json "$TMP/ns.out.json"
+python3 -c 'import json,sys; cs=json.load(open(sys.argv[1]))["cases"]; assert cs and all(c["stress"] is None for c in cs)' "$TMP/ns.out.json" \
+  || fail "no_stress: the sweep made stress runs"
+printf '{"cases": [{"kernel": "rmsnorm-bwd", "no_stress": 3}]}' > "$TMP/ns_bad.json"
+expect_error 2 '"no_stress" must be true or false' "$KV" run "$TMP/ns_bad.json" "${J[@]}"
