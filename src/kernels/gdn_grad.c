@@ -302,10 +302,10 @@ static void pass2(struct spec_work *w)
         for (int j = 0; j < n; j++) {
             double a = w->Ug[i * n + j] * w->M[i * n + j], b = w->Ug[j * n + i] * w->M[j * n + i];
             o->dg[i] += a - b, o->dg_S[i] += mag(a) + mag(b);
-            sum_range(w, o->dg_S[i]), sum_range(w, o->dbeta_S[i]);
             o->dg_sl[i] += w->Uge[i * n + j] * fabs(w->M[i * n + j]) + fabs(w->Ug[i * n + j]) * w->Me[i * n + j] +
                            w->Uge[j * n + i] * fabs(w->M[j * n + i]) + fabs(w->Ug[j * n + i]) * w->Me[j * n + i];
         }
+        sum_range(w, o->dg_S[i]), sum_range(w, o->dbeta_S[i]); /* the sums' final S, once per row */
     }
 }
 
