@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "core/version.h"
 #include "reports/report.h"
+#include "specs/spec.h"
 
 #include "kv_commit.h" /* KV_COMMIT, written at build time (scripts/commit-header.cmake) */
 
@@ -30,7 +31,7 @@ void kv_usage(FILE *f)
     fprintf(f, "usage: kverify COMMAND [options]\n"
                "Verifies GPU training kernels on a Vulkan device against a float64 oracle.\n\n"
                "kernels (kverify KERNEL --help for options):\n");
-    for (int i = 0; kv_kernels[i]; i++) fprintf(f, "  %-14s %s\n", kv_kernels[i]->name, kv_kernels[i]->summary);
+    for (int i = 0; kv_kernel_at(i); i++) fprintf(f, "  %-14s %s\n", kv_kernel_at(i)->name, kv_kernel_at(i)->summary);
     fprintf(f, "\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         fprintf(f, "  %-14s %s\n", commands[i].name, commands[i].help);
@@ -63,8 +64,47 @@ static int dispatch(int argc, char **argv)
     return 2;
 }
 
+/* --kernels DIR (or --kernels=DIR), anywhere on the line: folders of spec
+ * kernels, taken out of argv before the command sees it. */
+static int take_kernel_dirs(int *argc, char **argv, const char **dirs, int max)
+{
+    int n = 0, o = 1;
+    for (int i = 1; i < *argc; i++) {
+        const char *d = NULL;
+        if (!strcmp(argv[i], "--kernels")) {
+            if (i + 1 >= *argc) {
+                fprintf(stderr, "kverify: --kernels needs a folder\n");
+                return -1;
+            }
+            d = argv[++i];
+        } else if (!strncmp(argv[i], "--kernels=", 10)) {
+            d = argv[i] + 10;
+        }
+        if (!d) {
+            argv[o++] = argv[i];
+            continue;
+        }
+        if (n == max) {
+            fprintf(stderr, "kverify: --kernels given more than %d times\n", max);
+            return -1;
+        }
+        dirs[n++] = d;
+    }
+    *argc = o;
+    argv[o] = NULL;
+    return n;
+}
+
 int main(int argc, char **argv)
 {
     kv_report_set_command(argc, argv);
+    const char *dirs[16];
+    int n_dirs = take_kernel_dirs(&argc, argv, dirs, 16);
+    if (n_dirs < 0) exit(2);
+    enum kv_status st = kv_specs_load(dirs, n_dirs);
+    if (st) {
+        fprintf(stderr, "kverify: %s\n", kv_error_msg());
+        exit(st == KV_EUSAGE ? 2 : 3);
+    }
     exit(dispatch(argc, argv));
 }

@@ -73,8 +73,8 @@ int cmd_list(int argc, char **argv)
             return 2;
         }
     }
-    for (int i = 0; kv_kernels[i]; i++) {
-        const struct kv_kernel *k = kv_kernels[i];
+    for (int i = 0; kv_kernel_at(i); i++) {
+        const struct kv_kernel *k = kv_kernel_at(i);
         printf("%s: %s\n  stages:", k->name, k->summary);
         for (int s = 0; s < k->n_stages; s++) {
             printf(" %s", k->stages[s].name);

@@ -103,8 +103,9 @@ static void compare_chunk(enum kv_dtype t, const void *cand, const double *y, co
     for (size_t i = lo; i < hi; i++) {
         double c = kv_load_f64(t, cand, i), yi = y[i];
         if (!isfinite(c) || !isfinite(yi)) {
-            enum kv_nonfinite m =
-                kv_nonfinite_match(t, b, c, yi, S[i], (c1 + c2) * S[i] + (slack ? slack[i] : 0), ovf && ovf[i]);
+            const double err = (allow && allow->lam ? crit->lambda * allow->lam[i] + allow->fix[i] : (c1 + c2) * S[i]) +
+                               (slack ? slack[i] : 0);
+            enum kv_nonfinite m = kv_nonfinite_match(t, b, c, yi, S[i], err, ovf && ovf[i]);
             if (m == KV_NF_NAN) { p->nan_match++; continue; }
             if (m == KV_NF_INF) { p->inf_match++; continue; }
             if (m == KV_NF_OVERFLOW) { p->overflow_ok++; continue; }
@@ -116,7 +117,8 @@ static void compare_chunk(enum kv_dtype t, const void *cand, const double *y, co
         double e = fabs(c - yi);
         if (e > 0 && alt && c == alt[i]) e = 0, p->slack_used++; /* the other legal value */
         double ulp = kv_ulp(t, yi);
-        double base = c1 * S[i] + c2 * S[i] + 0.5 * ulp * b->rho;
+        double base = allow && allow->lam ? kv_allowed(b, allow, crit->lambda, i, S[i], ulp)
+                                          : c1 * S[i] + c2 * S[i] + 0.5 * ulp * b->rho;
         double ratio = e / base;
         if (slack && ratio > 1.0) {
             ratio = e / (base + slack[i]);

@@ -3,6 +3,7 @@
 #define KV_COMPARE_H
 
 #include <stddef.h>
+#include <math.h>
 #include <stdint.h>
 
 #include "core/dtype.h"
@@ -47,7 +48,20 @@ struct kv_allow {
      * device (its terms' magnitudes pass f32's range): any Inf or NaN is
      * legal there unless the oracle is NaN. */
     const unsigned char *ovf;
+    /* Float outputs: the bound derived per element (spec kernels, running
+     * error analysis): lambda*lam[i] + fix[i] + 0.5*ulp_T(y)*rho replaces
+     * the per-output formula of struct kv_bound; both NULL or both set. */
+    const double *lam, *fix;
 };
+
+/* Element i's allowed error before any slack: the per-element derivation
+ * where allow has one, else the per-output formula. */
+static inline double kv_allowed(const struct kv_bound *b, const struct kv_allow *a, double lambda, size_t i,
+                                double S, double ulp)
+{
+    if (a && a->lam) return lambda * a->lam[i] + a->fix[i] + 0.5 * ulp * b->rho;
+    return (lambda * sqrt(b->n) + b->k_op) * b->u_acc * S + 0.5 * ulp * b->rho;
+}
 
 /* How a pair with a non-finite member compares: a NaN for a NaN, an Inf for
  * an Inf of its sign or, against the spec oracle, for a finite y past t's

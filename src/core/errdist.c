@@ -75,6 +75,8 @@ struct dist_in {
     const void *cand;
     const double *y, *S, *slack, *alt;
     const unsigned char *ovf;
+    const struct kv_allow *allow;
+    double lambda;
     const struct kv_bound *b;
     const size_t *idx;
     const int16_t *tie, *flush;
@@ -104,14 +106,17 @@ static void dist_chunk(const struct dist_in *x, size_t lo, size_t hi, struct kv_
             w.mismatch = !explained;
             w.ulp = w.error;
         } else if (!isfinite(c) || !isfinite(yi)) {
-            double err = (x->c1 + x->c2) * x->S[i] + (x->slack ? x->slack[i] : 0);
+            double err = (x->allow && x->allow->lam ? x->lambda * x->allow->lam[i] + x->allow->fix[i]
+                                                    : (x->c1 + x->c2) * x->S[i]) +
+                         (x->slack ? x->slack[i] : 0);
             if (kv_nonfinite_match(x->t, x->b, c, yi, x->S[i], err, x->ovf && x->ovf[i]) != KV_NF_MISMATCH)
                 continue; /* compare.c's rule */
             w.mismatch = 1, w.error = INFINITY;
         } else {
             if (x->alt && c == x->alt[i]) w.error = 0; /* the other legal value */
             double ulp = kv_ulp(x->t, yi);
-            w.bound = x->c1 * x->S[i] + x->c2 * x->S[i] + 0.5 * ulp * x->rho;
+            w.bound = x->allow && x->allow->lam ? kv_allowed(x->b, x->allow, x->lambda, i, x->S[i], ulp)
+                                                : x->c1 * x->S[i] + x->c2 * x->S[i] + 0.5 * ulp * x->rho;
             w.ratio = w.error / w.bound;
             if (x->slack && w.ratio > 1.0) w.bound += x->slack[i], w.ratio = w.error / w.bound;
             w.ulp = w.error / ulp;
@@ -152,7 +157,8 @@ void kv_error_dist(enum kv_dtype t, const void *cand, const double *y, const dou
                    int ndim, const int64_t *shape, const struct kv_bound *b, const struct kv_allow *allow,
                    const struct kv_criteria *crit, struct kv_error_dist *d)
 {
-    struct dist_in x = {t, cand, y, S, allow ? allow->slack : NULL, allow ? allow->alt : NULL, allow ? allow->ovf : NULL, b, idx, allow ? allow->tie : NULL,
+    struct dist_in x = {t, cand, y, S, allow ? allow->slack : NULL, allow ? allow->alt : NULL, allow ? allow->ovf : NULL,
+                        allow, crit->lambda, b, idx, allow ? allow->tie : NULL,
                         allow ? allow->flush : NULL, crit->lambda * sqrt(b->n) * b->u_acc, b->k_op * b->u_acc, b->rho,
                         kv_dtype_is_integer(t), {0}, NULL};
     for (int i = 1; i < KV_DIST_RATIO_BINS; i++) x.edge[i] = kv_dist_ratio_edge(i);

@@ -104,6 +104,10 @@ struct kv_stage_def {
     /* The launch rule cannot honour --max-groups (a fixed grid, no grid-stride
      * loop): the stage runs uncapped, and list --abi says so. */
     int fixed_grid;
+    /* A stage without built SPIR-V (no subgroup blob) is compiled at run time
+     * from its source: an embedded file, or with source_disk a path on disk
+     * (a spec kernel's shader beside its spec file). */
+    int source_disk;
 };
 
 enum {
@@ -154,6 +158,9 @@ struct kv_kernel {
      * consume must be computed from the output rounded to its dtype, as the
      * runner feeds that rounded value to the device (stage isolation). */
     enum kv_status (*oracle)(struct kv_case *c);
+    /* A spec kernel read from a folder: the folder (a case's command repeats
+     * it as --kernels); NULL for the built-ins and the embedded specs. */
+    const char *origin;
 };
 
 struct kv_case {
@@ -191,6 +198,7 @@ struct kv_case {
      * for float outputs of the isolated rows. */
     double *slack[KV_MAX_TENSORS], *slack_chain[KV_MAX_TENSORS], *alt[KV_MAX_TENSORS];
     unsigned char *ovf[KV_MAX_TENSORS]; /* kv_allow.ovf, for every row of the output */
+    double *lam[KV_MAX_TENSORS], *fix[KV_MAX_TENSORS]; /* kv_allow.lam and .fix (a bound per element) */
     int16_t *tie[KV_MAX_TENSORS], *flush[KV_MAX_TENSORS];
     struct kv_check_ref chk[KV_MAX_CHECKS];
     /* Elements of each output whose oracle value has a legal alternative (a
@@ -206,6 +214,11 @@ struct kv_case {
 /* The registry: every kernel, NULL-terminated. */
 extern const struct kv_kernel *const kv_kernels[];
 const struct kv_kernel *kv_kernel_find(const char *name);
+/* Every kernel, built-in then registered, by index (NULL past the end). */
+const struct kv_kernel *kv_kernel_at(int i);
+/* Add a kernel made at run time (a spec kernel, read from `from`); k must
+ * outlive the process's use of the registry. KV_EDATA on a name taken. */
+enum kv_status kv_kernel_register(const struct kv_kernel *k, const char *from);
 
 /* Index of a parameter or tensor by name, -1 if none. */
 int kv_param_index(const struct kv_kernel *k, const char *name);

@@ -22,10 +22,33 @@ const struct kv_kernel *const kv_kernels[] = {
     NULL,
 };
 
+/* Kernels registered at run time (spec kernels), after the built-ins. */
+enum { KV_MAX_REGISTERED = 256 };
+static const struct kv_kernel *registered[KV_MAX_REGISTERED];
+static int n_registered;
+
+enum kv_status kv_kernel_register(const struct kv_kernel *k, const char *from)
+{
+    const struct kv_kernel *old = kv_kernel_find(k->name);
+    if (old) return kv_error(KV_EDATA, "%s: kernel \"%s\" is already defined", from, k->name);
+    if (n_registered == KV_MAX_REGISTERED)
+        return kv_error(KV_EDATA, "%s: more than %d spec kernels", from, KV_MAX_REGISTERED);
+    registered[n_registered++] = k;
+    return KV_OK;
+}
+
+const struct kv_kernel *kv_kernel_at(int i)
+{
+    int n_builtin = KV_COUNT(kv_kernels) - 1;
+    if (i < 0) return NULL;
+    if (i < n_builtin) return kv_kernels[i];
+    return i - n_builtin < n_registered ? registered[i - n_builtin] : NULL;
+}
+
 const struct kv_kernel *kv_kernel_find(const char *name)
 {
-    for (int i = 0; kv_kernels[i]; i++)
-        if (strcmp(kv_kernels[i]->name, name) == 0) return kv_kernels[i];
+    for (int i = 0; kv_kernel_at(i); i++)
+        if (strcmp(kv_kernel_at(i)->name, name) == 0) return kv_kernel_at(i);
     return NULL;
 }
 
@@ -142,8 +165,11 @@ void kv_param_str(const struct kv_case *c, int i, char *buf, size_t size)
 void kv_stage_source(const struct kv_kernel *k, int s, char *buf, size_t size)
 {
     const struct kv_stage_def *sd = &k->stages[s];
-    if (sd->source) snprintf(buf, size, "%s", sd->source);
-    else snprintf(buf, size, "%s_%s.comp", k->name, sd->name);
+    if (sd->source) {
+        snprintf(buf, size, "%s", sd->source);
+        return;
+    }
+    snprintf(buf, size, "%s_%s.comp", k->name, sd->name);
     for (char *p = buf; *p; p++)
         if (*p == '-') *p = '_';
 }
@@ -256,6 +282,9 @@ void kv_case_free(struct kv_case *c)
         free(c->flush[i]);
         free(c->alt[i]);
         free(c->ovf[i]);
+        free(c->lam[i]);
+        free(c->fix[i]);
+        c->lam[i] = c->fix[i] = NULL;
         c->slack[i] = c->slack_chain[i] = c->alt[i] = NULL;
         c->ovf[i] = NULL;
         c->tie[i] = c->flush[i] = NULL;

@@ -59,7 +59,7 @@ enum kv_status kv_mut_stage_add(struct kv_mut_job *j, int s, const struct kv_vk_
                  "%s: a SPIR-V module has no source to mutate: give the stage's .comp", o->shader[s]);
         snprintf(name, sizeof name, "%s", o->shader[s]);
     } else {
-        ms->env.builtin = 1;
+        ms->env.builtin = !sd->source_disk;
         kv_stage_source(k, s, name, sizeof name);
     }
     KV_TRY(add_file(ms, name));

@@ -99,7 +99,9 @@ enum kv_status kv_compare_row(struct kv_case *c, int t, const struct kv_oracle_r
                              gather(ref->allow.tie, idx, n, sizeof(int16_t), &oom),
                              gather(ref->allow.flush, idx, n, sizeof(int16_t), &oom),
                              gather(ref->allow.alt, idx, n, sizeof(double), &oom),
-                             gather(ref->allow.ovf, idx, n, 1, &oom)};
+                             gather(ref->allow.ovf, idx, n, 1, &oom),
+                             gather(ref->allow.lam, idx, n, sizeof(double), &oom),
+                             gather(ref->allow.fix, idx, n, sizeof(double), &oom)};
         if (oom) st = kv_error(KV_EDEVICE, "out of host memory comparing a sample");
         else {
             st = kv_compare(c->t[t].dtype, cand, y, S, n, &bound, &a, &o->crit, &out->m);
@@ -110,7 +112,7 @@ enum kv_status kv_compare_row(struct kv_case *c, int t, const struct kv_oracle_r
         }
         free(cand), free(y), free(S);
         free((void *)a.slack), free((void *)a.tie), free((void *)a.flush), free((void *)a.alt);
-        free((void *)a.ovf);
+        free((void *)a.ovf), free((void *)a.lam), free((void *)a.fix);
     } else {
         st = kv_compare(c->t[t].dtype, data, ref->y, ref->S, c->t[t].count, &bound, &ref->allow, &o->crit,
                         &out->m);

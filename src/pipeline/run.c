@@ -74,7 +74,7 @@ struct case_run {
 static struct kv_oracle_ref judging_ref(const struct case_run *x, int t, int chained)
 {
     const struct kv_case *c = x->c;
-    struct kv_oracle_ref ref = {c->y[t], c->S[t], c->bound[t], {c->slack[t], c->tie[t], c->flush[t], c->alt[t], c->ovf[t]},
+    struct kv_oracle_ref ref = {c->y[t], c->S[t], c->bound[t], {c->slack[t], c->tie[t], c->flush[t], c->alt[t], c->ovf[t], c->lam[t], c->fix[t]},
                              x->o->oracle == KV_ORACLE_EXACT ? "exact" : "spec"};
     if (chained && c->slack_chain[t]) ref.allow.slack = c->slack_chain[t];
     if (chained) ref.allow.alt = NULL;
@@ -318,7 +318,9 @@ static enum kv_status judge_output(struct case_run *x, int t, int ch)
     struct kv_oracle_ref spec = judging_ref(x, t, 0), spec_other = judging_ref(x, t, 1);
     if (ch == 3) {
         if (!c->y_exact[t] || !x->run_stage[s]) return KV_OK;
+        /* a derived per-element bound is the judging oracle's (the same derivation, at its values) */
         struct kv_oracle_ref exact = {c->y_exact[t], c->S_exact[t], c->bound_exact[t], {0}, "exact"};
+        exact.allow.lam = c->lam[t], exact.allow.fix = c->fix[t];
         KV_TRY_RET(kv_compare_row(c, t, &exact, x->first[t][0], ".exact", 0, "device", 0, 0, x->o, x->res));
         x->res->out[x->res->n_outputs - 1].judged = 0;
         return KV_OK;
@@ -371,7 +373,7 @@ static enum kv_status judge_checks(struct case_run *x)
         else if (x->run_stage[s] && x->p.has_chain[t]) data = x->first[t][1], chained = 1;
         else if (x->run_stage[s]) data = x->first[t][0];
         if (!data) continue;
-        struct kv_oracle_ref ref = {c->chk[j].y, c->chk[j].S, c->chk[j].bound, {c->chk[j].slack, NULL, NULL, NULL, NULL},
+        struct kv_oracle_ref ref = {c->chk[j].y, c->chk[j].S, c->chk[j].bound, {c->chk[j].slack, NULL, NULL, NULL, NULL, NULL, NULL},
                                  judging_ref(x, t, 0).name};
         char suffix[64];
         snprintf(suffix, sizeof suffix, ".%s", cd->name);

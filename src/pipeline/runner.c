@@ -45,8 +45,8 @@ static enum kv_status reversed_pipeline(struct kv_runner *r, int s, const struct
 {
     enum kv_status st = KV_OK;
     const struct kv_stage_def *sd = &r->k->stages[s];
-    char name[128];
-    struct kv_glsl_env env = {.builtin = 1, .defines = defines, .reverse = 1};
+    char name[1024];
+    struct kv_glsl_env env = {.builtin = !sd->source_disk, .defines = defines, .reverse = 1};
     const char *file = name;
     struct kv_glsl_extra extra;
     uint32_t *words = NULL;
@@ -131,6 +131,13 @@ enum kv_status kv_runner_stage(struct kv_runner *r, int s, const struct kv_run_o
         KV_TRY(kv_shader_load(o->shader[s], defines, abi_extra(o->abi[s], &extra), &user, &bytes));
         words = user;
         snprintf(what, sizeof what, "%s (stage %s)", o->shader[s], sd->name);
+    } else if (!sd->subgroup.words) { /* compiled at run time from its source */
+        char name[1024];
+        struct kv_glsl_env env = {.builtin = !sd->source_disk, .defines = defines};
+        kv_stage_source(k, s, name, sizeof name);
+        KV_TRY(kv_glsl_compile(&env, name, &user, &bytes));
+        words = user;
+        snprintf(what, sizeof what, "%s stage %s (%s)", k->name, sd->name, name);
     } else {
         const struct kv_spirv_blob *b = int8 ? (subgroup ? &sd->subgroup8 : &sd->fallback8)
                                         : (defines & KV_SHADER_CMEL) ? &sd->el
@@ -158,7 +165,7 @@ enum kv_status kv_runner_stage(struct kv_runner *r, int s, const struct kv_run_o
              (unsigned long long)inv, d->info.max_invocations);
     memcpy(r->local[s], iface.local, sizeof iface.local);
     KV_TRY(stage_pipeline(r, s, what, words, bytes, &r->pipe[s]));
-    if (!user && !o->src_words[s] && sd->aligned.words && subgroup && !int8) {
+    if (!o->shader[s] && !o->src_env[s] && !o->src_words[s] && sd->aligned.words && subgroup && !int8) {
         const struct kv_spirv_blob *al = (defines & KV_SHADER_CMEL) ? &sd->aligned_el : &sd->aligned;
         snprintf(what, sizeof what, "built-in %s stage %s (aligned build)", k->name, sd->name);
         KV_TRY(stage_pipeline(r, s, what, al->words, al->bytes, &r->alt[s]));

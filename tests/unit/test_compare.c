@@ -176,7 +176,7 @@ static void codes(void **s)
     uint8_t c[6] = {3, 4, 7, 0, 9, 5};
     double y[6] = {3, 5, 7, 2, 9, 5}, S[6] = {0};
     int16_t tie[6] = {-1, 4, -1, 3, -1, 6}, flush[6] = {-1, -1, -1, 0, -1, -1};
-    struct kv_allow a = {NULL, tie, flush, NULL, NULL};
+    struct kv_allow a = {NULL, tie, flush, NULL, NULL, NULL, NULL};
     struct kv_criteria crit;
     struct kv_metrics m;
     kv_criteria_default(&crit);
@@ -205,7 +205,7 @@ static void slack(void **s)
     (void)s;
     float c[2] = {1.5f, 2.5f};
     double y[2] = {1, 2}, S[2] = {1, 2}, sl[2] = {0.5, 0.25};
-    struct kv_allow a = {sl, NULL, NULL, NULL, NULL};
+    struct kv_allow a = {sl, NULL, NULL, NULL, NULL, NULL, NULL};
     struct kv_criteria crit;
     struct kv_metrics m;
     kv_criteria_default(&crit);
@@ -223,7 +223,7 @@ static void alternative(void **s)
     (void)s;
     float c[2] = {1.0f, 1.0f};
     double y[2] = {1e-38, 1e-38}, S[2] = {1e-38, 1e-38}, alt[2] = {1.0, NAN};
-    struct kv_allow a = {NULL, NULL, NULL, alt, NULL};
+    struct kv_allow a = {NULL, NULL, NULL, alt, NULL, NULL, NULL};
     struct kv_criteria crit;
     struct kv_metrics m;
     kv_criteria_default(&crit);

@@ -1,0 +1,232 @@
+/* Elementwise operations of the evaluator with their error rules (eval.h).
+ * Each result's error is the first-order propagation of its operands'
+ * (|df/da| * E_a + |df/db| * E_b) plus the operation's own rounding, in the
+ * Vulkan spec's budgets for f32 (u = 2^-24; 1 ulp <= 2u|x|):
+ *   + - *: correctly rounded, u|r| (a contraction into fma errs no more);
+ *   /: 2.5 ulp, 5u|r|; rsqrt: 2 ulp, 4u|r|; sqrt (1/rsqrt): 4.5 ulp, 9u|r|;
+ *   exp: 3+2|x| ulp; log: 3 ulp outside [0.5, 2], 2^-21 absolute inside;
+ *   tanh, sigmoid: inherited from exp (tanh's absolute, |x| capped at 9 where
+ *   it is +-1 in f32); sin, cos: 2^-11 absolute; erf (no GLSL built-in): 16u
+ *   absolute, room for a polynomial good to 1e-6;
+ *   comparisons: exact, but a result its operands' errors could flip carries
+ *   an error of 1 (and where() the distance between its branches). */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/dtype.h"
+#include "specs/ev_ops.h"
+
+#define LANES KV_EV_LANES
+
+double kv_ev_round(int t, double v)
+{
+    const struct kv_dtype_info *ti = kv_dtype_info((enum kv_dtype)t);
+    if (!isfinite(v) || v == 0 || !ti->is_float || t == KV_F64) return v;
+    /* straight from the double (through float first could round twice) */
+    int e;
+    frexp(v, &e);
+    const int ex = e - 1 < ti->emin ? ti->emin : e - 1;
+    const double q = ldexp(1.0, ex - ti->precision + 1);
+    const double r = nearbyint(v / q) * q;
+    const double top = ldexp(2.0 - ldexp(1.0, 1 - ti->precision), 1 - ti->emin);
+    return fabs(r) > top ? copysign(INFINITY, v) : r;
+}
+
+int kv_ev_ctx_init(struct kv_ev_ctx *c, const struct kv_ev *x, const struct kv_spec_stmt *st, int i, int stage)
+{
+    (void)i;
+    memset(c, 0, sizeof *c);
+    c->x = x;
+    c->st = st;
+    c->stmt_pos = st->pos;
+    c->stage = stage;
+    const size_t nodes = st->rhs ? (size_t)st->n_nodes : 1;
+    c->scr = malloc(nodes * KV_EV_PARTS * LANES * sizeof(double));
+    c->pool = malloc((size_t)(KV_SX_MAX_VARS + 1) * KV_SX_MAX_VARS * LANES * sizeof(int64_t));
+    for (int v = 0; c->pool && v < KV_SX_MAX_VARS; v++) c->var[v] = c->pool + (size_t)v * LANES;
+    c->depth = 1;
+    if (!c->scr || !c->pool) {
+        kv_ev_ctx_free(c);
+        c->failed = 1;
+        return -1;
+    }
+    return 0;
+}
+
+void kv_ev_ctx_free(struct kv_ev_ctx *c)
+{
+    free(c->scr);
+    free(c->pool);
+    c->scr = NULL;
+    c->pool = NULL;
+}
+
+/* a * e without the NaN of Inf * 0: an error of 0 stays 0 */
+static inline double mulE(double a, double e)
+{
+    return e == 0 ? 0 : fabs(a) * e;
+}
+
+struct parts {
+    double *p[KV_EV_PARTS];
+};
+
+static struct parts parts_of(const struct kv_ev_ctx *c, const struct kv_sx *e)
+{
+    struct parts r;
+    for (int k = 0; k < KV_EV_PARTS; k++) r.p[k] = kv_ev_part(c, e, k);
+    return r;
+}
+
+/* f(a) = r with derivative d: the operand's errors scaled by |d|, plus own */
+static void unary_rule(struct parts *o, const struct parts *a, int l, double r, double d, double own, double S)
+{
+    o->p[KV_EV_V][l] = r;
+    o->p[KV_EV_LAM][l] = mulE(d, a->p[KV_EV_LAM][l]);
+    o->p[KV_EV_FIX][l] = mulE(d, a->p[KV_EV_FIX][l]) + own;
+    o->p[KV_EV_CHN][l] = mulE(d, a->p[KV_EV_CHN][l]);
+    o->p[KV_EV_S][l] = S;
+    o->p[KV_EV_PK][l] = fmax(a->p[KV_EV_PK][l], fabs(r));
+}
+
+static double total_err(const struct parts *a, int l)
+{
+    return 8 * a->p[KV_EV_LAM][l] + a->p[KV_EV_FIX][l] + a->p[KV_EV_CHN][l];
+}
+
+static void function(const struct kv_ev_ctx *c, int fn, struct parts *o, const struct parts *a, int l)
+{
+    const double u = c->x->u, x = a->p[KV_EV_V][l];
+    double r, d, own;
+    switch (fn) {
+    case KV_FN_EXP: r = exp(x), d = r, own = 2 * u * (3 + 2 * fabs(x)) * r; break;
+    case KV_FN_LOG: r = log(x), d = 1 / x, own = x >= 0.5 && x <= 2 ? 0x1p-21 : 6 * u * fabs(r); break;
+    case KV_FN_SQRT: r = sqrt(x), d = 0.5 / r, own = 9 * u * r; break;
+    case KV_FN_RSQRT: r = 1 / sqrt(x), d = 0.5 * r / x, own = 4 * u * r; break;
+    case KV_FN_TANH: r = tanh(x), d = 1 - r * r, own = 4 * u * (3 + 2 * fmin(fabs(x), 9)); break;
+    case KV_FN_SIGMOID:
+        r = 1 / (1 + exp(-x)), d = r * (1 - r), own = 2 * u * (3 + 2 * fabs(x)) * d + 6 * u * r;
+        break;
+    case KV_FN_ERF: r = erf(x), d = 1.1283791670955126 * exp(-x * x), own = 16 * u; break;
+    case KV_FN_SIN: r = sin(x), d = cos(x), own = 0x1p-11; break;
+    case KV_FN_COS: r = cos(x), d = sin(x), own = 0x1p-11; break;
+    case KV_FN_FLOOR: /* flips to the next integer where the error reaches it */
+        r = floor(x), d = 0;
+        own = total_err(a, l) >= fmin(x - r, r + 1 - x) && total_err(a, l) > 0 ? 1 : 0;
+        break;
+    default: /* abs */
+        unary_rule(o, a, l, fabs(x), 1, 0, a->p[KV_EV_S][l]);
+        return;
+    }
+    if (d == 0 || !isfinite(d)) d = isnan(d) ? 0 : d;
+    unary_rule(o, a, l, r, d, own, fabs(r));
+}
+
+void kv_ev_unary(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
+{
+    struct parts o = parts_of(c, e), a = parts_of(c, e->kid[0]);
+    for (int l = 0; l < nl; l++) {
+        const double x = a.p[KV_EV_V][l];
+        if (e->op == KV_SX_NEG) {
+            unary_rule(&o, &a, l, -x, 1, 0, a.p[KV_EV_S][l]);
+        } else if (e->op == KV_SX_NOT) {
+            unary_rule(&o, &a, l, x == 0, 0, a.p[KV_EV_FIX][l] > 0, 1);
+        } else if (e->op == KV_SX_ROUND) {
+            /* the spec's rounding: the device's value, off by its error,
+             * may round to the neighbour: one ulp of the type more */
+            double r = c->x->exact ? x : kv_ev_round(e->ref, x);
+            unary_rule(&o, &a, l, r, 1, 0, a.p[KV_EV_S][l]);
+            double ulp = c->x->exact ? 0 : kv_ulp((enum kv_dtype)e->ref, x);
+            if (a.p[KV_EV_LAM][l] + a.p[KV_EV_FIX][l] > 0) o.p[KV_EV_FIX][l] += ulp;
+            else if (a.p[KV_EV_CHN][l] > 0) o.p[KV_EV_CHN][l] += ulp;
+        } else {
+            function(c, e->ref, &o, &a, l);
+        }
+    }
+}
+
+/* A comparison's result and whether the operands' errors could flip it. */
+static void compare(const struct kv_sx *e, struct parts *o, const struct parts *a, const struct parts *b, int l)
+{
+    const double x = a->p[KV_EV_V][l], y = b->p[KV_EV_V][l];
+    double r;
+    switch (e->op) {
+    case KV_SX_EQ: r = x == y; break;
+    case KV_SX_NE: r = x != y; break;
+    case KV_SX_LT: r = x < y; break;
+    case KV_SX_LE: r = x <= y; break;
+    case KV_SX_GT: r = x > y; break;
+    case KV_SX_GE: r = x >= y; break;
+    case KV_SX_AND: r = x != 0 && y != 0; break;
+    default: r = x != 0 || y != 0; break;
+    }
+    const int logic = e->op == KV_SX_AND || e->op == KV_SX_OR;
+    const double err = logic ? 0 : total_err(a, l) + total_err(b, l);
+    const int flip = logic ? a->p[KV_EV_FIX][l] > 0 || b->p[KV_EV_FIX][l] > 0 : err > 0 && fabs(x - y) <= err;
+    o->p[KV_EV_V][l] = r, o->p[KV_EV_S][l] = 1;
+    o->p[KV_EV_LAM][l] = o->p[KV_EV_CHN][l] = 0;
+    o->p[KV_EV_FIX][l] = flip;
+    o->p[KV_EV_PK][l] = fmax(a->p[KV_EV_PK][l], b->p[KV_EV_PK][l]);
+}
+
+static void arith(const struct kv_ev_ctx *c, const struct kv_sx *e, struct parts *o, const struct parts *a,
+                  const struct parts *b, int l)
+{
+    const double x = a->p[KV_EV_V][l], y = b->p[KV_EV_V][l], u = c->x->u;
+    double r, da = 1, db = 1, own, S;
+    const double Sa = a->p[KV_EV_S][l], Sb = b->p[KV_EV_S][l];
+    switch (e->op) {
+    case KV_SX_ADD: r = x + y, own = u * fabs(r), S = Sa + Sb; break;
+    case KV_SX_SUB: r = x - y, db = -1, own = u * fabs(r), S = Sa + Sb; break;
+    case KV_SX_MUL: r = x * y, da = y, db = x, own = u * fabs(r), S = Sa * Sb; break;
+    case KV_SX_DIV: r = x / y, da = 1 / y, db = r / y, own = 5 * u * fabs(r), S = Sa / fabs(y); break;
+    default: /* % on integers: the result in [0, y) */
+        r = x - y * floor(x / y), db = 0, own = 0, S = fabs(r);
+        break;
+    }
+    o->p[KV_EV_V][l] = r;
+    for (int k = KV_EV_LAM; k <= KV_EV_CHN; k++) o->p[k][l] = mulE(da, a->p[k][l]) + mulE(db, b->p[k][l]);
+    o->p[KV_EV_FIX][l] += own;
+    o->p[KV_EV_S][l] = S;
+    o->p[KV_EV_PK][l] = fmax(fmax(a->p[KV_EV_PK][l], b->p[KV_EV_PK][l]), fabs(r));
+}
+
+/* min and max of two: the chosen operand's parts, the larger error */
+static void minmax(const struct kv_sx *e, struct parts *o, const struct parts *a, const struct parts *b, int l)
+{
+    const double x = a->p[KV_EV_V][l], y = b->p[KV_EV_V][l];
+    const int pick_a = isnan(x) || (!isnan(y) && (e->ref == KV_FN_MAX ? x >= y : x <= y));
+    const struct parts *w = pick_a ? a : b;
+    o->p[KV_EV_V][l] = w->p[KV_EV_V][l];
+    o->p[KV_EV_S][l] = w->p[KV_EV_S][l];
+    for (int k = KV_EV_LAM; k <= KV_EV_CHN; k++) o->p[k][l] = fmax(a->p[k][l], b->p[k][l]);
+    o->p[KV_EV_PK][l] = fmax(a->p[KV_EV_PK][l], b->p[KV_EV_PK][l]);
+}
+
+void kv_ev_binary(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
+{
+    struct parts o = parts_of(c, e), a = parts_of(c, e->kid[0]), b = parts_of(c, e->kid[1]);
+    if (e->op == KV_SX_FUNC) {
+        for (int l = 0; l < nl; l++) minmax(e, &o, &a, &b, l);
+    } else if (e->op >= KV_SX_EQ && e->op <= KV_SX_OR) {
+        for (int l = 0; l < nl; l++) compare(e, &o, &a, &b, l);
+    } else {
+        for (int l = 0; l < nl; l++) arith(c, e, &o, &a, &b, l);
+    }
+}
+
+void kv_ev_where(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
+{
+    struct parts o = parts_of(c, e), q = parts_of(c, e->kid[0]), a = parts_of(c, e->kid[1]),
+                 b = parts_of(c, e->kid[2]);
+    for (int l = 0; l < nl; l++) {
+        const int take_a = q.p[KV_EV_V][l] != 0;
+        const struct parts *w = take_a ? &a : &b, *other = take_a ? &b : &a;
+        for (int k = 0; k < KV_EV_PARTS; k++) o.p[k][l] = w->p[k][l];
+        o.p[KV_EV_PK][l] = fmax(o.p[KV_EV_PK][l], q.p[KV_EV_PK][l]);
+        if (q.p[KV_EV_FIX][l] > 0) /* the condition may flip: the other branch is legal too */
+            o.p[KV_EV_FIX][l] += fabs(a.p[KV_EV_V][l] - b.p[KV_EV_V][l]) + total_err(other, l);
+    }
+}

@@ -1,0 +1,70 @@
+/* The evaluator's inner parts (eval.h says what is carried): the storage of
+ * a case's arrays, each thread's scratch, and the elementwise operations
+ * with their error rules; eval.c walks the tree and reduces. */
+#ifndef KV_SPEC_EV_OPS_H
+#define KV_SPEC_EV_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "specs/spec.h"
+
+enum { KV_EV_V, KV_EV_S, KV_EV_LAM, KV_EV_FIX, KV_EV_CHN, KV_EV_PK, KV_EV_PARTS };
+
+/* A symbol's storage for one case. */
+struct kv_ev_arr {
+    int ndim;
+    int64_t shape[KV_MAX_DIMS], stride[KV_MAX_DIMS];
+    size_t count;
+    const void *raw;              /* inputs: the tensor's elements, of dtype */
+    enum kv_dtype dtype;
+    double *part[KV_EV_PARTS];    /* computed arrays: v, S, lam, fix, chn, pk */
+    int stage;                    /* outputs: the producing stage; temps: the stage that reads them; -1 */
+    int owned;                    /* part[] allocated here (else borrowed from the case) */
+};
+
+struct kv_ev {
+    const struct kv_spec *s;
+    const struct kv_case *c;
+    int exact;                    /* no rounding points (the exact oracle) */
+    double u;                     /* unit roundoff of the arithmetic (f32) */
+    double param[KV_MAX_PARAMS];  /* as the device sees them (floats rounded to f32) */
+    struct kv_ev_arr arr[KV_SPEC_MAX_SYMS];
+};
+
+
+#define KV_EV_LANES 256
+
+/* One thread evaluating one statement. */
+struct kv_ev_ctx {
+    const struct kv_ev *x;
+    const struct kv_spec_stmt *st;
+    int stmt_pos; /* the statement's place in its list (messages, random streams) */
+    int stage;    /* the stage the statement is evaluated for (stage isolation) */
+    double *scr;  /* every node's parts for a block: node id * KV_EV_PARTS * LANES */
+    int64_t *var[KV_SX_MAX_VARS]; /* each index variable's value per lane */
+    int64_t *pool;                /* variables of reductions evaluated one lane at a time, by depth */
+    int depth;
+    const int64_t *flat;          /* the target's flat index per lane */
+    char err[1600];
+    int failed;
+};
+
+static inline double *kv_ev_part(const struct kv_ev_ctx *c, const struct kv_sx *e, int part)
+{
+    return c->scr + ((size_t)e->id * KV_EV_PARTS + (size_t)part) * KV_EV_LANES;
+}
+
+/* 0, or -1 when out of memory. */
+int kv_ev_ctx_init(struct kv_ev_ctx *c, const struct kv_ev *x, const struct kv_spec_stmt *st, int i, int stage);
+void kv_ev_ctx_free(struct kv_ev_ctx *c);
+
+/* Node e for nl lanes, its kids already evaluated. */
+void kv_ev_unary(struct kv_ev_ctx *c, const struct kv_sx *e, int nl);
+void kv_ev_binary(struct kv_ev_ctx *c, const struct kv_sx *e, int nl);
+void kv_ev_where(struct kv_ev_ctx *c, const struct kv_sx *e, int nl);
+
+/* v rounded to dtype t (RNE, as kv_store_f64 does). */
+double kv_ev_round(int t, double v);
+
+#endif

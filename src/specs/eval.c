@@ -1,0 +1,319 @@
+/* The evaluator (eval.h): a statement's elements in blocks of LANES, every
+ * node of its expression computed for the whole block before its parent,
+ * so the cost of walking the tree is paid once per block, not per element.
+ * The operations' rounding budgets are the Vulkan spec's ("Precision and
+ * Operation of SPIR-V Instructions"), man kverify lists them. */
+#include "specs/eval.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/dtype.h"
+#include "core/rng.h"
+
+#define LANES KV_EV_LANES
+
+static int fail_at(struct kv_ev_ctx *c, const struct kv_sx *e, int lane, const char *fmt, double a, double b)
+{
+    if (c->failed) return -1;
+    char cause[200], where[160] = "";
+    snprintf(cause, sizeof cause, fmt, a, b);
+    size_t o = 0;
+    for (int v = 0; v < c->st->n_target && o < sizeof where; v++)
+        o += (size_t)snprintf(where + o, sizeof where - o, "%s%s=%lld", v ? ", " : "", c->st->var[v],
+                              (long long)c->var[v][lane]);
+    snprintf(c->err, sizeof c->err, "%s: %s[%d] column %d: %s (at %s)", c->x->s->path,
+             c->st->prepare ? "prepare" : "math", c->stmt_pos, e->pos, cause, where);
+    c->failed = 1;
+    return -1;
+}
+
+/* The flat index of an access for each lane; -1 on a bad index. */
+static int access_index(struct kv_ev_ctx *c, const struct kv_sx *e, const struct kv_ev_arr *a, int nl, int64_t *flat)
+{
+    for (int l = 0; l < nl; l++) flat[l] = 0;
+    for (int d = 0; d < e->n; d++) {
+        const double *iv = kv_ev_part(c, e->kid[d], KV_EV_V);
+        const int64_t ext = a->shape[d], stride = a->stride[d];
+        for (int l = 0; l < nl; l++) {
+            double v = iv[l];
+            if (!(v >= 0 && v < (double)ext) || v != floor(v)) {
+                char fmt[160];
+                snprintf(fmt, sizeof fmt, "index %d of %s is %%g, outside [0, %%g)%s", d + 1,
+                         c->x->s->sym[e->ref].name, v == floor(v) || !isfinite(v) ? "" : " (not an integer)");
+                return fail_at(c, e, l, fmt, v, (double)ext);
+            }
+            flat[l] += (int64_t)v * stride;
+        }
+    }
+    return 0;
+}
+
+static int eval_access(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
+{
+    const struct kv_ev_arr *a = &c->x->arr[e->ref];
+    int64_t flat[LANES];
+    if (access_index(c, e, a, nl, flat)) return -1;
+    double *p[KV_EV_PARTS];
+    for (int k = 0; k < KV_EV_PARTS; k++) p[k] = kv_ev_part(c, e, k);
+    if (a->raw) { /* an input: exact as the device sees it */
+        for (int l = 0; l < nl; l++) {
+            double v = kv_load_f64(a->dtype, a->raw, (size_t)flat[l]);
+            p[KV_EV_V][l] = v, p[KV_EV_S][l] = p[KV_EV_PK][l] = fabs(v);
+            p[KV_EV_LAM][l] = p[KV_EV_FIX][l] = p[KV_EV_CHN][l] = 0;
+        }
+        return 0;
+    }
+    for (int k = 0; k < KV_EV_PARTS; k++)
+        for (int l = 0; l < nl; l++) p[k][l] = a->part[k][flat[l]];
+    if (a->stage < 0 || a->stage == c->stage) return 0;
+    /* another stage's output: the device is fed the oracle's value rounded to
+     * its dtype (stage isolation); a chained rerun, the producer's, within its
+     * allowed error (lambda = 8, as the built-ins' chained allowances) */
+    for (int l = 0; l < nl; l++) {
+        double y = p[KV_EV_V][l], r = kv_ev_round(a->dtype, y);
+        double allowed = 8 * p[KV_EV_LAM][l] + p[KV_EV_FIX][l] + 0.5 * kv_ulp(a->dtype, y) + p[KV_EV_CHN][l];
+        p[KV_EV_V][l] = r;
+        p[KV_EV_CHN][l] = isfinite(allowed) ? allowed : 0;
+        p[KV_EV_LAM][l] = p[KV_EV_FIX][l] = 0;
+    }
+    return 0;
+}
+
+static void leaf(struct kv_ev_ctx *c, const struct kv_sx *e, int nl, const double *vals, double v, double fix_rel)
+{
+    double *p[KV_EV_PARTS];
+    for (int k = 0; k < KV_EV_PARTS; k++) p[k] = kv_ev_part(c, e, k);
+    for (int l = 0; l < nl; l++) {
+        double x = vals ? vals[l] : v;
+        p[KV_EV_V][l] = x, p[KV_EV_S][l] = p[KV_EV_PK][l] = fabs(x);
+        p[KV_EV_LAM][l] = p[KV_EV_CHN][l] = 0;
+        p[KV_EV_FIX][l] = fix_rel * fabs(x);
+    }
+}
+
+static int eval_leaf(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
+{
+    double vals[LANES];
+    switch (e->op) {
+    case KV_SX_NUM: /* a literal the shader holds as a float: its rounding is an error */
+        leaf(c, e, nl, NULL, e->num, (double)(float)e->num == e->num ? 0 : c->x->u);
+        return 0;
+    case KV_SX_PARAM:
+        leaf(c, e, nl, NULL, c->x->param[e->ref], 0);
+        return 0;
+    case KV_SX_VAR:
+        for (int l = 0; l < nl; l++) vals[l] = (double)c->var[e->ref][l];
+        leaf(c, e, nl, vals, 0, 0);
+        return 0;
+    default: { /* a random draw (input preparation) */
+        uint32_t stream = 1000u + 64u * (uint32_t)c->stmt_pos + (uint32_t)e->id;
+        for (int l = 0; l < nl; l++)
+            vals[l] = e->ref == KV_FN_NORMAL ? kv_rng_normal(c->x->c->seed, stream, (uint64_t)c->flat[l])
+                                             : kv_rng_uniform(c->x->c->seed, stream, (uint64_t)c->flat[l]);
+        leaf(c, e, nl, vals, 0, 0);
+        return 0;
+    }
+    }
+}
+
+static int kv_ev_reduce(struct kv_ev_ctx *c, const struct kv_sx *e, int nl);
+
+static int kv_ev_node(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
+{
+    if (e->op == KV_SX_SUM || e->op == KV_SX_RMAX || e->op == KV_SX_RMIN) return kv_ev_reduce(c, e, nl);
+    if (e->op == KV_SX_FUNC && (e->ref == KV_FN_NORMAL || e->ref == KV_FN_UNIFORM)) return eval_leaf(c, e, nl);
+    for (int i = 0; i < e->n; i++)
+        if (kv_ev_node(c, e->kid[i], nl)) return -1;
+    switch (e->op) {
+    case KV_SX_NUM:
+    case KV_SX_PARAM:
+    case KV_SX_VAR:
+        return eval_leaf(c, e, nl);
+    case KV_SX_ACCESS:
+        return eval_access(c, e, nl);
+    case KV_SX_FUNC:
+        if (e->n == 2) kv_ev_binary(c, e, nl);
+        else kv_ev_unary(c, e, nl);
+        return 0;
+    case KV_SX_NEG:
+    case KV_SX_ROUND:
+    case KV_SX_NOT:
+        kv_ev_unary(c, e, nl);
+        return 0;
+    case KV_SX_WHERE:
+        kv_ev_where(c, e, nl);
+        return 0;
+    default:
+        kv_ev_binary(c, e, nl);
+        return 0;
+    }
+}
+
+/* A reduction's running state for one lane. */
+struct acc {
+    double p[KV_EV_PARTS], abs;
+    int64_t n;
+};
+
+static void acc_init(struct acc *a, enum kv_sx_op op)
+{
+    memset(a, 0, sizeof *a);
+    if (op != KV_SX_SUM) a->p[KV_EV_V] = op == KV_SX_RMAX ? -INFINITY : INFINITY;
+}
+
+static void acc_add(struct acc *a, enum kv_sx_op op, const double *const b[KV_EV_PARTS], int l)
+{
+    const double v = b[KV_EV_V][l];
+    a->n++;
+    a->p[KV_EV_PK] = fmax(a->p[KV_EV_PK], b[KV_EV_PK][l]);
+    if (op == KV_SX_SUM) {
+        a->p[KV_EV_V] += v;
+        for (int k = KV_EV_S; k <= KV_EV_CHN; k++) a->p[k] += b[k][l];
+        a->abs += fabs(v);
+        return;
+    }
+    /* max, min: NaN wins; the errors are the largest of any term's */
+    const double cur = a->p[KV_EV_V];
+    if (!isnan(cur) && (isnan(v) || (op == KV_SX_RMAX ? v > cur : v < cur))) {
+        a->p[KV_EV_V] = v;
+        a->p[KV_EV_S] = b[KV_EV_S][l];
+    }
+    for (int k = KV_EV_LAM; k <= KV_EV_CHN; k++) a->p[k] = fmax(a->p[k], b[k][l]);
+}
+
+/* Into lane l of e: a sum's accumulation error is lambda*sqrt(n)*u*sum|terms|
+ * (Higham and Mary's probabilistic bound, metrics.md), in whatever order. */
+static void acc_done(struct kv_ev_ctx *c, const struct kv_sx *e, const struct acc *a, int l)
+{
+    double *p[KV_EV_PARTS];
+    for (int k = 0; k < KV_EV_PARTS; k++) p[k] = kv_ev_part(c, e, k), p[k][l] = a->p[k];
+    if (e->op != KV_SX_SUM) return;
+    if (a->n > 1) p[KV_EV_LAM][l] += sqrt((double)a->n) * c->x->u * a->abs;
+    p[KV_EV_PK][l] = fmax(p[KV_EV_PK][l], a->abs);
+}
+
+/* The bounds of e's range per lane; *uniform when every lane has the same. */
+static int reduce_range(struct kv_ev_ctx *c, const struct kv_sx *e, int nl, int64_t *lo, int64_t *hi, int *uniform)
+{
+    if (kv_ev_node(c, e->kid[0], nl) || kv_ev_node(c, e->kid[1], nl)) return -1;
+    const double *a = kv_ev_part(c, e->kid[0], KV_EV_V), *b = kv_ev_part(c, e->kid[1], KV_EV_V);
+    *uniform = 1;
+    for (int l = 0; l < nl; l++) {
+        if (!(fabs(a[l]) < 9e15 && a[l] == floor(a[l]) && fabs(b[l]) < 9e15 && b[l] == floor(b[l])))
+            return fail_at(c, e, l, "a range's bounds %g..%g are not integers", a[l], b[l]);
+        lo[l] = (int64_t)a[l], hi[l] = (int64_t)b[l];
+        *uniform &= lo[l] == lo[0] && hi[l] == hi[0];
+    }
+    return 0;
+}
+
+/* Lanes across the outer elements, the range walked one index at a time. */
+static int reduce_outer(struct kv_ev_ctx *c, const struct kv_sx *e, int nl, int64_t lo, int64_t hi)
+{
+    struct acc a[LANES];
+    const double *b[KV_EV_PARTS];
+    for (int k = 0; k < KV_EV_PARTS; k++) b[k] = kv_ev_part(c, e->kid[2], k);
+    for (int l = 0; l < nl; l++) acc_init(&a[l], e->op);
+    for (int64_t k = lo; k < hi; k++) {
+        for (int l = 0; l < nl; l++) c->var[e->ref][l] = k;
+        if (kv_ev_node(c, e->kid[2], nl)) return -1;
+        for (int l = 0; l < nl; l++) acc_add(&a[l], e->op, b, l);
+    }
+    for (int l = 0; l < nl; l++) acc_done(c, e, &a[l], l);
+    return 0;
+}
+
+/* One outer element at a time, lanes across the range: for few outer
+ * elements or ranges that differ between them. */
+static int reduce_inner(struct kv_ev_ctx *c, const struct kv_sx *e, int nl, const int64_t *lo, const int64_t *hi)
+{
+    if (c->depth > KV_SX_MAX_VARS)
+        return fail_at(c, e, 0, "reductions nested %g deep, more than %g", c->depth, KV_SX_MAX_VARS);
+    int64_t *saved[KV_SX_MAX_VARS], *mine = c->pool + (size_t)c->depth * KV_SX_MAX_VARS * LANES;
+    memcpy(saved, c->var, sizeof saved);
+    const double *b[KV_EV_PARTS];
+    for (int k = 0; k < KV_EV_PARTS; k++) b[k] = kv_ev_part(c, e->kid[2], k);
+    struct acc a;
+    int rc = 0;
+    c->depth++;
+    for (int l = 0; l < nl && !rc; l++) {
+        acc_init(&a, e->op);
+        for (int64_t k0 = lo[l]; k0 < hi[l] && !rc; k0 += LANES) {
+            const int m = hi[l] - k0 < LANES ? (int)(hi[l] - k0) : LANES;
+            for (int v = 0; v < c->st->n_vars; v++) {
+                c->var[v] = mine + (size_t)v * LANES;
+                for (int j = 0; j < m; j++) c->var[v][j] = v == e->ref ? k0 + j : saved[v][l];
+            }
+            rc = kv_ev_node(c, e->kid[2], m);
+            for (int j = 0; j < m && !rc; j++) acc_add(&a, e->op, b, j);
+            memcpy(c->var, saved, sizeof saved);
+        }
+        if (!rc) acc_done(c, e, &a, l);
+    }
+    c->depth--;
+    return rc;
+}
+
+static int kv_ev_reduce(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
+{
+    int64_t lo[LANES], hi[LANES];
+    int uniform;
+    if (reduce_range(c, e, nl, lo, hi, &uniform)) return -1;
+    if (uniform && nl >= 32) return reduce_outer(c, e, nl, lo[0], hi[0]);
+    return reduce_inner(c, e, nl, lo, hi);
+}
+
+/* Elements [lo, hi) of statement st's target, one block. */
+static int eval_block(struct kv_ev_ctx *c, const struct kv_ev_arr *t, size_t lo, size_t hi)
+{
+    const int nl = (int)(hi - lo);
+    int64_t flat[LANES];
+    for (int l = 0; l < nl; l++) {
+        size_t i = lo + (size_t)l;
+        flat[l] = (int64_t)i;
+        for (int d = t->ndim - 1; d >= 0; d--) {
+            c->var[d][l] = (int64_t)(i % (size_t)t->shape[d]);
+            i /= (size_t)t->shape[d];
+        }
+    }
+    c->flat = flat;
+    if (kv_ev_node(c, c->st->rhs, nl)) return -1;
+    for (int k = 0; k < KV_EV_PARTS; k++)
+        memcpy(t->part[k] + lo, kv_ev_part(c, c->st->rhs, k), (size_t)nl * sizeof(double));
+    return 0;
+}
+
+enum kv_status kv_ev_stmt(struct kv_ev *x, int i)
+{
+    const struct kv_spec_stmt *st = &x->s->stmt[i];
+    const struct kv_ev_arr *t = &x->arr[st->sym];
+    const size_t nblocks = (t->count + LANES - 1) / LANES;
+    size_t first_bad = (size_t)-1;
+    char err[1600] = "";
+    int oom = 0;
+#pragma omp parallel
+    {
+        struct kv_ev_ctx c;
+        if (kv_ev_ctx_init(&c, x, st, i, t->stage)) {
+#pragma omp atomic write
+            oom = 1;
+        }
+#pragma omp for schedule(dynamic, 4)
+        for (size_t b = 0; b < nblocks; b++) {
+            if (c.failed || oom) continue;
+            size_t lo = b * LANES, hi = lo + LANES < t->count ? lo + LANES : t->count;
+            if (eval_block(&c, t, lo, hi)) {
+#pragma omp critical(kv_ev_error)
+                if (b < first_bad) first_bad = b, snprintf(err, sizeof err, "%s", c.err);
+            }
+        }
+        kv_ev_ctx_free(&c);
+    }
+    if (oom) return kv_error(KV_EDEVICE, "out of host memory evaluating %s", x->s->path);
+    if (first_bad != (size_t)-1) return kv_error(KV_EDATA, "%s", err);
+    return KV_OK;
+}

@@ -1,0 +1,25 @@
+/* The evaluator of a spec kernel's math: statements over whole arrays in
+ * blocks of lanes (consecutive elements of the target), each node of the
+ * expression computed for a block at once, in float64, with what running
+ * error analysis carries (Higham, Accuracy and Stability of Numerical
+ * Algorithms, ch. 3) beside each value:
+ *   S    the condition scale (magnitudes of the terms, as metrics.md defines it)
+ *   lam  the error bound's part that scales with lambda (reductions' lambda*sqrt(n)*u*sum|terms|)
+ *   fix  the part that does not (each operation's rounding, k_op*u*|value|)
+ *   chn  the error carried in from another stage's output on a chained rerun
+ *   pk   the largest magnitude any intermediate reaches (f32 overflow)
+ * propagated to first order through the derivative of every operation. */
+#ifndef KV_SPEC_EVAL_H
+#define KV_SPEC_EVAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "specs/ev_ops.h"
+
+/* Evaluate statement i of x->s into its target's arrays (allocated). On an
+ * index out of range or a non-integer index: KV_EDATA naming the spec, the
+ * statement, the column and the element. */
+enum kv_status kv_ev_stmt(struct kv_ev *x, int i);
+
+#endif

@@ -1,0 +1,245 @@
+/* A spec kernel's callbacks (struct kv_kernel): validation, input
+ * preparation and the oracles, by evaluating its statements (eval.h) over
+ * arrays shaped for the case. */
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/dtype.h"
+#include "specs/eval.h"
+#include "specs/load.h"
+
+const struct kv_spec *kv_spec_of(const struct kv_kernel *k)
+{
+    return k && k->oracle == kv_spec_oracle ? (const struct kv_spec *)(const void *)k : NULL;
+}
+
+/* The extent index variable v of statement st runs over, from the arrays
+ * it indexes directly; 0 when none says, -1 (with msg) when two disagree. */
+static int64_t var_extent(const struct kv_ev *x, const struct kv_spec_stmt *st, const struct kv_sx *e, int v,
+                          int64_t ext, char *msg, size_t size)
+{
+    if (!e || ext < 0) return ext;
+    if (e->op == KV_SX_ACCESS && x->arr[e->ref].ndim == e->n)
+        for (int d = 0; d < e->n; d++) {
+            if (e->kid[d]->op != KV_SX_VAR || e->kid[d]->ref != v) continue;
+            int64_t here = x->arr[e->ref].shape[d];
+            if (here <= 0) continue; /* not shaped yet */
+            if (ext > 0 && here != ext) {
+                snprintf(msg, size, "column %d: index %s runs over %lld, but %s's index %d has extent %lld",
+                         e->pos, st->var[v], (long long)ext, x->s->sym[e->ref].name, d + 1, (long long)here);
+                return -1;
+            }
+            ext = here;
+        }
+    for (int i = 0; i < e->n; i++) ext = var_extent(x, st, e->kid[i], v, ext, msg, size);
+    return ext;
+}
+
+/* Shape every array of the case: tensors from c->t, temps from their uses. */
+static enum kv_status bind(struct kv_ev *x)
+{
+    const struct kv_spec *s = x->s;
+    for (int y = 0; y < s->n_syms; y++) {
+        struct kv_ev_arr *a = &x->arr[y];
+        int t = s->sym[y].tensor;
+        a->ndim = s->sym[y].ndim;
+        a->stage = s->sym[y].stage;
+        if (t >= 0) memcpy(a->shape, x->c->t[t].shape, sizeof a->shape), a->dtype = x->c->t[t].dtype;
+        else memset(a->shape, 0, sizeof a->shape), a->dtype = KV_F32;
+    }
+    for (int k = 0; k < s->n_stmts; k++) {
+        const struct kv_spec_stmt *st = &s->stmt[s->order[k]];
+        struct kv_ev_arr *a = &x->arr[st->sym];
+        char msg[300] = "";
+        for (int v = 0; v < st->n_target; v++) {
+            if (st->ext[v][0]) {
+                double e;
+                KV_TRY_RET(kv_spec_param_expr(x->c, s->path, st->ext[v], &e));
+                if (s->sym[st->sym].tensor >= 0 && (int64_t)e != a->shape[v])
+                    return kv_error(KV_EDATA, "%s: math[%d]: %s runs over %s = %lld, but %s's extent is %lld", s->path,
+                                    st->pos, st->var[v], st->ext[v], (long long)e, s->sym[st->sym].name,
+                                    (long long)a->shape[v]);
+                a->shape[v] = (int64_t)e;
+            }
+            const int known = s->sym[st->sym].tensor >= 0 || st->ext[v][0];
+            int64_t ext = var_extent(x, st, st->rhs, v, known ? a->shape[v] : 0, msg, sizeof msg);
+            if (ext < 0 || ext == 0)
+                return kv_error(KV_EDATA, "%s: %s[%d]: %s", s->path, st->prepare ? "prepare" : "math", st->pos,
+                                ext < 0 ? msg : "an index of the target indexes no array: its range is unknown");
+            a->shape[v] = ext;
+        }
+    }
+    for (int y = 0; y < s->n_syms; y++) {
+        struct kv_ev_arr *a = &x->arr[y];
+        a->count = 1;
+        for (int d = a->ndim - 1; d >= 0; d--) {
+            a->stride[d] = (int64_t)a->count;
+            if (a->shape[d] > (int64_t)(SIZE_MAX / 64 / a->count))
+                return kv_error(KV_EUSAGE, "%s: \"%s\" is too large", s->path, s->sym[y].name);
+            a->count *= (size_t)a->shape[d];
+        }
+    }
+    return KV_OK;
+}
+
+static void ev_init(struct kv_ev *x, const struct kv_case *c, int exact)
+{
+    memset(x, 0, sizeof *x);
+    x->s = kv_spec_of(c->k);
+    x->c = c;
+    x->exact = exact;
+    x->u = 0x1p-24;
+    for (int i = 0; i < c->k->n_params; i++) {
+        const struct kv_param_def *d = &c->k->params[i];
+        x->param[i] = d->type == KV_PARAM_INT ? (double)c->p[i].i
+                      : d->type == KV_PARAM_FLOAT ? (double)(float)c->p[i].f /* the push constant is a float */
+                                                  : (double)c->p[i].c;
+    }
+}
+
+static void ev_free(struct kv_ev *x)
+{
+    for (int y = 0; y < KV_SPEC_MAX_SYMS; y++)
+        for (int k = 0; k < KV_EV_PARTS; k++)
+            if (x->arr[y].owned & (1 << k)) free(x->arr[y].part[k]);
+}
+
+/* Symbol y's parts: borrowed[k] where given (the case's arrays), else owned. */
+static enum kv_status alloc_parts(struct kv_ev *x, int y, double *const borrowed[KV_EV_PARTS])
+{
+    struct kv_ev_arr *a = &x->arr[y];
+    for (int k = 0; k < KV_EV_PARTS; k++) {
+        a->part[k] = borrowed && borrowed[k] ? borrowed[k] : malloc(a->count * sizeof(double));
+        if (!a->part[k]) return kv_error(KV_EDEVICE, "out of host memory for \"%s\"", x->s->sym[y].name);
+        if (!borrowed || !borrowed[k]) a->owned |= 1 << k;
+    }
+    return KV_OK;
+}
+
+/* Output t's per-element bound arrays, kept by the case (freed with it). */
+static enum kv_status case_arrays(struct kv_case *c, int t)
+{
+    double **p[3] = {&c->lam[t], &c->fix[t], &c->slack_chain[t]};
+    for (int k = 0; k < 3; k++)
+        if (!*p[k] && !(*p[k] = malloc(c->t[t].count * sizeof(double))))
+            return kv_error(KV_EDEVICE, "out of host memory for the bound of %s", c->k->tensors[t].name);
+    if (!c->ovf[t] && !(c->ovf[t] = malloc(c->t[t].count)))
+        return kv_error(KV_EDEVICE, "out of host memory for the bound of %s", c->k->tensors[t].name);
+    return KV_OK;
+}
+
+enum kv_status kv_spec_validate(struct kv_case *c)
+{
+    const struct kv_spec *s = kv_spec_of(c->k);
+    for (int t = 0; t < s->k.n_tensors; t++)
+        if (c->t[t].count > INT32_MAX)
+            return kv_error(KV_EUSAGE, "%s: tensor %s has %zu elements, more than 2^31-1", s->name, s->tensors[t].name,
+                            c->t[t].count);
+    for (int i = 0; i < s->k.n_params; i++)
+        if (s->params[i].type == KV_PARAM_INT && (c->p[i].i < 0 || c->p[i].i > (int64_t)UINT32_MAX))
+            return kv_error(KV_EUSAGE, "--%s %lld does not fit the shaders' 32-bit unsigned push constant",
+                            s->params[i].name, (long long)c->p[i].i);
+    const uint32_t local[3] = {1, 1, 1};
+    for (int st = 0; st < s->k.n_stages; st++)
+        for (int a = 0; a < 3; a++) {
+            double v;
+            char what[1200];
+            snprintf(what, sizeof what, "%s: stages[%d].groups", s->path, st);
+            enum kv_status e = kv_spec_groups(c, what, s->groups[st][a], local, &v);
+            if (e) return e;
+        }
+    struct kv_ev x;
+    ev_init(&x, c, 0);
+    return bind(&x);
+}
+
+/* The statements of one list (prepare or math) in order. */
+static enum kv_status run_list(struct kv_ev *x, int prepare)
+{
+    const struct kv_spec *s = x->s;
+    struct kv_case *c = (struct kv_case *)x->c;
+    for (int k = 0; k < s->n_stmts; k++) {
+        const int i = s->order[k];
+        const struct kv_spec_stmt *st = &s->stmt[i];
+        if (st->prepare != prepare) continue;
+        const int t = s->sym[st->sym].tensor;
+        if (t >= 0 && !prepare) {
+            KV_TRY_RET(case_arrays(c, t));
+            double *const parts[KV_EV_PARTS] = {c->y[t], c->S[t], c->lam[t], c->fix[t], c->slack_chain[t], NULL};
+            KV_TRY_RET(alloc_parts(x, st->sym, parts));
+        } else {
+            KV_TRY_RET(alloc_parts(x, st->sym, NULL));
+        }
+        KV_TRY_RET(kv_ev_stmt(x, i));
+        if (t >= 0 && prepare) { /* the input, rounded to its dtype, as every reader sees it */
+            for (size_t e = 0; e < c->t[t].count; e++)
+                kv_store_f64(c->t[t].dtype, c->t[t].data, e, x->arr[st->sym].part[KV_EV_V][e]);
+            x->arr[st->sym].raw = c->t[t].data;
+        }
+    }
+    return KV_OK;
+}
+
+enum kv_status kv_spec_prepare(struct kv_case *c)
+{
+    enum kv_status st = KV_OK;
+    struct kv_ev x;
+    ev_init(&x, c, 0);
+    KV_TRY(bind(&x));
+    for (int t = 0; t < c->k->n_tensors; t++)
+        if (c->k->tensors[t].role == KV_INPUT && x.s->dist[t].gen != KV_GEN_MATH) x.arr[t].raw = c->t[t].data;
+    KV_TRY(run_list(&x, 1));
+cleanup:
+    ev_free(&x);
+    return st;
+}
+
+/* Output t's verdict inputs: overflow flags from the peaks, the bound. */
+static void finish_output(struct kv_case *c, const struct kv_ev_arr *a, int t)
+{
+    const double *pk = a->part[KV_EV_PK];
+    for (size_t e = 0; e < c->t[t].count; e++) c->ovf[t][e] = !(pk[e] <= FLT_MAX) && !isnan(pk[e]);
+    /* the bound is per element (lam, fix); these fields are for the reports */
+    c->bound[t] = (struct kv_bound){.n = 1, .k_op = 0, .u_acc = 0x1p-24, .rho = 1};
+}
+
+enum kv_status kv_spec_oracle(struct kv_case *c)
+{
+    enum kv_status st = KV_OK;
+    struct kv_ev x;
+    ev_init(&x, c, c->exact);
+    KV_TRY(bind(&x));
+    for (int t = 0; t < c->k->n_tensors; t++)
+        if (c->k->tensors[t].role == KV_INPUT) x.arr[t].raw = c->t[t].data;
+    KV_TRY(run_list(&x, 0));
+    for (int t = 0; t < c->k->n_tensors; t++)
+        if (c->k->tensors[t].role == KV_OUTPUT) finish_output(c, &x.arr[t], t);
+cleanup:
+    ev_free(&x);
+    return st;
+}
+
+enum kv_status kv_spec_check(struct kv_spec *s)
+{
+    s->k.sweep = s->sweep;
+    s->k.validate = kv_spec_validate;
+    s->k.inputs = kv_spec_inputs;
+    s->k.oracle = kv_spec_oracle;
+    for (int i = -1; i < 0 || s->sweep[i]; i++) {
+        struct kv_case c;
+        enum kv_status st = kv_case_init(&c, &s->k, 1);
+        if (!st && i >= 0) st = kv_param_apply(&c, s->sweep[i]);
+        if (!st) st = kv_case_shapes(&c);
+        kv_case_free(&c);
+        if (st) {
+            char msg[512];
+            snprintf(msg, sizeof msg, "%s", kv_error_msg());
+            if (i < 0) return kv_error(KV_EDATA, "%s: at the default parameters: %s", s->path, msg);
+            return kv_error(KV_EDATA, "%s: sweep.shapes[%d] \"%s\": %s", s->path, i, s->sweep[i], msg);
+        }
+    }
+    return KV_OK;
+}
