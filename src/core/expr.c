@@ -45,6 +45,11 @@ static double sum(struct parser *x);
 static double call(struct parser *x, const char *name)
 {
     double a = sum(x);
+    if (!strcmp(name, "sqrt")) {
+        if (!eat(x, ')')) return fail(x, "%s: '%s': ')' expected after the argument of %s", name);
+        if (a < 0) return fail(x, "%s: '%s': the square root of a negative number%s", "");
+        return checked(x, sqrt(a));
+    }
     if (!eat(x, ',')) return fail(x, "%s: '%s': %s takes two arguments", name);
     double b = sum(x);
     if (!eat(x, ')')) return fail(x, "%s: '%s': ')' expected after the arguments of %s", name);
@@ -75,8 +80,9 @@ static double atom(struct parser *x)
         while ((isalnum((unsigned char)*x->p) || *x->p == '_') && n + 1 < sizeof name) name[n++] = *x->p++;
         name[n] = '\0';
         if (eat(x, '(')) {
-            if (strcmp(name, "min") && strcmp(name, "max") && strcmp(name, "cdiv") && strcmp(name, "fdiv"))
-                v = fail(x, "%s: '%s': unknown function '%s' (min, max, cdiv, fdiv)", name);
+            if (strcmp(name, "min") && strcmp(name, "max") && strcmp(name, "cdiv") && strcmp(name, "fdiv") &&
+                strcmp(name, "sqrt"))
+                v = fail(x, "%s: '%s': unknown function '%s' (min, max, cdiv, fdiv, sqrt)", name);
             else v = call(x, name);
         } else if (!x->lookup(x->ctx, name, &v)) {
             v = fail(x, "%s: '%s': unknown name '%s' (the kernel's parameters; see kverify list)", name);

@@ -22,6 +22,7 @@
 
 double kv_ev_round(int t, double v)
 {
+    if (t == KV_F32) return (double)(float)v; /* one rounding, round to nearest even */
     const struct kv_dtype_info *ti = kv_dtype_info((enum kv_dtype)t);
     if (!isfinite(v) || v == 0 || !ti->is_float || t == KV_F64) return v;
     /* straight from the double (through float first could round twice) */
@@ -171,26 +172,43 @@ static void compare(const struct kv_sx *e, struct parts *o, const struct parts *
     o->p[KV_EV_PK][l] = fmax(a->p[KV_EV_PK][l], b->p[KV_EV_PK][l]);
 }
 
+/* + - * / %, part by part over the lanes (loops the compiler vectorises):
+ * the value, the derivatives, then each error part and the magnitudes. */
 static void arith(const struct kv_ev_ctx *c, const struct kv_sx *e, struct parts *o, const struct parts *a,
-                  const struct parts *b, int l)
+                  const struct parts *b, int nl)
 {
-    const double x = a->p[KV_EV_V][l], y = b->p[KV_EV_V][l], u = c->x->u;
-    double r, da = 1, db = 1, own, S;
-    const double Sa = a->p[KV_EV_S][l], Sb = b->p[KV_EV_S][l];
+    const double u = c->x->u, *x = a->p[KV_EV_V], *y = b->p[KV_EV_V], *Sa = a->p[KV_EV_S], *Sb = b->p[KV_EV_S];
+    double *r = o->p[KV_EV_V], *S = o->p[KV_EV_S], da[LANES], db[LANES], own[LANES];
     switch (e->op) {
-    case KV_SX_ADD: r = x + y, own = u * fabs(r), S = Sa + Sb; break;
-    case KV_SX_SUB: r = x - y, db = -1, own = u * fabs(r), S = Sa + Sb; break;
-    case KV_SX_MUL: r = x * y, da = y, db = x, own = u * fabs(r), S = Sa * Sb; break;
-    case KV_SX_DIV: r = x / y, da = 1 / y, db = r / y, own = 5 * u * fabs(r), S = Sa / fabs(y); break;
-    default: /* % on integers: the result in [0, y) */
-        r = x - y * floor(x / y), db = 0, own = 0, S = fabs(r);
+    case KV_SX_ADD:
+    case KV_SX_SUB: {
+        const double sg = e->op == KV_SX_ADD ? 1 : -1;
+        for (int l = 0; l < nl; l++) r[l] = x[l] + sg * y[l], da[l] = 1, db[l] = 1, S[l] = Sa[l] + Sb[l];
+        for (int l = 0; l < nl; l++) own[l] = u * fabs(r[l]);
         break;
     }
-    o->p[KV_EV_V][l] = r;
-    for (int k = KV_EV_LAM; k <= KV_EV_CHN; k++) o->p[k][l] = mulE(da, a->p[k][l]) + mulE(db, b->p[k][l]);
-    o->p[KV_EV_FIX][l] += own;
-    o->p[KV_EV_S][l] = S;
-    o->p[KV_EV_PK][l] = fmax(fmax(a->p[KV_EV_PK][l], b->p[KV_EV_PK][l]), fabs(r));
+    case KV_SX_MUL:
+        for (int l = 0; l < nl; l++) r[l] = x[l] * y[l], da[l] = y[l], db[l] = x[l], S[l] = Sa[l] * Sb[l];
+        for (int l = 0; l < nl; l++) own[l] = u * fabs(r[l]);
+        break;
+    case KV_SX_DIV:
+        for (int l = 0; l < nl; l++) r[l] = x[l] / y[l], da[l] = 1 / y[l], db[l] = r[l] / y[l];
+        for (int l = 0; l < nl; l++) S[l] = Sa[l] / fabs(y[l]), own[l] = 5 * u * fabs(r[l]);
+        break;
+    default: /* % on integers: the result in [0, y) */
+        for (int l = 0; l < nl; l++) r[l] = x[l] - y[l] * floor(x[l] / y[l]), da[l] = 1, db[l] = 0;
+        for (int l = 0; l < nl; l++) S[l] = fabs(r[l]), own[l] = 0;
+        break;
+    }
+    for (int k = KV_EV_LAM; k <= KV_EV_CHN; k++) {
+        const double *ea = a->p[k], *eb = b->p[k];
+        double *eo = o->p[k];
+        for (int l = 0; l < nl; l++) eo[l] = mulE(da[l], ea[l]) + mulE(db[l], eb[l]);
+    }
+    double *fix = o->p[KV_EV_FIX], *pk = o->p[KV_EV_PK];
+    const double *pa = a->p[KV_EV_PK], *pb = b->p[KV_EV_PK];
+    for (int l = 0; l < nl; l++) fix[l] += own[l];
+    for (int l = 0; l < nl; l++) pk[l] = fmax(fmax(pa[l], pb[l]), fabs(r[l]));
 }
 
 /* min and max of two: the chosen operand's parts, the larger error */
@@ -213,7 +231,7 @@ void kv_ev_binary(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
     } else if (e->op >= KV_SX_EQ && e->op <= KV_SX_OR) {
         for (int l = 0; l < nl; l++) compare(e, &o, &a, &b, l);
     } else {
-        for (int l = 0; l < nl; l++) arith(c, e, &o, &a, &b, l);
+        arith(c, e, &o, &a, &b, nl);
     }
 }
 

@@ -19,6 +19,8 @@ struct kv_ev_arr {
     const void *raw;              /* inputs: the tensor's elements, of dtype */
     enum kv_dtype dtype;
     double *part[KV_EV_PARTS];    /* computed arrays: v, S, lam, fix, chn, pk */
+    double *iso[2];               /* outputs read by a later stage: the value rounded to dtype, and its
+                                     allowed error (what the later stage is fed; eval.h) */
     int stage;                    /* outputs: the producing stage; temps: the stage that reads them; -1 */
     int owned;                    /* part[] allocated here (else borrowed from the case) */
 };
@@ -44,6 +46,7 @@ struct kv_ev_ctx {
     double *scr;  /* every node's parts for a block: node id * KV_EV_PARTS * LANES */
     int64_t *var[KV_SX_MAX_VARS]; /* each index variable's value per lane */
     int64_t *pool;                /* variables of reductions evaluated one lane at a time, by depth */
+    unsigned uni;                 /* the variables whose value is the same on every lane (bit per slot) */
     int depth;
     const int64_t *flat;          /* the target's flat index per lane */
     char err[1600];

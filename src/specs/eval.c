@@ -13,8 +13,11 @@
 
 #include "core/dtype.h"
 #include "core/rng.h"
+#include "specs/contract.h"
 
 #define LANES KV_EV_LANES
+
+static int kv_ev_node(struct kv_ev_ctx *c, const struct kv_sx *e, int nl);
 
 static int fail_at(struct kv_ev_ctx *c, const struct kv_sx *e, int lane, const char *fmt, double a, double b)
 {
@@ -36,8 +39,18 @@ static int access_index(struct kv_ev_ctx *c, const struct kv_sx *e, const struct
 {
     for (int l = 0; l < nl; l++) flat[l] = 0;
     for (int d = 0; d < e->n; d++) {
-        const double *iv = kv_ev_part(c, e->kid[d], KV_EV_V);
         const int64_t ext = a->shape[d], stride = a->stride[d];
+        if (e->kid[d]->op == KV_SX_VAR) { /* a plain index: its lanes, unevaluated (kv_ev_node) */
+            const int64_t *iv = c->var[e->kid[d]->ref];
+            int64_t bad = -1;
+            for (int l = 0; l < nl; l++) {
+                bad = iv[l] < 0 || iv[l] >= ext ? l : bad;
+                flat[l] += iv[l] * stride;
+            }
+            if (bad < 0) continue;
+        }
+        const double *iv = kv_ev_part(c, e->kid[d], KV_EV_V);
+        if (e->kid[d]->op == KV_SX_VAR) kv_ev_node(c, e->kid[d], nl); /* for the message below */
         for (int l = 0; l < nl; l++) {
             double v = iv[l];
             if (!(v >= 0 && v < (double)ext) || v != floor(v)) {
@@ -60,25 +73,29 @@ static int eval_access(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
     double *p[KV_EV_PARTS];
     for (int k = 0; k < KV_EV_PARTS; k++) p[k] = kv_ev_part(c, e, k);
     if (a->raw) { /* an input: exact as the device sees it */
+        if (a->dtype == KV_F32)
+            for (int l = 0; l < nl; l++) p[KV_EV_V][l] = ((const float *)a->raw)[flat[l]];
+        else
+            for (int l = 0; l < nl; l++) p[KV_EV_V][l] = kv_load_f64(a->dtype, a->raw, (size_t)flat[l]);
         for (int l = 0; l < nl; l++) {
-            double v = kv_load_f64(a->dtype, a->raw, (size_t)flat[l]);
-            p[KV_EV_V][l] = v, p[KV_EV_S][l] = p[KV_EV_PK][l] = fabs(v);
+            p[KV_EV_S][l] = p[KV_EV_PK][l] = fabs(p[KV_EV_V][l]);
             p[KV_EV_LAM][l] = p[KV_EV_FIX][l] = p[KV_EV_CHN][l] = 0;
         }
         return 0;
     }
-    for (int k = 0; k < KV_EV_PARTS; k++)
-        for (int l = 0; l < nl; l++) p[k][l] = a->part[k][flat[l]];
-    if (a->stage < 0 || a->stage == c->stage) return 0;
     /* another stage's output: the device is fed the oracle's value rounded to
      * its dtype (stage isolation); a chained rerun, the producer's, within its
-     * allowed error (lambda = 8, as the built-ins' chained allowances) */
-    for (int l = 0; l < nl; l++) {
-        double y = p[KV_EV_V][l], r = kv_ev_round(a->dtype, y);
-        double allowed = 8 * p[KV_EV_LAM][l] + p[KV_EV_FIX][l] + 0.5 * kv_ulp(a->dtype, y) + p[KV_EV_CHN][l];
-        p[KV_EV_V][l] = r;
-        p[KV_EV_CHN][l] = isfinite(allowed) ? allowed : 0;
-        p[KV_EV_LAM][l] = p[KV_EV_FIX][l] = 0;
+     * allowed error (iso, made once per array: kv_ev_isolate) */
+    const int iso = a->stage >= 0 && a->stage != c->stage;
+    for (int k = 0; k < KV_EV_PARTS; k++) {
+        const double *src = !iso || k == KV_EV_S || k == KV_EV_PK ? a->part[k]
+                            : k == KV_EV_V                          ? a->iso[0]
+                            : k == KV_EV_CHN                        ? a->iso[1]
+                                                                    : NULL; /* lam, fix: none when isolated */
+        if (src)
+            for (int l = 0; l < nl; l++) p[k][l] = src[flat[l]];
+        else
+            memset(p[k], 0, (size_t)nl * sizeof(double));
     }
     return 0;
 }
@@ -122,12 +139,24 @@ static int eval_leaf(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
 
 static int kv_ev_reduce(struct kv_ev_ctx *c, const struct kv_sx *e, int nl);
 
+/* A node whose variables hold one value on every lane: once, then copied. */
+static int once(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
+{
+    if (kv_ev_node(c, e, 1)) return -1;
+    for (int k = 0; k < KV_EV_PARTS; k++) {
+        double *p = kv_ev_part(c, e, k);
+        for (int l = 1; l < nl; l++) p[l] = p[0];
+    }
+    return 0;
+}
+
 static int kv_ev_node(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
 {
+    if (nl > 1 && !(e->vars & ~c->uni)) return once(c, e, nl);
     if (e->op == KV_SX_SUM || e->op == KV_SX_RMAX || e->op == KV_SX_RMIN) return kv_ev_reduce(c, e, nl);
     if (e->op == KV_SX_FUNC && (e->ref == KV_FN_NORMAL || e->ref == KV_FN_UNIFORM)) return eval_leaf(c, e, nl);
     for (int i = 0; i < e->n; i++)
-        if (kv_ev_node(c, e->kid[i], nl)) return -1;
+        if ((e->op != KV_SX_ACCESS || e->kid[i]->op != KV_SX_VAR) && kv_ev_node(c, e->kid[i], nl)) return -1;
     switch (e->op) {
     case KV_SX_NUM:
     case KV_SX_PARAM:
@@ -218,11 +247,17 @@ static int reduce_outer(struct kv_ev_ctx *c, const struct kv_sx *e, int nl, int6
     const double *b[KV_EV_PARTS];
     for (int k = 0; k < KV_EV_PARTS; k++) b[k] = kv_ev_part(c, e->kid[2], k);
     for (int l = 0; l < nl; l++) acc_init(&a[l], e->op);
+    const unsigned uni = c->uni;
+    c->uni |= 1u << e->ref;
     for (int64_t k = lo; k < hi; k++) {
         for (int l = 0; l < nl; l++) c->var[e->ref][l] = k;
-        if (kv_ev_node(c, e->kid[2], nl)) return -1;
+        if (kv_ev_node(c, e->kid[2], nl)) {
+            c->uni = uni;
+            return -1;
+        }
         for (int l = 0; l < nl; l++) acc_add(&a[l], e->op, b, l);
     }
+    c->uni = uni;
     for (int l = 0; l < nl; l++) acc_done(c, e, &a[l], l);
     return 0;
 }
@@ -239,6 +274,7 @@ static int reduce_inner(struct kv_ev_ctx *c, const struct kv_sx *e, int nl, cons
     for (int k = 0; k < KV_EV_PARTS; k++) b[k] = kv_ev_part(c, e->kid[2], k);
     struct acc a;
     int rc = 0;
+    const unsigned uni = c->uni;
     c->depth++;
     for (int l = 0; l < nl && !rc; l++) {
         acc_init(&a, e->op);
@@ -248,6 +284,7 @@ static int reduce_inner(struct kv_ev_ctx *c, const struct kv_sx *e, int nl, cons
                 c->var[v] = mine + (size_t)v * LANES;
                 for (int j = 0; j < m; j++) c->var[v][j] = v == e->ref ? k0 + j : saved[v][l];
             }
+            c->uni = m > 1 ? ~(1u << e->ref) : ~0u; /* the others are copies of lane l's */
             rc = kv_ev_node(c, e->kid[2], m);
             for (int j = 0; j < m && !rc; j++) acc_add(&a, e->op, b, j);
             memcpy(c->var, saved, sizeof saved);
@@ -255,6 +292,7 @@ static int reduce_inner(struct kv_ev_ctx *c, const struct kv_sx *e, int nl, cons
         if (!rc) acc_done(c, e, &a, l);
     }
     c->depth--;
+    c->uni = uni;
     return rc;
 }
 
@@ -281,6 +319,12 @@ static int eval_block(struct kv_ev_ctx *c, const struct kv_ev_arr *t, size_t lo,
         }
     }
     c->flat = flat;
+    c->uni = 0;
+    for (int v = 0; v < c->st->n_target; v++) {
+        int same = 1;
+        for (int l = 1; l < nl && same; l++) same = c->var[v][l] == c->var[v][0];
+        c->uni |= (unsigned)same << v;
+    }
     if (kv_ev_node(c, c->st->rhs, nl)) return -1;
     for (int k = 0; k < KV_EV_PARTS; k++)
         memcpy(t->part[k] + lo, kv_ev_part(c, c->st->rhs, k), (size_t)nl * sizeof(double));
@@ -291,10 +335,16 @@ enum kv_status kv_ev_stmt(struct kv_ev *x, int i)
 {
     const struct kv_spec_stmt *st = &x->s->stmt[i];
     const struct kv_ev_arr *t = &x->arr[st->sym];
-    const size_t nblocks = (t->count + LANES - 1) / LANES;
+    /* at least 64 blocks where the array allows (the threads share them);
+     * a value does not depend on its block: a lane's reductions run in order */
+    size_t per = (t->count + 63) / 64;
+    per = per < 32 ? 32 : per > LANES ? LANES : (per + 31) / 32 * 32;
+    const size_t nblocks = (t->count + per - 1) / per;
     size_t first_bad = (size_t)-1;
     char err[1600] = "";
     int oom = 0;
+    enum kv_status fast;
+    if (kv_ev_contract(x, i, &fast)) return fast;
 #pragma omp parallel
     {
         struct kv_ev_ctx c;
@@ -305,7 +355,7 @@ enum kv_status kv_ev_stmt(struct kv_ev *x, int i)
 #pragma omp for schedule(dynamic, 4)
         for (size_t b = 0; b < nblocks; b++) {
             if (c.failed || oom) continue;
-            size_t lo = b * LANES, hi = lo + LANES < t->count ? lo + LANES : t->count;
+            size_t lo = b * per, hi = lo + per < t->count ? lo + per : t->count;
             if (eval_block(&c, t, lo, hi)) {
 #pragma omp critical(kv_ev_error)
                 if (b < first_bad) first_bad = b, snprintf(err, sizeof err, "%s", c.err);
@@ -315,5 +365,22 @@ enum kv_status kv_ev_stmt(struct kv_ev *x, int i)
     }
     if (oom) return kv_error(KV_EDEVICE, "out of host memory evaluating %s", x->s->path);
     if (first_bad != (size_t)-1) return kv_error(KV_EDATA, "%s", err);
+    return KV_OK;
+}
+
+enum kv_status kv_ev_isolate(struct kv_ev_arr *a)
+{
+    for (int k = 0; k < 2; k++)
+        if (!a->iso[k] && !(a->iso[k] = malloc(a->count * sizeof(double))))
+            return kv_error(KV_EDEVICE, "out of host memory for an intermediate");
+    const double *v = a->part[KV_EV_V], *lam = a->part[KV_EV_LAM], *fix = a->part[KV_EV_FIX], *chn = a->part[KV_EV_CHN];
+    const enum kv_dtype t = a->dtype;
+#pragma omp parallel for schedule(static)
+    for (size_t n = 0; n < a->count; n++) {
+        /* lambda = 8 in the chained allowance, as the built-ins' */
+        double allowed = 8 * lam[n] + fix[n] + 0.5 * kv_ulp(t, v[n]) + chn[n];
+        a->iso[0][n] = kv_ev_round(t, v[n]);
+        a->iso[1][n] = isfinite(allowed) ? allowed : 0;
+    }
     return KV_OK;
 }

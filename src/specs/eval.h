@@ -22,4 +22,8 @@
  * statement, the column and the element. */
 enum kv_status kv_ev_stmt(struct kv_ev *x, int i);
 
+/* Array a (an output) as a later stage reads it: a->iso (allocated here,
+ * freed by the caller). */
+enum kv_status kv_ev_isolate(struct kv_ev_arr *a);
+
 #endif

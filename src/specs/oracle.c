@@ -103,8 +103,11 @@ static void ev_init(struct kv_ev *x, const struct kv_case *c, int exact)
 static void ev_free(struct kv_ev *x)
 {
     for (int y = 0; y < KV_SPEC_MAX_SYMS; y++)
+    {
         for (int k = 0; k < KV_EV_PARTS; k++)
             if (x->arr[y].owned & (1 << k)) free(x->arr[y].part[k]);
+        free(x->arr[y].iso[0]), free(x->arr[y].iso[1]);
+    }
 }
 
 /* Symbol y's parts: borrowed[k] where given (the case's arrays), else owned. */
@@ -174,6 +177,7 @@ static enum kv_status run_list(struct kv_ev *x, int prepare)
             KV_TRY_RET(alloc_parts(x, st->sym, NULL));
         }
         KV_TRY_RET(kv_ev_stmt(x, i));
+        if (t >= 0 && !prepare && x->arr[st->sym].stage >= 0) KV_TRY_RET(kv_ev_isolate(&x->arr[st->sym]));
         if (t >= 0 && prepare) { /* the input, rounded to its dtype, as every reader sees it */
             for (size_t e = 0; e < c->t[t].count; e++)
                 kv_store_f64(c->t[t].dtype, c->t[t].data, e, x->arr[st->sym].part[KV_EV_V][e]);

@@ -263,8 +263,11 @@ static enum kv_status expr(struct parser *ps, struct kv_sx **out)
 
 static void number(struct kv_sx *e, int *n)
 {
+    e->vars = e->op == KV_SX_VAR ? 1u << e->ref : 0u;
     for (int i = 0; i < e->n; i++)
-        if (e->kid[i]) number(e->kid[i], n);
+        if (e->kid[i]) number(e->kid[i], n), e->vars |= e->kid[i]->vars;
+    if (e->op == KV_SX_SUM || e->op == KV_SX_RMAX || e->op == KV_SX_RMIN) e->vars &= ~(1u << e->ref);
+    if (e->op == KV_SX_FUNC && (e->ref == KV_FN_NORMAL || e->ref == KV_FN_UNIFORM)) e->vars = ~0u;
     e->id = (*n)++;
 }
 

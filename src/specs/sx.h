@@ -40,6 +40,7 @@ struct kv_sx {
     int n;
     struct kv_sx *kid[KV_SX_MAX_KIDS];
     int id;     /* post-order number within its statement (the evaluator's scratch slot) */
+    unsigned vars; /* the index variables (bit per slot) its value depends on; ~0u: each element's own (draws) */
 };
 
 /* What a name in the math means to the spec (lookups return -1 when not). */
