@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "pipeline/ceilings.h"
+#include "spirv/glsl.h"
 #include "spirv/spirv.h"
 
 /* For a tensor or stage that exists only in some variants, " [variant=f16]":
@@ -35,10 +36,20 @@ static void list_abi(const struct kv_kernel *k)
         const struct kv_stage_def *sd = &k->stages[s];
         struct kv_spirv_iface iface;
         memset(&iface, 0, sizeof iface);
-        kv_spirv_reflect(sd->name, sd->fallback.words, sd->fallback.bytes / 4, &iface);
+        uint32_t *words = NULL;
+        size_t bytes = sd->fallback.bytes;
+        if (!sd->fallback.words && sd->source) { /* compiled at run time: compile it to read it */
+            struct kv_glsl_env env = {.builtin = !sd->source_disk};
+            char name[1024];
+            kv_stage_source(k, s, name, sizeof name);
+            if (kv_glsl_compile(&env, name, &words, &bytes)) words = NULL, bytes = 0;
+        }
+        kv_spirv_reflect(sd->name, words ? words : sd->fallback.words, bytes / 4, &iface);
+        free(words);
         printf("  stage %s", sd->name);
         print_when(k, sd->active);
-        printf("  (built-in workgroup %ux%ux%u)\n", iface.local[0], iface.local[1], iface.local[2]);
+        if (sd->fallback.words) printf("  (built-in workgroup %ux%ux%u)\n", iface.local[0], iface.local[1], iface.local[2]);
+        else printf("  (%s, workgroup %ux%ux%u)\n", sd->source, iface.local[0], iface.local[1], iface.local[2]);
         for (int b = 0; b < sd->n_bindings; b++) {
             int t = sd->bindings[b];
             const struct kv_tensor_def *td = &k->tensors[t];

@@ -237,7 +237,9 @@ static void case_command(const struct jobs_run *x, const struct kv_job *jb, stru
     const size_t size = sizeof res->command;
     b[0] = '\0';
     if (jb->o.repro_cut || !res->n_params) return;
-    int ok = kv_shell_append(b, size, "kverify") && kv_shell_append(b, size, jb->k->name);
+    int ok = kv_shell_append(b, size, "kverify");
+    if (ok && jb->k->origin) ok = kv_shell_append(b, size, "--kernels") && kv_shell_append(b, size, jb->k->origin);
+    ok = ok && kv_shell_append(b, size, jb->k->name);
     for (int i = 0; ok && !jb->o.inputs && i < res->n_params; i++) {
         char flag[40];
         snprintf(flag, sizeof flag, "--%s", res->pname[i]);

@@ -38,6 +38,90 @@ static int64_t var_extent(const struct kv_ev *x, const struct kv_spec_stmt *st, 
     return ext;
 }
 
+/* e's value when it depends on the parameters only (1), else 0. */
+static int const_value(const struct kv_ev *x, const struct kv_sx *e, double *v)
+{
+    double a = 0, b = 0;
+    if (e->vars || e->op == KV_SX_ACCESS) return 0;
+    if (e->op == KV_SX_NUM) return *v = e->num, 1;
+    if (e->op == KV_SX_PARAM) return *v = x->param[e->ref], 1;
+    if (e->n < 1 || !const_value(x, e->kid[0], &a) || (e->n > 1 && !const_value(x, e->kid[1], &b))) return 0;
+    switch (e->op) {
+    case KV_SX_NEG: return *v = -a, 1;
+    case KV_SX_ADD: return *v = a + b, 1;
+    case KV_SX_SUB: return *v = a - b, 1;
+    case KV_SX_MUL: return *v = a * b, 1;
+    case KV_SX_DIV: return *v = a / b, 1;
+    case KV_SX_FUNC: return e->ref == KV_FN_MIN || e->ref == KV_FN_MAX ? (*v = e->ref == KV_FN_MIN ? fmin(a, b) : fmax(a, b), 1) : 0;
+    default: return 0;
+    }
+}
+
+/* A reduction whose range is fixed by the parameters must hold a term. */
+static enum kv_status check_ranges(const struct kv_ev *x, const struct kv_spec_stmt *st, const struct kv_sx *e)
+{
+    double lo, hi;
+    if (!e) return KV_OK;
+    if ((e->op == KV_SX_SUM || e->op == KV_SX_RMAX || e->op == KV_SX_RMIN) && const_value(x, e->kid[0], &lo) &&
+        const_value(x, e->kid[1], &hi) && !(hi > lo))
+        return kv_error(KV_EDATA, "%s: %s[%d] column %d: a reduction over nothing (%g..%g)", x->s->path,
+                        st->prepare ? "prepare" : "math", st->pos, e->pos, lo, hi);
+    for (int i = 0; i < e->n; i++) KV_TRY_RET(check_ranges(x, st, e->kid[i]));
+    return KV_OK;
+}
+
+/* The range [*lo, *hi] e takes where each index variable v in known takes
+ * [vlo[v], vhi[v]]: 1, or 0 where it depends on data or is not affine enough. */
+static int interval(const struct kv_ev *x, const struct kv_sx *e, unsigned known, const double *vlo, const double *vhi,
+                    double *lo, double *hi)
+{
+    double a0, a1, b0 = 0, b1 = 0;
+    if (e->op == KV_SX_NUM || e->op == KV_SX_PARAM) return *lo = *hi = e->op == KV_SX_NUM ? e->num : x->param[e->ref], 1;
+    if (e->op == KV_SX_VAR) return (known >> e->ref & 1) ? (*lo = vlo[e->ref], *hi = vhi[e->ref], 1) : 0;
+    if (e->op < KV_SX_NEG || e->op > KV_SX_MOD || !interval(x, e->kid[0], known, vlo, vhi, &a0, &a1)) return 0;
+    if (e->n > 1 && !interval(x, e->kid[1], known, vlo, vhi, &b0, &b1)) return 0;
+    switch (e->op) {
+    case KV_SX_NEG: return *lo = -a1, *hi = -a0, 1;
+    case KV_SX_ADD: return *lo = a0 + b0, *hi = a1 + b1, 1;
+    case KV_SX_SUB: return *lo = a0 - b1, *hi = a1 - b0, 1;
+    case KV_SX_MUL:
+        *lo = fmin(fmin(a0 * b0, a0 * b1), fmin(a1 * b0, a1 * b1));
+        *hi = fmax(fmax(a0 * b0, a0 * b1), fmax(a1 * b0, a1 * b1));
+        return 1;
+    case KV_SX_DIV: return b0 == b1 && b0 > 0 ? (*lo = a0 / b0, *hi = a1 / b0, 1) : 0;
+    case KV_SX_MOD: return b0 == b1 && b0 > 0 ? (*lo = 0, *hi = b0 - 1, 1) : 0;
+    default: return 0;
+    }
+}
+
+/* Every index of an array in e within its extent, for every value the
+ * index variables take (a case's evaluation would stop there). */
+static enum kv_status check_indices(const struct kv_ev *x, const struct kv_spec_stmt *st, const struct kv_sx *e,
+                                    unsigned known, double *vlo, double *vhi)
+{
+    double lo, hi;
+    if (e->op == KV_SX_ACCESS)
+        for (int d = 0; d < e->n; d++) {
+            const int64_t ext = x->arr[e->ref].shape[d];
+            if (ext > 0 && interval(x, e->kid[d], known, vlo, vhi, &lo, &hi) && (lo < 0 || hi > (double)(ext - 1)))
+                return kv_error(KV_EDATA, "%s: %s[%d] column %d: index %d of %s runs over %g..%g, outside [0, %lld)",
+                                x->s->path, st->prepare ? "prepare" : "math", st->pos, e->pos, d + 1,
+                                x->s->sym[e->ref].name, lo, hi, (long long)ext);
+        }
+    if (e->op == KV_SX_SUM || e->op == KV_SX_RMAX || e->op == KV_SX_RMIN) {
+        double l0, l1, h0, h1;
+        KV_TRY_RET(check_indices(x, st, e->kid[0], known, vlo, vhi));
+        KV_TRY_RET(check_indices(x, st, e->kid[1], known, vlo, vhi));
+        unsigned inner = known & ~(1u << e->ref);
+        if (interval(x, e->kid[0], known, vlo, vhi, &l0, &l1) && interval(x, e->kid[1], known, vlo, vhi, &h0, &h1) &&
+            h1 - 1 >= l0)
+            inner |= 1u << e->ref, vlo[e->ref] = l0, vhi[e->ref] = h1 - 1;
+        return check_indices(x, st, e->kid[2], inner, vlo, vhi);
+    }
+    for (int i = 0; i < e->n; i++) KV_TRY_RET(check_indices(x, st, e->kid[i], known, vlo, vhi));
+    return KV_OK;
+}
+
 /* Shape every array of the case: tensors from c->t, temps from their uses. */
 static enum kv_status bind(struct kv_ev *x)
 {
@@ -54,6 +138,7 @@ static enum kv_status bind(struct kv_ev *x)
         const struct kv_spec_stmt *st = &s->stmt[s->order[k]];
         struct kv_ev_arr *a = &x->arr[st->sym];
         char msg[300] = "";
+        KV_TRY_RET(check_ranges(x, st, st->rhs));
         for (int v = 0; v < st->n_target; v++) {
             if (st->ext[v][0]) {
                 double e;
@@ -67,10 +152,16 @@ static enum kv_status bind(struct kv_ev *x)
             const int known = s->sym[st->sym].tensor >= 0 || st->ext[v][0];
             int64_t ext = var_extent(x, st, st->rhs, v, known ? a->shape[v] : 0, msg, sizeof msg);
             if (ext < 0 || ext == 0)
-                return kv_error(KV_EDATA, "%s: %s[%d]: %s", s->path, st->prepare ? "prepare" : "math", st->pos,
-                                ext < 0 ? msg : "an index of the target indexes no array: its range is unknown");
+                return kv_error(KV_EDATA, "%s: %s[%d] %s", s->path, st->prepare ? "prepare" : "math", st->pos,
+                                ext < 0 ? msg : "an index of the target indexes no array: give its range (i in EXTENT)");
             a->shape[v] = ext;
         }
+    }
+    for (int k = 0; k < s->n_stmts; k++) {
+        const struct kv_spec_stmt *st = &s->stmt[k];
+        double vlo[KV_SX_MAX_VARS] = {0}, vhi[KV_SX_MAX_VARS] = {0};
+        for (int v = 0; v < st->n_target; v++) vhi[v] = (double)x->arr[st->sym].shape[v] - 1;
+        KV_TRY_RET(check_indices(x, st, st->rhs, (1u << st->n_target) - 1, vlo, vhi));
     }
     for (int y = 0; y < s->n_syms; y++) {
         struct kv_ev_arr *a = &x->arr[y];
@@ -240,7 +331,10 @@ enum kv_status kv_spec_check(struct kv_spec *s)
         kv_case_free(&c);
         if (st) {
             char msg[512];
-            snprintf(msg, sizeof msg, "%s", kv_error_msg());
+            const char *m = kv_error_msg();
+            size_t n = strlen(s->path);
+            if (!strncmp(m, s->path, n) && !strncmp(m + n, ": ", 2)) m += n + 2; /* named once */
+            snprintf(msg, sizeof msg, "%s", m);
             if (i < 0) return kv_error(KV_EDATA, "%s: at the default parameters: %s", s->path, msg);
             return kv_error(KV_EDATA, "%s: sweep.shapes[%d] \"%s\": %s", s->path, i, s->sweep[i], msg);
         }

@@ -1,0 +1,91 @@
+# Spec kernels: softmax-bwd (shipped as a spec) end to end, a user's spec
+# folder (--kernels, KVERIFY_KERNELS), and bad specs (one line, exit 3).
+. "$(dirname "$0")/lib.bash"
+S="$KV_SRC/shaders"
+
+# Listed like a built-in, with its interface derived from the spec.
+expect_exit 0 "$KV" list
+grep -q '^softmax-bwd: softmax backward' "$TMP/out" || fail "list: no softmax-bwd"
+expect_exit 0 "$KV" list --abi
+grep -q '^  stage dx  (softmax_bwd.comp, workgroup 256x1x1)' "$TMP/out" || fail "list --abi: softmax-bwd's stage"
+grep -q 'push constants (8 bytes): uint rows; uint dim;' "$TMP/out" || fail "list --abi: softmax-bwd's push constants"
+
+# The sweep passes (its stress runs included); the fixtures pass, their
+# expected outputs (numpy, scripts/gen-fixtures) judged beside.
+expect_exit 0 "$KV" softmax-bwd --sweep --seeds 1
+grep -q '^9 cases: 9 passed' "$TMP/out" || fail "softmax-bwd sweep"
+for f in "$KV_SRC"/fixtures/softmax-bwd/*.json; do
+  expect_exit 0 "$KV" softmax-bwd --inputs "$f"
+  grep -Eq '^  dx\.expected .* pass  \(expected\)' "$TMP/out" || fail "$f: expected dx not judged"
+done
+
+# --save, then --inputs and --candidate on the saved case: the same verdict
+# without a device.
+expect_exit 0 "$KV" softmax-bwd --rows 5 --dim 33 --seed 4 --save "$TMP/saved"
+d="$TMP/saved/softmax-bwd_rows=5,dim=33,seed=4_"
+for f in inputs/y.npy inputs/dy.npy device/dx.npy oracle/dx.npy; do [ -f "$d/$f" ] || fail "--save: no $f"; done
+expect_exit 0 "$KV" softmax-bwd --inputs "$d/inputs" --candidate dx="$d/device/dx.npy" --no-device
+grep -Eq '^  dx .* pass  \(candidate\)' "$TMP/out" || fail "candidate round trip"
+
+# A planted bug (the row sum drops its last term) fails, its worst element named.
+cp "$S/softmax_bwd.comp" "$S/reduce.glsl" "$TMP/"
+sed -i 's/for (uint i = gl_LocalInvocationID.x; i < p.dim; i += KV_WG) acc +=/for (uint i = gl_LocalInvocationID.x; i + 1u < p.dim; i += KV_WG) acc +=/' \
+  "$TMP/softmax_bwd.comp"
+grep -q 'i + 1u < p.dim' "$TMP/softmax_bwd.comp" || fail "the planted bug did not apply"
+expect_exit 1 "$KV" softmax-bwd --rows 3 --dim 257 --shader dx="$TMP/softmax_bwd.comp"
+grep -Eq '^  dx .*\[[0-9]+,[0-9]+\] .* FAIL' "$TMP/out" || fail "planted bug: no failing dx row with its worst element"
+
+# A user's folder: a spec and its shader, found with --kernels and with
+# KVERIFY_KERNELS; a case's command repeats --kernels.
+mkdir "$TMP/mine"
+cp "$S/softmax_bwd.comp" "$S/reduce.glsl" "$TMP/mine/"
+sed 's/"kernel": "softmax-bwd"/"kernel": "my-softmax"/' "$S/softmax_bwd.kernel.json" > "$TMP/mine/my.kernel.json"
+expect_exit 0 "$KV" --kernels "$TMP/mine" my-softmax --rows 3 --dim 50 --json "$TMP/my.json"
+grep -q '^1 cases: 1 passed' "$TMP/out" || fail "--kernels: my-softmax"
+grep -q -- "--kernels $TMP/mine my-softmax" "$TMP/my.json" || fail "the case's command lacks --kernels"
+KVERIFY_KERNELS="/nonexistent-but-optional:$TMP/mine" expect_error 2 'KVERIFY_KERNELS: /nonexistent' "$KV" list
+KVERIFY_KERNELS="$TMP/mine" expect_exit 0 "$KV" my-softmax --rows 2 --dim 9
+expect_error 2 '^kverify: --kernels /nonexistent: not a folder' "$KV" --kernels /nonexistent list
+expect_error 2 '^kverify: --kernels needs a folder' "$KV" list --kernels
+
+# Bad specs: one line naming the file and what is wrong, exit 3.
+bad() { # bad NAME REGEX: the spec in $TMP/spec.json, in a folder of its own
+  mkdir -p "$TMP/bad_$1"
+  cp "$S/softmax_bwd.comp" "$S/reduce.glsl" "$TMP/bad_$1/"
+  cp "$TMP/spec.json" "$TMP/bad_$1/b.kernel.json"
+  expect_error 3 "^kverify: .*/bad_$1/b.kernel.json: (at the default parameters: )?$2" "$KV" --kernels "$TMP/bad_$1" list
+}
+spec() { # spec MATH [DTYPE]: softmax-bwd's spec named bad, its math replaced (and y's dtype)
+  sed -e 's/"kernel": "softmax-bwd"/"kernel": "bad"/' \
+      -e "s/{\"name\": \"y\", \"role\": \"input\", \"dtype\": \"f32\"/{\"name\": \"y\", \"role\": \"input\", \"dtype\": \"${2:-f32}\"/" \
+    "$S/softmax_bwd.kernel.json" | awk -v math="$1" '
+      /"math": \[/ { print "  \"math\": [" math "],"; skip = 1; next }
+      skip && /\],/ { skip = 0; next }
+      !skip { print }' > "$TMP/spec.json"
+}
+echo '{"kernel": "x", ' > "$TMP/spec.json"; bad json 'not valid JSON'
+spec '"s[r] = sum(c in 0..dim, y[r, c] * dy[r, c])", "dx[r, c] = y[r, c] * (dy[r, c] - t[r])"'
+bad unknown_name "math\[1\] column 34: unknown name 't'"
+spec '"dx[r, c] = y[c, r] * dy[r, c]"'
+bad shape "math\[0\] column 12: index r runs over 512, but y's index 2 has extent 4096"
+spec '"dx[r, c] = y[r, c] * sum(k in 0..0, dy[r, k])"'
+bad empty_sum 'math\[0\] column 22: a reduction over nothing \(0\.\.0\)'
+spec '"dx[r, c] = y[r, c + 1] * dy[r, c]"'
+bad oob 'math\[0\] column 12: index 2 of y runs over 1\.\.4096, outside \[0, 4096\)'
+spec '"dx[r, c] = y[r, c] * dy[r, c]"' f64
+bad dtype 'tensors\[0\]: unknown dtype "f64"'
+spec '"a[r] = b[r] + y[r, 0]", "b[r] = a[r]", "dx[r, c] = a[r] * dy[r, c]"'
+bad cycle 'math: a cycle between arrays: (a -> b -> a|b -> a -> b)'
+spec '"dx[r, c] = y[r, c] * dy[r, c"'
+bad syntax "math\[0\] column 29: expected ']'"
+spec '"dx[r, c] = y[r, c] * dy[r, c]", "dx[r, c] = 1"'
+bad twice 'math\[1\]: "dx" is defined twice'
+spec '"dx[r, c] = y[r, c] * unknownfn(dy[r, c])"'
+bad function "math\[0\] column 22: unknown function 'unknownfn'"
+cp "$S/softmax_bwd.kernel.json" "$TMP/spec.json"; bad taken 'kernel "softmax-bwd" is already defined'
+sed -e 's/"kernel": "softmax-bwd"/"kernel": "bad"/' -e 's/"stages": \[/"stagez": [/' "$S/softmax_bwd.kernel.json" > "$TMP/spec.json"
+bad unknown_field 'stagez: unknown field'
+sed -e 's/"kernel": "softmax-bwd"/"kernel": "bad"/' -e 's/"shader": "softmax_bwd.comp"/"shader": "missing.comp"/' \
+  "$S/softmax_bwd.kernel.json" > "$TMP/spec.json"
+bad shader 'stages\[0\]: shader: cannot read .*/missing.comp'
+exit 0
