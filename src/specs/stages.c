@@ -143,9 +143,11 @@ static enum kv_status groups(struct kv_spec *s, const cJSON *o, const char *f, i
         int first = -1;
         for (int t = s->k.n_tensors - 1; t >= 0; t--)
             if (s->tensors[t].role == KV_OUTPUT && s->tensors[t].stage == st) first = t;
-        snprintf(s->groups[st][0], sizeof s->groups[st][0], "cdiv(%s, local_x)", s->tensors[first].dims);
-        for (char *p = s->groups[st][0]; *p; p++)
+        char count[100];
+        snprintf(count, sizeof count, "%s", s->tensors[first].dims);
+        for (char *p = count; *p; p++)
             if (*p == ',') *p = '*';
+        snprintf(s->groups[st][0], sizeof s->groups[st][0], "cdiv(%s, local_x)", count);
         snprintf(s->groups[st][1], 128, "1");
         snprintf(s->groups[st][2], 128, "1");
     } else {

@@ -1,0 +1,285 @@
+/* The spec engine: the math language's parser, the evaluator (each function
+ * and reduction against values computed here, rounding points, IEEE cases)
+ * and the bound rules (each against its hand-derived bound). Specs are made
+ * from text; no device is needed. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "core/dtype.h"
+#include "specs/spec.h"
+#include "specs/sx.h"
+
+static const double u = 0x1p-24;
+
+/* A spec with inputs a, b, c (f32[n]), lab (i32[n]), and the outputs and math
+ * given; every output in the one stage. */
+static struct kv_spec *make(const char *outputs, const char *math, enum kv_status want)
+{
+    char text[4096];
+    snprintf(text, sizeof text,
+             "{\"kernel\": \"t\", \"params\": [{\"name\": \"n\", \"type\": \"int\", \"default\": 4},"
+             " {\"name\": \"eps\", \"type\": \"float\", \"default\": 0.1}],"
+             " \"tensors\": [{\"name\": \"a\", \"role\": \"input\", \"dtype\": \"f32\", \"shape\": \"n\", \"dist\": \"normal\"},"
+             " {\"name\": \"b\", \"role\": \"input\", \"dtype\": \"f32\", \"shape\": \"n\", \"dist\": \"normal\"},"
+             " {\"name\": \"c\", \"role\": \"input\", \"dtype\": \"f32\", \"shape\": \"n\", \"dist\": \"normal\"},"
+             " {\"name\": \"lab\", \"role\": \"input\", \"dtype\": \"i32\", \"shape\": \"n\","
+             "  \"dist\": {\"gen\": \"randint\", \"lo\": 0, \"hi\": \"n\"}}, %s],"
+             " \"math\": [%s], \"stages\": [{\"name\": \"s\", \"shader\": \"none.comp\"}]}",
+             outputs, math);
+    struct kv_spec *s = NULL;
+    enum kv_status st = kv_spec_parse("t.kernel.json", text, strlen(text), 1, &s);
+    if (st != want) fprintf(stderr, "%s\n", kv_error_msg());
+    assert_int_equal(st, want);
+    return s;
+}
+
+/* A case of s with n elements, inputs a, b, c and lab as given, the oracle run. */
+static void run(struct kv_spec *s, struct kv_case *c, int n, const float *a, const float *b, const float *cc,
+                const int32_t *lab, int exact)
+{
+    char p[32];
+    snprintf(p, sizeof p, "n=%d", n);
+    assert_int_equal(kv_case_init(c, &s->k, 1), KV_OK);
+    assert_int_equal(kv_param_apply(c, p), KV_OK);
+    assert_int_equal(kv_case_shapes(c), KV_OK);
+    assert_int_equal(kv_case_alloc(c), KV_OK);
+    memcpy(c->t[0].data, a, (size_t)n * 4);
+    memcpy(c->t[1].data, b, (size_t)n * 4);
+    memcpy(c->t[2].data, cc, (size_t)n * 4);
+    memcpy(c->t[3].data, lab, (size_t)n * 4);
+    c->exact = exact;
+    enum kv_status st = s->k.oracle(c);
+    if (st) fprintf(stderr, "%s\n", kv_error_msg());
+    assert_int_equal(st, KV_OK);
+}
+
+#define OUT(name, shape) "{\"name\": \"" name "\", \"role\": \"output\", \"dtype\": \"f32\", \"shape\": \"" shape "\"}"
+
+static const float A[4] = {0.5f, -1.25f, 3.0f, 0.0078125f}, B[4] = {2.0f, 0.75f, -0.5f, 1.5f},
+                   C[4] = {1.0f, -0.9375f, -1.5f, 4.0f};
+static const int32_t LAB[4] = {2, 0, 3, 1};
+
+static void near(double got, double want, double rel)
+{
+    if (!(fabs(got - want) <= rel * fabs(want) + 1e-300)) fail_msg("%.17g, expected %.17g", got, want);
+}
+
+static void test_parse(void **st)
+{
+    (void)st;
+    struct kv_spec *s = make(OUT("o", "n"), "\"o[i] = a[i] * 2 + b[i] * (3 - c[i]) / 4\"", KV_OK);
+    const struct kv_sx *e = s->stmt[0].rhs;
+    assert_int_equal(e->op, KV_SX_ADD); /* precedence: * and / bind tighter than + and - */
+    assert_int_equal(e->kid[0]->op, KV_SX_MUL);
+    assert_int_equal(e->kid[1]->op, KV_SX_DIV);
+    assert_int_equal(e->kid[1]->kid[0]->op, KV_SX_MUL);
+    assert_int_equal(e->kid[1]->kid[0]->kid[1]->op, KV_SX_SUB);
+    struct kv_case c;
+    run(s, &c, 4, A, B, C, LAB, 0);
+    for (int i = 0; i < 4; i++) near(c.y[4][i], (double)A[i] * 2 + (double)B[i] * (3 - (double)C[i]) / 4, 1e-15);
+    kv_case_free(&c);
+    kv_spec_free(s);
+    /* errors name the statement and the column */
+    make(OUT("o", "n"), "\"o[i] = a[i] +\"", KV_EDATA);
+    assert_non_null(strstr(kv_error_msg(), "t.kernel.json: math[0] column 14: expression missing"));
+    make(OUT("o", "n"), "\"o[i] = a[i, i]\"", KV_EDATA);
+    assert_non_null(strstr(kv_error_msg(), "math[0] column 8: 'a' takes 1 index, not 2"));
+    make(OUT("o", "n"), "\"o[i] = sum(i in 0..n, a[i])\"", KV_EDATA);
+    assert_non_null(strstr(kv_error_msg(), "column 12: index 'i' is already in use"));
+    make(OUT("o", "n"), "\"o[i] = round(f64, a[i])\"", KV_EDATA);
+    assert_non_null(strstr(kv_error_msg(), "column 14: round() takes bf16, f16 or f32 first"));
+    make(OUT("o", "n"), "\"o[i] = normal()\"", KV_EDATA);
+    assert_non_null(strstr(kv_error_msg(), "a random draw is for input preparation"));
+}
+
+/* Each function's value, and its rounding budget (ev_ops.c) with an exact operand. */
+static void test_functions(void **st)
+{
+    (void)st;
+    struct kv_spec *s = make(OUT("e", "n") "," OUT("l", "n") "," OUT("q", "n") "," OUT("r", "n") "," OUT("t", "n") ","
+                             OUT("g", "n") "," OUT("f", "n") "," OUT("m", "n") "," OUT("z", "n"),
+                             "\"e[i] = exp(a[i])\", \"l[i] = log(abs(c[i]))\", \"q[i] = sqrt(abs(a[i]))\","
+                             "\"r[i] = rsqrt(abs(b[i]))\", \"t[i] = tanh(a[i])\", \"g[i] = sigmoid(b[i])\","
+                             "\"f[i] = floor(a[i]) + erf(b[i])\", \"m[i] = min(a[i], b[i]) + max(a[i], c[i])\","
+                             "\"z[i] = sin(a[i]) + cos(b[i])\"",
+                             KV_OK);
+    struct kv_case c;
+    run(s, &c, 4, A, B, C, LAB, 0);
+    for (int i = 0; i < 4; i++) {
+        const double a = A[i], b = B[i], cc = C[i];
+        near(c.y[4][i], exp(a), 0), near(c.fix[4][i], 2 * u * (3 + 2 * fabs(a)) * exp(a), 1e-15);
+        near(c.y[5][i], log(fabs(cc)), 0);
+        near(c.fix[5][i], fabs(cc) >= 0.5 && fabs(cc) <= 2 ? 0x1p-21 : 6 * u * fabs(log(fabs(cc))), 1e-15);
+        near(c.y[6][i], sqrt(fabs(a)), 0), near(c.fix[6][i], 9 * u * sqrt(fabs(a)), 1e-15);
+        near(c.y[7][i], 1 / sqrt(fabs(b)), 0), near(c.fix[7][i], 4 * u / sqrt(fabs(b)), 1e-15);
+        near(c.y[8][i], tanh(a), 0), near(c.fix[8][i], 4 * u * (3 + 2 * fmin(fabs(a), 9)), 1e-15);
+        const double sg = 1 / (1 + exp(-b));
+        near(c.y[9][i], sg, 1e-16);
+        near(c.y[10][i], floor(a) + erf(b), 1e-16);
+        near(c.y[11][i], fmin(a, b) + fmax(a, cc), 0);
+        near(c.y[12][i], sin(a) + cos(b), 1e-16);
+        near(c.fix[12][i], 2 * 0x1p-11 + u * fabs(sin(a) + cos(b)), 1e-12);
+        assert_true(c.lam[4][i] == 0); /* no reduction: nothing scales with lambda */
+    }
+    kv_case_free(&c);
+    kv_spec_free(s);
+}
+
+/* Reductions: sum, max, min; a range that depends on the element (a prefix
+ * sum); where and a one-hot test on integer labels. */
+static void test_reductions(void **st)
+{
+    (void)st;
+    struct kv_spec *s = make(OUT("p", "n") "," OUT("x", "n") "," OUT("h", "n,n"),
+                             "\"p[i] = sum(j in 0..i+1, a[j] * b[j])\","
+                             "\"x[i] = max(j in 0..n, a[j]) - min(j in 0..n, c[j]) + s\","
+                             "\"s = sum(j in 0..n, c[j])\","
+                             "\"h[r, k] = where(lab[r] == k, 1, 0) * a[r]\"",
+                             KV_OK);
+    struct kv_case c;
+    run(s, &c, 4, A, B, C, LAB, 0);
+    double pre = 0, absum = 0;
+    for (int i = 0; i < 4; i++) {
+        pre += (double)A[i] * B[i];
+        absum += fabs((double)A[i] * B[i]);
+        near(c.y[4][i], pre, 1e-15);
+        /* the hand bound of an (i+1)-term dot product: lambda*sqrt(n)*u*S + u*S (one rounding per product) */
+        near(c.lam[4][i], i ? sqrt(i + 1.0) * u * absum : 0, 1e-12);
+        near(c.fix[4][i], u * absum, 1e-12);
+        near(c.y[5][i], 3.0 - (-1.5) + (1.0 - 0.9375 - 1.5 + 4.0), 0);
+        for (int k = 0; k < 4; k++) near(c.y[6][i * 4 + k], LAB[i] == k ? (double)A[i] : 0, 0);
+    }
+    kv_case_free(&c);
+    kv_spec_free(s);
+}
+
+/* round(): the spec oracle rounds, the exact one does not; the bound gains
+ * one ulp of the type where the operand carries an error (a flip). */
+static void test_rounding(void **st)
+{
+    (void)st;
+    struct kv_spec *s = make(OUT("o", "n"), "\"o[i] = round(bf16, a[i] * c[i] / 3) + round(bf16, b[i])\"", KV_OK);
+    assert_true(s->k.has_exact);
+    struct kv_case c;
+    run(s, &c, 4, A, B, C, LAB, 0);
+    for (int i = 0; i < 4; i++) {
+        const double q = (double)A[i] * C[i] / 3, want = kv_bf16_to_f32(kv_f32_to_bf16((float)q)) + B[i];
+        near(c.y[4][i], want, 0);
+        const double pq = u * fabs((double)A[i] * C[i]), dq = 5 * u * fabs(q) + pq / 3;
+        near(c.fix[4][i], dq + kv_ulp(KV_BF16, q) + u * fabs(want), 1e-12);
+    }
+    kv_case_free(&c);
+    run(s, &c, 4, A, B, C, LAB, 1);
+    for (int i = 0; i < 4; i++) near(c.y[4][i], (double)A[i] * C[i] / 3 + B[i], 1e-16);
+    kv_case_free(&c);
+    kv_spec_free(s);
+}
+
+/* Non-finite values follow IEEE arithmetic; a NaN term makes a max NaN. */
+static void test_ieee(void **st)
+{
+    (void)st;
+    struct kv_spec *s = make(OUT("d", "n") "," OUT("m", "n"),
+                             "\"d[i] = a[i] / b[i] - c[i] / c[i]\", \"m[i] = max(j in 0..n, a[j]) + 0 * b[i]\"", KV_OK);
+    const float a[4] = {1, -1, 0, NAN}, b[4] = {0, 0, 0, 1}, cc[4] = {INFINITY, 1, 1, 1};
+    struct kv_case c;
+    run(s, &c, 4, a, b, cc, LAB, 0);
+    assert_true(isnan(c.y[4][0]));                         /* Inf - Inf/Inf... 1/0 - NaN */
+    assert_true(isinf(c.y[4][1]) && c.y[4][1] < 0);        /* -1/0 - 1 */
+    assert_true(isnan(c.y[4][2]));                         /* 0/0 */
+    assert_true(isnan(c.y[4][3]));                         /* NaN */
+    for (int i = 0; i < 4; i++) assert_true(isnan(c.y[5][i]));
+    assert_false(isnan(c.fix[4][1]));                      /* an error of 0 times Inf stays 0 */
+    kv_case_free(&c);
+    kv_spec_free(s);
+}
+
+/* Comparisons that the operands' errors could flip carry the distance
+ * between where()'s branches; an exact one carries none. */
+static void test_flip(void **st)
+{
+    (void)st;
+    struct kv_spec *s = make(OUT("o", "n"), "\"o[i] = where(a[i] * b[i] > c[i], 10, 3)\"", KV_OK);
+    const float a[4] = {0.5f, 3, 1, 1}, b[4] = {2, 1, 1, 1}, cc[4] = {1, 1, 0.5f, 1};
+    struct kv_case c;
+    run(s, &c, 4, a, b, cc, LAB, 0);
+    /* a*b = 1 = c: the product's rounding error (u) could flip it */
+    assert_true(c.fix[4][0] >= 7 && c.y[4][0] == 3);
+    assert_true(c.fix[4][1] == 0 && c.y[4][1] == 10); /* 3 > 1 by far */
+    assert_true(c.fix[4][3] >= 7);
+    kv_case_free(&c);
+    kv_spec_free(s);
+}
+
+/* Stage isolation: a later stage reads the earlier output rounded to its
+ * dtype, and its chained allowance carries that output's allowed error. */
+static void test_stages(void **st)
+{
+    (void)st;
+    const char *text =
+        "{\"kernel\": \"t2\", \"params\": [{\"name\": \"n\", \"type\": \"int\", \"default\": 3}],"
+        " \"tensors\": [{\"name\": \"a\", \"role\": \"input\", \"dtype\": \"f32\", \"shape\": \"n\", \"dist\": \"normal\"},"
+        " {\"name\": \"s\", \"role\": \"output\", \"dtype\": \"bf16\", \"shape\": \"1\", \"stage\": \"one\"},"
+        " {\"name\": \"o\", \"role\": \"output\", \"dtype\": \"f32\", \"shape\": \"n\", \"stage\": \"two\"}],"
+        " \"math\": [\"s[z] = sum(j in 0..n, a[j]) + 0 * z\", \"o[i] = a[i] * s[0]\"],"
+        " \"stages\": [{\"name\": \"one\", \"shader\": \"x.comp\"}, {\"name\": \"two\", \"shader\": \"y.comp\"}]}";
+    struct kv_spec *s = NULL;
+    assert_int_equal(kv_spec_parse("t2", text, strlen(text), 1, &s), KV_OK);
+    /* default interfaces: the tensors each stage reads and writes, in order */
+    assert_int_equal(s->stages[0].n_bindings, 2);
+    assert_int_equal(s->stages[1].n_bindings, 3);
+    struct kv_case c;
+    assert_int_equal(kv_case_init(&c, &s->k, 1), KV_OK);
+    assert_int_equal(kv_case_shapes(&c), KV_OK);
+    assert_int_equal(kv_case_alloc(&c), KV_OK);
+    const float a[3] = {1.0f, 0.00390625f, 0.0009765625f};
+    memcpy(c.t[0].data, a, sizeof a);
+    assert_int_equal(s->k.oracle(&c), KV_OK);
+    const double sum = 1.0 + 0.00390625 + 0.0009765625, sb = kv_bf16_to_f32(kv_f32_to_bf16((float)sum));
+    near(c.y[1][0], sum, 0);
+    for (int i = 0; i < 3; i++) {
+        near(c.y[2][i], a[i] * sb, 0);                         /* isolated: the rounded s */
+        const double allowed = 8 * c.lam[1][0] + c.fix[1][0] + 0.5 * kv_ulp(KV_BF16, sum);
+        near(c.slack_chain[2][i], a[i] * allowed, 1e-12);      /* chained: s's allowance, propagated */
+        near(c.fix[2][i], u * fabs(a[i] * sb), 1e-12);
+    }
+    kv_case_free(&c);
+    kv_spec_free(s);
+}
+
+/* An index that data sends out of its range stops the oracle, naming the element. */
+static void test_index_error(void **st)
+{
+    (void)st;
+    struct kv_spec *s = make(OUT("o", "n"), "\"o[i] = a[lab[i]]\"", KV_OK);
+    struct kv_case c;
+    const int32_t bad[4] = {0, 1, 4, 2};
+    run(s, &c, 4, A, B, C, LAB, 0);
+    for (int i = 0; i < 4; i++) near(c.y[4][i], A[LAB[i]], 0);
+    kv_case_free(&c);
+    assert_int_equal(kv_case_init(&c, &s->k, 1), KV_OK);
+    assert_int_equal(kv_case_shapes(&c), KV_OK);
+    assert_int_equal(kv_case_alloc(&c), KV_OK);
+    memcpy(c.t[3].data, bad, sizeof bad);
+    assert_int_equal(s->k.oracle(&c), KV_EDATA);
+    assert_non_null(strstr(kv_error_msg(), "math[0] column 8: index 1 of a is 4, outside [0, 4) (at i=2)"));
+    kv_case_free(&c);
+    kv_spec_free(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parse),     cmocka_unit_test(test_functions), cmocka_unit_test(test_reductions),
+        cmocka_unit_test(test_rounding),  cmocka_unit_test(test_ieee),      cmocka_unit_test(test_flip),
+        cmocka_unit_test(test_stages),    cmocka_unit_test(test_index_error),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
