@@ -36,6 +36,7 @@ void kv_usage(FILE *f)
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         fprintf(f, "  %-14s %s\n", commands[i].name, commands[i].help);
     fprintf(f, "\noptions:\n  --help         this help\n  --version      print the version\n"
+               "  --kernels DIR  also the spec kernels (*.kernel.json) in DIR, anywhere on the line (repeatable)\n"
                "\nexample: kverify rmsnorm-bwd --rows 512 --dim 4096 --json report.json\n"
                "exit: 0 pass, 1 out of tolerance, 2 usage, 3 bad input data, 4 device error, 77 no device\n"
                "environment: KVERIFY_VALIDATE=1 enables the Khronos validation layer (errors exit 4)\n");

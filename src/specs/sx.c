@@ -122,13 +122,13 @@ static enum kv_status reduction(struct parser *ps, const char *at, enum kv_sx_op
     if (find_var(ps->st, var) >= 0) return FAIL(ps, vat, "index '%s' is already in use", var);
     if (ps->st->n_vars == KV_SX_MAX_VARS) return FAIL(ps, vat, "more than 16 index variables at '%s'", var);
     if (!accept(ps, "in")) return FAIL(ps, ps->p, "expected 'in' after '%s'", var);
+    (*out)->n = 3; /* kids freed with the node, parsed or not */
     if ((st = expr(ps, &(*out)->kid[0])) || (st = expect(ps, "..")) || (st = expr(ps, &(*out)->kid[1])) ||
         (st = expect(ps, ",")))
         return st;
     int slot = ps->st->n_vars++;
     snprintf(ps->st->var[slot], sizeof ps->st->var[slot], "%s", var);
     (*out)->ref = slot;
-    (*out)->n = 3;
     if ((st = expr(ps, &(*out)->kid[2])) || (st = expect(ps, ")"))) return st;
     ps->st->var[slot][0] = '\0'; /* out of scope; the slot stays the reduction's */
     return KV_OK;
