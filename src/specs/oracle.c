@@ -143,6 +143,9 @@ static enum kv_status bind(struct kv_ev *x)
             if (st->ext[v][0]) {
                 double e;
                 KV_TRY_RET(kv_spec_param_expr(x->c, s->path, st->ext[v], &e));
+                if (!(e >= 1 && e <= 9007199254740992.0))
+                    return kv_error(KV_EUSAGE, "%s: %s[%d]: %s in %s = %g: an extent is at least 1", s->path,
+                                    st->prepare ? "prepare" : "math", st->pos, st->var[v], st->ext[v], e);
                 if (s->sym[st->sym].tensor >= 0 && (int64_t)e != a->shape[v])
                     return kv_error(KV_EDATA, "%s: math[%d]: %s runs over %s = %lld, but %s's extent is %lld", s->path,
                                     st->pos, st->var[v], st->ext[v], (long long)e, s->sym[st->sym].name,
