@@ -95,7 +95,7 @@ static enum kv_status parse_dims(struct kv_spec *s, const char *f, const char *i
             ndim += *p == ',';
         }
     out[o] = '\0';
-    if (!o) BAD(f, "empty shape");
+    if (!o || out[0] == ',' || out[o - 1] == ',' || strstr(out, ",,")) BAD(f, "an empty extent in \"%s\"", in);
     if (ndim > KV_MAX_DIMS) BAD(f, "more than %d dimensions", KV_MAX_DIMS);
     char tok[64];
     for (const char *p = out; *p;) {
