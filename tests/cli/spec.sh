@@ -35,6 +35,30 @@ grep -q 'i + 1u < p.dim' "$TMP/softmax_bwd.comp" || fail "the planted bug did no
 expect_exit 1 "$KV" softmax-bwd --rows 3 --dim 257 --shader dx="$TMP/softmax_bwd.comp"
 grep -Eq '^  dx .*\[[0-9]+,[0-9]+\] .* FAIL' "$TMP/out" || fail "planted bug: no failing dx row with its worst element"
 
+# A foreign shader's own interface (--abi) maps onto the spec's stage: its
+# bindings swapped and its push block renamed; without the file it fails.
+sed -e 's/binding = 0) readonly buffer Y/binding = 9) readonly buffer Y/' -e 's/binding = 1) readonly buffer DY/binding = 0) readonly buffer DY/' \
+    -e 's/binding = 9) readonly buffer Y/binding = 1) readonly buffer Y/' \
+    -e 's/uniform Push { uint rows; uint dim; } p;/uniform Push { uint cols; uint nrows; } q;/' \
+    -e 's/p\.rows/q.nrows/g' -e 's/p\.dim/q.cols/g' "$S/softmax_bwd.comp" > "$TMP/foreign.comp"
+cat > "$TMP/foreign.abi.json" <<'EOF'
+{"stage": "dx",
+ "bindings": [{"binding": 0, "tensor": "dy"}, {"binding": 1, "tensor": "y"}, {"binding": 2, "tensor": "dx"}],
+ "push": [{"name": "cols", "type": "uint", "value": "dim"}, {"name": "nrows", "type": "uint", "value": "rows"}],
+ "dispatch": ["min(rows, 65535)", "1", "1"]}
+EOF
+expect_exit 0 "$KV" softmax-bwd --rows 70 --dim 300 --shader dx="$TMP/foreign.comp" --abi "$TMP/foreign.abi.json"
+expect_exit 1 "$KV" softmax-bwd --rows 70 --dim 300 --shader dx="$TMP/foreign.comp"
+
+# --sample and --bench work as for a built-in; mutate kills every bound, step,
+# index and dropped-term mutant of the shader on one seed of its sweep.
+expect_exit 0 "$KV" softmax-bwd --rows 300 --dim 500 --sample 200
+grep -Eq 'of 150000 elements sampled' "$TMP/out" || fail "--sample"
+expect_exit 0 "$KV" softmax-bwd --rows 64 --dim 256 --bench 2 --bench-warmup 0
+grep -Eq '^  bench dx +min' "$TMP/out" || fail "--bench"
+expect_exit 0 "$KV" mutate softmax-bwd --operators bound,step,index,drop --seeds 1
+grep -Eq '^mutation score 100.0%' "$TMP/out" || fail "mutate softmax-bwd"
+
 # A user's folder: a spec and its shader, found with --kernels and with
 # KVERIFY_KERNELS; a case's command repeats --kernels.
 mkdir "$TMP/mine"
