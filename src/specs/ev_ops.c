@@ -89,7 +89,7 @@ static void unary_rule(struct parts *o, const struct parts *a, int l, double r, 
     o->p[KV_EV_FIX][l] = mulE(d, a->p[KV_EV_FIX][l]) + own;
     o->p[KV_EV_CHN][l] = mulE(d, a->p[KV_EV_CHN][l]);
     o->p[KV_EV_S][l] = S;
-    o->p[KV_EV_PK][l] = fmax(a->p[KV_EV_PK][l], fabs(r));
+    o->p[KV_EV_PK][l] = kv_maxd(a->p[KV_EV_PK][l], fabs(r));
 }
 
 static double total_err(const struct parts *a, int l)
@@ -169,7 +169,7 @@ static void compare(const struct kv_sx *e, struct parts *o, const struct parts *
     o->p[KV_EV_V][l] = r, o->p[KV_EV_S][l] = 1;
     o->p[KV_EV_LAM][l] = o->p[KV_EV_CHN][l] = 0;
     o->p[KV_EV_FIX][l] = flip;
-    o->p[KV_EV_PK][l] = fmax(a->p[KV_EV_PK][l], b->p[KV_EV_PK][l]);
+    o->p[KV_EV_PK][l] = kv_maxd(a->p[KV_EV_PK][l], b->p[KV_EV_PK][l]);
 }
 
 /* + - * / %, part by part over the lanes (loops the compiler vectorises):
@@ -208,7 +208,7 @@ static void arith(const struct kv_ev_ctx *c, const struct kv_sx *e, struct parts
     double *fix = o->p[KV_EV_FIX], *pk = o->p[KV_EV_PK];
     const double *pa = a->p[KV_EV_PK], *pb = b->p[KV_EV_PK];
     for (int l = 0; l < nl; l++) fix[l] += own[l];
-    for (int l = 0; l < nl; l++) pk[l] = fmax(fmax(pa[l], pb[l]), fabs(r[l]));
+    for (int l = 0; l < nl; l++) pk[l] = kv_maxd(kv_maxd(pa[l], pb[l]), fabs(r[l]));
 }
 
 /* min and max of two: the chosen operand's parts, the larger error */
@@ -219,8 +219,8 @@ static void minmax(const struct kv_sx *e, struct parts *o, const struct parts *a
     const struct parts *w = pick_a ? a : b;
     o->p[KV_EV_V][l] = w->p[KV_EV_V][l];
     o->p[KV_EV_S][l] = w->p[KV_EV_S][l];
-    for (int k = KV_EV_LAM; k <= KV_EV_CHN; k++) o->p[k][l] = fmax(a->p[k][l], b->p[k][l]);
-    o->p[KV_EV_PK][l] = fmax(a->p[KV_EV_PK][l], b->p[KV_EV_PK][l]);
+    for (int k = KV_EV_LAM; k <= KV_EV_CHN; k++) o->p[k][l] = kv_maxd(a->p[k][l], b->p[k][l]);
+    o->p[KV_EV_PK][l] = kv_maxd(a->p[KV_EV_PK][l], b->p[KV_EV_PK][l]);
 }
 
 void kv_ev_binary(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
@@ -243,7 +243,7 @@ void kv_ev_where(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
         const int take_a = q.p[KV_EV_V][l] != 0;
         const struct parts *w = take_a ? &a : &b, *other = take_a ? &b : &a;
         for (int k = 0; k < KV_EV_PARTS; k++) o.p[k][l] = w->p[k][l];
-        o.p[KV_EV_PK][l] = fmax(o.p[KV_EV_PK][l], q.p[KV_EV_PK][l]);
+        o.p[KV_EV_PK][l] = kv_maxd(o.p[KV_EV_PK][l], q.p[KV_EV_PK][l]);
         if (q.p[KV_EV_FIX][l] > 0) /* the condition may flip: the other branch is legal too */
             o.p[KV_EV_FIX][l] += fabs(a.p[KV_EV_V][l] - b.p[KV_EV_V][l]) + total_err(other, l);
     }

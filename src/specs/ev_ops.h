@@ -53,6 +53,12 @@ struct kv_ev_ctx {
     int failed;
 };
 
+/* fmax, inlined: the larger, a NaN only where both are */
+static inline double kv_maxd(double a, double b)
+{
+    return b > a || a != a ? b : a;
+}
+
 static inline double *kv_ev_part(const struct kv_ev_ctx *c, const struct kv_sx *e, int part)
 {
     return c->scr + ((size_t)e->id * KV_EV_PARTS + (size_t)part) * KV_EV_LANES;

@@ -198,7 +198,7 @@ static void acc_add(struct acc *a, enum kv_sx_op op, const double *const b[KV_EV
 {
     const double v = b[KV_EV_V][l];
     a->n++;
-    a->p[KV_EV_PK] = fmax(a->p[KV_EV_PK], b[KV_EV_PK][l]);
+    a->p[KV_EV_PK] = kv_maxd(a->p[KV_EV_PK], b[KV_EV_PK][l]);
     if (op == KV_SX_SUM) {
         a->p[KV_EV_V] += v;
         for (int k = KV_EV_S; k <= KV_EV_CHN; k++) a->p[k] += b[k][l];
@@ -211,7 +211,7 @@ static void acc_add(struct acc *a, enum kv_sx_op op, const double *const b[KV_EV
         a->p[KV_EV_V] = v;
         a->p[KV_EV_S] = b[KV_EV_S][l];
     }
-    for (int k = KV_EV_LAM; k <= KV_EV_CHN; k++) a->p[k] = fmax(a->p[k], b[k][l]);
+    for (int k = KV_EV_LAM; k <= KV_EV_CHN; k++) a->p[k] = kv_maxd(a->p[k], b[k][l]);
 }
 
 /* Into lane l of e: a sum's accumulation error is lambda*sqrt(n)*u*sum|terms|
@@ -222,7 +222,7 @@ static void acc_done(struct kv_ev_ctx *c, const struct kv_sx *e, const struct ac
     for (int k = 0; k < KV_EV_PARTS; k++) p[k] = kv_ev_part(c, e, k), p[k][l] = a->p[k];
     if (e->op != KV_SX_SUM) return;
     if (a->n > 1) p[KV_EV_LAM][l] += sqrt((double)a->n) * c->x->u * a->abs;
-    p[KV_EV_PK][l] = fmax(p[KV_EV_PK][l], a->abs);
+    p[KV_EV_PK][l] = kv_maxd(p[KV_EV_PK][l], a->abs);
 }
 
 /* The bounds of e's range per lane; *uniform when every lane has the same. */
