@@ -35,7 +35,7 @@ enum kv_status kv_spec_check(struct kv_spec *s);
 
 #define KV_SPEC_BAD(s, field, ...)                                                                          \
     do {                                                                                                    \
-        char cause_[600];                                                                                   \
+        char cause_[1400];                                                                                   \
         snprintf(cause_, sizeof cause_, __VA_ARGS__);                                                       \
         return kv_spec_field_error(s, field, cause_);                                                       \
     } while (0)
