@@ -9,7 +9,9 @@
  *   it is +-1 in f32); sin, cos: 2^-11 absolute; erf (no GLSL built-in): 16u
  *   absolute, room for a polynomial good to 1e-6;
  *   comparisons: exact, but a result its operands' errors could flip carries
- *   an error of 1 (and where() the distance between its branches). */
+ *   an error of 1 (and where() the distance between its branches);
+ *   and any result (or input) below f32's smallest normal may be flushed to
+ *   zero (Vulkan allows it without shaderDenormPreserve): its magnitude more. */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -82,8 +84,15 @@ static struct parts parts_of(const struct kv_ev_ctx *c, const struct kv_sx *e)
 }
 
 /* f(a) = r with derivative d: the operand's errors scaled by |d|, plus own */
+/* the flush of a subnormal result */
+static inline double flush(double r)
+{
+    return fabs(r) < 0x1p-126 ? fabs(r) : 0;
+}
+
 static void unary_rule(struct parts *o, const struct parts *a, int l, double r, double d, double own, double S)
 {
+    own += flush(r);
     o->p[KV_EV_V][l] = r;
     o->p[KV_EV_LAM][l] = mulE(d, a->p[KV_EV_LAM][l]);
     o->p[KV_EV_FIX][l] = mulE(d, a->p[KV_EV_FIX][l]) + own;
@@ -207,7 +216,7 @@ static void arith(const struct kv_ev_ctx *c, const struct kv_sx *e, struct parts
     }
     double *fix = o->p[KV_EV_FIX], *pk = o->p[KV_EV_PK];
     const double *pa = a->p[KV_EV_PK], *pb = b->p[KV_EV_PK];
-    for (int l = 0; l < nl; l++) fix[l] += own[l];
+    for (int l = 0; l < nl; l++) fix[l] += own[l] + flush(r[l]);
     for (int l = 0; l < nl; l++) pk[l] = kv_maxd(kv_maxd(pa[l], pb[l]), fabs(r[l]));
 }
 

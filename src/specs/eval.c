@@ -78,8 +78,10 @@ static int eval_access(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
         else
             for (int l = 0; l < nl; l++) p[KV_EV_V][l] = kv_load_f64(a->dtype, a->raw, (size_t)flat[l]);
         for (int l = 0; l < nl; l++) {
-            p[KV_EV_S][l] = p[KV_EV_PK][l] = fabs(p[KV_EV_V][l]);
-            p[KV_EV_LAM][l] = p[KV_EV_FIX][l] = p[KV_EV_CHN][l] = 0;
+            const double m = fabs(p[KV_EV_V][l]);
+            p[KV_EV_S][l] = p[KV_EV_PK][l] = m;
+            p[KV_EV_LAM][l] = p[KV_EV_CHN][l] = 0;
+            p[KV_EV_FIX][l] = m < 0x1p-126 ? m : 0; /* a subnormal input may be flushed */
         }
         return 0;
     }

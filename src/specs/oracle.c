@@ -299,7 +299,12 @@ cleanup:
 static void finish_output(struct kv_case *c, const struct kv_ev_arr *a, int t)
 {
     const double *pk = a->part[KV_EV_PK];
-    for (size_t e = 0; e < c->t[t].count; e++) c->ovf[t][e] = !(pk[e] <= FLT_MAX) && !isnan(pk[e]);
+    /* an intermediate past f32's range (with room for its rounding) overflows
+     * on the device, and what follows is not the float64 value: any result */
+    for (size_t e = 0; e < c->t[t].count; e++) {
+        c->ovf[t][e] = !(pk[e] <= 0x1.fffcp127) && !isnan(pk[e]);
+        if (c->ovf[t][e]) c->lam[t][e] = c->fix[t][e] = INFINITY;
+    }
     /* the bound is per element (lam, fix); these fields are for the reports */
     c->bound[t] = (struct kv_bound){.n = 1, .k_op = 0, .u_acc = 0x1p-24, .rho = 1};
 }
