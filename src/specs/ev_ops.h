@@ -22,6 +22,7 @@ struct kv_ev_arr {
     double *iso[2];               /* outputs read by a later stage: the value rounded to dtype, and its
                                      allowed error (what the later stage is fed; eval.h) */
     int stage;                    /* outputs: the producing stage; temps: the stage that reads them; -1 */
+    int output;                   /* a kernel output (another stage reads it isolated) */
     int owned;                    /* part[] allocated here (else borrowed from the case) */
 };
 

@@ -88,7 +88,7 @@ static int eval_access(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
     /* another stage's output: the device is fed the oracle's value rounded to
      * its dtype (stage isolation); a chained rerun, the producer's, within its
      * allowed error (iso, made once per array: kv_ev_isolate) */
-    const int iso = a->stage >= 0 && a->stage != c->stage;
+    const int iso = a->output && a->stage != c->stage;
     for (int k = 0; k < KV_EV_PARTS; k++) {
         const double *src = !iso || k == KV_EV_S || k == KV_EV_PK ? a->part[k]
                             : k == KV_EV_V                          ? a->iso[0]

@@ -31,6 +31,17 @@ enum kv_status kv_spec_text(const struct kv_spec *s, const cJSON *o, const char 
 }
 
 
+int kv_spec_param(const struct kv_kernel *k, const char *name)
+{
+    int p = kv_param_index(k, name);
+    char dashed[64];
+    if (p >= 0 || strlen(name) >= sizeof dashed) return p;
+    snprintf(dashed, sizeof dashed, "%s", name);
+    for (char *c = dashed; *c; c++)
+        if (*c == '_') *c = '-';
+    return kv_param_index(k, dashed);
+}
+
 struct lookup_ctx {
     const struct kv_case *c;
     const uint32_t *local;
@@ -44,7 +55,7 @@ static int lookup(void *ctx, const char *name, double *v)
         *v = x->local[name[6] - 'x'];
         return 1;
     }
-    int p = kv_param_index(c->k, name);
+    int p = kv_spec_param(c->k, name);
     if (p < 0) return 0;
     const struct kv_param_def *d = &c->k->params[p];
     *v = d->type == KV_PARAM_INT ? (double)c->p[p].i : d->type == KV_PARAM_FLOAT ? c->p[p].f : (double)c->p[p].c;

@@ -18,7 +18,7 @@ int kv_spec_sym(const struct kv_spec *s, const char *name)
 
 static int names_param(void *ctx, const char *name)
 {
-    return kv_param_index(&((struct kv_spec *)ctx)->k, name);
+    return kv_spec_param(&((struct kv_spec *)ctx)->k, name);
 }
 
 static int names_array(void *ctx, const char *name, int *ndim)

@@ -131,6 +131,7 @@ static enum kv_status bind(struct kv_ev *x)
         int t = s->sym[y].tensor;
         a->ndim = s->sym[y].ndim;
         a->stage = s->sym[y].stage;
+        a->output = t >= 0 && s->tensors[t].role == KV_OUTPUT;
         if (t >= 0) memcpy(a->shape, x->c->t[t].shape, sizeof a->shape), a->dtype = x->c->t[t].dtype;
         else memset(a->shape, 0, sizeof a->shape), a->dtype = KV_F32;
     }
@@ -235,10 +236,13 @@ enum kv_status kv_spec_validate(struct kv_case *c)
         if (c->t[t].count > INT32_MAX)
             return kv_error(KV_EUSAGE, "%s: tensor %s has %zu elements, more than 2^31-1", s->name, s->tensors[t].name,
                             c->t[t].count);
-    for (int i = 0; i < s->k.n_params; i++)
-        if (s->params[i].type == KV_PARAM_INT && (c->p[i].i < 0 || c->p[i].i > (int64_t)UINT32_MAX))
-            return kv_error(KV_EUSAGE, "--%s %lld does not fit the shaders' 32-bit unsigned push constant",
-                            s->params[i].name, (long long)c->p[i].i);
+    for (int i = 0; i < s->k.n_params; i++) {
+        const int sgn = s->params[i].min < 0; /* a signed push constant */
+        const int64_t v = c->p[i].i, lo = sgn ? INT32_MIN : 0, hi = sgn ? INT32_MAX : (int64_t)UINT32_MAX;
+        if (s->params[i].type == KV_PARAM_INT && (v < lo || v > hi))
+            return kv_error(KV_EUSAGE, "--%s %lld does not fit the shaders' 32-bit %s push constant", s->params[i].name,
+                            (long long)v, sgn ? "signed" : "unsigned");
+    }
     const uint32_t local[3] = {1, 1, 1};
     for (int st = 0; st < s->k.n_stages; st++)
         for (int a = 0; a < 3; a++) {

@@ -100,6 +100,10 @@ void kv_spec_launch(const struct kv_case *c, const uint32_t local[3], const uint
                     uint32_t groups[3]);
 double kv_spec_flops(const struct kv_case *c);
 
+/* The parameter of k named name, where a dash of its flag may be written as
+ * an underscore (--ignore-index is ignore_index); -1 if none. */
+int kv_spec_param(const struct kv_kernel *k, const char *name);
+
 /* Find the symbol named name, -1 if none. */
 int kv_spec_sym(const struct kv_spec *s, const char *name);
 

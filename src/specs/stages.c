@@ -55,7 +55,16 @@ static enum kv_status assign(struct kv_spec *s, const cJSON *root)
                 if (y < s->k.n_tensors && s->tensors[y].role == KV_OUTPUT && s->tensors[y].stage > st)
                     BAD("math", "\"%s\" (stage %s) reads \"%s\", which a later stage makes", s->tensors[t].name,
                         s->stages[st].name, s->tensors[y].name);
-                if (y >= s->k.n_tensors && s->sym[y].stage < 0) s->sym[y].stage = st;
+                if (y < s->k.n_tensors) continue;
+                if (s->sym[y].stage < 0) s->sym[y].stage = st;
+                else if (s->sym[y].stage != st) { /* evaluated once: it must not depend on where it is read */
+                    int deps[KV_SPEC_MAX_SYMS] = {0};
+                    reads(s, s->sym[y].stmt, deps);
+                    for (int o = 0; o < s->k.n_tensors; o++)
+                        if (deps[o] && s->tensors[o].role == KV_OUTPUT)
+                            BAD("math", "\"%s\" reads output \"%s\" and is read by stages %s and %s: give each its own",
+                                s->sym[y].name, s->tensors[o].name, s->stages[s->sym[y].stage].name, s->stages[st].name);
+                }
             }
         }
     return KV_OK;
@@ -105,7 +114,9 @@ static enum kv_status push(struct kv_spec *s, const cJSON *o, const char *f, int
     doc[0] = '\0';
     for (int i = 0; i < q->n; i++)
         len += (size_t)snprintf(doc + len, len < 1024 ? 1024 - len : 0, "%s%s %s;", i ? " " : "",
-                                s->params[q->param[i]].type == KV_PARAM_FLOAT ? "float" : "uint",
+                                s->params[q->param[i]].type == KV_PARAM_FLOAT ? "float"
+                                : s->params[q->param[i]].type == KV_PARAM_INT && s->params[q->param[i]].min < 0 ? "int"
+                                                                                                                : "uint",
                                 s->params[q->param[i]].name);
     s->stages[st].push_size = (uint32_t)(4 * q->n);
     s->stages[st].push_doc = doc;
@@ -180,7 +191,7 @@ static void launch_at(const struct kv_case *c, int st, const uint32_t local[3], 
             float f = (float)c->p[p].f;
             memcpy(&w[i], &f, 4);
         } else {
-            w[i] = s->params[p].type == KV_PARAM_INT ? (uint32_t)c->p[p].i : (uint32_t)c->p[p].c;
+            w[i] = s->params[p].type == KV_PARAM_INT ? (uint32_t)((uint64_t)c->p[p].i & 0xffffffffu) : (uint32_t)c->p[p].c;
         }
     }
     for (int a = 0; a < 3; a++) {
