@@ -53,6 +53,7 @@ static double call(struct parser *x, const char *name)
     if (!eat(x, ',')) return fail(x, "%s: '%s': %s takes two arguments", name);
     double b = sum(x);
     if (!eat(x, ')')) return fail(x, "%s: '%s': ')' expected after the arguments of %s", name);
+    if (!strcmp(name, "pow")) return checked(x, pow(a, b));
     if (!strcmp(name, "min")) return fmin(a, b);
     if (!strcmp(name, "max")) return fmax(a, b);
     if (b == 0) return fail(x, "%s: '%s' divides by zero (in %s)", name);
@@ -81,8 +82,8 @@ static double atom(struct parser *x)
         name[n] = '\0';
         if (eat(x, '(')) {
             if (strcmp(name, "min") && strcmp(name, "max") && strcmp(name, "cdiv") && strcmp(name, "fdiv") &&
-                strcmp(name, "sqrt"))
-                v = fail(x, "%s: '%s': unknown function '%s' (min, max, cdiv, fdiv, sqrt)", name);
+                strcmp(name, "sqrt") && strcmp(name, "pow"))
+                v = fail(x, "%s: '%s': unknown function '%s' (min, max, cdiv, fdiv, sqrt, pow)", name);
             else v = call(x, name);
         } else if (!x->lookup(x->ctx, name, &v)) {
             v = fail(x, "%s: '%s': unknown name '%s' (the kernel's parameters; see kverify list)", name);

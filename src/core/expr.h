@@ -1,7 +1,7 @@
 /* Arithmetic expressions over named values, for interface files (--abi):
  * numbers, names, + - * / %, parentheses, unary minus, and the functions
  * min(a, b), max(a, b), cdiv(a, b) (ceiling division), fdiv(a, b) (floor
- * division) and sqrt(a). Evaluated in double precision; any value beyond 2^53 in
+ * division), sqrt(a) and pow(a, b). Evaluated in double precision; any value beyond 2^53 in
  * magnitude, a division or remainder by zero, or a non-finite result is an
  * error, as is an unknown name. */
 #ifndef KV_EXPR_H

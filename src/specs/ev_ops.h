@@ -31,7 +31,7 @@ struct kv_ev {
     const struct kv_case *c;
     int exact;                    /* no rounding points (the exact oracle) */
     double u;                     /* unit roundoff of the arithmetic (f32) */
-    double param[KV_MAX_PARAMS];  /* as the device sees them (floats rounded to f32) */
+    double param[KV_MAX_PARAMS + KV_SPEC_MAX_CONSTS]; /* parameters, then constants, as the device sees them */
     struct kv_ev_arr arr[KV_SPEC_MAX_SYMS];
 };
 

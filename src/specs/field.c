@@ -75,3 +75,11 @@ enum kv_status kv_spec_groups(const struct kv_case *c, const char *what, const c
     return kv_expr_eval(what, expr, lookup, &x, out);
 }
 
+
+enum kv_status kv_spec_const(const struct kv_case *c, int j, double *v)
+{
+    const struct kv_spec *s = (const struct kv_spec *)(const void *)c->k;
+    char what[1200];
+    snprintf(what, sizeof what, "%s: constants[%d]", s->path, j);
+    return kv_spec_param_expr(c, what, s->const_expr[j], v);
+}

@@ -113,6 +113,23 @@ static enum kv_status parse_dims(struct kv_spec *s, const char *f, const char *i
     return KV_OK;
 }
 
+static enum kv_status parse_const(struct kv_spec *s, const cJSON *o, int i)
+{
+    char f[64];
+    snprintf(f, sizeof f, "constants[%d]", i);
+    if (!cJSON_IsObject(o)) BAD(f, "not an object");
+    enum kv_status st;
+    if ((st = kv_spec_text(s, o, "name", f, 1, s->const_name[i], 64)) ||
+        (st = kv_spec_text(s, o, "value", f, 1, s->const_expr[i], 256)))
+        return st;
+    if (!valid_name(s->const_name[i], 0)) BAD(f, "name \"%s\" is not a name", s->const_name[i]);
+    if (kv_spec_param(&s->k, s->const_name[i]) >= 0) BAD(f, "name \"%s\" is a parameter's", s->const_name[i]);
+    for (int j = 0; j < i; j++)
+        if (!strcmp(s->const_name[j], s->const_name[i])) BAD(f, "constant \"%s\" twice", s->const_name[i]);
+    s->n_consts = i + 1;
+    return KV_OK;
+}
+
 static enum kv_status parse_tensor(struct kv_spec *s, const cJSON *o, int i)
 {
     char f[64], role[16], dtype[16], shape[160];
@@ -127,7 +144,9 @@ static enum kv_status parse_tensor(struct kv_spec *s, const cJSON *o, int i)
         return st;
     d->name = s->tensor_text[i][0];
     if (!valid_name(d->name, 0)) BAD(f, "name \"%s\" is not a name", d->name);
-    if (kv_param_index(&s->k, d->name) >= 0 || kv_tensor_index(&s->k, d->name) >= 0)
+    int taken = kv_param_index(&s->k, d->name) >= 0 || kv_tensor_index(&s->k, d->name) >= 0;
+    for (int j = 0; j < s->n_consts; j++) taken |= !strcmp(s->const_name[j], d->name);
+    if (taken)
         BAD(f, "name \"%s\" is taken", d->name);
     if (!strcmp(role, "input")) d->role = KV_INPUT;
     else if (!strcmp(role, "output")) d->role = KV_OUTPUT;
@@ -171,8 +190,8 @@ static enum kv_status parse_header(struct kv_spec *s, const cJSON *root)
     if (!valid_name(s->name, 1)) BAD("kernel", "\"%s\" is not a name (letters, digits, - and _)", s->name);
     const cJSON *f;
     cJSON_ArrayForEach(f, root) {
-        static const char *const known[] = {"kernel", "summary", "params", "tensors", "stages", "prepare", "math",
-                                            "sweep", "description"};
+        static const char *const known[] = {"kernel", "summary", "params", "constants", "tensors", "stages",
+                                            "prepare", "math", "sweep", "description"};
         int ok = 0;
         for (size_t i = 0; i < sizeof known / sizeof *known; i++) ok |= !strcmp(f->string, known[i]);
         if (!ok) BAD(f->string, "unknown field");
@@ -207,6 +226,7 @@ enum kv_status kv_spec_parse(const char *path, const char *text, size_t len, int
     s->k.stages = s->stages;
     KV_TRY(parse_header(s, root));
     KV_TRY(parse_list(s, root, "params", KV_MAX_PARAMS, 0, parse_param, &s->k.n_params));
+    KV_TRY(parse_list(s, root, "constants", KV_SPEC_MAX_CONSTS, 0, parse_const, NULL));
     KV_TRY(parse_list(s, root, "tensors", KV_MAX_TENSORS, 1, parse_tensor, NULL));
     KV_TRY(kv_spec_parse_math(s, root));
     KV_TRY(kv_spec_parse_stages(s, root));

@@ -18,7 +18,11 @@ int kv_spec_sym(const struct kv_spec *s, const char *name)
 
 static int names_param(void *ctx, const char *name)
 {
-    return kv_spec_param(&((struct kv_spec *)ctx)->k, name);
+    const struct kv_spec *s = ctx;
+    int p = kv_spec_param(&s->k, name);
+    for (int j = 0; p < 0 && j < s->n_consts; j++)
+        if (!strcmp(s->const_name[j], name)) p = KV_MAX_PARAMS + j;
+    return p;
 }
 
 static int names_array(void *ctx, const char *name, int *ndim)

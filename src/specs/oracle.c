@@ -193,6 +193,11 @@ static void ev_init(struct kv_ev *x, const struct kv_case *c, int exact)
                       : d->type == KV_PARAM_FLOAT ? (double)(float)c->p[i].f /* the push constant is a float */
                                                   : (double)c->p[i].c;
     }
+    for (int j = 0; j < x->s->n_consts; j++) { /* checked in validate */
+        double v = NAN;
+        (void)kv_spec_const(c, j, &v);
+        x->param[KV_MAX_PARAMS + j] = (double)(float)v; /* a float push constant */
+    }
 }
 
 static void ev_free(struct kv_ev *x)
@@ -242,6 +247,10 @@ enum kv_status kv_spec_validate(struct kv_case *c)
         if (s->params[i].type == KV_PARAM_INT && (v < lo || v > hi))
             return kv_error(KV_EUSAGE, "--%s %lld does not fit the shaders' 32-bit %s push constant", s->params[i].name,
                             (long long)v, sgn ? "signed" : "unsigned");
+    }
+    for (int j = 0; j < s->n_consts; j++) {
+        double v;
+        KV_TRY_RET(kv_spec_const(c, j, &v));
     }
     const uint32_t local[3] = {1, 1, 1};
     for (int st = 0; st < s->k.n_stages; st++)

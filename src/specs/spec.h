@@ -14,6 +14,7 @@
 
 #define KV_SPEC_MAX_STMTS 64
 #define KV_SPEC_MAX_SYMS (KV_MAX_TENSORS + KV_SPEC_MAX_STMTS)
+#define KV_SPEC_MAX_CONSTS 8
 
 /* How an input's elements are drawn (seeded per tensor as the built-ins). */
 enum kv_gen { KV_GEN_NORMAL, KV_GEN_UNIFORM, KV_GEN_RANDINT, KV_GEN_CONST, KV_GEN_MATH };
@@ -52,7 +53,7 @@ struct kv_spec_stmt {
 };
 
 struct kv_spec_stage_push {
-    int param[KV_MAX_PARAMS];
+    int param[KV_MAX_PARAMS + KV_SPEC_MAX_CONSTS]; /* a parameter, or KV_MAX_PARAMS + a constant */
     int n;
 };
 
@@ -65,6 +66,11 @@ struct kv_spec {
     struct kv_param_def params[KV_MAX_PARAMS];
     char param_text[KV_MAX_PARAMS][3][160]; /* name, default, help (or choices) */
     char choices[KV_MAX_PARAMS][160];
+    /* Constants the host computes in float64 from the parameters and passes
+     * as float push constants (PyTorch's bias corrections): in the math they
+     * are exact, as the device sees them; index KV_MAX_PARAMS + j there. */
+    char const_name[KV_SPEC_MAX_CONSTS][64], const_expr[KV_SPEC_MAX_CONSTS][256];
+    int n_consts;
     struct kv_tensor_def tensors[KV_MAX_TENSORS];
     char tensor_text[KV_MAX_TENSORS][2][64]; /* name, dims */
     struct kv_spec_dist dist[KV_MAX_TENSORS];
@@ -103,6 +109,9 @@ double kv_spec_flops(const struct kv_case *c);
 /* The parameter of k named name, where a dash of its flag may be written as
  * an underscore (--ignore-index is ignore_index); -1 if none. */
 int kv_spec_param(const struct kv_kernel *k, const char *name);
+
+/* Constant j of case c (float64, before the device's f32 rounding). */
+enum kv_status kv_spec_const(const struct kv_case *c, int j, double *v);
 
 /* Find the symbol named name, -1 if none. */
 int kv_spec_sym(const struct kv_spec *s, const char *name);

@@ -103,21 +103,29 @@ static enum kv_status push(struct kv_spec *s, const cJSON *o, const char *f, int
     struct kv_spec_stage_push *q = &s->push[st];
     size_t len = 0;
     char *doc = s->stage_text[st][2];
-    if (!p)
+    if (!p) {
         for (int i = 0; i < s->k.n_params; i++) q->param[q->n++] = i;
-    else if (!cJSON_IsArray(p) || cJSON_GetArraySize(p) > KV_MAX_PARAMS) BAD(f, "push: a list of parameter names");
+        for (int j = 0; j < s->n_consts; j++) q->param[q->n++] = KV_MAX_PARAMS + j;
+    } else if (!cJSON_IsArray(p) || cJSON_GetArraySize(p) > KV_MAX_PARAMS + KV_SPEC_MAX_CONSTS) {
+        BAD(f, "push: a list of parameter and constant names");
+    }
     cJSON_ArrayForEach(x, p) {
         int i = cJSON_IsString(x) ? kv_param_index(&s->k, x->valuestring) : -1;
-        if (i < 0) BAD(f, "push: \"%s\" is not a parameter", cJSON_IsString(x) ? x->valuestring : "?");
+        for (int j = 0; i < 0 && cJSON_IsString(x) && j < s->n_consts; j++)
+            if (!strcmp(s->const_name[j], x->valuestring)) i = KV_MAX_PARAMS + j;
+        if (i < 0) BAD(f, "push: \"%s\" is neither a parameter nor a constant", cJSON_IsString(x) ? x->valuestring : "?");
         q->param[q->n++] = i;
     }
     doc[0] = '\0';
-    for (int i = 0; i < q->n; i++)
+    for (int i = 0; i < q->n; i++) {
+        const int k = q->param[i];
+        const struct kv_param_def *d = k < KV_MAX_PARAMS ? &s->params[k] : NULL;
         len += (size_t)snprintf(doc + len, len < 1024 ? 1024 - len : 0, "%s%s %s;", i ? " " : "",
-                                s->params[q->param[i]].type == KV_PARAM_FLOAT ? "float"
-                                : s->params[q->param[i]].type == KV_PARAM_INT && s->params[q->param[i]].min < 0 ? "int"
-                                                                                                                : "uint",
-                                s->params[q->param[i]].name);
+                                !d || d->type == KV_PARAM_FLOAT                ? "float"
+                                : d->type == KV_PARAM_INT && d->min < 0 ? "int"
+                                                                        : "uint",
+                                d ? d->name : s->const_name[k - KV_MAX_PARAMS]);
+    }
     s->stages[st].push_size = (uint32_t)(4 * q->n);
     s->stages[st].push_doc = doc;
     return KV_OK;
@@ -187,7 +195,12 @@ static void launch_at(const struct kv_case *c, int st, const uint32_t local[3], 
     uint32_t *w = push;
     for (int i = 0; i < q->n; i++) {
         const int p = q->param[i];
-        if (s->params[p].type == KV_PARAM_FLOAT) {
+        if (p >= KV_MAX_PARAMS) { /* a constant: float64 on the host, then a float */
+            double v = NAN;
+            (void)kv_spec_const(c, p - KV_MAX_PARAMS, &v); /* checked in validate */
+            float f = (float)v;
+            memcpy(&w[i], &f, 4);
+        } else if (s->params[p].type == KV_PARAM_FLOAT) {
             float f = (float)c->p[p].f;
             memcpy(&w[i], &f, 4);
         } else {
