@@ -11,7 +11,8 @@ layout(std430, set = 0, binding = 4) writeonly buffer PO { float p_out[]; };
 layout(std430, set = 0, binding = 5) writeonly buffer MO { float m_out[]; };
 layout(std430, set = 0, binding = 6) writeonly buffer VO { float v_out[]; };
 layout(push_constant) uniform Push {
-    uint n; float lr; float beta1; float beta2; float eps; float weight_decay; float step_size; float bc2_sqrt;
+    uint n; float lr; float beta1; float beta2; float eps; float weight_decay; uint step; uint coefficients;
+    float decay; float omb1; float omb2; float step_size; float bc2_sqrt;
 } p;
 
 #define PLOAD(i) param[i]

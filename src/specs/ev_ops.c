@@ -5,6 +5,7 @@
  *   + - *: correctly rounded, u|r| (a contraction into fma errs no more);
  *   /: 2.5 ulp, 5u|r|; rsqrt: 2 ulp, 4u|r|; sqrt (1/rsqrt): 4.5 ulp, 9u|r|;
  *   exp: 3+2|x| ulp; log: 3 ulp outside [0.5, 2], 2^-21 absolute inside;
+ *   pow: inherited from exp2(b log2 a);
  *   tanh, sigmoid: inherited from exp (tanh's absolute, |x| capped at 9 where
  *   it is +-1 in f32); sin, cos: 2^-11 absolute; erf (no GLSL built-in): 16u
  *   absolute, room for a polynomial good to 1e-6;
@@ -220,6 +221,22 @@ static void arith(const struct kv_ev_ctx *c, const struct kv_sx *e, struct parts
     for (int l = 0; l < nl; l++) pk[l] = kv_maxd(kv_maxd(pa[l], pb[l]), fabs(r[l]));
 }
 
+/* pow(a, b), as GLSL defines it: exp2(b * log2(a)), with their budgets
+ * (exp2: 3 + 2|x| ulp; log2: 3 ulp outside [0.5, 2], 2^-21 absolute inside),
+ * log2's error carried through exp2 (d r / d log2(a) = r b ln 2). */
+static void power(const struct kv_ev_ctx *c, struct parts *o, const struct parts *a, const struct parts *b, int l)
+{
+    const double u = c->x->u, x = a->p[KV_EV_V][l], y = b->p[KV_EV_V][l], r = pow(x, y);
+    const double l2 = log2(x), e_log2 = x >= 0.5 && x <= 2 ? 0x1p-21 : 6 * u * fabs(l2);
+    const double own = 2 * u * (3 + 2 * fabs(y * l2)) * fabs(r) + fabs(r * y) * 0.6931471805599453 * e_log2 + flush(r);
+    const double da = x != 0 ? y * r / x : 0, db = r * log(fabs(x));
+    o->p[KV_EV_V][l] = r;
+    for (int k = KV_EV_LAM; k <= KV_EV_CHN; k++) o->p[k][l] = mulE(da, a->p[k][l]) + mulE(db, b->p[k][l]);
+    o->p[KV_EV_FIX][l] += own;
+    o->p[KV_EV_S][l] = fabs(r);
+    o->p[KV_EV_PK][l] = kv_maxd(kv_maxd(a->p[KV_EV_PK][l], b->p[KV_EV_PK][l]), fabs(r));
+}
+
 /* min and max of two: the chosen operand's parts, the larger error */
 static void minmax(const struct kv_sx *e, struct parts *o, const struct parts *a, const struct parts *b, int l)
 {
@@ -235,7 +252,9 @@ static void minmax(const struct kv_sx *e, struct parts *o, const struct parts *a
 void kv_ev_binary(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
 {
     struct parts o = parts_of(c, e), a = parts_of(c, e->kid[0]), b = parts_of(c, e->kid[1]);
-    if (e->op == KV_SX_FUNC) {
+    if (e->op == KV_SX_FUNC && e->ref == KV_FN_POW) {
+        for (int l = 0; l < nl; l++) power(c, &o, &a, &b, l);
+    } else if (e->op == KV_SX_FUNC) {
         for (int l = 0; l < nl; l++) minmax(e, &o, &a, &b, l);
     } else if (e->op >= KV_SX_EQ && e->op <= KV_SX_OR) {
         for (int l = 0; l < nl; l++) compare(e, &o, &a, &b, l);

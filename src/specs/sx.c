@@ -11,8 +11,8 @@
 #include "core/dtype.h"
 
 static const char *const fn_names[KV_FN_COUNT] = {"exp", "log", "sqrt", "rsqrt", "tanh", "erf", "sigmoid",
-                                                    "sin", "cos", "abs", "floor", "min", "max", "normal", "uniform"};
-static const int fn_arity[KV_FN_COUNT] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 0, 0};
+                                                    "sin", "cos", "abs", "floor", "min", "max", "pow", "normal", "uniform"};
+static const int fn_arity[KV_FN_COUNT] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 0, 0};
 
 const char *kv_sx_fn_name(int f)
 {

@@ -4,7 +4,7 @@
  * a[i, j+1] (an index may be any integer-valued expression, labels[r] too),
  * + - * / %, unary - and !, comparisons (== != < <= > >=, value 1 or 0),
  * && ||, the functions exp log sqrt rsqrt tanh erf sigmoid sin cos abs floor
- * min max where(c, a, b), the random draws normal() and uniform() (in [0, 1),
+ * min max pow(a, b) where(c, a, b), the random draws normal() and uniform() (in [0, 1),
  * input preparation only, outside reductions), reductions sum(k in lo..hi, e), max(...), min(...)
  * over lo <= k < hi, and rounding points round(bf16|f16|f32, e). A target
  * index that indexes no array names its extent: z[r in rows, c in dim]. */
@@ -27,7 +27,7 @@ enum kv_sx_op {
 
 enum kv_sx_fn {
     KV_FN_EXP, KV_FN_LOG, KV_FN_SQRT, KV_FN_RSQRT, KV_FN_TANH, KV_FN_ERF, KV_FN_SIGMOID, KV_FN_SIN, KV_FN_COS,
-    KV_FN_ABS, KV_FN_FLOOR, KV_FN_MIN, KV_FN_MAX,
+    KV_FN_ABS, KV_FN_FLOOR, KV_FN_MIN, KV_FN_MAX, KV_FN_POW,
     KV_FN_NORMAL, KV_FN_UNIFORM, /* random draws: input preparation only */
     KV_FN_COUNT,
 };
