@@ -54,7 +54,7 @@ grep -q 'class="fail"' "$TMP/bug.html" || fail "the failing page shows no failur
 # A suite page: the matrix links every case.
 expect_exit 0 "$KV" run "$KV_SRC/suites/smoke.json" --html "$TMP/suite.html" --json "$TMP/suite.json"
 n=$("$py" -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["cases"]))' "$TMP/suite.json")
-[ "$(grep -o '<table class="matrix">' "$TMP/suite.html" | wc -l)" = 6 ] || fail "suite page lacks a matrix per kernel"
+[ "$(grep -o '<table class="matrix">' "$TMP/suite.html" | wc -l)" = 16 ] || fail "suite page lacks a matrix per kernel"
 for i in $(seq 0 $((n - 1))); do
   grep -q "href=\"#case-$i\"" "$TMP/suite.html" && grep -q "id=\"case-$i\"" "$TMP/suite.html" || fail "case $i not linked"
 done
