@@ -33,13 +33,25 @@ sed -i 's|STORE(base + c, (exp(LOAD(base + c) - m) / z - target) / n);|STORE(bas
 bug cross_entropy_bwd_dx.comp 's/#include "cross_entropy_bwd.glsl"/#include "ce_bug.glsl"/' cross-entropy-bwd dx --rows 6 --classes 100
 bug layernorm_bwd_dx.comp 's/- mg - xh \* mgx)/- mg + xh * mgx)/' layernorm-bwd dx --rows 5 --dim 300
 bug rope_bwd.comp 's/sgn = j < p.half_ ? 1.0 : -1.0;/sgn = j <= p.half_ ? 1.0 : -1.0;/' rope-bwd dx --seq 3 --heads 2 --half 8
+# the variants: the bf16 cross-entropy with the same forgotten division; the
+# recomputed layernorm's stats with the variance's division forgotten; the
+# bf16-parameter AdamW with the weight decay applied twice
+bug cross_entropy_bwd_bf16_dx.comp 's/#include "cross_entropy_bwd.glsl"/#include "ce_bug.glsl"/' cross-entropy-bwd-bf16 dx --rows 6 --classes 101
+bug layernorm_bwd_stats.comp 's|const float var = kv_wg_sum(q) / float(p.dim);|const float var = kv_wg_sum(q);|' layernorm-bwd-recompute stats --rows 5 --dim 300
+cp "$S/adamw_step.glsl" "$TMP/adamw_bug.glsl"
+sed -i 's|const float pi = PLOAD(i) \* p.decay;|const float pi = PLOAD(i) * p.decay * p.decay;|' "$TMP/adamw_bug.glsl"
+bug adamw_step_bf16.comp 's/#include "adamw_step.glsl"/#include "adamw_bug.glsl"/' adamw-step-bf16 step --n 3000 --lr 0.1 --weight-decay 0.1
 cp "$S/adamw_step.comp" "$S/adamw_step.glsl" "$TMP/" && sed -i 's|(sqrt(vi) / p.bc2_sqrt + p.eps)));|(sqrt(vi) / p.bc2_sqrt)));|' "$TMP/adamw_step.glsl"
 expect_exit 1 "$KV" adamw-step --n 3000 --dist sparse --gscale 1e-9 --shader step="$TMP/adamw_step.comp"
 grep -Eq '^  p_out .*\[[0-9]+\] .* FAIL' "$TMP/out" || fail "adamw-step: the dropped eps not caught"
 
 # --save, then the case again from its files with the device's outputs as
 # candidates (integer labels; three outputs; a bf16 output).
-for spec in "cross-entropy-bwd --rows 9 --classes 50 --smoothing 0.1" "adamw-step --n 300" "adamw-step-bf16 --n 301"; do
+for spec in "silu-bwd --n 300" "swiglu-bwd --n 300" "gelu-bwd --n 300 --approximate none" \
+            "cross-entropy-bwd --rows 9 --classes 50 --smoothing 0.1" "cross-entropy-bwd-bf16 --rows 9 --classes 51" \
+            "layernorm-bwd --rows 5 --dim 70" "layernorm-bwd-recompute --rows 5 --dim 70" \
+            "rope-bwd --seq 3 --heads 2 --half 8 --layout interleaved" "adamw-step --n 300 --coefficients device" \
+            "adamw-step-bf16 --n 301"; do
   set -- $spec
   k=$1
   rm -rf "$TMP/saved"
