@@ -34,3 +34,29 @@ float kv_wg_sum(float v)
     return t;
 #endif
 }
+
+// Workgroup-wide float max, the same way (and the same shared slots) as
+// kv_wg_sum; a NaN goes as GLSL's max takes it. Every invocation gets it.
+float kv_wg_max(float v)
+{
+#ifdef KV_SUBGROUP
+    float s = subgroupMax(v);
+    if (subgroupElect()) kv_red[gl_SubgroupID] = s;
+    barrier();
+    float t = kv_red[0];
+    for (uint i = 1u; i < gl_NumSubgroups; i++) t = max(t, kv_red[i]);
+    barrier();
+    return t;
+#else
+    uint i = gl_LocalInvocationIndex;
+    kv_red[i] = v;
+    barrier();
+    for (uint s = uint(KV_WG) / 2u; s > 0u; s >>= 1u) {
+        if (i < s) kv_red[i] = max(kv_red[i], kv_red[i + s]);
+        barrier();
+    }
+    float t = kv_red[0];
+    barrier();
+    return t;
+#endif
+}
