@@ -14,7 +14,7 @@ import sys
 
 # The layers, lowest first: a file may include headers of its own folder and
 # of the folders listed before it. main.c and tools/ sit on top.
-LAYERS = ["core", "vk", "spirv", "kernels", "specs", "reports", "formats", "pipeline", "cli"]
+LAYERS = ["core", "vk", "spirv", "sanitize", "kernels", "specs", "reports", "formats", "pipeline", "cli"]
 TOP = ["tools", "."]
 # Functions are kept short: a longer one is split where a name explains a step.
 MAX_FUNCTION = 80

@@ -17,6 +17,7 @@ enum {
     OPT_SEED = 1000, OPT_SEEDS, OPT_SWEEP, OPT_REPEAT, OPT_JSON, OPT_DEVICE, OPT_SHADER, OPT_NO_SUBGROUP, OPT_NO_8BIT, OPT_JUNIT, OPT_MARKDOWN, OPT_HTML, OPT_NARROW, OPT_ABI, OPT_BASELINE, OPT_REGRESS, OPT_BENCH, OPT_BENCH_WARMUP,
     OPT_LAMBDA, OPT_MAX_ULP, OPT_RTOL, OPT_ATOL, OPT_MAX_NMSE, OPT_VERBOSE, OPT_HELP, OPT_INPUTS,
     OPT_CANDIDATE, OPT_SAVE, OPT_NO_DEVICE, OPT_ORACLE, OPT_SAMPLE, OPT_MAX_GROUPS, OPT_STRESS, OPT_NO_STRESS, OPT_FAIL_FAST,
+    OPT_SANITIZE, OPT_NO_SANITIZE,
     OPT_PARAM = 2000,
 };
 
@@ -54,6 +55,8 @@ static const struct option common_opts[] = {
     {"max-groups", required_argument, NULL, OPT_MAX_GROUPS},
     {"stress", no_argument, NULL, OPT_STRESS},
     {"no-stress", no_argument, NULL, OPT_NO_STRESS},
+    {"sanitize", no_argument, NULL, OPT_SANITIZE},
+    {"no-sanitize", no_argument, NULL, OPT_NO_SANITIZE},
     {"fail-fast", no_argument, NULL, OPT_FAIL_FAST},
     {"help", no_argument, NULL, OPT_HELP},
 };
@@ -84,6 +87,12 @@ static void kernel_usage(const struct kv_kernel *k, FILE *f)
                "                               order; a differing output is judged as a row of its own\n"
                "                               [default: on with --sweep]\n"
                "  --no-stress                  no stress runs, also with --sweep\n"
+               "  --sanitize                   run each case's shaders instrumented: out-of-bounds indices\n"
+               "                               (memcheck), shared-memory races (racecheck) and reads of\n"
+               "                               shared memory never written (initcheck) fail the case, each\n"
+               "                               a row of its own [default: on with the stress runs; alone,\n"
+               "                               the only extra run]\n"
+               "  --no-sanitize                no sanitized run, also with --sweep or --stress\n"
                "  --max-groups N               at most N workgroups per dispatch, so that grid-stride\n"
                "                               loops iterate [default: the device's limit]\n"
                "  --shader STAGE=FILE          replace a stage's shader (.comp or .spv; kverify list --abi)\n"
@@ -380,6 +389,8 @@ enum kv_status kv_kopts_parse(const struct kv_kernel *k, int argc, char **argv, 
         case OPT_SWEEP: o->sweep = 1; break;
         case OPT_STRESS: o->stress = 1; break;
         case OPT_NO_STRESS: o->stress = -1; break;
+        case OPT_SANITIZE: o->sanitize = 1; break;
+        case OPT_NO_SANITIZE: o->sanitize = -1; break;
         case OPT_FAIL_FAST: o->run.fail_fast = 1; break;
         case OPT_BENCH:
         case OPT_BENCH_WARMUP:
@@ -422,6 +433,7 @@ enum kv_status kv_kopts_parse(const struct kv_kernel *k, int argc, char **argv, 
     if (o->seed_from_range) o->seed = o->range_lo, o->seed_given = 1;
     repro_params(k, o);
     o->run.stress = o->stress > 0 || (o->stress == 0 && o->sweep);
+    o->run.sanitize = o->sanitize > 0 ? (o->run.stress ? 1 : 2) : o->sanitize == 0 && o->run.stress;
     KV_CHECK(!(o->sweep && o->inputs), KV_EUSAGE, "--sweep and --inputs exclude each other");
     KV_TRY(load_abi(k, o));
     KV_TRY(kv_outputs_check(&o->out));

@@ -91,7 +91,8 @@ static enum kv_status entry_argv(const cJSON *e, const char *what, const char *d
                                             {"bench", "--bench"},   {"bench_warmup", "--bench-warmup"}};
     static const char *const flags[][2] = {{"sweep", "--sweep"}, {"no_subgroup", "--no-subgroup"},
                                            {"no_8bit_storage", "--no-8bit-storage"}, {"no_device", "--no-device"},
-                                           {"no_stress", "--no-stress"}};
+                                           {"no_stress", "--no-stress"}, {"sanitize", "--sanitize"},
+                                           {"no_sanitize", "--no-sanitize"}};
     static const char *const tol[][2] = {{"lambda", "--lambda"}, {"max_ulp", "--max-ulp"}, {"rtol", "--rtol"},
                                          {"atol", "--atol"},     {"max_nmse", "--max-nmse"}};
     KV_TRY(push_arg(a, what, "%s", "kernel"));

@@ -94,7 +94,9 @@ void kv_kopts_init(struct kopts *o)
  * stage options are the same. */
 static int same_stage_opts(const struct kv_run_opts *a, const struct kv_run_opts *b)
 {
-    if (a->no_subgroup != b->no_subgroup || a->no_8bit != b->no_8bit || a->stress != b->stress) return 0;
+    if (a->no_subgroup != b->no_subgroup || a->no_8bit != b->no_8bit || a->stress != b->stress ||
+        a->sanitize != b->sanitize)
+        return 0;
     for (int s = 0; s < KV_MAX_STAGES; s++)
         if ((a->shader[s] == NULL) != (b->shader[s] == NULL) || (a->shader[s] && strcmp(a->shader[s], b->shader[s])))
             return 0;

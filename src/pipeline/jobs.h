@@ -25,6 +25,7 @@ struct kopts {
     uint64_t seed, seeds, range_lo;
     int seeds_given, seed_from_range, seed_given, sweep, no_device;
     int stress; /* --stress 1, --no-stress -1, else 0 (on with --sweep) */
+    int sanitize; /* --sanitize 1, --no-sanitize -1, else 0 (on with the stress runs) */
     const char *inputs;
     const char *set[KV_MAX_PARAMS];
     const char *candidate[2 * KV_MAX_TENSORS];

@@ -12,6 +12,7 @@
 
 #include "core/clock.h"
 #include "pipeline/plan.h"
+#include "pipeline/sanitize.h"
 
 /* The files a source includes, in the order met, resolved as spirv/glsl.c does. */
 static enum kv_status add_file(struct kv_mut_stage *ms, const char *name)
@@ -176,6 +177,8 @@ static void process(struct kv_mut_job *j, struct worker_state *w, long idx, stru
         memset(&r.pipe[s], 0, sizeof r.pipe[s]);
         memset(&r.rev[s], 0, sizeof r.rev[s]);
         memset(&r.alt[s], 0, sizeof r.alt[s]); /* the mutant runs every case, aligned ones too */
+        memset(&r.san[s], 0, sizeof r.san[s]);
+        r.san_mod[s] = NULL;
         struct kv_run_opts o = j->job.o.run;
         o.src_env[s] = &env, o.src_name[s] = ms->names[0], o.src_words[s] = words, o.src_bytes[s] = bytes;
         if (kv_runner_stage(&r, s, &o) != KV_OK) {
@@ -186,6 +189,7 @@ static void process(struct kv_mut_job *j, struct worker_state *w, long idx, stru
         }
         kv_vk_pipeline_destroy(r.d, &r.pipe[s]);
         kv_vk_pipeline_destroy(r.d, &r.rev[s]);
+        kv_runner_sanitized_free(&r, s);
     }
     free(words);
     free(text);

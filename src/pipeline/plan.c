@@ -6,6 +6,7 @@
 
 #include "core/clock.h"
 #include "pipeline/abi_stage.h"
+#include "pipeline/sanitize.h"
 
 /* Whether a stage reads a tensor that another stage produces. */
 int kv_consumes_intermediate(const struct kv_kernel *k, int s)
@@ -55,6 +56,35 @@ void kv_plan_free(struct kv_vk_device *d, struct kv_plan *p)
         for (int i = 0; i < KV_ABI_MAX; i++) kv_vk_buffer_destroy(d, &p->product[s][i]);
     kv_vk_buffer_destroy(d, &p->up);
     kv_vk_buffer_destroy(d, &p->down);
+    kv_vk_buffer_destroy(d, &p->san_dev);
+    kv_vk_buffer_destroy(d, &p->san_up);
+    kv_vk_buffer_destroy(d, &p->san_down);
+}
+
+/* The sanitized run's record buffers: made once, their headers written
+ * (counts zero, each binding's logical length) and uploaded. */
+static enum kv_status san_upload(struct kv_runner *r, struct kv_case *c, struct kv_plan *p, struct kv_vk_batch *b)
+{
+    enum kv_status st = KV_OK;
+    size_t bytes = (size_t)2 * KV_MAX_STAGES * KV_SAN_SLOT;
+    if (!p->san_dev.buf) {
+        KV_TRY(kv_vk_buffer_create(r->d, bytes, KV_MEM_DEVICE, &p->san_dev));
+        KV_TRY(kv_vk_buffer_create(r->d, bytes, KV_MEM_UPLOAD, &p->san_up));
+        KV_TRY(kv_vk_buffer_create(r->d, bytes, KV_MEM_READBACK, &p->san_down));
+    }
+    memset(p->san_up.map, 0, bytes);
+    for (int s = 0; s < r->k->n_stages; s++) {
+        uint64_t logical[KV_SAN_MAX_BINDINGS];
+        if (!r->san_mod[s]) continue;
+        int n = kv_sanitize_logical(r, c, p, s, logical);
+        for (int pass = 0; pass < 2; pass++)
+            kv_san_buffer_init(r->san_mod[s], (uint32_t *)((char *)p->san_up.map + (size_t)(2 * s + pass) * KV_SAN_SLOT),
+                               logical, n);
+    }
+    KV_TRY(kv_vk_buffer_flush(r->d, &p->san_up));
+    kv_vk_batch_copy(b, (struct kv_vk_range){&p->san_up, 0, bytes}, (struct kv_vk_range){&p->san_dev, 0, bytes});
+cleanup:
+    return st;
 }
 
 /* The products that --abi stages bind, computed on the host and uploaded
@@ -230,7 +260,7 @@ static enum kv_status stage_launch(struct kv_runner *r, struct kv_case *c, struc
 }
 
 enum kv_status kv_plan_run(struct kv_runner *r, struct kv_case *c, struct kv_plan *p, const int *run_stage,
-                           const int *chain_stage, uint32_t cap, int reversed, double *stage_ms, double *upload_ms,
+                           const int *chain_stage, uint32_t cap, int variant, double *stage_ms, double *upload_ms,
                            double *download_ms)
 {
     enum kv_status st = KV_OK;
@@ -265,6 +295,7 @@ enum kv_status kv_plan_run(struct kv_runner *r, struct kv_case *c, struct kv_pla
             kv_vk_batch_fill(&b, (struct kv_vk_range){&p->product[s][i], round4(bytes), p->product[s][i].size - round4(bytes)},
                              KV_POISON);
         }
+    if (variant == KV_VARIANT_SANITIZED) KV_TRY(san_upload(r, c, p, &b));
     kv_vk_batch_barrier(&b, KV_BARRIER_TRANSFER_TO_COMPUTE);
     int t_prev = kv_vk_batch_stamp(&b), t_uploaded = t_prev;
     int stamp_before[KV_MAX_STAGES], stamp_after[KV_MAX_STAGES];
@@ -275,7 +306,11 @@ enum kv_status kv_plan_run(struct kv_runner *r, struct kv_case *c, struct kv_pla
             unsigned char push[256] = {0};
             uint32_t groups[3];
             KV_TRY(stage_launch(r, c, p, s, pass, cap, bind, push, groups));
-            KV_TRY(kv_vk_batch_dispatch(&b, kv_runner_pipe(r, c, s, reversed), bind, push, groups));
+            const struct kv_vk_pipeline *pipe = kv_runner_pipe(r, c, s, variant);
+            if (pipe == &r->san[s])
+                bind[pipe->n_bindings - 1] = (struct kv_vk_range){&p->san_dev, (size_t)(2 * s + pass) * KV_SAN_SLOT,
+                                                                  KV_SAN_SLOT};
+            KV_TRY(kv_vk_batch_dispatch(&b, pipe, bind, push, groups));
             kv_vk_batch_barrier(&b, KV_BARRIER_COMPUTE_TO_COMPUTE);
             if (pass == 0) stamp_before[s] = t_prev;
             t_prev = kv_vk_batch_stamp(&b);
@@ -292,10 +327,13 @@ enum kv_status kv_plan_run(struct kv_runner *r, struct kv_case *c, struct kv_pla
             kv_vk_batch_copy(&b, whole(&p->chain[t], p->chain[t].size),
                              (struct kv_vk_range){&p->down, p->down_off[1][t], p->chain[t].size});
     }
+    if (variant == KV_VARIANT_SANITIZED)
+        kv_vk_batch_copy(&b, whole(&p->san_dev, p->san_dev.size), whole(&p->san_down, p->san_down.size));
     kv_vk_batch_barrier(&b, KV_BARRIER_TRANSFER_TO_HOST);
     int t_end = kv_vk_batch_stamp(&b);
     KV_TRY(kv_vk_batch_submit(&b));
     KV_TRY(kv_vk_buffer_invalidate(d, &p->down));
+    if (variant == KV_VARIANT_SANITIZED) KV_TRY(kv_vk_buffer_invalidate(d, &p->san_down));
     for (int s = 0; s < k->n_stages; s++)
         stage_ms[s] = run_stage[s] ? kv_vk_batch_ms(&b, stamp_before[s], stamp_after[s]) : 0;
     *upload_ms = kv_vk_batch_ms(&b, t_start, t_uploaded);

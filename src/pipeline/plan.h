@@ -37,6 +37,8 @@ struct kv_plan {
     /* --abi stages' products (a * b computed on the host), by stage and binding entry */
     struct kv_vk_buffer product[KV_MAX_STAGES][KV_ABI_MAX];
     size_t product_bytes[KV_MAX_STAGES][KV_ABI_MAX], product_off[KV_MAX_STAGES][KV_ABI_MAX];
+    /* the sanitized run's record buffers, a slot per stage and pass (pipeline/sanitize.h) */
+    struct kv_vk_buffer san_dev, san_up, san_down;
 };
 
 /* Whether stage s reads an output of another stage; whether output t feeds
@@ -46,10 +48,11 @@ int kv_is_intermediate(const struct kv_case *c, int t);
 /* Buffers for case c; chain_stage[s] marks stages rerun on device intermediates. */
 enum kv_status kv_plan_make(struct kv_runner *r, struct kv_case *c, const int *chain_stage, struct kv_plan *p);
 /* Record and run the stages once, each dispatch capped at cap workgroups
- * (0: none), on the reversed pipelines where reversed and the runner has
- * them; times per isolated stage, upload, download. */
+ * (0: none), on the variant's pipelines (KV_VARIANT_*) where the runner has
+ * them (the sanitized ones with their record buffers); times per isolated
+ * stage, upload, download. */
 enum kv_status kv_plan_run(struct kv_runner *r, struct kv_case *c, struct kv_plan *p, const int *run_stage,
-                           const int *chain_stage, uint32_t cap, int reversed, double *stage_ms, double *upload_ms,
+                           const int *chain_stage, uint32_t cap, int variant, double *stage_ms, double *upload_ms,
                            double *download_ms);
 /* --bench: keep the device busy with the first stage for warmup_s seconds
  * (a GPU leaves its idle clocks only under sustained load), then run each

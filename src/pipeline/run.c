@@ -9,6 +9,7 @@
 #include "formats/save.h"
 #include "pipeline/plan.h"
 #include "pipeline/row.h"
+#include "pipeline/sanitize.h"
 #include "spirv/shader.h"
 #include "spirv/spirv.h"
 
@@ -396,9 +397,11 @@ static enum kv_status stress_run(struct case_run *x, const struct kv_stress_run 
     struct kv_plan *p = &x->p;
     struct kv_case_result *res = x->res;
     double ms[KV_MAX_STAGES], up, down;
-    KV_TRY(kv_plan_run(x->r, c, p, x->run_stage, x->chain_stage, sr->cap, sr->reversed, ms, &up, &down));
+    KV_TRY(kv_plan_run(x->r, c, p, x->run_stage, x->chain_stage, sr->cap, sr->variant, ms, &up, &down));
     size_t used = strlen(res->stress);
     snprintf(res->stress + used, sizeof res->stress - used, "%s%s", used ? "," : "", sr->tag + 1);
+    if (sr->variant == KV_VARIANT_SANITIZED && !kv_sanitize_rows(x->r, c, p, x->run_stage, x->chain_stage, res))
+        x->all_pass = 0;
     for (int ch = 0; ch < 2; ch++)
         for (int t = 0; t < k->n_tensors; t++) {
             if (k->tensors[t].role != KV_OUTPUT || !kv_tensor_on(c, t) || !x->run_stage[k->tensors[t].stage] ||
@@ -432,10 +435,16 @@ cleanup:
 
 static enum kv_status stress(struct case_run *x)
 {
-    int any_rev = 0;
-    for (int s = 0; s < x->c->k->n_stages; s++) any_rev |= x->run_stage[s] && x->r->rev[s].pipeline;
+    int any_rev = 0, any_san = 0;
+    for (int s = 0; s < x->c->k->n_stages; s++) {
+        any_rev |= x->run_stage[s] && x->r->rev[s].pipeline;
+        any_san |= x->run_stage[s] && (x->r->san[s].pipeline || x->r->san_missing[s][0]);
+    }
     for (int v = 0; v < KV_STRESS_RUNS; v++) {
-        if (kv_stress_runs[v].reversed && !any_rev) continue;
+        int variant = kv_stress_runs[v].variant;
+        if ((variant == KV_VARIANT_REVERSED && !any_rev) || (variant == KV_VARIANT_SANITIZED && !any_san) ||
+            (variant != KV_VARIANT_SANITIZED && !x->o->stress))
+            continue;
         KV_TRY_RET(stress_run(x, &kv_stress_runs[v]));
         if (x->o->fail_fast && !x->all_pass) break;
     }
@@ -466,7 +475,7 @@ static enum kv_status run_case(struct case_run *x)
         for (int t = 0; t < k->n_tensors; t++)
             if (k->tensors[t].role == KV_OUTPUT && kv_tensor_on(c, t)) KV_TRY(judge_output(x, t, ch));
     KV_TRY(judge_checks(x));
-    if (x->any_stage && x->o->stress && !(x->o->fail_fast && !x->all_pass)) KV_TRY(stress(x));
+    if (x->any_stage && (x->o->stress || x->o->sanitize) && !(x->o->fail_fast && !x->all_pass)) KV_TRY(stress(x));
     res->ms.compare = kv_now_ms() - t3;
     res->status = x->all_pass ? KV_CASE_PASS : KV_CASE_FAIL;
     if (x->o->save_dir) {

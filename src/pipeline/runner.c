@@ -8,13 +8,15 @@
 
 #include "core/clock.h"
 #include "pipeline/abi_stage.h"
+#include "pipeline/sanitize.h"
 #include "spirv/shader.h"
 #include "spirv/spirv.h"
 
 const struct kv_stress_run kv_stress_runs[KV_STRESS_RUNS] = {
-    {1, 0, "@groups=1"},
-    {3, 1, "@groups=3+reversed"},
-    {0, 1, "@reversed"},
+    {1, KV_VARIANT_PLAIN, "@groups=1"},
+    {3, KV_VARIANT_REVERSED, "@groups=3+reversed"},
+    {0, KV_VARIANT_REVERSED, "@reversed"},
+    {3, KV_VARIANT_SANITIZED, "@sanitized"},
 };
 
 /* A user shader's own defines and include folders (--abi), or NULL. */
@@ -173,6 +175,7 @@ enum kv_status kv_runner_stage(struct kv_runner *r, int s, const struct kv_run_o
     free(user);
     user = NULL;
     if (o->stress) KV_TRY(reversed_pipeline(r, s, o, defines, what));
+    if (kv_sanitize_on(o)) KV_TRY(kv_runner_sanitized(r, s, o, defines));
 cleanup:
     free(user);
     return st;
@@ -201,13 +204,15 @@ void kv_runner_free(struct kv_runner *r)
         kv_vk_pipeline_destroy(r->d, &r->pipe[s]);
         kv_vk_pipeline_destroy(r->d, &r->rev[s]);
         kv_vk_pipeline_destroy(r->d, &r->alt[s]);
+        kv_runner_sanitized_free(r, s);
     }
     memset(r, 0, sizeof *r);
 }
 
-const struct kv_vk_pipeline *kv_runner_pipe(const struct kv_runner *r, const struct kv_case *c, int s, int reversed)
+const struct kv_vk_pipeline *kv_runner_pipe(const struct kv_runner *r, const struct kv_case *c, int s, int variant)
 {
-    if (reversed && r->rev[s].pipeline) return &r->rev[s];
+    if (variant == KV_VARIANT_SANITIZED && r->san[s].pipeline) return &r->san[s];
+    if (variant == KV_VARIANT_REVERSED && r->rev[s].pipeline) return &r->rev[s];
     if (r->alt[s].pipeline && r->k->stages[s].aligned_case && r->k->stages[s].aligned_case(c)) return &r->alt[s];
     return &r->pipe[s];
 }

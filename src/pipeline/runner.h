@@ -5,6 +5,7 @@
 #define KV_RUNNER_H
 
 #include "formats/abi.h"
+#include "sanitize/san.h"
 #include "kernels/kernel.h"
 #include "reports/report.h"
 #include "spirv/glsl.h"
@@ -36,15 +37,17 @@ struct kv_run_opts {
     int no_dist;                        /* no error distribution per row (kverify mutate needs only verdicts) */
     const struct kv_abi *abi[KV_MAX_STAGES]; /* --abi: the user shader's own interface, or NULL */
     int keep_outputs;                   /* keep each device output in its row (several devices' agreement) */
+    int sanitize;                       /* the sanitized run: 0 none, 1 with the stress runs, 2 alone (--sanitize) */
 };
 
 /* The stress runs: group caps that make every grid-stride loop iterate and
  * shared memory be reused across its iterations, in both subgroup orders,
  * and the reversed order uncapped (spirv/glsl.h). */
-#define KV_STRESS_RUNS 3
+#define KV_STRESS_RUNS 4
+enum { KV_VARIANT_PLAIN, KV_VARIANT_REVERSED, KV_VARIANT_SANITIZED };
 extern const struct kv_stress_run {
     uint32_t cap;
-    int reversed;
+    int variant; /* KV_VARIANT_* */
     const char *tag; /* the suffix of a row that differs from the plain run */
 } kv_stress_runs[KV_STRESS_RUNS];
 
@@ -60,6 +63,9 @@ struct kv_runner {
     char rev_missing[KV_MAX_STAGES][160];     /* why a stage has no reversed pipeline, or "" */
     const struct kv_abi *abi[KV_MAX_STAGES];  /* --abi stages: their interface file */
     struct kv_vk_spec spec[KV_MAX_STAGES];    /* and its specialization constants */
+    struct kv_vk_pipeline san[KV_MAX_STAGES]; /* with o->sanitize: the instrumented build (pipeline/sanitize.h) */
+    struct kv_san_module *san_mod[KV_MAX_STAGES];
+    char san_missing[KV_MAX_STAGES][256];     /* why a stage has no sanitized build, or "" */
     double pipeline_ms;
 };
 
@@ -76,9 +82,10 @@ void kv_runner_free(struct kv_runner *r);
 unsigned kv_stage_defines(const struct kv_vk_info *dev, const struct kv_stage_def *sd, const struct kv_run_opts *o);
 /* The device feature stage sd needs and dev lacks, as text, or NULL. */
 const char *kv_stage_lacks(const struct kv_vk_info *dev, const struct kv_stage_def *sd);
-/* The pipeline that runs stage s for case c: the reversed one where asked
- * and built, else the aligned build where it holds for c, else the plain one. */
-const struct kv_vk_pipeline *kv_runner_pipe(const struct kv_runner *r, const struct kv_case *c, int s, int reversed);
+/* The pipeline that runs stage s for case c in a variant (KV_VARIANT_*):
+ * the reversed or sanitized one where asked and built, else the aligned
+ * build where it holds for c, else the plain one. */
+const struct kv_vk_pipeline *kv_runner_pipe(const struct kv_runner *r, const struct kv_case *c, int s, int variant);
 /* (Re)build stage s's pipelines of r (the plain one, and the reversed one
  * with o->stress) from o; kverify mutate swaps one stage of a runner this way. */
 enum kv_status kv_runner_stage(struct kv_runner *r, int s, const struct kv_run_opts *o);

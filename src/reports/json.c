@@ -182,6 +182,8 @@ static cJSON *output_json(const struct kv_output_result *x)
     else cJSON_AddNullToObject(o, "remark");
     cJSON_AddBoolToObject(o, "judged", x->judged);
     cJSON_AddBoolToObject(o, "check", x->check);
+    if (x->sanitizer) cJSON_AddStringToObject(o, "sanitizer", x->sanitizer);
+    else cJSON_AddNullToObject(o, "sanitizer");
     cJSON_AddBoolToObject(o, "pass", x->pass);
     return o;
 }
@@ -205,6 +207,8 @@ static cJSON *case_json(const struct kv_case_result *c, int multi)
     else cJSON_AddNullToObject(o, "command");
     if (c->stress[0]) cJSON_AddStringToObject(o, "stress", c->stress);
     else cJSON_AddNullToObject(o, "stress");
+    if (c->sanitize[0]) cJSON_AddStringToObject(o, "sanitizer_note", c->sanitize);
+    else cJSON_AddNullToObject(o, "sanitizer_note");
     if (c->note[0]) cJSON_AddStringToObject(o, "note", c->note);
     else cJSON_AddNullToObject(o, "note");
     if (c->saved[0]) cJSON_AddStringToObject(o, "saved", c->saved);

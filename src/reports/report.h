@@ -43,7 +43,8 @@ struct kv_output_result {
     struct kv_error_dist *dist; /* histograms, pooled map, worst elements (malloc'd; NULL: none) */
     int not_judged;        /* a place holder: the output was not checked (remark says why) */
     void *data;            /* the device's output (malloc'd), kept with several devices for their agreement */
-    char remark[192];      /* why not judged, or how it was judged (stage isolation), or "" */
+    char remark[320];      /* why not judged, or how it was judged (stage isolation), or "" */
+    const char *sanitizer; /* a sanitizer row: "memcheck", "racecheck" or "initcheck" (total: its records; remark: the first), or NULL */
 };
 
 enum kv_case_status { KV_CASE_PASS, KV_CASE_FAIL, KV_CASE_ERROR, KV_CASE_SKIP };
@@ -63,7 +64,8 @@ struct kv_case_result {
     enum kv_case_status status;
     enum kv_status error_code;
     char error[512];
-    char stress[64];       /* the stress runs made, "groups=1,groups=3+reversed,reversed" (pipeline/runner.h), or "" */
+    char stress[64];       /* the stress runs made, "groups=1,groups=3+reversed,reversed,sanitized" (pipeline/runner.h), or "" */
+    char sanitize[512];    /* what the sanitized run could not check, one line per stage ("; "), or "" */
     int n_outputs;
     struct kv_output_result out[4 * KV_MAX_TENSORS + KV_MAX_CHECKS];
     struct {

@@ -30,6 +30,7 @@ void kv_table_case(FILE *f, const struct kv_case_result *c)
         return;
     }
     if (c->note[0]) fprintf(f, "  note: %s\n", c->note);
+    if (c->sanitize[0]) fprintf(f, "  sanitizer: %s\n", c->sanitize);
     for (int i = 0; i < c->n_outputs; i++) {
         const struct kv_output_result *o = &c->out[i];
         const struct kv_metrics *m = &o->m;
@@ -37,6 +38,10 @@ void kv_table_case(FILE *f, const struct kv_case_result *c)
         kv_output_worst_str(o, worst, sizeof worst);
         if (o->not_judged) {
             fprintf(f, "  %-16s %s\n", o->name, o->remark);
+            continue;
+        }
+        if (o->sanitizer) {
+            fprintf(f, "  %-16s %s  %s\n", o->name, o->remark, o->pass ? "pass" : "FAIL");
             continue;
         }
         if (m->integer) {

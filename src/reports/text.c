@@ -79,7 +79,9 @@ static void failure_str(const struct kv_output_result *o, char *buf, size_t size
     const struct kv_metrics *m = &o->m;
     char worst[160];
     kv_output_worst_str(o, worst, sizeof worst);
-    if (m->integer)
+    if (o->sanitizer)
+        snprintf(buf, size, "%s: %s", o->name, o->remark);
+    else if (m->integer)
         snprintf(buf, size, "%s: %zu unexplained code differences, max |diff| %g; first at %s", o->name,
                  m->unexplained, m->max_abs, worst);
     else if (o->guard_bad)
@@ -137,7 +139,7 @@ static void junit_case(struct buf *b, const struct kv_case_result *c)
         }
         char msg[512];
         failure_str(o, msg, sizeof msg);
-        put(b, ">\n      <failure type=\"tolerance\" message=\"");
+        put(b, ">\n      <failure type=\"%s\" message=\"", o->sanitizer ? o->sanitizer : "tolerance");
         put_xml(b, msg);
         put(b, "\">");
         put_xml(b, msg);
@@ -223,10 +225,10 @@ enum kv_status kv_report_write_markdown(const struct kv_report *r, const char *p
             put(&b, "| `");
             put_md(&b, c->name);
             put(&b, "` | %s%s | ", o->name, o->judged ? "" : " (not judged)");
-            if (o->not_judged) {
+            if (o->not_judged || o->sanitizer) {
                 put(&b, "| | | | | | | | ");
                 put_md(&b, o->remark);
-                put(&b, " | not judged |\n");
+                put(&b, " | %s |\n", o->sanitizer ? "FAIL" : "not judged");
                 continue;
             }
             if (m->integer)

@@ -203,6 +203,7 @@ static enum kv_status run_shaderc(const struct kv_glsl_env *env, const char *nam
     shaderc_compile_options_set_target_env(o, shaderc_target_env_vulkan, shaderc_env_version_vulkan_1_2);
     if (!env->no_optimize)
         shaderc_compile_options_set_optimization_level(o, shaderc_optimization_level_performance);
+    if (env->debug) shaderc_compile_options_set_generate_debug_info(o);
     shaderc_compile_options_set_include_callbacks(o, resolve_include, release_include, (void *)env);
     if (env->defines & KV_SHADER_SUBGROUP) shaderc_compile_options_add_macro_definition(o, "KV_SUBGROUP", 11, "1", 1);
     if (env->defines & KV_SHADER_INT8) shaderc_compile_options_add_macro_definition(o, "KV_INT8", 7, "1", 1);

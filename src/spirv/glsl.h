@@ -41,6 +41,7 @@ struct kv_glsl_env {
     int reverse;                     /* number the subgroups of a workgroup in reverse (below) */
     int transpose;                   /* with reverse: also spread neighbours over subgroups (set by compile) */
     int no_optimize;                 /* -O0 instead of -O (kverify mutate's liveness probe) */
+    int debug;                       /* -g: OpLine per instruction (the sanitizer's source locations) */
     const struct kv_glsl_extra *extra; /* or NULL */
 };
 

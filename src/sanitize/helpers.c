@@ -1,0 +1,302 @@
+#include "sanitize/helpers.h"
+
+#include "sanitize/san.h"
+
+enum { SCOPE_DEVICE = 1, SCOPE_WG = 2, SCOPE_QUEUE_FAMILY = 5, SEM_NONE = 0, SEM_WG_ACQREL = 0x108 };
+
+static uint32_t k(struct kv_san_ctx *c, uint32_t v) { return kv_spv_u32(&c->m, v); }
+
+static uint32_t op2(struct kv_san_ctx *c, uint32_t op, uint32_t t, uint32_t a, uint32_t b)
+{
+    uint32_t id = kv_spv_id(&c->m);
+    KV_INS(&c->fns, op, t, id, a, b);
+    return id;
+}
+
+static uint32_t op1(struct kv_san_ctx *c, uint32_t op, uint32_t t, uint32_t a)
+{
+    uint32_t id = kv_spv_id(&c->m);
+    KV_INS(&c->fns, op, t, id, a);
+    return id;
+}
+
+static uint32_t sel(struct kv_san_ctx *c, uint32_t cond, uint32_t a, uint32_t b)
+{
+    uint32_t id = kv_spv_id(&c->m);
+    KV_INS(&c->fns, SpvOpSelect, c->t_u, id, cond, a, b);
+    return id;
+}
+
+static uint32_t load(struct kv_san_ctx *c, uint32_t t, uint32_t ptr) { return op1(c, SpvOpLoad, t, ptr); }
+static void store(struct kv_san_ctx *c, uint32_t ptr, uint32_t v) { KV_INS(&c->fns, SpvOpStore, ptr, v); }
+static uint32_t label(struct kv_san_ctx *c, uint32_t id)
+{
+    KV_INS(&c->fns, SpvOpLabel, id);
+    return id;
+}
+
+/* A pointer to private state word i (an id). */
+static uint32_t st_at(struct kv_san_ctx *c, uint32_t i) { return op2(c, SpvOpAccessChain, c->p_priv, c->st, i); }
+/* A pointer to record-buffer word i (an id). */
+static uint32_t rec_at(struct kv_san_ctx *c, uint32_t i)
+{
+    uint32_t id = kv_spv_id(&c->m);
+    KV_INS(&c->fns, SpvOpAccessChain, c->p_sb, id, c->rec, k(c, 0), i);
+    return id;
+}
+
+static uint32_t atomic(struct kv_san_ctx *c, uint32_t op, uint32_t ptr, uint32_t scope, uint32_t value)
+{
+    uint32_t id = kv_spv_id(&c->m);
+    if (op == SpvOpAtomicLoad) KV_INS(&c->fns, op, c->t_u, id, ptr, k(c, scope), k(c, SEM_NONE));
+    else KV_INS(&c->fns, op, c->t_u, id, ptr, k(c, scope), k(c, SEM_NONE), value);
+    return id;
+}
+
+static void begin_fn(struct kv_san_ctx *c, uint32_t fn, uint32_t type)
+{
+    KV_INS(&c->fns, SpvOpFunction, c->t_v, fn, SpvFunctionControlMaskNone, type);
+}
+
+static void end_fn(struct kv_san_ctx *c)
+{
+    KV_INS(&c->fns, SpvOpReturn);
+    KV_INS(&c->fns, SpvOpFunctionEnd);
+}
+
+/* kv_note(kind, site, index, bound, other, bad): the first record of each
+ * kind and the count, updated without a branch. */
+static void gen_note(struct kv_san_ctx *c)
+{
+    uint32_t u = c->t_u, b = c->t_b, p[6];
+    begin_fn(c, c->f_note, kv_spv_fn(&c->m, c->t_v, 6, (uint32_t[]){u, u, u, u, u, b}));
+    for (int i = 0; i < 6; i++) {
+        p[i] = kv_spv_id(&c->m);
+        KV_INS(&c->fns, SpvOpFunctionParameter, i < 5 ? u : b, p[i]);
+    }
+    label(c, kv_spv_id(&c->m));
+    uint32_t base = op2(c, SpvOpIMul, u, p[0], k(c, KV_SAN_ST_STRIDE));
+    uint32_t p0 = st_at(c, base), cur = load(c, u, p0);
+    uint32_t take = op2(c, SpvOpLogicalAnd, b, p[5], op2(c, SpvOpIEqual, b, cur, k(c, 0)));
+    store(c, p0, sel(c, take, p[1], cur));
+    for (uint32_t f = 1; f <= 3; f++) {
+        uint32_t pf = st_at(c, op2(c, SpvOpIAdd, u, base, k(c, f)));
+        store(c, pf, sel(c, take, p[f + 1], load(c, u, pf)));
+    }
+    uint32_t pc = st_at(c, op2(c, SpvOpIAdd, u, base, k(c, 4)));
+    store(c, pc, op2(c, SpvOpIAdd, u, load(c, u, pc), sel(c, p[5], k(c, 1), k(c, 0))));
+    end_fn(c);
+}
+
+static void note(struct kv_san_ctx *c, int kind, uint32_t site, uint32_t idx, uint32_t other, uint32_t bad)
+{
+    uint32_t id = kv_spv_id(&c->m);
+    KV_INS(&c->fns, SpvOpFunctionCall, c->t_v, id, c->f_note, k(c, (uint32_t)kind), site, idx, k(c, c->units), other,
+           bad);
+}
+
+/* The shadow check of one scalar u (E: this epoch's tag, l: this invocation, inr: u in range). */
+static void shadow_read(struct kv_san_ctx *c, uint32_t site, uint32_t u, uint32_t E, uint32_t l, uint32_t inr)
+{
+    uint32_t t = c->t_u, b = c->t_b;
+    uint32_t pw = op2(c, SpvOpAccessChain, c->p_wg, c->shw, u), a = atomic(c, SpvOpAtomicLoad, pw, SCOPE_WG, 0);
+    note(c, KV_SAN_INITCHECK, site, u, k(c, 0), op2(c, SpvOpLogicalAnd, b, inr, op2(c, SpvOpIEqual, b, a, k(c, 0))));
+    if (!c->race) return;
+    uint32_t aw = op2(c, SpvOpBitwiseAnd, t, a, k(c, 1023));
+    uint32_t same = op2(c, SpvOpIEqual, b, op2(c, SpvOpShiftRightLogical, t, a, k(c, 10)), E);
+    uint32_t race = op2(c, SpvOpLogicalAnd, b, op2(c, SpvOpLogicalAnd, b, same, op2(c, SpvOpINotEqual, b, aw, l)), inr);
+    note(c, KV_SAN_RACECHECK, site, u, aw, race);
+    uint32_t pr = op2(c, SpvOpAccessChain, c->p_wg, c->shr, u);
+    uint32_t tag = op2(c, SpvOpBitwiseOr, t, op2(c, SpvOpShiftLeftLogical, t, E, k(c, 11)), l);
+    uint32_t old = atomic(c, SpvOpAtomicExchange, pr, SCOPE_WG, tag);
+    uint32_t osame = op2(c, SpvOpIEqual, b, op2(c, SpvOpShiftRightLogical, t, old, k(c, 11)), E);
+    uint32_t other = op2(c, SpvOpINotEqual, b, op2(c, SpvOpBitwiseAnd, t, old, k(c, 1023)), l);
+    atomic(c, SpvOpAtomicOr, pr, SCOPE_WG, sel(c, op2(c, SpvOpLogicalAnd, b, osame, other), k(c, 1024), k(c, 0)));
+}
+
+static void shadow_write(struct kv_san_ctx *c, uint32_t site, uint32_t u, uint32_t E, uint32_t l, uint32_t inr,
+                         int is_atomic)
+{
+    uint32_t t = c->t_u, b = c->t_b;
+    uint32_t pw = op2(c, SpvOpAccessChain, c->p_wg, c->shw, u);
+    if (is_atomic) { /* an atomic reads what it updates, and races with nothing */
+        uint32_t a = atomic(c, SpvOpAtomicLoad, pw, SCOPE_WG, 0);
+        note(c, KV_SAN_INITCHECK, site, u, k(c, 0), op2(c, SpvOpLogicalAnd, b, inr, op2(c, SpvOpIEqual, b, a, k(c, 0))));
+    }
+    uint32_t tag = op2(c, SpvOpBitwiseOr, t, op2(c, SpvOpShiftLeftLogical, t, E, k(c, 10)), l);
+    uint32_t old = atomic(c, SpvOpAtomicExchange, pw, SCOPE_WG, tag);
+    if (is_atomic || !c->race) return;
+    uint32_t ow = op2(c, SpvOpBitwiseAnd, t, old, k(c, 1023));
+    uint32_t same = op2(c, SpvOpIEqual, b, op2(c, SpvOpShiftRightLogical, t, old, k(c, 10)), E);
+    uint32_t ww = op2(c, SpvOpLogicalAnd, b, same, op2(c, SpvOpINotEqual, b, ow, l));
+    uint32_t r = atomic(c, SpvOpAtomicLoad, op2(c, SpvOpAccessChain, c->p_wg, c->shr, u), SCOPE_WG, 0);
+    uint32_t rl = op2(c, SpvOpBitwiseAnd, t, r, k(c, 1023));
+    uint32_t rsame = op2(c, SpvOpIEqual, b, op2(c, SpvOpShiftRightLogical, t, r, k(c, 11)), E);
+    uint32_t rother = op2(c, SpvOpLogicalOr, b, op2(c, SpvOpINotEqual, b, rl, l),
+                          op2(c, SpvOpINotEqual, b, op2(c, SpvOpBitwiseAnd, t, r, k(c, 1024)), k(c, 0)));
+    uint32_t rw = op2(c, SpvOpLogicalAnd, b, rsame, rother);
+    uint32_t bad = op2(c, SpvOpLogicalAnd, b, inr, op2(c, SpvOpLogicalOr, b, ww, rw));
+    note(c, KV_SAN_RACECHECK, site, u, sel(c, ww, ow, rl), bad);
+}
+
+/* kv_read / kv_write / kv_atomic (unit, count, site): each scalar of the access. */
+static void gen_shadow(struct kv_san_ctx *c, uint32_t fn, int mode)
+{
+    uint32_t u = c->t_u, b = c->t_b, p[3];
+    begin_fn(c, fn, kv_spv_fn(&c->m, c->t_v, 3, (uint32_t[]){u, u, u}));
+    for (int i = 0; i < 3; i++) {
+        p[i] = kv_spv_id(&c->m);
+        KV_INS(&c->fns, SpvOpFunctionParameter, u, p[i]);
+    }
+    uint32_t l0 = label(c, kv_spv_id(&c->m)), lh = kv_spv_id(&c->m), lb = kv_spv_id(&c->m), lc = kv_spv_id(&c->m),
+             lm = kv_spv_id(&c->m), j = kv_spv_id(&c->m), jn = kv_spv_id(&c->m);
+    uint32_t e = load(c, u, c->epoch);
+    uint32_t E = op2(c, SpvOpIAdd, u, op2(c, SpvOpUMod, u, e, k(c, KV_SAN_EPOCHS)), k(c, 1));
+    uint32_t l = load(c, u, c->lid);
+    KV_INS(&c->fns, SpvOpBranch, lh);
+    label(c, lh);
+    KV_INS(&c->fns, SpvOpPhi, u, j, k(c, 0), l0, jn, lc);
+    uint32_t more = op2(c, SpvOpULessThan, b, j, p[1]);
+    KV_INS(&c->fns, SpvOpLoopMerge, lm, lc, SpvLoopControlMaskNone);
+    KV_INS(&c->fns, SpvOpBranchConditional, more, lb, lm);
+    label(c, lb);
+    uint32_t u0 = op2(c, SpvOpIAdd, u, p[0], j), inr = op2(c, SpvOpULessThan, b, u0, k(c, c->units));
+    uint32_t at = sel(c, inr, u0, k(c, 0));
+    if (mode == 0) shadow_read(c, p[2], at, E, l, inr);
+    else shadow_write(c, p[2], at, E, l, inr, mode == 2);
+    KV_INS(&c->fns, SpvOpBranch, lc);
+    label(c, lc);
+    KV_INS(&c->fns, SpvOpIAdd, u, jn, j, k(c, 1));
+    KV_INS(&c->fns, SpvOpBranch, lh);
+    label(c, lm);
+    end_fn(c);
+}
+
+/* kv_flush(): each kind with a count adds it, and its record, to the buffer. */
+static void flush_kind(struct kv_san_ctx *c, uint32_t kind)
+{
+    uint32_t u = c->t_u, b = c->t_b, lt = kv_spv_id(&c->m), lm = kv_spv_id(&c->m);
+    uint32_t cnt = load(c, u, st_at(c, k(c, kind * KV_SAN_ST_STRIDE + 4)));
+    uint32_t any = op2(c, SpvOpINotEqual, b, cnt, k(c, 0));
+    KV_INS(&c->fns, SpvOpSelectionMerge, lm, SpvSelectionControlMaskNone);
+    KV_INS(&c->fns, SpvOpBranchConditional, any, lt, lm);
+    label(c, lt);
+    uint32_t scope = c->m.vulkan_mm ? SCOPE_QUEUE_FAMILY : SCOPE_DEVICE;
+    atomic(c, SpvOpAtomicIAdd, rec_at(c, k(c, kind)), scope, cnt);
+    uint32_t slot = atomic(c, SpvOpAtomicIAdd, rec_at(c, k(c, 3)), scope, k(c, 1));
+    uint32_t s = sel(c, op2(c, SpvOpULessThan, b, slot, k(c, KV_SAN_RECORDS)), slot, k(c, KV_SAN_RECORDS));
+    uint32_t base = op2(c, SpvOpIAdd, u, op2(c, SpvOpIMul, u, s, k(c, KV_SAN_REC_WORDS)), k(c, KV_SAN_HEADER));
+    uint32_t wg = load(c, kv_spv_uvec3(&c->m), c->wgid), f[10];
+    f[0] = k(c, kind + 1);
+    for (uint32_t i = 0; i < 4; i++) f[1 + i] = load(c, u, st_at(c, k(c, kind * KV_SAN_ST_STRIDE + i)));
+    f[5] = load(c, u, c->lid);
+    for (uint32_t i = 0; i < 3; i++) {
+        f[6 + i] = kv_spv_id(&c->m);
+        KV_INS(&c->fns, SpvOpCompositeExtract, u, f[6 + i], wg, i);
+    }
+    f[9] = cnt;
+    for (uint32_t i = 0; i < 10; i++) store(c, rec_at(c, op2(c, SpvOpIAdd, u, base, k(c, i))), f[i]);
+    KV_INS(&c->fns, SpvOpBranch, lm);
+    label(c, lm);
+}
+
+static void gen_flush(struct kv_san_ctx *c)
+{
+    begin_fn(c, c->f_flush, kv_spv_fn(&c->m, c->t_v, 0, NULL));
+    label(c, kv_spv_id(&c->m));
+    for (uint32_t kind = 0; kind < KV_SAN_KINDS; kind++) flush_kind(c, kind);
+    end_fn(c);
+}
+
+/* kv_prologue(): the shadow zeroed (in steps of the workgroup, or by its
+ * first invocation where the size is not fixed), then a barrier. */
+static void gen_prologue(struct kv_san_ctx *c)
+{
+    uint32_t u = c->t_u, b = c->t_b;
+    begin_fn(c, c->f_prologue, kv_spv_fn(&c->m, c->t_v, 0, NULL));
+    uint32_t l0 = label(c, kv_spv_id(&c->m)), lh = kv_spv_id(&c->m), lb = kv_spv_id(&c->m), lc = kv_spv_id(&c->m),
+             lm = kv_spv_id(&c->m), i = kv_spv_id(&c->m), in = kv_spv_id(&c->m);
+    uint32_t l = load(c, u, c->lid), start = l, step = k(c, c->local);
+    if (!c->local) start = sel(c, op2(c, SpvOpIEqual, b, l, k(c, 0)), k(c, 0), k(c, c->units)), step = k(c, 1);
+    KV_INS(&c->fns, SpvOpBranch, lh);
+    label(c, lh);
+    KV_INS(&c->fns, SpvOpPhi, u, i, start, l0, in, lc);
+    uint32_t more = op2(c, SpvOpULessThan, b, i, k(c, c->units));
+    KV_INS(&c->fns, SpvOpLoopMerge, lm, lc, SpvLoopControlMaskNone);
+    KV_INS(&c->fns, SpvOpBranchConditional, more, lb, lm);
+    label(c, lb);
+    store(c, op2(c, SpvOpAccessChain, c->p_wg, c->shw, i), k(c, 0));
+    store(c, op2(c, SpvOpAccessChain, c->p_wg, c->shr, i), k(c, 0));
+    KV_INS(&c->fns, SpvOpBranch, lc);
+    label(c, lc);
+    KV_INS(&c->fns, SpvOpIAdd, u, in, i, step);
+    KV_INS(&c->fns, SpvOpBranch, lh);
+    label(c, lm);
+    KV_INS(&c->fns, SpvOpControlBarrier, k(c, SCOPE_WG), k(c, SCOPE_WG), k(c, SEM_WG_ACQREL));
+    end_fn(c);
+}
+
+void kv_san_helpers(struct kv_san_ctx *c)
+{
+    gen_note(c);
+    gen_flush(c);
+    if (!c->shared) return;
+    gen_shadow(c, c->f_read, 0);
+    gen_shadow(c, c->f_write, 1);
+    gen_shadow(c, c->f_atomic, 2);
+    gen_prologue(c);
+}
+
+static uint32_t builtin_var(struct kv_san_ctx *c, int builtin, uint32_t type, uint32_t *is_new)
+{
+    struct kv_spv *m = &c->m;
+    for (uint32_t id = 1; id < m->bound; id++)
+        if (m->builtin[id] == builtin + 1 && kv_spv_op(m, id) == SpvOpVariable) return id;
+    uint32_t v = kv_spv_id(m);
+    KV_INS(&m->globals, SpvOpVariable, kv_spv_ptr(m, SpvStorageClassInput, type), v, SpvStorageClassInput);
+    KV_INS(&m->annot, SpvOpDecorate, v, SpvDecorationBuiltIn, (uint32_t)builtin);
+    *is_new = 1;
+    return v;
+}
+
+static uint32_t array_of(struct kv_spv *m, uint32_t elem, uint32_t n)
+{
+    uint32_t id = kv_spv_id(m);
+    KV_INS(&m->globals, SpvOpTypeArray, id, elem, kv_spv_u32(m, n));
+    return id;
+}
+
+void kv_san_globals(struct kv_san_ctx *c, uint32_t binding)
+{
+    struct kv_spv *m = &c->m;
+    c->t_v = kv_spv_void(m), c->t_b = kv_spv_bool(m), c->t_u = kv_spv_uint(m);
+    c->p_priv = kv_spv_ptr(m, SpvStorageClassPrivate, c->t_u);
+    c->p_sb = kv_spv_ptr(m, SpvStorageClassStorageBuffer, c->t_u);
+    c->lid = builtin_var(c, SpvBuiltInLocalInvocationIndex, c->t_u, &c->new_lid);
+    c->wgid = builtin_var(c, SpvBuiltInWorkgroupId, kv_spv_uvec3(m), &c->new_wgid);
+    uint32_t arr = array_of(m, c->t_u, KV_SAN_KINDS * KV_SAN_ST_STRIDE), null = kv_spv_id(m);
+    KV_INS(&m->globals, SpvOpConstantNull, arr, null);
+    c->st = kv_spv_id(m);
+    KV_INS(&m->globals, SpvOpVariable, kv_spv_ptr(m, SpvStorageClassPrivate, arr), c->st, SpvStorageClassPrivate, null);
+    c->epoch = kv_spv_id(m);
+    KV_INS(&m->globals, SpvOpVariable, c->p_priv, c->epoch, SpvStorageClassPrivate, kv_spv_u32(m, 0));
+    uint32_t rta = kv_spv_id(m), blk = kv_spv_id(m);
+    KV_INS(&m->globals, SpvOpTypeRuntimeArray, rta, c->t_u);
+    KV_INS(&m->globals, SpvOpTypeStruct, blk, rta);
+    c->rec = kv_spv_id(m);
+    KV_INS(&m->globals, SpvOpVariable, kv_spv_ptr(m, SpvStorageClassStorageBuffer, blk), c->rec,
+           SpvStorageClassStorageBuffer);
+    KV_INS(&m->annot, SpvOpDecorate, rta, SpvDecorationArrayStride, 4);
+    KV_INS(&m->annot, SpvOpDecorate, blk, SpvDecorationBlock);
+    KV_INS(&m->annot, SpvOpMemberDecorate, blk, 0, SpvDecorationOffset, 0);
+    KV_INS(&m->annot, SpvOpDecorate, c->rec, SpvDecorationDescriptorSet, 0);
+    KV_INS(&m->annot, SpvOpDecorate, c->rec, SpvDecorationBinding, binding);
+    c->f_note = kv_spv_id(m), c->f_flush = kv_spv_id(m);
+    if (!c->shared) return;
+    c->p_wg = kv_spv_ptr(m, SpvStorageClassWorkgroup, c->t_u);
+    uint32_t sh = array_of(m, c->t_u, c->units), psh = kv_spv_ptr(m, SpvStorageClassWorkgroup, sh);
+    c->shw = kv_spv_id(m), c->shr = kv_spv_id(m);
+    KV_INS(&m->globals, SpvOpVariable, psh, c->shw, SpvStorageClassWorkgroup);
+    KV_INS(&m->globals, SpvOpVariable, psh, c->shr, SpvStorageClassWorkgroup);
+    c->f_read = kv_spv_id(m), c->f_write = kv_spv_id(m), c->f_atomic = kv_spv_id(m), c->f_prologue = kv_spv_id(m);
+}

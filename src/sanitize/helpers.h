@@ -1,0 +1,33 @@
+/* The sanitizer's own globals and the functions the instrumented code
+ * calls: kv_note (keep a record in private memory), the shadow checks of
+ * a workgroup-memory read, write and atomic, kv_flush (records into the
+ * buffer, at the entry point's returns) and kv_prologue (the shadow zeroed,
+ * at its start). */
+#ifndef KV_SAN_HELPERS_H
+#define KV_SAN_HELPERS_H
+
+#include "sanitize/spv.h"
+
+/* Private state per kind: site, index, bound, other invocation, count. */
+#define KV_SAN_ST_STRIDE 8
+/* The epoch in shadow words: 21 bits, never 0. */
+#define KV_SAN_EPOCHS 0x1FFFFFu
+
+struct kv_san_ctx {
+    struct kv_spv m;
+    struct kv_words fns;
+    uint32_t t_u, t_b, t_v, p_priv, p_sb, p_wg, p_in;
+    uint32_t st, epoch, rec, shw, shr, lid, wgid; /* variables */
+    uint32_t new_lid, new_wgid;                   /* 1 where declared here (the interface lists them) */
+    uint32_t f_note, f_read, f_write, f_atomic, f_flush, f_prologue;
+    uint32_t units;     /* shadowed scalars */
+    uint32_t local;     /* invocations per workgroup, 0 when not fixed */
+    int shared, race;   /* shadow made; races checked */
+};
+
+/* Declare the globals (binding: the record buffer's). */
+void kv_san_globals(struct kv_san_ctx *c, uint32_t binding);
+/* Write every helper function into c->fns. */
+void kv_san_helpers(struct kv_san_ctx *c);
+
+#endif

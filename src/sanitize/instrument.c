@@ -1,0 +1,382 @@
+/* The rewrite: each access chain's array indices checked and clamped
+ * (memcheck), each load, store and atomic through workgroup memory
+ * shadowed (racecheck, initcheck), the barrier epoch counted, and the
+ * records flushed at the entry point's returns (san.h). */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sanitize/helpers.h"
+#include "sanitize/san.h"
+
+
+struct walk {
+    struct kv_san_ctx c;
+    struct kv_san_module *out;
+    uint32_t *root;   /* pointer id -> its variable */
+    uint32_t *unit;   /* shadowed workgroup pointer id -> the id of its first shadow unit */
+    uint32_t *wg_of;  /* variable id -> 1 + its index in out->wg */
+    uint8_t *opaque;  /* variable id -> used in a way the shadow cannot follow */
+    struct kv_words body;
+    uint32_t file, line, col; /* the last OpLine, file 0: none */
+    int sites_cap, subgroup_barrier;
+};
+
+static int is_atomic(uint32_t op)
+{
+    return (op >= SpvOpAtomicLoad && op <= SpvOpAtomicXor) || op == SpvOpAtomicFAddEXT || op == SpvOpAtomicFMinEXT ||
+           op == SpvOpAtomicFMaxEXT;
+}
+
+/* The word of an instruction's pointer operand that a shadowed use may hold. */
+static uint32_t ptr_pos(uint32_t op)
+{
+    if (op == SpvOpLoad || op == SpvOpAccessChain || op == SpvOpInBoundsAccessChain) return 3;
+    if (op == SpvOpStore || op == SpvOpAtomicStore) return 1;
+    return is_atomic(op) ? 3 : 0;
+}
+
+static uint32_t const_of(const struct kv_spv *m, uint32_t id, uint32_t dflt)
+{
+    uint32_t v;
+    return kv_spv_const(m, id, &v) ? v : dflt;
+}
+
+/* Roots of pointers, and the workgroup variables whose pointers go where the
+ * shadow cannot follow them (a call, a copy, a phi, a cooperative matrix). */
+static void scan_uses(struct walk *x)
+{
+    const struct kv_spv *m = &x->c.m;
+    for (size_t i = 5; i < m->n; i += kv_len(m->w[i])) {
+        uint32_t op = kv_op(m->w[i]), len = kv_len(m->w[i]);
+        const uint32_t *w = m->w + i;
+        if (op == SpvOpVariable) x->root[w[2]] = w[2];
+        if (i < m->first_fn) continue;
+        if (op == SpvOpAccessChain || op == SpvOpInBoundsAccessChain || op == SpvOpPtrAccessChain)
+            x->root[w[2]] = x->root[w[3]];
+        if (op == SpvOpPtrAccessChain) x->opaque[x->root[w[3]]] = 1;
+        if (op == SpvOpControlBarrier && const_of(m, w[1], 2) != SpvScopeWorkgroup) x->subgroup_barrier = 1;
+        if (op == SpvOpLine || op == SpvOpNoLine || op == SpvOpLoopMerge || op == SpvOpSelectionMerge ||
+            op == SpvOpVariable)
+            continue;
+        bool res, rt;
+        SpvHasResultAndType((SpvOp)op, &res, &rt);
+        uint32_t skip = (uint32_t)res + (uint32_t)rt, pos = ptr_pos(op);
+        for (uint32_t j = 1 + skip; j < len; j++)
+            if (w[j] < m->bound && x->root[w[j]] && j != pos) x->opaque[x->root[w[j]]] = 1;
+    }
+}
+
+static uint32_t local_size(const struct kv_spv *m)
+{
+    uint32_t local = 0;
+    for (size_t i = 5; i < m->first_type; i += kv_len(m->w[i]))
+        if (kv_op(m->w[i]) == SpvOpExecutionMode && m->w[i + 2] == SpvExecutionModeLocalSize && kv_len(m->w[i]) >= 6)
+            local = m->w[i + 3] * m->w[i + 4] * m->w[i + 5];
+    for (uint32_t id = 1; id < m->bound; id++) /* a WorkgroupSize built-in may be specialized */
+        if (m->builtin[id] == SpvBuiltInWorkgroupSize + 1 && kv_spv_op(m, id) != SpvOpConstantComposite) return 0;
+    return local;
+}
+
+/* The workgroup variables the shadow follows, and whether it fits. */
+static void plan_shadow(struct walk *x, uint32_t shared_limit)
+{
+    struct kv_spv *m = &x->c.m;
+    struct kv_san_module *o = x->out;
+    uint64_t own = 0, units = 0;
+    int n = 0;
+    for (size_t i = m->first_type; i < m->first_fn; i += kv_len(m->w[i]))
+        if (kv_op(m->w[i]) == SpvOpVariable && m->w[i + 3] == SpvStorageClassWorkgroup) n++;
+    o->wg = calloc((size_t)n + 1, sizeof *o->wg);
+    if (!o->wg) return;
+    for (size_t i = m->first_type; i < m->first_fn; i += kv_len(m->w[i])) {
+        if (kv_op(m->w[i]) != SpvOpVariable || m->w[i + 3] != SpvStorageClassWorkgroup) continue;
+        uint32_t var = m->w[i + 2], pt = m->w[m->def[m->w[i + 1]] + 3], u = kv_spv_units(m, pt);
+        own += 4 * (uint64_t)u;
+        if (!u || x->opaque[var]) continue;
+        struct kv_san_wg *g = &o->wg[o->n_wg];
+        snprintf(g->name, sizeof g->name, "%s", kv_spv_name(m, var));
+        g->first = (uint32_t)units, g->units = u;
+        for (uint32_t t = pt; kv_spv_op(m, t) == SpvOpTypeArray && g->n_dims < 4; t = m->w[m->def[t] + 2]) {
+            uint32_t per = kv_spv_units(m, m->w[m->def[t] + 2]);
+            g->stride[g->n_dims] = per;
+            g->dim[g->n_dims] = per ? kv_spv_units(m, t) / per : 0;
+            g->n_dims++;
+        }
+        units += u;
+        x->wg_of[var] = (uint32_t)++o->n_wg;
+    }
+    x->c.local = local_size(m);
+    if (!units) return;
+    if (own + 8 * units > shared_limit || units >= (1u << 24))
+        snprintf(o->note, sizeof o->note,
+                 "racecheck and initcheck off: the shadow of %llu shared scalars (%llu bytes) and the shader's own "
+                 "%llu bytes exceed the device's %u bytes of shared memory",
+                 (unsigned long long)units, (unsigned long long)(8 * units), (unsigned long long)own, shared_limit);
+    else if (x->c.local > 1024 || !x->c.local)
+        snprintf(o->note, sizeof o->note, "racecheck and initcheck off: the workgroup size is %s",
+                 x->c.local ? "over 1024 invocations" : "specialized at run time");
+    if (o->note[0]) return;
+    x->c.units = (uint32_t)units;
+    x->c.shared = o->shared_checks = 1;
+    x->c.race = o->racecheck = !x->subgroup_barrier;
+    if (x->subgroup_barrier)
+        snprintf(o->note, sizeof o->note, "racecheck off: the shader has subgroup-scope barriers");
+}
+
+static uint32_t add_site(struct walk *x, int kind, int32_t binding, uint32_t var, size_t at, const char *op)
+{
+    struct kv_san_module *o = x->out;
+    const struct kv_spv *m = &x->c.m;
+    if (o->n_sites == x->sites_cap) {
+        int cap = x->sites_cap ? 2 * x->sites_cap : 64;
+        struct kv_san_site *s = realloc(o->site, (size_t)cap * sizeof *s);
+        if (!s) return 0;
+        o->site = s, x->sites_cap = cap;
+    }
+    struct kv_san_site *s = &o->site[o->n_sites++];
+    memset(s, 0, sizeof *s);
+    s->kind = (uint8_t)kind, s->binding = binding, s->var = UINT32_MAX;
+    if (var && x->wg_of[var]) s->var = x->wg_of[var] - 1;
+    if (var && binding < 0) snprintf(s->array, sizeof s->array, "%s", kv_spv_name(m, var));
+    if (x->file && x->col)
+        snprintf(s->where, sizeof s->where, "%s:%u:%u", (const char *)(m->w + m->str[x->file] + 2), x->line, x->col);
+    else if (x->file)
+        snprintf(s->where, sizeof s->where, "%s:%u", (const char *)(m->w + m->str[x->file] + 2), x->line);
+    else snprintf(s->where, sizeof s->where, "SPIR-V word %zu (%s)", at, op);
+    return (uint32_t)o->n_sites;
+}
+
+static uint32_t emit2(struct walk *x, uint32_t op, uint32_t t, uint32_t a, uint32_t b)
+{
+    uint32_t id = kv_spv_id(&x->c.m);
+    KV_INS(&x->body, op, t, id, a, b);
+    return id;
+}
+
+/* idx as a 32-bit unsigned id, or 0 where it is not a 32-bit integer. */
+static uint32_t as_uint(struct walk *x, uint32_t idx)
+{
+    struct kv_spv *m = &x->c.m;
+    uint32_t v, t = kv_spv_type(m, idx);
+    if (kv_spv_const(m, idx, &v)) return kv_spv_u32(m, v);
+    if (kv_spv_op(m, t) != SpvOpTypeInt || m->w[m->def[t] + 2] != 32) return 0;
+    if (t == x->c.t_u) return idx;
+    uint32_t id = kv_spv_id(m);
+    KV_INS(&x->body, SpvOpBitcast, x->c.t_u, id, idx);
+    return id;
+}
+
+/* The check of index iu against bound (ids): a record where it fails, and the clamped index. */
+static uint32_t check(struct walk *x, uint32_t iu, uint32_t bound, uint32_t site)
+{
+    struct kv_san_ctx *c = &x->c;
+    uint32_t ok = emit2(x, SpvOpULessThan, c->t_b, iu, bound), bad = kv_spv_id(&c->m), cl = kv_spv_id(&c->m);
+    KV_INS(&x->body, SpvOpLogicalNot, c->t_b, bad, ok);
+    KV_INS(&x->body, SpvOpSelect, c->t_u, cl, ok, iu, kv_spv_u32(&c->m, 0));
+    KV_INS(&x->body, SpvOpFunctionCall, c->t_v, kv_spv_id(&c->m), c->f_note, kv_spv_u32(&c->m, KV_SAN_MEMCHECK), site,
+           iu, bound, kv_spv_u32(&c->m, 0), bad);
+    return cl;
+}
+
+/* The bound of an index into type t (an id), its element type; 0 when unchecked. */
+static uint32_t bound_of(struct walk *x, uint32_t t, uint32_t r, int buffer, uint32_t *elem, uint32_t *known)
+{
+    struct kv_spv *m = &x->c.m;
+    const uint32_t *d = m->w + m->def[t];
+    uint32_t op = kv_spv_op(m, t);
+    *elem = 0;
+    *known = UINT32_MAX;
+    if (op == SpvOpTypeVector || op == SpvOpTypeMatrix) return *elem = d[2], *known = d[3], kv_spv_u32(m, d[3]);
+    if (op == SpvOpTypeArray) {
+        *elem = d[2];
+        if (kv_spv_const(m, d[3], known)) return kv_spv_u32(m, *known);
+        return as_uint(x, d[3]);
+    }
+    if (op != SpvOpTypeRuntimeArray) return 0;
+    *elem = d[2];
+    int32_t b = r ? m->binding[r] : -1;
+    if (!buffer || b < 0 || b >= KV_SAN_MAX_BINDINGS) return 0;
+    if (!x->out->stride[b]) x->out->stride[b] = m->stride[t] ? m->stride[t] : 4;
+    uint32_t p = kv_spv_id(m), len = kv_spv_id(m);
+    KV_INS(&x->body, SpvOpAccessChain, x->c.p_sb, p, x->c.rec, kv_spv_u32(m, 0), kv_spv_u32(m, 4 + (uint32_t)b));
+    KV_INS(&x->body, SpvOpLoad, x->c.t_u, len, p);
+    return len;
+}
+
+/* Whether accesses through a pointer of storage class sc rooted at r are checked. */
+static int checked_class(const struct kv_spv *m, uint32_t sc, uint32_t r)
+{
+    return sc == SpvStorageClassFunction || sc == SpvStorageClassPrivate || sc == SpvStorageClassWorkgroup ||
+           ((sc == SpvStorageClassStorageBuffer || sc == SpvStorageClassUniform) && r && m->binding[r] >= 0);
+}
+
+static void access_chain(struct walk *x, size_t i)
+{
+    struct kv_spv *m = &x->c.m;
+    const uint32_t *w = m->w + i;
+    uint32_t len = kv_len(w[0]), base = w[3], pt = kv_spv_type(m, base), r = x->root[base];
+    uint32_t ops[64];
+    if (kv_spv_op(m, pt) != SpvOpTypePointer || len > 64) return kv_words_put(&x->body, w, len);
+    uint32_t sc = m->w[m->def[pt] + 2], t = m->w[m->def[pt] + 3], uoff = x->unit[base];
+    int checked = checked_class(m, sc, r), buffer = sc != SpvStorageClassFunction && sc != SpvStorageClassPrivate &&
+                                                    sc != SpvStorageClassWorkgroup;
+    memcpy(ops, w, 4 * (size_t)len);
+    for (uint32_t j = 4; j < len && t; j++) {
+        uint32_t elem, op = kv_spv_op(m, t), v;
+        if (op == SpvOpTypeStruct) {
+            uint32_t k = const_of(m, w[j], 0), off = 0;
+            for (uint32_t s = 0; s < k; s++) off += kv_spv_units(m, m->w[m->def[t] + 2 + s]);
+            t = m->w[m->def[t] + 2 + k];
+            if (uoff) uoff = emit2(x, SpvOpIAdd, x->c.t_u, uoff, kv_spv_u32(m, off));
+            continue;
+        }
+        uint32_t bv, bound = checked ? bound_of(x, t, r, buffer, &elem, &bv) : 0, iu = as_uint(x, w[j]);
+        if (!bound) bound_of(x, t, 0, 0, &elem, &bv);
+        int in_range = kv_spv_const(m, w[j], &v) && v < bv;
+        if (bound && iu && !in_range) {
+            uint32_t site = add_site(x, KV_SAN_MEMCHECK, buffer ? m->binding[r] : -1, r, i, "OpAccessChain");
+            ops[j] = iu = check(x, iu, bound, kv_spv_u32(m, site));
+        }
+        uint32_t eu = elem ? kv_spv_units(m, elem) : 0;
+        if (uoff && (!iu || !eu)) uoff = 0;
+        else if (uoff)
+            uoff = emit2(x, SpvOpIAdd, x->c.t_u, uoff, emit2(x, SpvOpIMul, x->c.t_u, iu, kv_spv_u32(m, eu)));
+        t = elem;
+    }
+    x->unit[w[2]] = t ? uoff : 0;
+    kv_words_put(&x->body, ops, len);
+}
+
+/* A load, store or atomic through a shadowed workgroup pointer. */
+static void shadow(struct walk *x, size_t i, uint32_t op)
+{
+    struct kv_spv *m = &x->c.m;
+    uint32_t p = m->w[i + ptr_pos(op)], pt = kv_spv_type(m, p);
+    if (!x->c.shared || p >= m->bound || !x->unit[p] || kv_spv_op(m, pt) != SpvOpTypePointer) return;
+    uint32_t n = kv_spv_units(m, m->w[m->def[pt] + 3]);
+    if (!n) return;
+    uint32_t fn = is_atomic(op) ? x->c.f_atomic : op == SpvOpLoad ? x->c.f_read : x->c.f_write;
+    uint32_t site = add_site(x, KV_SAN_RACECHECK, -1, x->root[p], i, op == SpvOpLoad ? "OpLoad" : "OpStore");
+    KV_INS(&x->body, SpvOpFunctionCall, x->c.t_v, kv_spv_id(m), fn, x->unit[p], kv_spv_u32(m, n), kv_spv_u32(m, site));
+}
+
+static void call(struct walk *x, uint32_t fn)
+{
+    KV_INS(&x->body, SpvOpFunctionCall, x->c.t_v, kv_spv_id(&x->c.m), fn);
+}
+
+static void rewrite_functions(struct walk *x)
+{
+    struct kv_spv *m = &x->c.m;
+    uint32_t fn = 0;
+    int prologue = 0;
+    for (size_t i = m->first_fn; i < m->n; i += kv_len(m->w[i])) {
+        const uint32_t *w = m->w + i;
+        uint32_t op = kv_op(w[0]);
+        if (prologue && op != SpvOpVariable && op != SpvOpLine && op != SpvOpNoLine && op != SpvOpLabel) {
+            call(x, x->c.f_prologue);
+            prologue = 0;
+        }
+        if (op == SpvOpFunction) fn = w[2], prologue = x->c.shared && fn == m->entry_fn;
+        if (op == SpvOpLine) x->file = w[1], x->line = w[2], x->col = w[3];
+        if (op == SpvOpNoLine || op == SpvOpFunctionEnd) x->file = 0;
+        if (op == SpvOpAccessChain || op == SpvOpInBoundsAccessChain) {
+            access_chain(x, i);
+            continue;
+        }
+        if (op == SpvOpLoad || op == SpvOpStore || is_atomic(op)) shadow(x, i, op);
+        if ((op == SpvOpReturn || op == SpvOpReturnValue) && fn == m->entry_fn) call(x, x->c.f_flush);
+        kv_words_put(&x->body, w, kv_len(w[0]));
+        if (op == SpvOpControlBarrier && x->c.shared && const_of(m, w[1], 0) == SpvScopeWorkgroup) {
+            uint32_t e = kv_spv_id(m), e1 = kv_spv_id(m);
+            KV_INS(&x->body, SpvOpLoad, x->c.t_u, e, x->c.epoch);
+            KV_INS(&x->body, SpvOpIAdd, x->c.t_u, e1, e, kv_spv_u32(m, 1));
+            KV_INS(&x->body, SpvOpStore, x->c.epoch, e1);
+        }
+    }
+}
+
+/* The module put together: the entry point's interface grows by the new globals. */
+static int assemble(struct walk *x)
+{
+    struct kv_spv *m = &x->c.m;
+    struct kv_san_ctx *c = &x->c;
+    struct kv_words o = {0};
+    uint32_t head[5] = {m->w[0], m->w[1], m->w[2], m->next, m->w[4]};
+    kv_words_put(&o, head, 5);
+    kv_words_put(&o, m->w + 5, m->after_ext - 5);
+    if (m->version < 0x10300) {
+        uint32_t s[16];
+        size_t n = kv_words_str(s, 16, "SPV_KHR_storage_buffer_storage_class");
+        kv_words_ins(&o, SpvOpExtension, n, s);
+    }
+    kv_words_put(&o, m->w + m->after_ext, m->entry - m->after_ext);
+    uint32_t add[8], n_add = 0, elen = kv_len(m->w[m->entry]);
+    if (m->version >= 0x10400) {
+        add[n_add++] = c->st, add[n_add++] = c->epoch, add[n_add++] = c->rec;
+        if (c->shared) add[n_add++] = c->shw, add[n_add++] = c->shr;
+    }
+    if (c->new_lid) add[n_add++] = c->lid;
+    if (c->new_wgid) add[n_add++] = c->wgid;
+    uint32_t e0 = (m->w[m->entry] & 0xffffu) | ((elen + n_add) << 16);
+    kv_words_put(&o, &e0, 1);
+    kv_words_put(&o, m->w + m->entry + 1, elen - 1);
+    kv_words_put(&o, add, n_add);
+    size_t after = m->entry + elen;
+    kv_words_put(&o, m->w + after, m->first_type - after);
+    kv_words_put(&o, m->annot.w, m->annot.n);
+    kv_words_put(&o, m->w + m->first_type, m->first_fn - m->first_type);
+    kv_words_put(&o, m->globals.w, m->globals.n);
+    kv_words_put(&o, x->body.w, x->body.n);
+    kv_words_put(&o, c->fns.w, c->fns.n);
+    o.w[3] = m->next;
+    if (o.oom || m->globals.oom || m->annot.oom || x->body.oom || c->fns.oom) return free(o.w), -1;
+    x->out->words = o.w;
+    x->out->bytes = 4 * o.n;
+    return 0;
+}
+
+static void walk_free(struct walk *x)
+{
+    free(x->root), free(x->unit), free(x->wg_of), free(x->opaque), free(x->body.w), free(x->c.fns.w);
+    kv_spv_free(&x->c.m);
+}
+
+enum kv_status kv_san_instrument(const char *what, const uint32_t *words, size_t bytes, uint32_t binding,
+                                 uint32_t shared_limit, struct kv_san_module *out)
+{
+    struct walk x = {.out = out};
+    char err[160];
+    memset(out, 0, sizeof *out);
+    out->binding = binding;
+    if (kv_spv_index(&x.c.m, words, bytes / 4, err, sizeof err))
+        return kv_error(KV_EDATA, "%s: cannot instrument: %s", what, err);
+    size_t b = x.c.m.bound;
+    x.root = calloc(b, sizeof *x.root), x.unit = calloc(b, sizeof *x.unit), x.wg_of = calloc(b, sizeof *x.wg_of);
+    x.opaque = calloc(b, 1);
+    enum kv_status st = KV_OK;
+    if (!x.root || !x.unit || !x.wg_of || !x.opaque) st = kv_error(KV_EDEVICE, "out of host memory");
+    if (!st) {
+        scan_uses(&x);
+        plan_shadow(&x, shared_limit);
+        kv_san_globals(&x.c, binding);
+        for (int g = 0; g < out->n_wg; g++)
+            for (uint32_t id = 1; id < b; id++)
+                if (x.wg_of[id] == (uint32_t)g + 1 && x.c.shared) x.unit[id] = kv_spv_u32(&x.c.m, out->wg[g].first);
+        rewrite_functions(&x);
+        kv_san_helpers(&x.c);
+        out->shadow_units = x.c.units;
+        if (assemble(&x)) st = kv_error(KV_EDEVICE, "out of host memory instrumenting %s", what);
+    }
+    walk_free(&x);
+    if (st) kv_san_module_free(out);
+    return st;
+}
+
+void kv_san_module_free(struct kv_san_module *m)
+{
+    free(m->words), free(m->site), free(m->wg);
+    memset(m, 0, sizeof *m);
+}

@@ -1,0 +1,92 @@
+/* The record buffer: its first contents, and the records read back as rows' reasons. */
+#include <stdio.h>
+#include <string.h>
+
+#include "sanitize/san.h"
+
+void kv_san_buffer_init(const struct kv_san_module *m, uint32_t *buf, const uint64_t *bytes, int n)
+{
+    memset(buf, 0, KV_SAN_BUFFER_BYTES);
+    for (int b = 0; b < n && b < KV_SAN_MAX_BINDINGS; b++) {
+        uint64_t s = m->stride[b] ? m->stride[b] : 4, len = (bytes[b] + s - 1) / s;
+        buf[4 + b] = len > UINT32_MAX ? UINT32_MAX : (uint32_t)len;
+    }
+}
+
+void kv_san_read(const struct kv_san_module *m, const uint32_t *buf, struct kv_san_result *out)
+{
+    memset(out, 0, sizeof *out);
+    for (int k = 0; k < KV_SAN_KINDS; k++) out->count[k] = buf[k];
+    uint32_t n = buf[3] < KV_SAN_RECORDS ? buf[3] : KV_SAN_RECORDS;
+    for (uint32_t i = 0; i < n; i++) {
+        const uint32_t *w = buf + KV_SAN_HEADER + (size_t)i * KV_SAN_REC_WORDS;
+        if (w[0] < 1 || w[0] > KV_SAN_KINDS || w[1] < 1 || w[1] > (uint32_t)m->n_sites) continue;
+        struct kv_san_record *r = &out->rec[out->n++];
+        *r = (struct kv_san_record){(int)w[0] - 1, &m->site[w[1] - 1], w[2], w[3], w[4], w[5], {w[6], w[7], w[8]}, w[9]};
+    }
+}
+
+const char *kv_san_kind_name(int kind)
+{
+    static const char *names[KV_SAN_KINDS] = {"memcheck", "racecheck", "initcheck"};
+    return kind >= 0 && kind < KV_SAN_KINDS ? names[kind] : "?";
+}
+
+/* The shared array a shadow unit lies in, and the element: "part[1][0] (of [16][64])". */
+static void shared_elem(const struct kv_san_module *m, uint32_t unit, char *out, size_t size)
+{
+    for (int g = 0; g < m->n_wg; g++) {
+        const struct kv_san_wg *w = &m->wg[g];
+        if (unit < w->first || unit >= w->first + w->units) continue;
+        uint32_t rem = unit - w->first;
+        char idx[64] = "", dims[64] = "";
+        size_t ni = 0, nd = 0;
+        for (int d = 0; d < w->n_dims && w->stride[d]; d++) {
+            ni += (size_t)snprintf(idx + ni, sizeof idx - ni, "[%u]", rem / w->stride[d]);
+            nd += (size_t)snprintf(dims + nd, sizeof dims - nd, "[%u]", w->dim[d]);
+            rem %= w->stride[d];
+            if (ni >= sizeof idx || nd >= sizeof dims) break;
+        }
+        snprintf(out, size, "shared %s%s%s%s%s", w->name[0] ? w->name : "variable", idx, w->n_dims ? " (of " : "",
+                 dims, w->n_dims ? ")" : "");
+        return;
+    }
+    snprintf(out, size, "shared scalar %u", unit);
+}
+
+/* The first record of kind (a bounds record before any other). */
+static const struct kv_san_record *first_of(const struct kv_san_result *r, int kind)
+{
+    for (int i = 0; i < r->n; i++)
+        if (r->rec[i].kind == kind) return &r->rec[i];
+    return NULL;
+}
+
+void kv_san_reason(const struct kv_san_module *m, const struct kv_san_result *r, int kind, const char *stage,
+                   const char *(*binding_name)(const void *ctx, int binding), const void *ctx, char *out, size_t size)
+{
+    const struct kv_san_record *x = first_of(r, kind);
+    unsigned long long n = (unsigned long long)r->count[kind];
+    static const char *what[KV_SAN_KINDS] = {"out-of-bounds access", "shared-memory race",
+                                             "read of shared memory never written"};
+    int len = snprintf(out, size, "stage %s: %llu %s%s", stage, n, what[kind], n == 1 ? "" : (kind == 2 ? "s" : "es"));
+    if (kind == 2 && n != 1) len = snprintf(out, size, "stage %s: %llu reads of shared memory never written", stage, n);
+    if (kind == 1 && n != 1) len = snprintf(out, size, "stage %s: %llu shared-memory races", stage, n);
+    if (kind == 0 && n != 1) len = snprintf(out, size, "stage %s: %llu out-of-bounds accesses", stage, n);
+    if (!x || len < 0 || (size_t)len >= size) return;
+    char arr[128];
+    if (kind == KV_SAN_MEMCHECK && x->site->binding >= 0)
+        snprintf(arr, sizeof arr, "index %u of %s (binding %d, %u elements)", x->index,
+                 binding_name ? binding_name(ctx, x->site->binding) : "buffer", x->site->binding, x->bound);
+    else if (kind == KV_SAN_MEMCHECK)
+        snprintf(arr, sizeof arr, "index %u of %s (length %u)", x->index, x->site->array[0] ? x->site->array : "an array",
+                 x->bound);
+    else shared_elem(m, x->index, arr, sizeof arr);
+    char who[96];
+    if (kind == KV_SAN_RACECHECK)
+        snprintf(who, sizeof who, "invocations %u and %u", x->invocation, x->other);
+    else snprintf(who, sizeof who, "invocation %u", x->invocation);
+    snprintf(out + len, size - (size_t)len, "; the first at %s: %s%s, %s of workgroup (%u,%u,%u)", x->site->where, arr,
+             kind == KV_SAN_RACECHECK ? " accessed between two barriers" : "", who, x->group[0], x->group[1],
+             x->group[2]);
+}

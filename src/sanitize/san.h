@@ -1,0 +1,100 @@
+/* The shader sanitizer: a compute module instrumented at the SPIR-V level
+ * (so that it works for a .spv as for GLSL, on every device), and the
+ * records its run leaves in one storage buffer of its own.
+ *
+ *  - memcheck: every index into an array of function-local, private or
+ *    workgroup memory is checked against the array's length, and every index
+ *    into a storage buffer's runtime array against the logical length of the
+ *    tensor bound there (the host writes it into the record buffer); a bad
+ *    index is clamped to 0, so that the run itself corrupts nothing;
+ *  - racecheck: a shadow word per workgroup-memory scalar remembers the
+ *    invocation that last wrote it and the last reader, tagged with the
+ *    barrier epoch (OpControlBarrier of workgroup execution scope); a write
+ *    and another invocation's read or write of the same scalar in one epoch
+ *    is a race;
+ *  - initcheck: a read of a workgroup scalar no invocation has written since
+ *    the workgroup started.
+ * Each invocation keeps its first record of each kind and a count in
+ * private memory, and adds them to the buffer when it returns. */
+#ifndef KV_SAN_H
+#define KV_SAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/status.h"
+
+enum kv_san_kind { KV_SAN_MEMCHECK, KV_SAN_RACECHECK, KV_SAN_INITCHECK, KV_SAN_KINDS };
+
+/* The record buffer: counts per kind, the records made, the logical length
+ * of each binding's runtime array (elements, written by the host), then
+ * KV_SAN_RECORDS records of KV_SAN_REC_WORDS words and one slot that takes
+ * the records past them. */
+#define KV_SAN_MAX_BINDINGS 32
+#define KV_SAN_HEADER (4 + KV_SAN_MAX_BINDINGS)
+#define KV_SAN_RECORDS 16
+#define KV_SAN_REC_WORDS 12
+#define KV_SAN_BUFFER_BYTES ((size_t)4 * (KV_SAN_HEADER + (KV_SAN_RECORDS + 1) * KV_SAN_REC_WORDS))
+
+/* What a check site is: its kind, where it is in the source, the array. */
+struct kv_san_site {
+    uint8_t kind;          /* KV_SAN_MEMCHECK for bounds, KV_SAN_RACECHECK for a shadowed access */
+    int32_t binding;       /* a storage buffer's binding, or -1 */
+    uint32_t var;          /* the workgroup variable of a shadowed access (index into kv_san_module.wg), or UINT32_MAX */
+    char where[200];       /* "file:line:column", or "SPIR-V word N (OpAccessChain %id)" */
+    char array[64];        /* the array's name ("acc", "part", "buffer 2") */
+};
+
+/* A workgroup variable shadowed for racecheck and initcheck. */
+struct kv_san_wg {
+    char name[64];
+    uint32_t first, units;          /* its scalars in the shadow */
+    int n_dims;                     /* its array levels, outermost first (at most 4) */
+    uint32_t dim[4], stride[4];     /* each level's length and scalars per element */
+};
+
+struct kv_san_module {
+    uint32_t *words; /* the instrumented module (malloc'd) */
+    size_t bytes;
+    uint32_t binding;       /* the record buffer's binding at set 0 */
+    uint32_t stride[KV_SAN_MAX_BINDINGS]; /* each binding's runtime array stride (0: none seen) */
+    int n_sites;
+    struct kv_san_site *site; /* site i + 1 (0 means none) */
+    int n_wg;
+    struct kv_san_wg *wg;
+    uint32_t shadow_units;  /* shared scalars shadowed (8 bytes each) */
+    int shared_checks;      /* racecheck and initcheck made */
+    int racecheck;          /* 0 where subgroup barriers make the epochs per subgroup */
+    char note[240];         /* why shared checks are off (one line), or "" */
+};
+
+/* Instrument a compute module for a record buffer at binding `binding`;
+ * shared_limit: the device's workgroup memory, beyond which the shadow is
+ * left out (note says so). KV_EDATA naming `what` for a module it cannot read. */
+enum kv_status kv_san_instrument(const char *what, const uint32_t *words, size_t bytes, uint32_t binding,
+                                 uint32_t shared_limit, struct kv_san_module *out);
+void kv_san_module_free(struct kv_san_module *m);
+
+/* The record buffer's first contents: zero counts, and the logical bytes of
+ * each binding's tensor as elements of its array (bytes[b], n of them). */
+void kv_san_buffer_init(const struct kv_san_module *m, uint32_t *buf, const uint64_t *bytes, int n);
+
+/* One record read back. */
+struct kv_san_record {
+    int kind;
+    const struct kv_san_site *site;
+    uint32_t index, bound, other, invocation, group[3], count;
+};
+struct kv_san_result {
+    uint64_t count[KV_SAN_KINDS]; /* occurrences */
+    int n;
+    struct kv_san_record rec[KV_SAN_RECORDS];
+};
+/* Read the buffer after the run. */
+void kv_san_read(const struct kv_san_module *m, const uint32_t *buf, struct kv_san_result *out);
+/* A kind's name ("memcheck") and a one-line reason for its first record. */
+const char *kv_san_kind_name(int kind);
+void kv_san_reason(const struct kv_san_module *m, const struct kv_san_result *r, int kind, const char *stage,
+                   const char *(*binding_name)(const void *ctx, int binding), const void *ctx, char *out, size_t size);
+
+#endif
