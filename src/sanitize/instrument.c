@@ -198,11 +198,14 @@ static uint32_t bound_of(struct walk *x, uint32_t t, uint32_t r, int buffer, uin
     *elem = d[2];
     int32_t b = r ? m->binding[r] : -1;
     if (!buffer || b < 0 || b >= KV_SAN_MAX_BINDINGS) return 0;
-    if (!x->out->stride[b]) x->out->stride[b] = m->stride[t] ? m->stride[t] : 4;
-    uint32_t p = kv_spv_id(m), len = kv_spv_id(m);
+    /* The header holds the binding's logical bytes; an array of this stride
+     * (views of one binding may differ) has their ceiling in elements. */
+    uint32_t stride = m->stride[t] ? m->stride[t] : 4, p = kv_spv_id(m), bytes = kv_spv_id(m);
     KV_INS(&x->body, SpvOpAccessChain, x->c.p_sb, p, x->c.rec, kv_spv_u32(m, 0), kv_spv_u32(m, 4 + (uint32_t)b));
-    KV_INS(&x->body, SpvOpLoad, x->c.t_u, len, p);
-    return len;
+    KV_INS(&x->body, SpvOpLoad, x->c.t_u, bytes, p);
+    if (stride == 1) return bytes;
+    uint32_t up = emit2(x, SpvOpIAdd, x->c.t_u, bytes, kv_spv_u32(m, stride - 1));
+    return emit2(x, SpvOpUDiv, x->c.t_u, up, kv_spv_u32(m, stride));
 }
 
 /* Whether accesses through a pointer of storage class sc rooted at r are checked. */

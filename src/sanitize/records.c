@@ -7,10 +7,9 @@
 void kv_san_buffer_init(const struct kv_san_module *m, uint32_t *buf, const uint64_t *bytes, int n)
 {
     memset(buf, 0, KV_SAN_BUFFER_BYTES);
-    for (int b = 0; b < n && b < KV_SAN_MAX_BINDINGS; b++) {
-        uint64_t s = m->stride[b] ? m->stride[b] : 4, len = (bytes[b] + s - 1) / s;
-        buf[4 + b] = len > UINT32_MAX ? UINT32_MAX : (uint32_t)len;
-    }
+    (void)m;
+    for (int b = 0; b < n && b < KV_SAN_MAX_BINDINGS; b++)
+        buf[4 + b] = bytes[b] > KV_SAN_MAX_LOGICAL ? KV_SAN_MAX_LOGICAL : (uint32_t)bytes[b];
 }
 
 void kv_san_read(const struct kv_san_module *m, const uint32_t *buf, struct kv_san_result *out)

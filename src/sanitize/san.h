@@ -26,11 +26,14 @@
 
 enum kv_san_kind { KV_SAN_MEMCHECK, KV_SAN_RACECHECK, KV_SAN_INITCHECK, KV_SAN_KINDS };
 
-/* The record buffer: counts per kind, the records made, the logical length
- * of each binding's runtime array (elements, written by the host), then
+/* The record buffer: counts per kind, the records made, the logical bytes
+ * of each binding's tensor (written by the host; a runtime array of stride
+ * s holds their ceiling over s elements; at most KV_SAN_MAX_LOGICAL, so
+ * that the ceiling cannot wrap: a larger tensor is checked only that far), then
  * KV_SAN_RECORDS records of KV_SAN_REC_WORDS words and one slot that takes
  * the records past them. */
 #define KV_SAN_MAX_BINDINGS 32
+#define KV_SAN_MAX_LOGICAL 0xFFFF0000u
 #define KV_SAN_HEADER (4 + KV_SAN_MAX_BINDINGS)
 #define KV_SAN_RECORDS 16
 #define KV_SAN_REC_WORDS 12
@@ -57,7 +60,6 @@ struct kv_san_module {
     uint32_t *words; /* the instrumented module (malloc'd) */
     size_t bytes;
     uint32_t binding;       /* the record buffer's binding at set 0 */
-    uint32_t stride[KV_SAN_MAX_BINDINGS]; /* each binding's runtime array stride (0: none seen) */
     int n_sites;
     struct kv_san_site *site; /* site i + 1 (0 means none) */
     int n_wg;
@@ -76,7 +78,7 @@ enum kv_status kv_san_instrument(const char *what, const uint32_t *words, size_t
 void kv_san_module_free(struct kv_san_module *m);
 
 /* The record buffer's first contents: zero counts, and the logical bytes of
- * each binding's tensor as elements of its array (bytes[b], n of them). */
+ * each binding's tensor (bytes[b], n of them). */
 void kv_san_buffer_init(const struct kv_san_module *m, uint32_t *buf, const uint64_t *bytes, int n);
 
 /* One record read back. */

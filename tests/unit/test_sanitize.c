@@ -1,0 +1,124 @@
+/* The sanitizer's instrumentation (sanitize/san.h): every embedded compute
+ * shader, compiled with and without debug information under each set of
+ * defines it builds with, instruments into a module SPIRV-Tools' validator
+ * accepts wherever it accepts the original; the records of a module are
+ * read back as written; a module it cannot read is refused in one line. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include <spirv-tools/libspirv.h>
+
+#include "sanitize/san.h"
+#include "spirv/glsl.h"
+
+static int valid(spv_context ctx, const uint32_t *w, size_t n, char *why, size_t size)
+{
+    spv_diagnostic diag = NULL;
+    spv_const_binary_t bin = {w, n};
+    spv_validator_options opts = spvValidatorOptionsCreate();
+    spv_result_t r = spvValidateWithOptions(ctx, opts, &bin, &diag);
+    if (why) snprintf(why, size, "%s", diag && diag->error ? diag->error : "");
+    spvDiagnosticDestroy(diag);
+    spvValidatorOptionsDestroy(opts);
+    return r == SPV_SUCCESS;
+}
+
+static void all_builtins_validate(void **state)
+{
+    (void)state;
+    static const unsigned defs[] = {0, KV_SHADER_SUBGROUP, KV_SHADER_SUBGROUP | KV_SHADER_INT8,
+                                    KV_SHADER_SUBGROUP | KV_SHADER_CMEL, KV_SHADER_ABF16};
+    spv_context ctx = spvContextCreate(SPV_ENV_VULKAN_1_2);
+    int modules = 0, shadowed = 0, sites = 0;
+    for (size_t i = 0; kv_glsl_builtin_at(i); i++) {
+        const char *name = kv_glsl_builtin_at(i)->name;
+        size_t len = strlen(name);
+        if (len < 5 || strcmp(name + len - 5, ".comp")) continue;
+        for (size_t d = 0; d < sizeof defs / sizeof *defs; d++)
+            for (int debug = 0; debug < 2; debug++) {
+                struct kv_glsl_env env = {.builtin = 1, .defines = defs[d], .debug = debug};
+                uint32_t *w = NULL;
+                size_t bytes = 0;
+                if (kv_glsl_compile(&env, name, &w, &bytes) != KV_OK) continue; /* a build it does not have */
+                int orig_ok = valid(ctx, w, bytes / 4, NULL, 0);
+                struct kv_san_module m;
+                assert_int_equal(kv_san_instrument(name, w, bytes, 8, 65536, &m), KV_OK);
+                char why[1024];
+                int ok = valid(ctx, m.words, m.bytes / 4, why, sizeof why);
+                if (orig_ok && !ok) fail_msg("%s (defines %u, debug %d): instrumented module invalid: %s", name, defs[d],
+                                             debug, why);
+                sites += m.n_sites;
+                for (int s = 0; s < m.n_sites; s++) assert_true(m.site[s].where[0] != '\0');
+                if (debug && m.n_sites) assert_non_null(strstr(m.site[0].where, ":")); /* file:line */
+                modules++;
+                shadowed += m.shared_checks;
+                kv_san_module_free(&m);
+                free(w);
+            }
+    }
+    spvContextDestroy(ctx);
+    assert_true(modules >= 40);
+    assert_true(sites >= 40 * modules / 2);
+    assert_true(shadowed >= 10);
+}
+
+/* The buffer's header and a record, as the flush writes them, read back. */
+static void records_read_back(void **state)
+{
+    (void)state;
+    struct kv_san_module m = {0};
+    struct kv_san_site site = {.kind = KV_SAN_MEMCHECK, .binding = 2, .var = UINT32_MAX, .where = "a.comp:7:3"};
+    m.n_sites = 1, m.site = &site;
+    uint32_t buf[KV_SAN_BUFFER_BYTES / 4];
+    uint64_t bytes[3] = {8, 12, (uint64_t)1 << 33};
+    kv_san_buffer_init(&m, buf, bytes, 3);
+    assert_int_equal(buf[4 + 0], 8);
+    assert_int_equal(buf[4 + 1], 12);
+    assert_int_equal(buf[4 + 2], KV_SAN_MAX_LOGICAL); /* checked as far as 32 bits reach */
+    buf[0] = 5, buf[3] = 1;
+    uint32_t *r = buf + KV_SAN_HEADER;
+    uint32_t rec[10] = {1, 1, 3, 3, 0, 17, 2, 0, 0, 5};
+    memcpy(r, rec, sizeof rec);
+    struct kv_san_result res;
+    kv_san_read(&m, buf, &res);
+    assert_int_equal(res.count[KV_SAN_MEMCHECK], 5);
+    assert_int_equal(res.n, 1);
+    assert_int_equal(res.rec[0].index, 3);
+    assert_int_equal(res.rec[0].invocation, 17);
+    char why[320];
+    kv_san_reason(&m, &res, KV_SAN_MEMCHECK, "dx", NULL, NULL, why, sizeof why);
+    assert_non_null(strstr(why, "stage dx: 5 out-of-bounds accesses"));
+    assert_non_null(strstr(why, "a.comp:7:3"));
+    assert_non_null(strstr(why, "index 3 of buffer (binding 2, 3 elements)"));
+    assert_non_null(strstr(why, "invocation 17 of workgroup (2,0,0)"));
+    buf[3] = 1, r[1] = 9; /* a site the module does not have: dropped, not followed */
+    kv_san_read(&m, buf, &res);
+    assert_int_equal(res.n, 0);
+}
+
+static void refuses_garbage(void **state)
+{
+    (void)state;
+    uint32_t junk[8] = {0x12345678, 0, 0, 10, 0, 0, 0, 0};
+    struct kv_san_module m;
+    assert_int_equal(kv_san_instrument("junk.spv", junk, sizeof junk, 3, 65536, &m), KV_EDATA);
+    assert_non_null(strstr(kv_error_msg(), "junk.spv: cannot instrument"));
+    uint32_t trunc[6] = {0x07230203, 0x10500, 0, 10, 0, (9u << 16) | 17};
+    assert_int_equal(kv_san_instrument("short.spv", trunc, sizeof trunc, 3, 65536, &m), KV_EDATA);
+    assert_null(strchr(kv_error_msg(), '\n'));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(all_builtins_validate),
+        cmocka_unit_test(records_read_back),
+        cmocka_unit_test(refuses_garbage),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
