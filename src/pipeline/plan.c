@@ -59,33 +59,9 @@ void kv_plan_free(struct kv_vk_device *d, struct kv_plan *p)
     kv_vk_buffer_destroy(d, &p->san_dev);
     kv_vk_buffer_destroy(d, &p->san_up);
     kv_vk_buffer_destroy(d, &p->san_down);
+    kv_vk_buffer_destroy(d, &p->san_shadow);
 }
 
-/* The sanitized run's record buffers: made once, their headers written
- * (counts zero, each binding's logical length) and uploaded. */
-static enum kv_status san_upload(struct kv_runner *r, struct kv_case *c, struct kv_plan *p, struct kv_vk_batch *b)
-{
-    enum kv_status st = KV_OK;
-    size_t bytes = (size_t)2 * KV_MAX_STAGES * KV_SAN_SLOT;
-    if (!p->san_dev.buf) {
-        KV_TRY(kv_vk_buffer_create(r->d, bytes, KV_MEM_DEVICE, &p->san_dev));
-        KV_TRY(kv_vk_buffer_create(r->d, bytes, KV_MEM_UPLOAD, &p->san_up));
-        KV_TRY(kv_vk_buffer_create(r->d, bytes, KV_MEM_READBACK, &p->san_down));
-    }
-    memset(p->san_up.map, 0, bytes);
-    for (int s = 0; s < r->k->n_stages; s++) {
-        uint64_t logical[KV_SAN_MAX_BINDINGS];
-        if (!r->san_mod[s]) continue;
-        int n = kv_sanitize_logical(r, c, p, s, logical);
-        for (int pass = 0; pass < 2; pass++)
-            kv_san_buffer_init(r->san_mod[s], (uint32_t *)((char *)p->san_up.map + (size_t)(2 * s + pass) * KV_SAN_SLOT),
-                               logical, n);
-    }
-    KV_TRY(kv_vk_buffer_flush(r->d, &p->san_up));
-    kv_vk_batch_copy(b, (struct kv_vk_range){&p->san_up, 0, bytes}, (struct kv_vk_range){&p->san_dev, 0, bytes});
-cleanup:
-    return st;
-}
 
 /* The products that --abi stages bind, computed on the host and uploaded
  * like inputs (with a poisoned tail). */
@@ -259,6 +235,60 @@ static enum kv_status stage_launch(struct kv_runner *r, struct kv_case *c, struc
     return KV_OK;
 }
 
+/* The storage-buffer shadow, as large as the largest stage's workgroups need. */
+static enum kv_status san_shadow(struct kv_runner *r, struct kv_case *c, struct kv_plan *p, uint32_t cap)
+{
+    uint64_t need = 0;
+    for (int s = 0; s < r->k->n_stages; s++) {
+        const struct kv_san_module *m = r->san_mod[s];
+        if (!m || !m->shadow_binding || !r->san[s].pipeline) continue;
+        for (int pass = 0; pass < 2; pass++) {
+            struct kv_vk_range bind[KV_VK_MAX_BINDINGS];
+            unsigned char push[256] = {0};
+            uint32_t g[3];
+            KV_TRY_RET(stage_launch(r, c, p, s, pass, cap, bind, push, g));
+            uint64_t bytes = (uint64_t)g[0] * g[1] * g[2] * m->shadow_units * 8;
+            need = bytes > need ? bytes : need;
+        }
+    }
+    if (need >= ((uint64_t)1 << 31))
+        return kv_error(KV_EDEVICE,
+                        "the sanitizer's shadow of shared memory would take %llu bytes (workgroups x shared scalars x "
+                        "8): run with fewer workgroups (--max-groups) or --no-sanitize",
+                        (unsigned long long)need);
+    if (!need || p->san_shadow.size >= need) return KV_OK;
+    kv_vk_buffer_destroy(r->d, &p->san_shadow);
+    return kv_vk_buffer_create(r->d, need, KV_MEM_DEVICE, &p->san_shadow);
+}
+
+/* The sanitized run's record buffers: made once, their headers written
+ * (counts zero, each binding's logical length) and uploaded. */
+static enum kv_status san_upload(struct kv_runner *r, struct kv_case *c, struct kv_plan *p, uint32_t cap,
+                                 struct kv_vk_batch *b)
+{
+    enum kv_status st = KV_OK;
+    size_t bytes = (size_t)2 * KV_MAX_STAGES * KV_SAN_SLOT;
+    if (!p->san_dev.buf) {
+        KV_TRY(kv_vk_buffer_create(r->d, bytes, KV_MEM_DEVICE, &p->san_dev));
+        KV_TRY(kv_vk_buffer_create(r->d, bytes, KV_MEM_UPLOAD, &p->san_up));
+        KV_TRY(kv_vk_buffer_create(r->d, bytes, KV_MEM_READBACK, &p->san_down));
+    }
+    memset(p->san_up.map, 0, bytes);
+    for (int s = 0; s < r->k->n_stages; s++) {
+        uint64_t logical[KV_SAN_MAX_BINDINGS];
+        if (!r->san_mod[s]) continue;
+        int n = kv_sanitize_logical(r, c, p, s, logical);
+        for (int pass = 0; pass < 2; pass++)
+            kv_san_buffer_init(r->san_mod[s], (uint32_t *)((char *)p->san_up.map + (size_t)(2 * s + pass) * KV_SAN_SLOT),
+                               logical, n);
+    }
+    KV_TRY(san_shadow(r, c, p, cap));
+    KV_TRY(kv_vk_buffer_flush(r->d, &p->san_up));
+    kv_vk_batch_copy(b, (struct kv_vk_range){&p->san_up, 0, bytes}, (struct kv_vk_range){&p->san_dev, 0, bytes});
+cleanup:
+    return st;
+}
+
 enum kv_status kv_plan_run(struct kv_runner *r, struct kv_case *c, struct kv_plan *p, const int *run_stage,
                            const int *chain_stage, uint32_t cap, int variant, double *stage_ms, double *upload_ms,
                            double *download_ms)
@@ -295,7 +325,7 @@ enum kv_status kv_plan_run(struct kv_runner *r, struct kv_case *c, struct kv_pla
             kv_vk_batch_fill(&b, (struct kv_vk_range){&p->product[s][i], round4(bytes), p->product[s][i].size - round4(bytes)},
                              KV_POISON);
         }
-    if (variant == KV_VARIANT_SANITIZED) KV_TRY(san_upload(r, c, p, &b));
+    if (variant == KV_VARIANT_SANITIZED) KV_TRY(san_upload(r, c, p, cap, &b));
     kv_vk_batch_barrier(&b, KV_BARRIER_TRANSFER_TO_COMPUTE);
     int t_prev = kv_vk_batch_stamp(&b), t_uploaded = t_prev;
     int stamp_before[KV_MAX_STAGES], stamp_after[KV_MAX_STAGES];
@@ -307,9 +337,11 @@ enum kv_status kv_plan_run(struct kv_runner *r, struct kv_case *c, struct kv_pla
             uint32_t groups[3];
             KV_TRY(stage_launch(r, c, p, s, pass, cap, bind, push, groups));
             const struct kv_vk_pipeline *pipe = kv_runner_pipe(r, c, s, variant);
-            if (pipe == &r->san[s])
-                bind[pipe->n_bindings - 1] = (struct kv_vk_range){&p->san_dev, (size_t)(2 * s + pass) * KV_SAN_SLOT,
-                                                                  KV_SAN_SLOT};
+            if (pipe == &r->san[s]) {
+                bind[r->san_mod[s]->binding] = (struct kv_vk_range){&p->san_dev, (size_t)(2 * s + pass) * KV_SAN_SLOT,
+                                                                    KV_SAN_SLOT};
+                if (r->san_mod[s]->shadow_binding) bind[r->san_mod[s]->shadow_binding] = whole(&p->san_shadow, p->san_shadow.size);
+            }
             KV_TRY(kv_vk_batch_dispatch(&b, pipe, bind, push, groups));
             kv_vk_batch_barrier(&b, KV_BARRIER_COMPUTE_TO_COMPUTE);
             if (pass == 0) stamp_before[s] = t_prev;

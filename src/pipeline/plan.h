@@ -39,6 +39,7 @@ struct kv_plan {
     size_t product_bytes[KV_MAX_STAGES][KV_ABI_MAX], product_off[KV_MAX_STAGES][KV_ABI_MAX];
     /* the sanitized run's record buffers, a slot per stage and pass (pipeline/sanitize.h) */
     struct kv_vk_buffer san_dev, san_up, san_down;
+    struct kv_vk_buffer san_shadow; /* the shared-memory shadow of stages it does not fit (sanitize/san.h) */
 };
 
 /* Whether stage s reads an output of another stage; whether output t feeds

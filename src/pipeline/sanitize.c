@@ -64,10 +64,17 @@ enum kv_status kv_runner_sanitized(struct kv_runner *r, int s, const struct kv_r
     KV_TRY(debug_words(r, s, o, defines, &words, &bytes));
     KV_TRY(kv_san_instrument(what, words, bytes, n, r->d->info.max_shared, r->san_mod[s]));
     const struct kv_san_module *m = r->san_mod[s];
+    uint32_t nb = n + 1 + (m->shadow_binding ? 1 : 0);
+    if (nb > KV_VK_MAX_BINDINGS) {
+        snprintf(r->san_missing[s], sizeof r->san_missing[s],
+                 "stage %s: %u bindings leave no room for the shadow of shared memory", sd->name, n);
+        kv_runner_sanitized_free(r, s);
+        goto cleanup;
+    }
     if (!r->abi[s])
-        KV_TRY(kv_vk_pipeline_create(r->d, what, m->words, m->bytes, n + 1, sd->push_size, &r->san[s]));
+        KV_TRY(kv_vk_pipeline_create(r->d, what, m->words, m->bytes, nb, sd->push_size, &r->san[s]));
     else
-        KV_TRY(kv_vk_pipeline_create_spec(r->d, what, m->words, m->bytes, n + 1, kv_abi_push_size(r->abi[s]),
+        KV_TRY(kv_vk_pipeline_create_spec(r->d, what, m->words, m->bytes, nb, kv_abi_push_size(r->abi[s]),
                                           &r->spec[s], &r->san[s]));
 cleanup:
     free(words);

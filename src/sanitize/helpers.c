@@ -2,7 +2,7 @@
 
 #include "sanitize/san.h"
 
-enum { SCOPE_DEVICE = 1, SCOPE_WG = 2, SCOPE_QUEUE_FAMILY = 5, SEM_NONE = 0, SEM_WG_ACQREL = 0x108 };
+enum { SCOPE_DEVICE = 1, SCOPE_WG = 2, SCOPE_QUEUE_FAMILY = 5, SEM_NONE = 0, SEM_WG_ACQREL = 0x108, SEM_UNIFORM = 0x40 };
 
 static uint32_t k(struct kv_san_ctx *c, uint32_t v) { return kv_spv_u32(&c->m, v); }
 
@@ -33,6 +33,36 @@ static uint32_t label(struct kv_san_ctx *c, uint32_t id)
 {
     KV_INS(&c->fns, SpvOpLabel, id);
     return id;
+}
+
+/* A pointer to the shadow's word of scalar u: the writer (which 0) or the
+ * readers (1); in shared memory, or in this workgroup's part of the
+ * storage-buffer shadow (c->sh_base: its first word, set at each helper's entry). */
+static uint32_t sh_at(struct kv_san_ctx *c, int which, uint32_t u)
+{
+    if (!c->sb) return op2(c, SpvOpAccessChain, c->p_wg, which ? c->shr : c->shw, u);
+    uint32_t i = op2(c, SpvOpIAdd, c->t_u, c->sh_base, op2(c, SpvOpIMul, c->t_u, u, k(c, 2)));
+    if (which) i = op2(c, SpvOpIAdd, c->t_u, i, k(c, 1));
+    uint32_t id = kv_spv_id(&c->m);
+    KV_INS(&c->fns, SpvOpAccessChain, c->p_sb, id, c->shw, k(c, 0), i);
+    return id;
+}
+
+/* The storage-buffer shadow's first word for this workgroup (2 words per scalar). */
+static void sh_base(struct kv_san_ctx *c)
+{
+    if (!c->sb) return;
+    uint32_t u = c->t_u, v3 = kv_spv_uvec3(&c->m), wg = load(c, v3, c->wgid), nwg = load(c, v3, c->nwg), e[3], n[2];
+    for (uint32_t i = 0; i < 3; i++) {
+        e[i] = kv_spv_id(&c->m);
+        KV_INS(&c->fns, SpvOpCompositeExtract, u, e[i], wg, i);
+        if (i < 2) {
+            n[i] = kv_spv_id(&c->m);
+            KV_INS(&c->fns, SpvOpCompositeExtract, u, n[i], nwg, i);
+        }
+    }
+    uint32_t lin = op2(c, SpvOpIAdd, u, e[0], op2(c, SpvOpIMul, u, n[0], op2(c, SpvOpIAdd, u, e[1], op2(c, SpvOpIMul, u, n[1], e[2]))));
+    c->sh_base = op2(c, SpvOpIMul, u, lin, k(c, 2 * c->units));
 }
 
 /* A pointer to private state word i (an id). */
@@ -99,14 +129,14 @@ static void note(struct kv_san_ctx *c, int kind, uint32_t site, uint32_t idx, ui
 static void shadow_read(struct kv_san_ctx *c, uint32_t site, uint32_t u, uint32_t E, uint32_t l, uint32_t inr)
 {
     uint32_t t = c->t_u, b = c->t_b;
-    uint32_t pw = op2(c, SpvOpAccessChain, c->p_wg, c->shw, u), a = atomic(c, SpvOpAtomicLoad, pw, SCOPE_WG, 0);
+    uint32_t pw = sh_at(c, 0, u), a = atomic(c, SpvOpAtomicLoad, pw, SCOPE_WG, 0);
     note(c, KV_SAN_INITCHECK, site, u, k(c, 0), op2(c, SpvOpLogicalAnd, b, inr, op2(c, SpvOpIEqual, b, a, k(c, 0))));
     if (!c->race) return;
     uint32_t aw = op2(c, SpvOpBitwiseAnd, t, a, k(c, 1023));
     uint32_t same = op2(c, SpvOpIEqual, b, op2(c, SpvOpShiftRightLogical, t, a, k(c, 10)), E);
     uint32_t race = op2(c, SpvOpLogicalAnd, b, op2(c, SpvOpLogicalAnd, b, same, op2(c, SpvOpINotEqual, b, aw, l)), inr);
     note(c, KV_SAN_RACECHECK, site, u, aw, race);
-    uint32_t pr = op2(c, SpvOpAccessChain, c->p_wg, c->shr, u);
+    uint32_t pr = sh_at(c, 1, u);
     uint32_t tag = op2(c, SpvOpBitwiseOr, t, op2(c, SpvOpShiftLeftLogical, t, E, k(c, 11)), l);
     uint32_t old = atomic(c, SpvOpAtomicExchange, pr, SCOPE_WG, tag);
     uint32_t osame = op2(c, SpvOpIEqual, b, op2(c, SpvOpShiftRightLogical, t, old, k(c, 11)), E);
@@ -118,7 +148,7 @@ static void shadow_write(struct kv_san_ctx *c, uint32_t site, uint32_t u, uint32
                          int is_atomic)
 {
     uint32_t t = c->t_u, b = c->t_b;
-    uint32_t pw = op2(c, SpvOpAccessChain, c->p_wg, c->shw, u);
+    uint32_t pw = sh_at(c, 0, u);
     if (is_atomic) { /* an atomic reads what it updates, and races with nothing */
         uint32_t a = atomic(c, SpvOpAtomicLoad, pw, SCOPE_WG, 0);
         note(c, KV_SAN_INITCHECK, site, u, k(c, 0), op2(c, SpvOpLogicalAnd, b, inr, op2(c, SpvOpIEqual, b, a, k(c, 0))));
@@ -129,7 +159,7 @@ static void shadow_write(struct kv_san_ctx *c, uint32_t site, uint32_t u, uint32
     uint32_t ow = op2(c, SpvOpBitwiseAnd, t, old, k(c, 1023));
     uint32_t same = op2(c, SpvOpIEqual, b, op2(c, SpvOpShiftRightLogical, t, old, k(c, 10)), E);
     uint32_t ww = op2(c, SpvOpLogicalAnd, b, same, op2(c, SpvOpINotEqual, b, ow, l));
-    uint32_t r = atomic(c, SpvOpAtomicLoad, op2(c, SpvOpAccessChain, c->p_wg, c->shr, u), SCOPE_WG, 0);
+    uint32_t r = atomic(c, SpvOpAtomicLoad, sh_at(c, 1, u), SCOPE_WG, 0);
     uint32_t rl = op2(c, SpvOpBitwiseAnd, t, r, k(c, 1023));
     uint32_t rsame = op2(c, SpvOpIEqual, b, op2(c, SpvOpShiftRightLogical, t, r, k(c, 11)), E);
     uint32_t rother = op2(c, SpvOpLogicalOr, b, op2(c, SpvOpINotEqual, b, rl, l),
@@ -150,6 +180,7 @@ static void gen_shadow(struct kv_san_ctx *c, uint32_t fn, int mode)
     }
     uint32_t l0 = label(c, kv_spv_id(&c->m)), lh = kv_spv_id(&c->m), lb = kv_spv_id(&c->m), lc = kv_spv_id(&c->m),
              lm = kv_spv_id(&c->m), j = kv_spv_id(&c->m), jn = kv_spv_id(&c->m);
+    sh_base(c);
     uint32_t e = load(c, u, c->epoch);
     uint32_t E = op2(c, SpvOpIAdd, u, op2(c, SpvOpUMod, u, e, k(c, KV_SAN_EPOCHS)), k(c, 1));
     uint32_t l = load(c, u, c->lid);
@@ -216,6 +247,7 @@ static void gen_prologue(struct kv_san_ctx *c)
     begin_fn(c, c->f_prologue, kv_spv_fn(&c->m, c->t_v, 0, NULL));
     uint32_t l0 = label(c, kv_spv_id(&c->m)), lh = kv_spv_id(&c->m), lb = kv_spv_id(&c->m), lc = kv_spv_id(&c->m),
              lm = kv_spv_id(&c->m), i = kv_spv_id(&c->m), in = kv_spv_id(&c->m);
+    sh_base(c);
     uint32_t l = load(c, u, c->lid), start = l, step = k(c, c->local);
     if (!c->local) start = sel(c, op2(c, SpvOpIEqual, b, l, k(c, 0)), k(c, 0), k(c, c->units)), step = k(c, 1);
     KV_INS(&c->fns, SpvOpBranch, lh);
@@ -225,14 +257,14 @@ static void gen_prologue(struct kv_san_ctx *c)
     KV_INS(&c->fns, SpvOpLoopMerge, lm, lc, SpvLoopControlMaskNone);
     KV_INS(&c->fns, SpvOpBranchConditional, more, lb, lm);
     label(c, lb);
-    store(c, op2(c, SpvOpAccessChain, c->p_wg, c->shw, i), k(c, 0));
-    store(c, op2(c, SpvOpAccessChain, c->p_wg, c->shr, i), k(c, 0));
+    store(c, sh_at(c, 0, i), k(c, 0));
+    store(c, sh_at(c, 1, i), k(c, 0));
     KV_INS(&c->fns, SpvOpBranch, lc);
     label(c, lc);
     KV_INS(&c->fns, SpvOpIAdd, u, in, i, step);
     KV_INS(&c->fns, SpvOpBranch, lh);
     label(c, lm);
-    KV_INS(&c->fns, SpvOpControlBarrier, k(c, SCOPE_WG), k(c, SCOPE_WG), k(c, SEM_WG_ACQREL));
+    KV_INS(&c->fns, SpvOpControlBarrier, k(c, SCOPE_WG), k(c, SCOPE_WG), k(c, SEM_WG_ACQREL | SEM_UNIFORM));
     end_fn(c);
 }
 
@@ -293,10 +325,19 @@ void kv_san_globals(struct kv_san_ctx *c, uint32_t binding)
     KV_INS(&m->annot, SpvOpDecorate, c->rec, SpvDecorationBinding, binding);
     c->f_note = kv_spv_id(m), c->f_flush = kv_spv_id(m);
     if (!c->shared) return;
-    c->p_wg = kv_spv_ptr(m, SpvStorageClassWorkgroup, c->t_u);
-    uint32_t sh = array_of(m, c->t_u, c->units), psh = kv_spv_ptr(m, SpvStorageClassWorkgroup, sh);
-    c->shw = kv_spv_id(m), c->shr = kv_spv_id(m);
-    KV_INS(&m->globals, SpvOpVariable, psh, c->shw, SpvStorageClassWorkgroup);
-    KV_INS(&m->globals, SpvOpVariable, psh, c->shr, SpvStorageClassWorkgroup);
+    if (c->sb) { /* the shadow in a storage buffer at the next binding, a part per workgroup */
+        c->nwg = builtin_var(c, SpvBuiltInNumWorkgroups, kv_spv_uvec3(m), &c->new_nwg);
+        c->shw = kv_spv_id(m);
+        KV_INS(&m->globals, SpvOpVariable, kv_spv_ptr(m, SpvStorageClassStorageBuffer, blk), c->shw,
+               SpvStorageClassStorageBuffer);
+        KV_INS(&m->annot, SpvOpDecorate, c->shw, SpvDecorationDescriptorSet, 0);
+        KV_INS(&m->annot, SpvOpDecorate, c->shw, SpvDecorationBinding, binding + 1);
+    } else {
+        c->p_wg = kv_spv_ptr(m, SpvStorageClassWorkgroup, c->t_u);
+        uint32_t sh = array_of(m, c->t_u, c->units), psh = kv_spv_ptr(m, SpvStorageClassWorkgroup, sh);
+        c->shw = kv_spv_id(m), c->shr = kv_spv_id(m);
+        KV_INS(&m->globals, SpvOpVariable, psh, c->shw, SpvStorageClassWorkgroup);
+        KV_INS(&m->globals, SpvOpVariable, psh, c->shr, SpvStorageClassWorkgroup);
+    }
     c->f_read = kv_spv_id(m), c->f_write = kv_spv_id(m), c->f_atomic = kv_spv_id(m), c->f_prologue = kv_spv_id(m);
 }

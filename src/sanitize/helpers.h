@@ -17,12 +17,14 @@ struct kv_san_ctx {
     struct kv_spv m;
     struct kv_words fns;
     uint32_t t_u, t_b, t_v, p_priv, p_sb, p_wg, p_in;
-    uint32_t st, epoch, rec, shw, shr, lid, wgid; /* variables */
-    uint32_t new_lid, new_wgid;                   /* 1 where declared here (the interface lists them) */
+    uint32_t st, epoch, rec, shw, shr, lid, wgid, nwg; /* variables (shw alone: the storage-buffer shadow) */
+    uint32_t new_lid, new_wgid, new_nwg;               /* 1 where declared here (the interface lists them) */
+    uint32_t sh_base;   /* in a helper: the id of this workgroup's first storage-buffer shadow word */
     uint32_t f_note, f_read, f_write, f_atomic, f_flush, f_prologue;
     uint32_t units;     /* shadowed scalars */
     uint32_t local;     /* invocations per workgroup, 0 when not fixed */
     int shared, race;   /* shadow made; races checked */
+    int sb;             /* the shadow in a storage buffer at the record buffer's binding + 1 */
 };
 
 /* Declare the globals (binding: the record buffer's). */

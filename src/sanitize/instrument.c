@@ -109,17 +109,19 @@ static void plan_shadow(struct walk *x, uint32_t shared_limit)
     }
     x->c.local = local_size(m);
     if (!units) return;
-    if (own + 8 * units > shared_limit || units >= (1u << 24))
-        snprintf(o->note, sizeof o->note,
-                 "racecheck and initcheck off: the shadow of %llu shared scalars (%llu bytes) and the shader's own "
-                 "%llu bytes exceed the device's %u bytes of shared memory",
-                 (unsigned long long)units, (unsigned long long)(8 * units), (unsigned long long)own, shared_limit);
+    if (units >= (1u << 24))
+        snprintf(o->note, sizeof o->note, "racecheck and initcheck off: %llu shared scalars are too many to shadow",
+                 (unsigned long long)units);
     else if (x->c.local > 1024 || !x->c.local)
         snprintf(o->note, sizeof o->note, "racecheck and initcheck off: the workgroup size is %s",
                  x->c.local ? "over 1024 invocations" : "specialized at run time");
     if (o->note[0]) return;
     x->c.units = (uint32_t)units;
     x->c.shared = o->shared_checks = 1;
+    /* A shadow that does not fit beside the shader's own shared memory goes
+     * to a storage buffer: 8 bytes per scalar per workgroup. */
+    x->c.sb = own + 8 * units > shared_limit;
+    o->shadow_binding = x->c.sb ? o->binding + 1 : 0;
     x->c.race = o->racecheck = !x->subgroup_barrier;
     if (x->subgroup_barrier)
         snprintf(o->note, sizeof o->note, "racecheck off: the shader has subgroup-scope barriers");
@@ -277,7 +279,7 @@ static void rewrite_functions(struct walk *x)
     int prologue = 0;
     for (size_t i = m->first_fn; i < m->n; i += kv_len(m->w[i])) {
         const uint32_t *w = m->w + i;
-        uint32_t op = kv_op(w[0]);
+        uint32_t op = kv_op(w[0]), sem;
         if (prologue && op != SpvOpVariable && op != SpvOpLine && op != SpvOpNoLine && op != SpvOpLabel) {
             call(x, x->c.f_prologue);
             prologue = 0;
@@ -291,7 +293,9 @@ static void rewrite_functions(struct walk *x)
         }
         if (op == SpvOpLoad || op == SpvOpStore || is_atomic(op)) shadow(x, i, op);
         if ((op == SpvOpReturn || op == SpvOpReturnValue) && fn == m->entry_fn) call(x, x->c.f_flush);
-        kv_words_put(&x->body, w, kv_len(w[0]));
+        if (op == SpvOpControlBarrier && x->c.sb && kv_spv_const(m, w[3], &sem)) /* the shadow's buffer ordered too */
+            KV_INS(&x->body, SpvOpControlBarrier, w[1], w[2], kv_spv_u32(m, sem | 0x40u));
+        else kv_words_put(&x->body, w, kv_len(w[0]));
         if (op == SpvOpControlBarrier && x->c.shared && const_of(m, w[1], 0) == SpvScopeWorkgroup) {
             uint32_t e = kv_spv_id(m), e1 = kv_spv_id(m);
             KV_INS(&x->body, SpvOpLoad, x->c.t_u, e, x->c.epoch);
@@ -319,10 +323,12 @@ static int assemble(struct walk *x)
     uint32_t add[8], n_add = 0, elen = kv_len(m->w[m->entry]);
     if (m->version >= 0x10400) {
         add[n_add++] = c->st, add[n_add++] = c->epoch, add[n_add++] = c->rec;
-        if (c->shared) add[n_add++] = c->shw, add[n_add++] = c->shr;
+        if (c->shared) add[n_add++] = c->shw;
+        if (c->shared && !c->sb) add[n_add++] = c->shr;
     }
     if (c->new_lid) add[n_add++] = c->lid;
     if (c->new_wgid) add[n_add++] = c->wgid;
+    if (c->new_nwg) add[n_add++] = c->nwg;
     uint32_t e0 = (m->w[m->entry] & 0xffffu) | ((elen + n_add) << 16);
     kv_words_put(&o, &e0, 1);
     kv_words_put(&o, m->w + m->entry + 1, elen - 1);

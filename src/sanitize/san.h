@@ -65,6 +65,8 @@ struct kv_san_module {
     int n_wg;
     struct kv_san_wg *wg;
     uint32_t shadow_units;  /* shared scalars shadowed (8 bytes each) */
+    uint32_t shadow_binding; /* where the shadow does not fit shared memory: its storage buffer's binding
+                                (8 * shadow_units bytes per workgroup), else 0 */
     int shared_checks;      /* racecheck and initcheck made */
     int racecheck;          /* 0 where subgroup barriers make the epochs per subgroup */
     char note[240];         /* why shared checks are off (one line), or "" */
