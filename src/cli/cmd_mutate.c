@@ -19,7 +19,8 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: kverify mutate KERNEL [options]\n"
                "Makes one-site mutants of each stage's shader, runs the kernel's sweep (with its stress\n"
-               "runs) on each, and prints the mutation score and every surviving mutant.\n\n"
+               "runs and the sanitized run) on each, and prints the mutation score and every surviving\n"
+               "mutant.\n\n"
                "  --stage NAME                 mutate only this stage (repeatable) [default: every stage]\n"
                "  --shader STAGE=FILE          mutate your .comp for STAGE instead of the built-in one\n"
                "  --lines [FILE:]A..B|N        only the mutants on lines A..B, or line N (of FILE: a\n"
@@ -32,6 +33,7 @@ static void usage(FILE *f)
                "  --jobs N                     worker processes [default: the number of CPUs]\n"
                "  --timeout S                  a mutant still running after S seconds is killed by a hang\n"
                "                               [default: 10 + 3x the unmutated sweep]\n"
+               "  --no-sanitize                no sanitized run: only what reaches an output kills\n"
                "  --list                       list the mutants, run nothing\n"
                "  --min-score PCT              exit 1 when the score is below PCT [default: 0]\n"
                "  --json FILE                  write every mutant and its fate as JSON; - for stdout\n"
@@ -138,7 +140,7 @@ static enum kv_status parse(int argc, char **argv, struct kv_mut_job *j, unsigne
         {"list", no_argument, NULL, 'l'},          {"min-score", required_argument, NULL, 'm'},
         {"json", required_argument, NULL, 'J'},    {"device", required_argument, NULL, 'd'},
         {"verbose", no_argument, NULL, 'v'},       {"help", no_argument, NULL, 'h'},
-        {"lines", required_argument, NULL, 'L'}};
+        {"lines", required_argument, NULL, 'L'},   {"no-sanitize", no_argument, NULL, 'N'}};
     const struct kv_kernel *k = j->job.k;
     /* The kernel's parameters too: they apply to every sweep case (--variant). */
     struct option all[32 + KV_MAX_PARAMS];
@@ -169,6 +171,7 @@ static enum kv_status parse(int argc, char **argv, struct kv_mut_job *j, unsigne
         case 'j': KV_TRY(kv_parse_i64("--jobs", arg, 1, 64, &v)); j->workers = (int)v; break;
         case 't': KV_TRY(kv_parse_f64("--timeout", arg, 1, 86400, &j->timeout_s)); break;
         case 'l': *list = 1; break;
+        case 'N': j->job.o.sanitize = -1; break;
         case 'm': KV_TRY(kv_parse_f64("--min-score", arg, 0, 100, min_score)); break;
         case 'J':
             KV_CHECK(*arg, KV_EUSAGE, "--json: empty file name");
@@ -338,6 +341,7 @@ int cmd_mutate(int argc, char **argv)
         goto cleanup;
     }
     j.job.o.run.stress = 1;
+    j.job.o.run.sanitize = j.job.o.sanitize >= 0; /* a mutant that only breaks memory safety is killed too */
     j.job.o.run.fail_fast = 1;
     j.job.o.run.no_dist = 1;
     KV_TRY(kv_job_build(&j.job));

@@ -177,6 +177,7 @@ static uint32_t check(struct walk *x, uint32_t iu, uint32_t bound, uint32_t site
     uint32_t ok = emit2(x, SpvOpULessThan, c->t_b, iu, bound), bad = kv_spv_id(&c->m), cl = kv_spv_id(&c->m);
     KV_INS(&x->body, SpvOpLogicalNot, c->t_b, bad, ok);
     KV_INS(&x->body, SpvOpSelect, c->t_u, cl, ok, iu, kv_spv_u32(&c->m, 0));
+
     KV_INS(&x->body, SpvOpFunctionCall, c->t_v, kv_spv_id(&c->m), c->f_note, kv_spv_u32(&c->m, KV_SAN_MEMCHECK), site,
            iu, bound, kv_spv_u32(&c->m, 0), bad);
     return cl;

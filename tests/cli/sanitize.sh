@@ -1,0 +1,94 @@
+# The shader sanitizer (--sanitize): a planted bug of each kind it checks
+# fails with its own row naming the kind, the source line, the array and the
+# index; the same shaders unplanted pass; a .spv works (its location then a
+# SPIR-V word); a shadow too large for shared memory goes to a buffer; the
+# shipped shaders' sanitized runs compute what the plain runs do; the reports
+# carry the rows; the flags' bad forms are refused.
+. "$(dirname "$0")/lib.bash"
+S="$KV_SRC/shaders"
+cp "$S"/*.glsl "$TMP/"
+
+# plant FILE SED: $TMP/FILE is the shipped FILE with one line changed by SED.
+plant() {
+  cp "$S/$1" "$TMP/$1"
+  sed -i "$2" "$TMP/$1"
+  cmp -s "$S/$1" "$TMP/$1" && fail "$1: the planted bug did not apply"
+  return 0
+}
+
+# caught KIND REGEX KERNEL ARGS...: the case fails, with a KIND row matching REGEX.
+caught() {
+  local kind=$1 re=$2; shift 2
+  expect_exit 1 "$KV" "$@" --sanitize --json "$TMP/report.json"
+  grep -E "^  $kind " "$TMP/out" | grep -Eq -e "$re" || { cat "$TMP/out" >&2; fail "$*: no $kind row matching /$re/"; }
+  grep -q "\"sanitizer\":[[:space:]]*\"$kind\"" "$TMP/report.json" || fail "$*: the JSON report lacks the $kind row"
+}
+
+RMS="rmsnorm-bwd --rows 8 --dim 256"
+# A private index one past its end, whose value no output sees.
+plant rmsnorm_bwd_dx.comp 's/vec4 t = ds\[c\] \* xs\[c\] \* w4\[i\];/vec4 t = ds[c] * xs[c] * w4[i]; if (xs[min(p.dim, CAP)].x == 1.0e30) acc = 2.0;/'
+caught memcheck 'rmsnorm_bwd_dx\.comp:43.*: index 8 of xs \(length 8\), invocation [0-9]+ of workgroup \([0-9]+,0,0\)' \
+  $RMS --shader "dx=$TMP/rmsnorm_bwd_dx.comp"
+grep -Eq '^  dx ' "$TMP/out" && grep -E '^  dx ' "$TMP/out" | grep -q FAIL && fail "private-oob: the output itself failed; the bug should reach only the sanitizer"
+# A shared index one past its end.
+plant rmsnorm_bwd_dw.comp 's/for (uint k = 0u; k < WY; k++) t += part\[k\]\[lx\];/for (uint k = 0u; k <= WY; k++) { float v = part[k][lx]; if (k < WY) t += v; }/'
+caught memcheck 'rmsnorm_bwd_dw\.comp:33.*: index 16 of part \(length 16\)' $RMS --shader "dw=$TMP/rmsnorm_bwd_dw.comp"
+# A read one past an input's logical end, its value discarded.
+plant rmsnorm_bwd_dw.comp 's/acc += dy\[i\] \* x\[i\] \* r\[b\];/acc += dy[i] * x[i] * r[b]; if (x[i + 1u] == 1.0e30) acc = 0.0;/'
+caught memcheck 'rmsnorm_bwd_dw\.comp:27.*: index 2048 of tensor x \(binding 0, 2048 elements\)' \
+  $RMS --shader "dw=$TMP/rmsnorm_bwd_dw.comp"
+# A removed barrier between a shared write and another invocation's read (the
+# next column block's write races with this one's reads).
+awk '/barrier\(\);/{n++; if (n == 2) next} {print}' "$S/rmsnorm_bwd_dw.comp" > "$TMP/rmsnorm_bwd_dw.comp"
+caught racecheck 'rmsnorm_bwd_dw\.comp:29.*: shared part\[[0-9]+\]\[[0-9]+\] \(of \[16\]\[64\]\) accessed between two barriers, invocations [0-9]+ and [0-9]+ of workgroup' \
+  rmsnorm-bwd --rows 8 --dim 512 --shader "dw=$TMP/rmsnorm_bwd_dw.comp"
+# A read of a shared word never written.
+plant rmsnorm_bwd_dw.comp 's/part\[ly\]\[lx\] = acc;/if (ly != 1u) part[ly][lx] = acc;/'
+caught initcheck 'rmsnorm_bwd_dw\.comp:33.*: shared part\[1\]\[[0-9]+\] \(of \[16\]\[64\]\), invocation 0 of workgroup' \
+  $RMS --shader "dw=$TMP/rmsnorm_bwd_dw.comp"
+grep -q 'failure type="initcheck"' "$TMP/report.json" && fail "the JSON report is not JUnit"
+expect_exit 1 "$KV" $RMS --sanitize --shader "dw=$TMP/rmsnorm_bwd_dw.comp" --junit "$TMP/junit.xml" --markdown "$TMP/r.md"
+grep -q 'failure type="initcheck" message="initcheck: stage dw: ' "$TMP/junit.xml" || fail "JUnit lacks the initcheck failure"
+grep -q '| initcheck |.*never written.* | FAIL |' "$TMP/r.md" || fail "Markdown lacks the initcheck row"
+
+# The same shaders unplanted pass, and without --sanitize the planted races pass on this device.
+for f in rmsnorm_bwd_dx.comp rmsnorm_bwd_dw.comp; do cp "$S/$f" "$TMP/$f"; done
+expect_exit 0 "$KV" $RMS --sanitize --shader "dx=$TMP/rmsnorm_bwd_dx.comp" --shader "dw=$TMP/rmsnorm_bwd_dw.comp"
+grep -Eq 'memcheck|racecheck|initcheck' "$TMP/out" && fail "the unplanted shaders have sanitizer rows"
+
+# A .spv works too; without debug information the location is a SPIR-V word.
+plant rmsnorm_bwd_dw.comp 's/acc += dy\[i\] \* x\[i\] \* r\[b\];/acc += dy[i] * x[i] * r[b]; if (x[i + 1u] == 1.0e30) acc = 0.0;/'
+glslc --target-env=vulkan1.2 -O "$TMP/rmsnorm_bwd_dw.comp" -o "$TMP/dw.spv" || fail "glslc"
+caught memcheck 'SPIR-V word [0-9]+ \(OpAccessChain\): index 2048 of tensor x' $RMS --shader "dw=$TMP/dw.spv"
+
+# A shadow too large for shared memory beside the shader's own (gemm's tiles
+# on a 32 KiB device) is kept in a storage buffer: a removed barrier in the
+# tile loop is still a race.
+cp "$S/gemm_bwd_dA.comp" "$TMP/"
+awk '/barrier\(\);/{n++; if (n == 2) next} {print}' "$S/gemm_tile.glsl" > "$TMP/gemm_tile.glsl"
+caught racecheck 'gemm_tile\.glsl:[0-9]+.*: shared s[xy]\[' gemm-bwd --m 64 --n 64 --k 96 --shader "dA=$TMP/gemm_bwd_dA.comp"
+cp "$S/gemm_tile.glsl" "$TMP/"
+
+# The shipped shaders instrumented compute what they compute plain: the
+# sanitized run adds no row (an output that differed would be a row
+# "NAME@sanitized"), and no record.
+for k in "rmsnorm-bwd --rows 5 --dim 300" "gemm-bwd --m 40 --n 33 --k 20 --variant accumulate" \
+         "qdq-affine --groups 9 --group-size 64 --bits 3" "gdn-wu --seq 70 --heads 2 --kv-heads 1 --dk 64 --dv 36" \
+         "gdn-wy-bwd --seq 66 --heads 2 --kv-heads 1 --dk 40 --dv 33" "softmax-bwd --rows 3 --dim 700" \
+         "layernorm-bwd --rows 4 --dim 300" "cross-entropy-bwd --rows 3 --classes 1000"; do
+  expect_exit 0 "$KV" $k --sanitize --json "$TMP/report.json"
+  grep -q '"stress":[[:space:]]*"sanitized"' "$TMP/report.json" || fail "$k: no sanitized run"
+  grep -Eq '@sanitized|memcheck|racecheck|initcheck' "$TMP/out" && fail "$k: the sanitized run differs"
+done
+
+# --sweep runs it with the stress runs; --no-sanitize leaves it out.
+expect_exit 0 "$KV" softmax-bwd --sweep --seeds 1 --json "$TMP/report.json"
+grep -q '"stress":[[:space:]]*"groups=1,groups=3+reversed,reversed,sanitized"' "$TMP/report.json" || fail "--sweep: no sanitized run"
+expect_exit 0 "$KV" softmax-bwd --sweep --seeds 1 --no-sanitize --json "$TMP/report.json"
+grep -q 'sanitized' "$TMP/report.json" && fail "--no-sanitize: a sanitized run"
+
+# Bad forms.
+expect_error 2 "option '--sanitize' doesn't allow an argument|unknown option '--sanitize=1'" "$KV" $RMS --sanitize=1
+expect_error 2 "unknown option '--no-sanitize=yes'|doesn't allow an argument" "$KV" $RMS --no-sanitize=yes
+expect_error 2 "unknown option '--sanitise'" "$KV" $RMS --sanitise
+echo ok
