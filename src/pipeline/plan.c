@@ -6,7 +6,6 @@
 
 #include "core/clock.h"
 #include "pipeline/abi_stage.h"
-#include "pipeline/sanitize.h"
 
 /* Whether a stage reads a tensor that another stage produces. */
 int kv_consumes_intermediate(const struct kv_kernel *k, int s)
@@ -235,6 +234,59 @@ static enum kv_status stage_launch(struct kv_runner *r, struct kv_case *c, struc
     return KV_OK;
 }
 
+/* The logical bytes of each binding of stage s (the record buffer's header). */
+static int san_logical(const struct kv_runner *r, const struct kv_case *c, const struct kv_plan *p, int s,
+                       uint64_t *bytes)
+{
+    const struct kv_kernel *k = r->k;
+    const struct kv_abi *a = r->abi[s];
+    if (!a) {
+        const struct kv_stage_def *sd = &k->stages[s];
+        for (int i = 0; i < sd->n_bindings; i++) bytes[i] = kv_tensor_bytes(&c->t[sd->bindings[i]]);
+        return sd->n_bindings;
+    }
+    uint32_t n = kv_abi_slots(a);
+    for (uint32_t i = 0; i < n; i++) bytes[i] = UINT64_MAX; /* a slot the file leaves out: not checked */
+    for (int i = 0; i < a->n_bindings; i++) {
+        const struct kv_abi_binding *b = &a->b[i];
+        int t = b->tensor < 0 ? -1 : kv_case_tensor(c, k->tensors[b->tensor].name);
+        if (b->tensor >= 0 && t < 0) t = b->tensor;
+        bytes[b->binding] = t < 0 ? p->product_bytes[s][i] : kv_tensor_bytes(&c->t[t]);
+    }
+    return (int)n;
+}
+
+/* The uploads of inputs (with their poisoned tails), outputs' sentinels and
+ * guard words, the oracle's intermediates and --abi products. */
+static void record_upload(const struct kv_kernel *k, struct kv_case *c, struct kv_plan *p, struct kv_vk_batch *b)
+{
+    for (int t = 0; t < k->n_tensors; t++) {
+        size_t bytes = kv_tensor_bytes(&c->t[t]);
+        if (!kv_tensor_on(c, t)) continue;
+        if (k->tensors[t].role == KV_INPUT) {
+            kv_vk_batch_copy(b, (struct kv_vk_range){&p->up, p->up_off[0][t], bytes}, whole(&p->dev[t], bytes));
+            kv_vk_batch_fill(b, (struct kv_vk_range){&p->dev[t], round4(bytes), p->dev[t].size - round4(bytes)},
+                             KV_POISON);
+            continue;
+        }
+        kv_vk_batch_fill(b, whole(&p->dev[t], p->dev[t].size), KV_SENTINEL);
+        if (p->chain[t].buf) kv_vk_batch_fill(b, whole(&p->chain[t], p->chain[t].size), KV_SENTINEL);
+        if (p->iso[t].buf) {
+            kv_vk_batch_fill(b, (struct kv_vk_range){&p->iso[t], round4(bytes), p->iso[t].size - round4(bytes)},
+                             KV_POISON);
+            kv_vk_batch_copy(b, (struct kv_vk_range){&p->up, p->up_off[1][t], bytes}, whole(&p->iso[t], bytes));
+        }
+    }
+    for (int s = 0; s < k->n_stages; s++)
+        for (int i = 0; i < KV_ABI_MAX; i++) {
+            size_t bytes = p->product_bytes[s][i];
+            if (!p->product[s][i].buf) continue;
+            kv_vk_batch_copy(b, (struct kv_vk_range){&p->up, p->product_off[s][i], bytes}, whole(&p->product[s][i], bytes));
+            kv_vk_batch_fill(b, (struct kv_vk_range){&p->product[s][i], round4(bytes), p->product[s][i].size - round4(bytes)},
+                             KV_POISON);
+        }
+}
+
 /* The storage-buffer shadow, as large as the largest stage's workgroups need. */
 static enum kv_status san_shadow(struct kv_runner *r, struct kv_case *c, struct kv_plan *p, uint32_t cap)
 {
@@ -277,7 +329,7 @@ static enum kv_status san_upload(struct kv_runner *r, struct kv_case *c, struct 
     for (int s = 0; s < r->k->n_stages; s++) {
         uint64_t logical[KV_SAN_MAX_BINDINGS];
         if (!r->san_mod[s]) continue;
-        int n = kv_sanitize_logical(r, c, p, s, logical);
+        int n = san_logical(r, c, p, s, logical);
         for (int pass = 0; pass < 2; pass++)
             kv_san_buffer_init(r->san_mod[s], (uint32_t *)((char *)p->san_up.map + (size_t)(2 * s + pass) * KV_SAN_SLOT),
                                logical, n);
@@ -300,31 +352,7 @@ enum kv_status kv_plan_run(struct kv_runner *r, struct kv_case *c, struct kv_pla
     int n_disp = 2 * k->n_stages;
     KV_TRY(kv_vk_batch_begin(d, (uint32_t)n_disp, (uint32_t)n_disp + 4, &b));
     int t_start = kv_vk_batch_stamp(&b);
-    for (int t = 0; t < k->n_tensors; t++) {
-        size_t bytes = kv_tensor_bytes(&c->t[t]);
-        if (!kv_tensor_on(c, t)) continue;
-        if (k->tensors[t].role == KV_INPUT) {
-            kv_vk_batch_copy(&b, (struct kv_vk_range){&p->up, p->up_off[0][t], bytes}, whole(&p->dev[t], bytes));
-            kv_vk_batch_fill(&b, (struct kv_vk_range){&p->dev[t], round4(bytes), p->dev[t].size - round4(bytes)},
-                             KV_POISON);
-            continue;
-        }
-        kv_vk_batch_fill(&b, whole(&p->dev[t], p->dev[t].size), KV_SENTINEL);
-        if (p->chain[t].buf) kv_vk_batch_fill(&b, whole(&p->chain[t], p->chain[t].size), KV_SENTINEL);
-        if (p->iso[t].buf) {
-            kv_vk_batch_fill(&b, (struct kv_vk_range){&p->iso[t], round4(bytes), p->iso[t].size - round4(bytes)},
-                             KV_POISON);
-            kv_vk_batch_copy(&b, (struct kv_vk_range){&p->up, p->up_off[1][t], bytes}, whole(&p->iso[t], bytes));
-        }
-    }
-    for (int s = 0; s < k->n_stages; s++)
-        for (int i = 0; i < KV_ABI_MAX; i++) {
-            size_t bytes = p->product_bytes[s][i];
-            if (!p->product[s][i].buf) continue;
-            kv_vk_batch_copy(&b, (struct kv_vk_range){&p->up, p->product_off[s][i], bytes}, whole(&p->product[s][i], bytes));
-            kv_vk_batch_fill(&b, (struct kv_vk_range){&p->product[s][i], round4(bytes), p->product[s][i].size - round4(bytes)},
-                             KV_POISON);
-        }
+    record_upload(k, c, p, &b);
     if (variant == KV_VARIANT_SANITIZED) KV_TRY(san_upload(r, c, p, cap, &b));
     kv_vk_batch_barrier(&b, KV_BARRIER_TRANSFER_TO_COMPUTE);
     int t_prev = kv_vk_batch_stamp(&b), t_uploaded = t_prev;

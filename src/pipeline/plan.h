@@ -22,6 +22,9 @@
  * 64 KiB: a read past the end of one reaches an output as NaN. */
 #define KV_POISON_MAX ((size_t)64 << 10)
 
+/* The slot of one stage's (and pass's) sanitizer record buffer in the plan's. */
+#define KV_SAN_SLOT 1024
+
 /* Device-side state of one case. */
 struct kv_plan {
     struct kv_vk_buffer dev[KV_MAX_TENSORS];   /* inputs; outputs as their stage writes them */

@@ -8,7 +8,6 @@
 
 #include "core/clock.h"
 #include "pipeline/abi_stage.h"
-#include "pipeline/sanitize.h"
 #include "spirv/shader.h"
 #include "spirv/spirv.h"
 
@@ -175,7 +174,7 @@ enum kv_status kv_runner_stage(struct kv_runner *r, int s, const struct kv_run_o
     free(user);
     user = NULL;
     if (o->stress) KV_TRY(reversed_pipeline(r, s, o, defines, what));
-    if (kv_sanitize_on(o)) KV_TRY(kv_runner_sanitized(r, s, o, defines));
+    if (o->sanitize > 0) KV_TRY(kv_runner_sanitized(r, s, o, defines));
 cleanup:
     free(user);
     return st;
@@ -215,4 +214,81 @@ const struct kv_vk_pipeline *kv_runner_pipe(const struct kv_runner *r, const str
     if (variant == KV_VARIANT_REVERSED && r->rev[s].pipeline) return &r->rev[s];
     if (r->alt[s].pipeline && r->k->stages[s].aligned_case && r->k->stages[s].aligned_case(c)) return &r->alt[s];
     return &r->pipe[s];
+}
+
+/* The words stage s runs, with OpLine where there is a source: the
+ * built-in source, the user's .comp or the mutant recompiled with -g; a
+ * .spv (or a mutant's words without a source) as it is. */
+static enum kv_status debug_words(struct kv_runner *r, int s, const struct kv_run_opts *o, unsigned defines,
+                                  uint32_t **words, size_t *bytes)
+{
+    const struct kv_stage_def *sd = &r->k->stages[s];
+    struct kv_glsl_env env = {.builtin = !sd->source_disk, .defines = defines, .debug = 1};
+    char name[1024];
+    struct kv_glsl_extra extra;
+    if (o->src_env[s]) {
+        env = *o->src_env[s];
+        env.debug = 1;
+        return kv_glsl_compile(&env, o->src_name[s], words, bytes);
+    }
+    if (o->src_words[s]) {
+        *words = malloc(o->src_bytes[s]);
+        if (!*words) return kv_error(KV_EDEVICE, "out of host memory");
+        memcpy(*words, o->src_words[s], *bytes = o->src_bytes[s]);
+        return KV_OK;
+    }
+    if (o->shader[s]) {
+        size_t n = strlen(o->shader[s]);
+        const struct kv_abi *a = o->abi[s];
+        const struct kv_glsl_extra *x = abi_extra(a, &extra);
+        if (n > 4 && !strcmp(o->shader[s] + n - 4, ".spv")) return kv_shader_load(o->shader[s], defines, x, words, bytes);
+        env = (struct kv_glsl_env){.defines = defines, .extra = x, .debug = 1};
+        return kv_glsl_compile(&env, o->shader[s], words, bytes);
+    }
+    kv_stage_source(r->k, s, name, sizeof name);
+    return kv_glsl_compile(&env, name, words, bytes);
+}
+
+enum kv_status kv_runner_sanitized(struct kv_runner *r, int s, const struct kv_run_opts *o, unsigned defines)
+{
+    enum kv_status st = KV_OK;
+    const struct kv_stage_def *sd = &r->k->stages[s];
+    uint32_t *words = NULL, n = r->abi[s] ? kv_abi_slots(r->abi[s]) : (uint32_t)sd->n_bindings;
+    size_t bytes = 0;
+    char what[600];
+    r->san_missing[s][0] = '\0';
+    if (n + 1 > KV_VK_MAX_BINDINGS || n > KV_SAN_MAX_BINDINGS) {
+        snprintf(r->san_missing[s], sizeof r->san_missing[s], "stage %s: %u bindings leave no room for the record buffer",
+                 sd->name, n);
+        return KV_OK;
+    }
+    snprintf(what, sizeof what, "%s stage %s (sanitized)", r->k->name, sd->name);
+    r->san_mod[s] = calloc(1, sizeof *r->san_mod[s]);
+    KV_CHECK(r->san_mod[s], KV_EDEVICE, "out of host memory");
+    KV_TRY(debug_words(r, s, o, defines, &words, &bytes));
+    KV_TRY(kv_san_instrument(what, words, bytes, n, r->d->info.max_shared, r->san_mod[s]));
+    const struct kv_san_module *m = r->san_mod[s];
+    uint32_t nb = n + 1 + (m->shadow_binding ? 1 : 0);
+    if (nb > KV_VK_MAX_BINDINGS) {
+        snprintf(r->san_missing[s], sizeof r->san_missing[s],
+                 "stage %s: %u bindings leave no room for the shadow of shared memory", sd->name, n);
+        kv_runner_sanitized_free(r, s);
+        goto cleanup;
+    }
+    if (!r->abi[s])
+        KV_TRY(kv_vk_pipeline_create(r->d, what, m->words, m->bytes, nb, sd->push_size, &r->san[s]));
+    else
+        KV_TRY(kv_vk_pipeline_create_spec(r->d, what, m->words, m->bytes, nb, kv_abi_push_size(r->abi[s]),
+                                          &r->spec[s], &r->san[s]));
+cleanup:
+    free(words);
+    return st;
+}
+
+void kv_runner_sanitized_free(struct kv_runner *r, int s)
+{
+    if (r->d) kv_vk_pipeline_destroy(r->d, &r->san[s]);
+    if (r->san_mod[s]) kv_san_module_free(r->san_mod[s]);
+    free(r->san_mod[s]);
+    r->san_mod[s] = NULL;
 }

@@ -86,6 +86,13 @@ const char *kv_stage_lacks(const struct kv_vk_info *dev, const struct kv_stage_d
  * the reversed or sanitized one where asked and built, else the aligned
  * build where it holds for c, else the plain one. */
 const struct kv_vk_pipeline *kv_runner_pipe(const struct kv_runner *r, const struct kv_case *c, int s, int variant);
+/* Stage s's sanitized build (r->san[s], r->san_mod[s]): the source the
+ * stage runs compiled again with debug information (a .spv as it is) and
+ * instrumented; a stage it cannot instrument keeps the reason in
+ * r->san_missing[s]. Freed with kv_runner_sanitized_free. */
+enum kv_status kv_runner_sanitized(struct kv_runner *r, int s, const struct kv_run_opts *o, unsigned defines);
+void kv_runner_sanitized_free(struct kv_runner *r, int s);
+
 /* (Re)build stage s's pipelines of r (the plain one, and the reversed one
  * with o->stress) from o; kverify mutate swaps one stage of a runner this way. */
 enum kv_status kv_runner_stage(struct kv_runner *r, int s, const struct kv_run_opts *o);
