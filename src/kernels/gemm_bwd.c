@@ -389,6 +389,9 @@ static const char *const sweep[] = {
     "m=20,n=48,k=9,variant=f16,scale=1e-6",    /* f16 subnormals */
     "m=40,n=32,k=136,variant=accumulate",      /* n % 16 == 0: the reduction ends on a step; k > 128 */
     "m=7,n=9,k=1029",                          /* dB's rows (and dA's columns) past 512, not a multiple */
+    "m=31,n=40,k=47",  /* m, k = 15 mod 16: a 16-wide tile one past the edge; n % 8 == 0 but not % 32:
+                          a prefetch that ends exactly at n (f16-coopmat) */
+    "m=9,n=14,k=20",   /* n % 7 == 0, n % 8 != 0: the unaligned loads of f16-coopmat */
     NULL,
 };
 

@@ -18,6 +18,9 @@ struct walk {
     uint32_t *unit;   /* shadowed workgroup pointer id -> the id of its first shadow unit */
     uint32_t *wg_of;  /* variable id -> 1 + its index in out->wg */
     uint8_t *opaque;  /* variable id -> used in a way the shadow cannot follow */
+    /* element pointer id -> its last index (clamped), that array's bound and element type, for a
+     * cooperative matrix's extent */
+    uint32_t *el_idx, *el_bound, *el_type;
     struct kv_words body;
     uint32_t file, line, col; /* the last OpLine, file 0: none */
     int sites_cap, subgroup_barrier;
@@ -245,6 +248,9 @@ static void access_chain(struct walk *x, size_t i)
             uint32_t site = add_site(x, KV_SAN_MEMCHECK, buffer ? m->binding[r] : -1, r, i, "OpAccessChain");
             ops[j] = iu = check(x, iu, bound, kv_spv_u32(m, site));
         }
+        if (iu && bound && (op == SpvOpTypeArray || op == SpvOpTypeRuntimeArray))
+            x->el_idx[w[2]] = iu, x->el_bound[w[2]] = bound, x->el_type[w[2]] = elem;
+        else x->el_idx[w[2]] = 0;
         uint32_t eu = elem ? kv_spv_units(m, elem) : 0;
         if (uoff && (!iu || !eu)) uoff = 0;
         else if (uoff)
@@ -253,6 +259,49 @@ static void access_chain(struct walk *x, size_t i)
     }
     x->unit[w[2]] = t ? uoff : 0;
     kv_words_put(&x->body, ops, len);
+}
+
+/* Bytes of a scalar or vector type, 0 for others. */
+static uint32_t type_bytes(const struct kv_spv *m, uint32_t t)
+{
+    uint32_t op = kv_spv_op(m, t);
+    const uint32_t *d = m->w + m->def[t];
+    if (op == SpvOpTypeInt || op == SpvOpTypeFloat) return d[2] / 8;
+    if (op == SpvOpTypeVector) return d[3] * type_bytes(m, d[2]);
+    return 0;
+}
+
+/* A cooperative matrix loaded or stored through an element pointer: its last
+ * element, (rows or columns - 1) x stride past the first plus the other
+ * extent in the array's elements, is checked against the array's bound
+ * (recorded, not clamped: the matrix is the subgroup's). */
+static void coopmat_extent(struct walk *x, size_t i, uint32_t op)
+{
+    struct kv_spv *m = &x->c.m;
+    const uint32_t *w = m->w + i;
+    int load = op == KV_OP_COOPMAT_LOAD_NV || op == KV_OP_COOPMAT_LOAD_KHR, nv = op >= KV_OP_COOPMAT_LOAD_NV;
+    uint32_t len = kv_len(w[0]), ptr = w[load ? 3 : 1], pos = load ? 4 : 3, v;
+    if (len <= pos + (uint32_t)nv || ptr >= m->bound || !x->el_idx[ptr]) return;
+    uint32_t mt = load ? w[1] : kv_spv_type(m, w[2]), mop = kv_spv_op(m, mt);
+    if (mop != SpvOpTypeCooperativeMatrixNV && mop != 4456 /* OpTypeCooperativeMatrixKHR */) return;
+    const uint32_t *d = m->w + m->def[mt];
+    uint32_t rows, cols, cb = type_bytes(m, d[2]), eb = type_bytes(m, x->el_type[ptr]);
+    if (!kv_spv_const(m, d[4], &rows) || !kv_spv_const(m, d[5], &cols) || !cb || !eb) return;
+    int colmajor = nv ? kv_spv_op(m, w[pos + 1]) == SpvOpConstantTrue : kv_spv_const(m, w[pos], &v) && v == 1;
+    uint32_t stride = nv ? w[pos] : (len > pos + 1 ? w[pos + 1] : 0), su = stride ? as_uint(x, stride) : 0;
+    uint32_t major = colmajor ? cols : rows, minor = colmajor ? rows : cols;
+    uint32_t tail = (minor * cb + eb - 1) / eb - 1, u = x->c.t_u;
+    if (!su && major > 1) return;
+    uint32_t last = emit2(x, SpvOpIAdd, u, x->el_idx[ptr], kv_spv_u32(m, tail));
+    if (major > 1) last = emit2(x, SpvOpIAdd, u, last, emit2(x, SpvOpIMul, u, su, kv_spv_u32(m, major - 1)));
+    uint32_t site = add_site(x, KV_SAN_MEMCHECK, -1, x->root[ptr], i, load ? "a cooperative-matrix load" :
+                                                                         "a cooperative-matrix store");
+    struct kv_san_site *st = &x->out->site[site - 1];
+    if (x->root[ptr] && m->binding[x->root[ptr]] >= 0) st->binding = m->binding[x->root[ptr]], st->array[0] = '\0';
+    uint32_t ok = emit2(x, SpvOpULessThan, x->c.t_b, last, x->el_bound[ptr]), bad = kv_spv_id(m);
+    KV_INS(&x->body, SpvOpLogicalNot, x->c.t_b, bad, ok);
+    KV_INS(&x->body, SpvOpFunctionCall, x->c.t_v, kv_spv_id(m), x->c.f_note, kv_spv_u32(m, KV_SAN_MEMCHECK),
+           kv_spv_u32(m, site), last, x->el_bound[ptr], kv_spv_u32(m, 0), bad);
 }
 
 /* A load, store or atomic through a shadowed workgroup pointer. */
@@ -293,6 +342,9 @@ static void rewrite_functions(struct walk *x)
             continue;
         }
         if (op == SpvOpLoad || op == SpvOpStore || is_atomic(op)) shadow(x, i, op);
+        if (op == KV_OP_COOPMAT_LOAD_NV || op == KV_OP_COOPMAT_STORE_NV || op == KV_OP_COOPMAT_LOAD_KHR ||
+            op == KV_OP_COOPMAT_STORE_KHR)
+            coopmat_extent(x, i, op);
         if ((op == SpvOpReturn || op == SpvOpReturnValue) && fn == m->entry_fn) call(x, x->c.f_flush);
         if (op == SpvOpControlBarrier && x->c.sb && kv_spv_const(m, w[3], &sem)) /* the shadow's buffer ordered too */
             KV_INS(&x->body, SpvOpControlBarrier, w[1], w[2], kv_spv_u32(m, sem | 0x40u));
@@ -351,6 +403,7 @@ static int assemble(struct walk *x)
 static void walk_free(struct walk *x)
 {
     free(x->root), free(x->unit), free(x->wg_of), free(x->opaque), free(x->body.w), free(x->c.fns.w);
+    free(x->el_idx), free(x->el_bound), free(x->el_type);
     kv_spv_free(&x->c.m);
 }
 
@@ -366,8 +419,10 @@ enum kv_status kv_san_instrument(const char *what, const uint32_t *words, size_t
     size_t b = x.c.m.bound;
     x.root = calloc(b, sizeof *x.root), x.unit = calloc(b, sizeof *x.unit), x.wg_of = calloc(b, sizeof *x.wg_of);
     x.opaque = calloc(b, 1);
+    x.el_idx = calloc(b, sizeof *x.el_idx), x.el_bound = calloc(b, sizeof *x.el_bound);
+    x.el_type = calloc(b, sizeof *x.el_type);
     enum kv_status st = KV_OK;
-    if (!x.root || !x.unit || !x.wg_of || !x.opaque) st = kv_error(KV_EDEVICE, "out of host memory");
+    if (!x.root || !x.unit || !x.wg_of || !x.opaque || !x.el_idx || !x.el_bound || !x.el_type) st = kv_error(KV_EDEVICE, "out of host memory");
     if (!st) {
         scan_uses(&x);
         plan_shadow(&x, shared_limit);
