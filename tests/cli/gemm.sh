@@ -1,4 +1,4 @@
-# gemm-bwd: each variant, the sweep for 126 cases in total (18 shapes x 7),
+# gemm-bwd: each variant, the sweep for 140 cases in total (20 shapes x 7),
 # the f16 overflow regime of trueno#170 reported per oracle, golden fixtures,
 # and bad input.
 . "$(dirname "$0")/lib.bash"
@@ -7,7 +7,7 @@ for v in f32 accumulate f16; do
   expect_exit 0 "$KV" gemm-bwd --m 130 --n 77 --k 33 --variant "$v"
 done
 expect_exit 0 "$KV" gemm-bwd --sweep --seeds 7
-grep -q '^126 cases: 126 passed, 0 failed, 0 errors, 0 skipped' "$TMP/out" || fail "sweep: expected 126 passing cases"
+grep -q '^140 cases: 140 passed, 0 failed, 0 errors, 0 skipped' "$TMP/out" || fail "sweep: expected 140 passing cases"
 # f16-coopmat runs on devices with NV cooperative matrices (16x16x16 f16 into
 # f32, 32-wide subgroups) and is skipped, exit 77 with the reason, elsewhere.
 run "$KV" gemm-bwd --m 130 --n 72 --k 33 --variant f16-coopmat --seeds 2
