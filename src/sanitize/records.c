@@ -66,12 +66,11 @@ void kv_san_reason(const struct kv_san_module *m, const struct kv_san_result *r,
 {
     const struct kv_san_record *x = first_of(r, kind);
     unsigned long long n = (unsigned long long)r->count[kind];
-    static const char *what[KV_SAN_KINDS] = {"out-of-bounds access", "shared-memory race",
-                                             "read of shared memory never written"};
-    int len = snprintf(out, size, "stage %s: %llu %s%s", stage, n, what[kind], n == 1 ? "" : (kind == 2 ? "s" : "es"));
-    if (kind == 2 && n != 1) len = snprintf(out, size, "stage %s: %llu reads of shared memory never written", stage, n);
-    if (kind == 1 && n != 1) len = snprintf(out, size, "stage %s: %llu shared-memory races", stage, n);
-    if (kind == 0 && n != 1) len = snprintf(out, size, "stage %s: %llu out-of-bounds accesses", stage, n);
+    static const char *what[KV_SAN_KINDS][2] = {{"out-of-bounds access", "out-of-bounds accesses"},
+                                                {"shared-memory race", "shared-memory races"},
+                                                {"read of shared memory never written",
+                                                 "reads of shared memory never written"}};
+    int len = snprintf(out, size, "stage %s: %llu %s", stage, n, what[kind][n != 1]);
     if (!x || len < 0 || (size_t)len >= size) return;
     char arr[128];
     if (kind == KV_SAN_MEMCHECK && x->site->binding >= 0)
