@@ -49,7 +49,7 @@ expect_exit 0 "$KV" rmsnorm-bwd --rows 13 --dim 1021 --no-stress --shader dw="$T
 expect_exit 1 "$KV" rmsnorm-bwd --rows 13 --dim 1021 --stress --shader dw="$TMP/p/rmsnorm_bwd_dw.comp"
 grep -Eq '^  dw@groups=3\+reversed .*FAIL' "$TMP/out" || { cat "$TMP/out"; fail "the missing barrier is not caught"; }
 "$KV" rmsnorm-bwd --rows 2 --dim 5 --stress --json "$TMP/s.json" > /dev/null || fail "--stress on a correct kernel"
-python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["cases"][0]; assert c["stress"] == "groups=1,groups=3+reversed,reversed", c["stress"]' \
+python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["cases"][0]; assert c["stress"] == "groups=1,groups=3+reversed,reversed,sanitized", c["stress"]' \
   "$TMP/s.json" || fail "the JSON report does not list the stress runs"
 
 # Bad values of the new flags.
