@@ -414,8 +414,10 @@ enum kv_status kv_san_instrument(const char *what, const uint32_t *words, size_t
     char err[160];
     memset(out, 0, sizeof *out);
     out->binding = binding;
-    if (kv_spv_index(&x.c.m, words, bytes / 4, err, sizeof err))
+    if (kv_spv_index(&x.c.m, words, bytes / 4, err, sizeof err)) {
+        kv_spv_free(&x.c.m);
         return kv_error(KV_EDATA, "%s: cannot instrument: %s", what, err);
+    }
     size_t b = x.c.m.bound;
     x.root = calloc(b, sizeof *x.root), x.unit = calloc(b, sizeof *x.unit), x.wg_of = calloc(b, sizeof *x.wg_of);
     x.opaque = calloc(b, 1);

@@ -8,7 +8,7 @@
 
 void kv_words_put(struct kv_words *b, const uint32_t *w, size_t n)
 {
-    if (b->oom) return;
+    if (b->oom || !n) return;
     if (b->n + n > b->cap) {
         size_t cap = b->cap ? 2 * b->cap : 1024;
         while (cap < b->n + n) cap *= 2;
@@ -192,7 +192,7 @@ uint32_t kv_spv_id(struct kv_spv *m) { return m->next++; }
 static uint32_t find_in(const uint32_t *w, size_t from, size_t to, uint32_t op, size_t n, const uint32_t *ops)
 {
     for (size_t i = from; i < to; i += kv_len(w[i]))
-        if (kv_op(w[i]) == op && kv_len(w[i]) == n + 2 && !memcmp(w + i + 2, ops, n * 4)) return w[i + 1];
+        if (kv_op(w[i]) == op && kv_len(w[i]) == n + 2 && (!n || !memcmp(w + i + 2, ops, n * 4))) return w[i + 1];
     return 0;
 }
 
@@ -209,7 +209,7 @@ static uint32_t type(struct kv_spv *m, uint32_t *cache, uint32_t op, size_t n, c
     *cache = find_type(m, op, n, ops);
     if (*cache) return *cache;
     uint32_t args[8] = {*cache = kv_spv_id(m)};
-    memcpy(args + 1, ops, n * 4);
+    if (n) memcpy(args + 1, ops, n * 4);
     kv_words_ins(&m->globals, op, n + 1, args);
     return *cache;
 }
@@ -226,7 +226,7 @@ uint32_t kv_spv_uvec3(struct kv_spv *m)
 uint32_t kv_spv_fn(struct kv_spv *m, uint32_t ret, int n, const uint32_t *params)
 {
     uint32_t ops[8] = {ret}, id = 0;
-    memcpy(ops + 1, params, (size_t)n * 4);
+    if (n) memcpy(ops + 1, params, (size_t)n * 4);
     return type(m, &id, SpvOpTypeFunction, (size_t)n + 1, ops);
 }
 
