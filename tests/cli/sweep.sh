@@ -1,7 +1,8 @@
 # The built-in sweep passes for 150 cases in total (15 shapes x 10 seeds)
 # with the subgroup reductions, and the shared-memory fallback passes too.
 . "$(dirname "$0")/lib.bash"
-expect_exit 0 "$KV" rmsnorm-bwd --sweep --seeds 10 --json "$TMP/sweep.json"
+# The sanitized run is left to tests/cli/sanitize.sh and the 3-seed sweep below.
+expect_exit 0 "$KV" rmsnorm-bwd --sweep --seeds 10 --no-sanitize --json "$TMP/sweep.json"
 grep -q '^150 cases: 150 passed, 0 failed, 0 errors, 0 skipped' "$TMP/out" || fail "expected 150 passing cases"
 grep -q 'rows=4,dim=33,eps=0,dist=zero-row' "$TMP/out" || fail "zero-row case missing from the sweep"
 grep -Eq '^  dx .*pass  \([0-9]+ NaN, 0 Inf match the oracle\)' "$TMP/out" || fail "eps=0 zero row: NaN not reported as a match"
