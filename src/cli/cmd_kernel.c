@@ -17,7 +17,7 @@ enum {
     OPT_SEED = 1000, OPT_SEEDS, OPT_SWEEP, OPT_REPEAT, OPT_JSON, OPT_DEVICE, OPT_SHADER, OPT_NO_SUBGROUP, OPT_NO_8BIT, OPT_JUNIT, OPT_MARKDOWN, OPT_HTML, OPT_NARROW, OPT_ABI, OPT_BASELINE, OPT_REGRESS, OPT_BENCH, OPT_BENCH_WARMUP,
     OPT_LAMBDA, OPT_MAX_ULP, OPT_RTOL, OPT_ATOL, OPT_MAX_NMSE, OPT_VERBOSE, OPT_HELP, OPT_INPUTS,
     OPT_CANDIDATE, OPT_SAVE, OPT_NO_DEVICE, OPT_ORACLE, OPT_SAMPLE, OPT_MAX_GROUPS, OPT_STRESS, OPT_NO_STRESS, OPT_FAIL_FAST,
-    OPT_SANITIZE, OPT_NO_SANITIZE,
+    OPT_SANITIZE, OPT_NO_SANITIZE, OPT_SAVE_FORMAT,
     OPT_PARAM = 2000,
 };
 
@@ -49,6 +49,7 @@ static const struct option common_opts[] = {
     {"inputs", required_argument, NULL, OPT_INPUTS},
     {"candidate", required_argument, NULL, OPT_CANDIDATE},
     {"save", required_argument, NULL, OPT_SAVE},
+    {"save-format", required_argument, NULL, OPT_SAVE_FORMAT},
     {"no-device", no_argument, NULL, OPT_NO_DEVICE},
     {"oracle", required_argument, NULL, OPT_ORACLE},
     {"sample", required_argument, NULL, OPT_SAMPLE},
@@ -101,11 +102,15 @@ static void kernel_usage(const struct kv_kernel *k, FILE *f)
                "  --no-subgroup                use the shared-memory reduction shaders\n"
                "  --no-8bit-storage            read and write 8-bit codes as packed words\n"
                "\nfiles (man kverify: FILES):\n"
-               "  --inputs PATH                inputs from a directory of NAME.npy, an .npz or a .json\n"
-               "                               fixture; shapes infer the size parameters\n"
+               "  --inputs PATH                inputs from a directory of NAME.npy, an .npz, a .safetensors\n"
+               "                               or a .json fixture; shapes infer the size parameters\n"
                "  --candidate OUTPUT=FILE.npy  judge an output computed elsewhere instead of the device\n"
+               "                               (also OUTPUT=FILE.safetensors: that file's tensor OUTPUT)\n"
+               "  --candidate FILE.safetensors judge every output the file holds, by name\n"
                "  --no-device                  never open a device (every output needs a candidate)\n"
                "  --save DIR                   write inputs, device and oracle outputs, report per case\n"
+               "  --save-format npy|safetensors  --save's tensors as .npy files in folders, or as\n"
+               "                               inputs/device/oracle.safetensors [default: npy]\n"
                "  --oracle spec|exact|both     judge against the spec oracle (the kernel's intended\n"
                "                               roundings) or the exact one; both shows the exact\n"
                "                               oracle's rows beside, not judged [default: spec]\n"
@@ -293,6 +298,12 @@ static enum kv_status files_option(int c, const char *arg, struct kopts *o)
         KV_CHECK(*arg, KV_EUSAGE, "--save: empty directory name");
         o->run.save_dir = arg;
         break;
+    case OPT_SAVE_FORMAT:
+        KV_CHECK(!strcmp(arg, "npy") || !strcmp(arg, "safetensors"), KV_EUSAGE,
+                 "--save-format: '%s' is not npy or safetensors", arg);
+        o->run.save_format = !strcmp(arg, "safetensors") ? KV_SAVE_SAFETENSORS : KV_SAVE_NPY;
+        o->save_format_given = 1;
+        break;
     }
 cleanup:
     return st;
@@ -340,7 +351,7 @@ static void repro_keep(int c, int argc, char **argv, int prev, struct kopts *o)
     /* the cases' choice, the reports and the device, which each case's command adds itself */
     static const int not_kept[] = {OPT_SEED, OPT_SEEDS, OPT_SWEEP, OPT_STRESS, OPT_NO_STRESS, OPT_FAIL_FAST,
                                    OPT_BENCH, OPT_BENCH_WARMUP, OPT_JSON, OPT_JUNIT, OPT_MARKDOWN, OPT_HTML,
-                                   OPT_NARROW, OPT_BASELINE, OPT_REGRESS, OPT_DEVICE, OPT_SAVE, OPT_VERBOSE,
+                                   OPT_NARROW, OPT_BASELINE, OPT_REGRESS, OPT_DEVICE, OPT_SAVE, OPT_SAVE_FORMAT, OPT_VERBOSE,
                                    OPT_HELP, 'v', 'h', ':', '?'};
     for (size_t i = 0; i < sizeof not_kept / sizeof *not_kept; i++)
         if (c == not_kept[i]) return;
@@ -381,7 +392,8 @@ enum kv_status kv_kopts_parse(const struct kv_kernel *k, int argc, char **argv, 
         case OPT_SEED:
         case OPT_INPUTS:
         case OPT_CANDIDATE:
-        case OPT_SAVE: KV_TRY(files_option(c, arg, o)); break;
+        case OPT_SAVE:
+        case OPT_SAVE_FORMAT: KV_TRY(files_option(c, arg, o)); break;
         case OPT_NO_DEVICE: o->no_device = 1; break;
         case OPT_SAMPLE: KV_TRY(kv_parse_i64("--sample", arg, 1, 100000000, &o->run.sample)); break;
         case OPT_ORACLE: KV_TRY(oracle_option(k, arg, o)); break;
@@ -435,6 +447,7 @@ enum kv_status kv_kopts_parse(const struct kv_kernel *k, int argc, char **argv, 
     o->run.stress = o->stress > 0 || (o->stress == 0 && o->sweep);
     o->run.sanitize = o->sanitize > 0 ? (o->run.stress ? 1 : 2) : o->sanitize == 0 && o->run.stress;
     KV_CHECK(!(o->sweep && o->inputs), KV_EUSAGE, "--sweep and --inputs exclude each other");
+    KV_CHECK(!o->save_format_given || o->run.save_dir, KV_EUSAGE, "--save-format: needs --save DIR");
     KV_TRY(load_abi(k, o));
     KV_TRY(kv_outputs_check(&o->out));
 cleanup:
@@ -478,8 +491,8 @@ int cmd_kernel(const struct kv_kernel *k, int argc, char **argv)
         kv_job_free(&job);
         return 0;
     }
+    if (!st) st = kv_job_build(&job); /* bad files stop here, before --save's folder is made */
     if (!st && job.o.run.save_dir) st = kv_mkdir_p(job.o.run.save_dir);
-    if (!st) st = kv_job_build(&job);
     if (st) {
         fprintf(stderr, "kverify: %s\n", kv_error_msg());
         kv_job_free(&job);

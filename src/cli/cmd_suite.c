@@ -115,6 +115,12 @@ static enum kv_status entry_argv(const cJSON *e, const char *what, const char *d
                 if (cJSON_IsTrue(x)) KV_TRY(push_arg(a, what, "%s", flags[i][1]));
                 done = 1;
             }
+        if (!done && !strcmp(k, "candidates") && cJSON_IsString(x)) { /* one .safetensors of outputs */
+            resolve(dir, x->valuestring, path, sizeof path);
+            KV_TRY(push_arg(a, what, "%s", "--candidate"));
+            KV_TRY(push_arg(a, what, "%s", path));
+            done = 1;
+        }
         if (!done && (!strcmp(k, "params") || !strcmp(k, "candidates") || !strcmp(k, "shader"))) {
             const char *flag = !strcmp(k, "params") ? NULL : !strcmp(k, "candidates") ? "--candidate" : "--shader";
             KV_TRY(add_pairs(a, what, x, flag, dir, flag != NULL));

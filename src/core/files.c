@@ -35,9 +35,18 @@ cleanup:
 
 enum kv_status kv_write_atomic(const char *path, const char *data, size_t size)
 {
+    const void *parts[1] = {data};
+    return kv_write_atomic_parts(path, parts, &size, 1);
+}
+
+enum kv_status kv_write_atomic_parts(const char *path, const void *const *data, const size_t *size, int n)
+{
+    size_t total = 0;
+    for (int i = 0; i < n; i++) total += size[i];
     if (strcmp(path, "-") == 0) {
-        if (fwrite(data, 1, size, stdout) != size || fflush(stdout) != 0)
-            return kv_error(KV_EDATA, "stdout: write failed");
+        for (int i = 0; i < n; i++)
+            if (size[i] && fwrite(data[i], 1, size[i], stdout) != size[i]) return kv_error(KV_EDATA, "stdout: write failed");
+        if (fflush(stdout) != 0) return kv_error(KV_EDATA, "stdout: write failed");
         return KV_OK;
     }
     char tmp[4096];
@@ -46,15 +55,25 @@ enum kv_status kv_write_atomic(const char *path, const char *data, size_t size)
     FILE *f = fopen(tmp, "wb");
     if (!f) return kv_error(KV_EDATA, "%s: cannot write: %s", path, strerror(errno));
     /* KVERIFY_TEST_WRITE_PAUSE_MS: pause half-way through the write, so a
-     * test can kill the process there and find the previous report whole. */
+     * test can kill the process there and find the previous file whole. */
     const char *pause = getenv("KVERIFY_TEST_WRITE_PAUSE_MS");
-    size_t half = pause ? size / 2 : size;
-    int ok = fwrite(data, 1, half, f) == half;
-    if (pause) {
-        fflush(f);
-        usleep((useconds_t)(atoi(pause) > 0 ? atoi(pause) : 0) * 1000u);
+    size_t half = pause ? total / 2 : total, done = 0;
+    int ok = 1;
+    for (int i = 0; i < n && ok; i++) {
+        const char *p = data[i];
+        size_t left = size[i];
+        while (ok && left) {
+            size_t chunk = left;
+            if (done < half && done + chunk > half) chunk = half - done;
+            ok = fwrite(p, 1, chunk, f) == chunk;
+            p += chunk, left -= chunk, done += chunk;
+            if (pause && done == half) {
+                fflush(f);
+                usleep((useconds_t)(atoi(pause) > 0 ? atoi(pause) : 0) * 1000u);
+                pause = NULL;
+            }
+        }
     }
-    ok = fwrite(data + half, 1, size - half, f) == size - half && ok;
     ok = fflush(f) == 0 && ok;
     ok = fsync(fileno(f)) == 0 && ok;
     ok = fclose(f) == 0 && ok;

@@ -12,5 +12,7 @@ enum kv_status kv_read_file(const char *path, size_t max, char **buf, size_t *si
 /* Write a whole buffer to path through a temporary file and rename(), so the
  * file is either the old one or the complete new one. "-" writes to stdout. */
 enum kv_status kv_write_atomic(const char *path, const char *data, size_t size);
+/* The same for the concatenation of n parts, never joined in memory. */
+enum kv_status kv_write_atomic_parts(const char *path, const void *const *data, const size_t *size, int n);
 
 #endif

@@ -10,6 +10,8 @@
 
 #include "core/files.h"
 #include "formats/npy.h"
+#include "formats/safetensors.h"
+#include "core/version.h"
 
 void kv_safe_name(const char *name, char *out, size_t size)
 {
@@ -77,7 +79,76 @@ cleanup:
     return st;
 }
 
-enum kv_status kv_save_case(const char *dir, const struct kv_case *c, void *const *chained, const int *ran,
+/* The oracle of output t as saved: --sample's oracle holds only the sampled
+ * elements, NaN elsewhere (*owned is then a buffer the caller frees). */
+static enum kv_status oracle_values(const struct kv_case *c, int t, double **y, double **owned)
+{
+    *owned = NULL;
+    *y = c->y[t];
+    if (!c->sample[t]) return KV_OK;
+    const struct kv_tensor *x = &c->t[t];
+    double *v = malloc(x->count * sizeof *v);
+    if (!v) return kv_error(KV_EDATA, "out of memory saving %s", c->k->tensors[t].name);
+    for (size_t i = 0; i < x->count; i++) v[i] = NAN;
+    for (size_t i = 0; i < c->n_sample[t]; i++) v[c->sample[t][i]] = c->y[t][c->sample[t][i]];
+    *y = *owned = v;
+    return KV_OK;
+}
+
+/* --save-format safetensors: inputs, device and oracle files beside the report. */
+static enum kv_status save_safetensors(const char *base, const struct kv_case *c, void *const *chained, const int *ran)
+{
+    enum kv_status st = KV_OK;
+    const struct kv_kernel *k = c->k;
+    struct kv_st_entry in[KV_MAX_TENSORS], dev[2 * KV_MAX_TENSORS], orc[2 * KV_MAX_TENSORS];
+    char names[KV_MAX_TENSORS][2][80], vals[KV_MAX_PARAMS][64], seed[32], path[4400];
+    double *owned[KV_MAX_TENSORS] = {0};
+    const char *meta[2 * (KV_MAX_PARAMS + 4)];
+    int n_in = 0, n_dev = 0, n_orc = 0, m = 0;
+    meta[m++] = "format", meta[m++] = "pt";
+    meta[m++] = "kverify", meta[m++] = KV_VERSION;
+    meta[m++] = "kernel", meta[m++] = k->name;
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)c->seed);
+    meta[m++] = "seed", meta[m++] = seed;
+    for (int i = 0; i < k->n_params; i++) {
+        const char *p = k->params[i].name;
+        if (!strcmp(p, "format") || !strcmp(p, "kverify") || !strcmp(p, "kernel") || !strcmp(p, "seed")) continue;
+        kv_param_str(c, i, vals[i], sizeof vals[i]);
+        meta[m++] = p, meta[m++] = vals[i];
+    }
+    for (int t = 0; t < k->n_tensors; t++) {
+        const struct kv_tensor *x = &c->t[t];
+        if (!kv_tensor_on(c, t)) continue;
+        struct kv_st_entry e = {k->tensors[t].name, x->dtype, x->ndim, x->shape, x->data};
+        if (k->tensors[t].role == KV_INPUT) {
+            in[n_in++] = e;
+            continue;
+        }
+        if (ran[t]) dev[n_dev++] = e;
+        if (chained[t]) {
+            snprintf(names[t][0], sizeof names[t][0], "%s.chained", e.name);
+            dev[n_dev++] = (struct kv_st_entry){names[t][0], x->dtype, x->ndim, x->shape, chained[t]};
+        }
+        double *y;
+        KV_TRY(oracle_values(c, t, &y, &owned[t]));
+        orc[n_orc++] = (struct kv_st_entry){e.name, KV_F64, x->ndim, x->shape, y};
+        if (c->y_exact[t]) {
+            snprintf(names[t][1], sizeof names[t][1], "%s.exact", e.name);
+            orc[n_orc++] = (struct kv_st_entry){names[t][1], KV_F64, x->ndim, x->shape, c->y_exact[t]};
+        }
+    }
+    snprintf(path, sizeof path, "%s/inputs.safetensors", base);
+    KV_TRY(kv_st_write(path, in, n_in, meta, m / 2));
+    snprintf(path, sizeof path, "%s/device.safetensors", base);
+    KV_TRY(kv_st_write(path, dev, n_dev, meta, m / 2));
+    snprintf(path, sizeof path, "%s/oracle.safetensors", base);
+    KV_TRY(kv_st_write(path, orc, n_orc, meta, m / 2));
+cleanup:
+    for (int t = 0; t < KV_MAX_TENSORS; t++) free(owned[t]);
+    return st;
+}
+
+enum kv_status kv_save_case(const char *dir, int format, const struct kv_case *c, void *const *chained, const int *ran,
                             const struct kv_vk_info *dev, struct kv_case_result *res)
 {
     enum kv_status st = KV_OK;
@@ -86,6 +157,11 @@ enum kv_status kv_save_case(const char *dir, const struct kv_case *c, void *cons
     kv_safe_name(c->name, safe, sizeof safe);
     snprintf(base, sizeof base, "%s/%s", dir, safe);
     snprintf(res->saved, sizeof res->saved, "%s", base);
+    if (format == KV_SAVE_SAFETENSORS) {
+        KV_TRY(kv_mkdir_p(base));
+        KV_TRY(save_safetensors(base, c, chained, ran));
+        goto report;
+    }
     const char *parts[] = {"inputs", "device", "oracle"};
     for (int i = 0; i < 3; i++) {
         snprintf(sub, sizeof sub, "%s/%s", base, parts[i]);
@@ -100,18 +176,11 @@ enum kv_status kv_save_case(const char *dir, const struct kv_case *c, void *cons
             continue;
         }
         snprintf(sub, sizeof sub, "%s/oracle", base);
-        if (c->sample[t]) {
-            /* --sample: the oracle holds only the sampled elements; NaN elsewhere. */
-            double *y = malloc(x->count * sizeof *y);
-            KV_CHECK(y, KV_EDATA, "out of memory saving %s", k->tensors[t].name);
-            for (size_t i = 0; i < x->count; i++) y[i] = NAN;
-            for (size_t i = 0; i < c->n_sample[t]; i++) y[c->sample[t][i]] = c->y[t][c->sample[t][i]];
-            st = write_tensor(sub, k->tensors[t].name, "", KV_F64, x->ndim, x->shape, y);
-            free(y);
-            KV_TRY(st);
-        } else {
-            KV_TRY(write_tensor(sub, k->tensors[t].name, "", KV_F64, x->ndim, x->shape, c->y[t]));
-        }
+        double *y, *owned;
+        KV_TRY(oracle_values(c, t, &y, &owned));
+        st = write_tensor(sub, k->tensors[t].name, "", KV_F64, x->ndim, x->shape, y);
+        free(owned);
+        KV_TRY(st);
         if (c->y_exact[t]) {
             snprintf(sub, sizeof sub, "%s/oracle-exact", base);
             KV_TRY(kv_mkdir_p(sub));
@@ -124,6 +193,7 @@ enum kv_status kv_save_case(const char *dir, const struct kv_case *c, void *cons
     }
     snprintf(sub, sizeof sub, "%s/inputs", base);
     KV_TRY(write_params(sub, c));
+report:;
     struct kv_report one = {.has_device = dev != NULL, .cases = res, .n = 1, .cap = 1};
     if (dev) one.device = *dev;
     snprintf(sub, sizeof sub, "%s/report.json", base);

@@ -1,5 +1,6 @@
 #include "formats/source.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 #include "formats/fixture.h"
 #include "formats/npy.h"
 #include "formats/npz.h"
+#include "formats/safetensors.h"
 
 static enum kv_status add(struct kv_given *g, int tensor, enum kv_given_kind kind, const char *from,
                           struct kv_tensor *t)
@@ -26,7 +28,7 @@ static enum kv_status add(struct kv_given *g, int tensor, enum kv_given_kind kin
 }
 
 /* The case label: the path's last component, or for a --save folder
- * (.../<case>/inputs) the case folder's name. */
+ * (.../<case>/inputs or .../<case>/inputs.safetensors) the case folder's name. */
 static void set_label(struct kv_given *g, const char *path)
 {
     char buf[1024];
@@ -34,7 +36,7 @@ static void set_label(struct kv_given *g, const char *path)
     size_t len = strlen(buf);
     while (len > 1 && buf[len - 1] == '/') buf[--len] = '\0';
     char *base = strrchr(buf, '/');
-    if (base && !strcmp(base + 1, "inputs") && base != buf) {
+    if (base && (!strcmp(base + 1, "inputs") || !strcmp(base + 1, "inputs.safetensors")) && base != buf) {
         while (base > buf && base[-1] == '/') base--; /* "case//inputs" */
         *base = '\0';
         char *parent = strrchr(buf, '/');
@@ -103,6 +105,64 @@ static int first_input(const struct kv_kernel *k, int t)
     return 1;
 }
 
+/* A safetensors file's __metadata__: "kernel" (checked), "seed", and the
+ * kernel's parameters by name; other keys ("format") are left alone. */
+static enum kv_status st_metadata(const struct kv_kernel *k, const struct kv_st *f, struct kv_given *g)
+{
+    const char *path = kv_st_path(f);
+    for (long i = 0; i < kv_st_meta_count(f); i++) {
+        const char *key = kv_st_meta_key(f, i), *v = kv_st_meta_value(f, i);
+        if (!strcmp(key, "kernel")) {
+            if (strcmp(v, k->name))
+                return kv_error(KV_EDATA, "%s: __metadata__.kernel: the file is for '%.64s', not %s", path, v, k->name);
+            continue;
+        }
+        if (!strcmp(key, "seed")) {
+            char *end;
+            errno = 0;
+            unsigned long long x = strtoull(v, &end, 10);
+            if (!*v || *end || errno || *v == '-')
+                return kv_error(KV_EDATA, "%s: __metadata__.seed: '%.64s' is not a seed", path, v);
+            g->has_seed = 1, g->seed = x;
+            continue;
+        }
+        if (kv_param_index(k, key) < 0) continue;
+        if (strlen(v) >= sizeof g->pval[0])
+            return kv_error(KV_EDATA, "%s: __metadata__.%s: value too long", path, key);
+        snprintf(g->pname[g->n_params], sizeof g->pname[0], "%s", key);
+        snprintf(g->pval[g->n_params], sizeof g->pval[0], "%s", v);
+        g->n_params++;
+    }
+    return KV_OK;
+}
+
+/* Tensor i of f into g as a tensor of kind. */
+static enum kv_status st_add(struct kv_st *f, long i, int t, enum kv_given_kind kind, struct kv_given *g)
+{
+    struct kv_tensor x;
+    KV_TRY_RET(kv_st_read(f, i, &x));
+    char from[1100];
+    snprintf(from, sizeof from, "%s (%s)", kv_st_path(f), kv_st_name(f, i));
+    return add(g, t, kind, from, &x);
+}
+
+static enum kv_status st_inputs(const struct kv_kernel *k, const char *path, struct kv_given *g, int *found)
+{
+    struct kv_st *f;
+    enum kv_status st = KV_OK;
+    KV_TRY_RET(kv_st_open(path, &f));
+    KV_TRY(st_metadata(k, f, g));
+    for (int t = 0; t < k->n_tensors; t++) {
+        long i = first_input(k, t) ? kv_st_find(f, k->tensors[t].name) : -1;
+        if (i < 0) continue;
+        KV_TRY(st_add(f, i, t, KV_GIVEN_INPUT, g));
+        ++*found;
+    }
+cleanup:
+    kv_st_close(f);
+    return st;
+}
+
 enum kv_status kv_given_inputs(const struct kv_kernel *k, const char *path, struct kv_given *g)
 {
     enum kv_status st = KV_OK;
@@ -114,7 +174,10 @@ enum kv_status kv_given_inputs(const struct kv_kernel *k, const char *path, stru
     struct stat sb;
     KV_CHECK(stat(path, &sb) == 0, KV_EDATA, "%s: no such file or directory", path);
     int found = 0, is_dir = S_ISDIR(sb.st_mode);
-    g->inputs_kind = is_dir ? "file " : ends_with(path, ".json") ? "input inputs." : "member ";
+    g->inputs_kind = is_dir                            ? "file "
+                     : ends_with(path, ".json")        ? "input inputs."
+                     : ends_with(path, ".safetensors") ? "tensor "
+                                                       : "member ";
     if (is_dir) {
         char file[1100];
         snprintf(file, sizeof file, "%s/params.json", path);
@@ -144,12 +207,15 @@ enum kv_status kv_given_inputs(const struct kv_kernel *k, const char *path, stru
             KV_TRY(add(g, t, KV_GIVEN_INPUT, from, &x));
             found++;
         }
+    } else if (ends_with(path, ".safetensors")) {
+        KV_TRY(st_inputs(k, path, g, &found));
     } else if (ends_with(path, ".json")) {
         KV_TRY(kv_fixture_read(path, &fx));
         KV_TRY(from_fixture(k, path, &fx, g, 1));
         for (int i = 0; i < g->n; i++) found += g->e[i].kind == KV_GIVEN_INPUT;
     } else {
-        KV_CHECK(0, KV_EDATA, "%s: --inputs takes a directory of .npy files, an .npz or a .json fixture", path);
+        KV_CHECK(0, KV_EDATA, "%s: --inputs takes a directory of .npy files, an .npz, a .safetensors or a .json fixture",
+                 path);
     }
     if (!found) {
         char names[256] = "";
@@ -164,18 +230,78 @@ cleanup:
     return st;
 }
 
+static enum kv_status candidate_twice(const struct kv_given *g, int t, const char *name)
+{
+    for (int i = 0; i < g->n; i++)
+        if (g->e[i].tensor == t && g->e[i].kind == KV_GIVEN_CANDIDATE)
+            return kv_error(KV_EUSAGE, "--candidate: output '%s' given twice (also %s)", name, g->e[i].from);
+    return KV_OK;
+}
+
+/* --candidate FILE.safetensors: every tensor names an output (kverify's
+ * own device.safetensors also holds OUTPUT.chained, which is left out). */
+static enum kv_status st_candidates(const struct kv_kernel *k, const char *path, struct kv_given *g)
+{
+    struct kv_st *f;
+    enum kv_status st = KV_OK;
+    int n = 0;
+    KV_TRY_RET(kv_st_open(path, &f));
+    for (long i = 0; i < kv_st_count(f); i++) {
+        const char *name = kv_st_name(f, i), *dot = strrchr(name, '.');
+        int t = kv_tensor_index(k, name);
+        if (t < 0 && dot && !strcmp(dot, ".chained")) {
+            char base[64];
+            snprintf(base, sizeof base, "%.*s", (int)(dot - name) < 63 ? (int)(dot - name) : 63, name);
+            int b = kv_tensor_index(k, base);
+            if (b >= 0 && k->tensors[b].role == KV_OUTPUT) continue;
+        }
+        if (t < 0 || k->tensors[t].role != KV_OUTPUT) {
+            char outs[256] = "";
+            for (int u = 0; u < k->n_tensors; u++)
+                if (k->tensors[u].role == KV_OUTPUT && kv_tensor_index(k, k->tensors[u].name) == u)
+                    snprintf(outs + strlen(outs), sizeof outs - strlen(outs), " %s", k->tensors[u].name);
+            KV_CHECK(0, KV_EDATA, "%s: tensor '%.80s' is not an output of %s (outputs:%s)", path, name, k->name, outs);
+        }
+        KV_TRY(candidate_twice(g, t, name));
+        KV_TRY(st_add(f, i, t, KV_GIVEN_CANDIDATE, g));
+        n++;
+    }
+    KV_CHECK(n, KV_EDATA, "%s: holds no output of %s", path, k->name);
+cleanup:
+    kv_st_close(f);
+    return st;
+}
+
 enum kv_status kv_given_candidate(const struct kv_kernel *k, const char *spec, struct kv_given *g)
 {
     const char *eq = strchr(spec, '=');
-    if (!eq || eq == spec || !eq[1]) return kv_error(KV_EUSAGE, "--candidate: '%s' is not OUTPUT=FILE.npy", spec);
+    /* FILE.safetensors alone, where its path may hold '=' (a --save folder) */
+    int pair = 0;
+    if (eq && eq > spec && eq - spec < 64) {
+        char out[64];
+        snprintf(out, sizeof out, "%.*s", (int)(eq - spec), spec);
+        int t = kv_tensor_index(k, out);
+        pair = t >= 0 && k->tensors[t].role == KV_OUTPUT;
+    }
+    if (!pair && ends_with(spec, ".safetensors")) return st_candidates(k, spec, g);
+    if (!eq || eq == spec || !eq[1])
+        return kv_error(KV_EUSAGE, "--candidate: '%s' is not OUTPUT=FILE.npy, OUTPUT=FILE.safetensors or FILE.safetensors",
+                        spec);
     char name[64];
     snprintf(name, sizeof name, "%.*s", (int)(eq - spec), spec);
     int t = kv_tensor_index(k, name);
     if (t < 0 || k->tensors[t].role != KV_OUTPUT)
         return kv_error(KV_EUSAGE, "--candidate: %s has no output '%s' (see kverify list)", k->name, name);
-    for (int i = 0; i < g->n; i++)
-        if (g->e[i].tensor == t && g->e[i].kind == KV_GIVEN_CANDIDATE)
-            return kv_error(KV_EUSAGE, "--candidate: output '%s' given twice", name);
+    KV_TRY_RET(candidate_twice(g, t, name));
+    if (ends_with(eq + 1, ".safetensors")) {
+        struct kv_st *f;
+        KV_TRY_RET(kv_st_open(eq + 1, &f));
+        long i = kv_st_find(f, name);
+        enum kv_status st = i < 0 ? kv_error(KV_EDATA, "%s: no tensor '%s'", eq + 1, name)
+                                  : st_add(f, i, t, KV_GIVEN_CANDIDATE, g);
+        kv_st_close(f);
+        return st;
+    }
     struct kv_tensor x;
     enum kv_status st = kv_npy_read(eq + 1, &x);
     if (st) return st;
@@ -287,7 +413,7 @@ static enum kv_status inputs_present(const struct kv_given *g, const struct kv_c
             have |= g->e[i].kind == KV_GIVEN_INPUT && !strcmp(k->tensors[g->e[i].tensor].name, k->tensors[t].name);
         if (!have)
             return kv_error(KV_EDATA, "%s: %s%s%s is missing", g->inputs, g->inputs_kind, k->tensors[t].name,
-                            strcmp(g->inputs_kind, "input inputs.") ? ".npy" : "");
+                            !strcmp(g->inputs_kind, "file ") || !strcmp(g->inputs_kind, "member ") ? ".npy" : "");
     }
     return KV_OK;
 }

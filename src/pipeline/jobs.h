@@ -27,6 +27,7 @@ struct kopts {
     int stress; /* --stress 1, --no-stress -1, else 0 (on with --sweep) */
     int sanitize; /* --sanitize 1, --no-sanitize -1, else 0 (on with the stress runs) */
     const char *inputs;
+    int save_format_given; /* --save-format (needs --save) */
     const char *set[KV_MAX_PARAMS];
     const char *candidate[2 * KV_MAX_TENSORS];
     int n_candidates;

@@ -481,7 +481,8 @@ static enum kv_status run_case(struct case_run *x)
     if (x->o->save_dir) {
         void *chained[KV_MAX_TENSORS] = {0};
         for (int t = 0; t < k->n_tensors; t++) chained[t] = x->p.has_chain[t] ? x->first[t][1] : NULL;
-        KV_TRY(kv_save_case(x->o->save_dir, c, chained, x->ran, x->r->d ? &x->r->d->info : NULL, res));
+        KV_TRY(kv_save_case(x->o->save_dir, x->o->save_format, c, chained, x->ran, x->r->d ? &x->r->d->info : NULL,
+                            res));
     }
 cleanup:
     return st;

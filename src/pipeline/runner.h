@@ -20,6 +20,7 @@ struct kv_run_opts {
     int no_subgroup;                    /* force the shared-memory reduction shaders */
     int no_8bit;                        /* force the packed-word code access shaders */
     const char *save_dir;               /* --save DIR, or NULL */
+    int save_format;                    /* --save-format: KV_SAVE_NPY or KV_SAVE_SAFETENSORS (formats/save.h) */
     int oracle;                         /* KV_ORACLE_SPEC, _EXACT or _BOTH */
     int64_t sample;                     /* --sample N: random elements per output (0: all) */
     int bench;                          /* --bench N: timed runs per stage after warm-up (0: none) */
