@@ -56,7 +56,8 @@ enum kv_status kv_job_build(struct kv_job *j)
     for (int i = 0; i < j->o.n_candidates; i++) KV_TRY(kv_given_candidate(j->k, j->o.candidate[i], &j->given));
     KV_TRY(build_cases(j->k, &j->o, &j->given, &j->cases, &j->n_cases));
     /* An output without a candidate runs on the device; with --no-device it
-     * is listed as not judged (at least one output must have a candidate). */
+     * is listed as not judged (at least one output must have a candidate,
+     * unless --save only writes the case: its inputs and its oracle). */
     for (size_t i = 0; i < j->n_cases; i++) {
         int any = 0;
         for (int t = 0; t < j->k->n_tensors; t++) {
@@ -65,7 +66,8 @@ enum kv_status kv_job_build(struct kv_job *j)
             any |= j->cases[i].given[t] != NULL;
             if (!j->cases[i].given[t] && !j->o.no_device) j->need_device = 1;
         }
-        KV_CHECK(any || !j->o.no_device, KV_EUSAGE, "--no-device: no output has a candidate (--candidate OUTPUT=FILE.npy)");
+        KV_CHECK(any || !j->o.no_device || j->o.run.save_dir, KV_EUSAGE,
+                 "--no-device: no output has a candidate (--candidate OUTPUT=FILE.npy) and no --save DIR");
     }
 cleanup:
     return st;

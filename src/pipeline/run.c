@@ -484,6 +484,13 @@ static enum kv_status run_case(struct case_run *x)
         KV_TRY(kv_save_case(x->o->save_dir, x->o->save_format, c, chained, x->ran, x->r->d ? &x->r->d->info : NULL,
                             res));
     }
+    int judged = 0; /* --no-device --save without a candidate: the case is written, nothing is judged */
+    for (int i = 0; i < res->n_outputs; i++) judged |= !res->out[i].not_judged;
+    if (!judged) {
+        res->status = KV_CASE_SKIP;
+        snprintf(res->error, sizeof res->error, "no device and no candidate%s%.400s", res->saved[0] ? ": saved to " : "",
+                 res->saved);
+    }
 cleanup:
     return st;
 }
