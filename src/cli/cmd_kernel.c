@@ -371,6 +371,22 @@ static void repro_params(const struct kv_kernel *k, struct kopts *o)
         }
 }
 
+/* What the options imply together, once all are read. */
+static enum kv_status kopts_finish(const struct kv_kernel *k, struct kopts *o)
+{
+    enum kv_status st = KV_OK;
+    if (o->seed_from_range) o->seed = o->range_lo, o->seed_given = 1;
+    repro_params(k, o);
+    o->run.stress = o->stress > 0 || (o->stress == 0 && o->sweep);
+    o->run.sanitize = o->sanitize > 0 ? (o->run.stress ? 1 : 2) : o->sanitize == 0 && o->run.stress;
+    KV_CHECK(!(o->sweep && o->inputs), KV_EUSAGE, "--sweep and --inputs exclude each other");
+    KV_CHECK(!o->save_format_given || o->run.save_dir, KV_EUSAGE, "--save-format: needs --save DIR");
+    KV_TRY(load_abi(k, o));
+    KV_TRY(kv_outputs_check(&o->out));
+cleanup:
+    return st;
+}
+
 enum kv_status kv_kopts_parse(const struct kv_kernel *k, int argc, char **argv, struct kopts *o, int *help)
 {
     enum kv_status st = KV_OK;
@@ -442,14 +458,7 @@ enum kv_status kv_kopts_parse(const struct kv_kernel *k, int argc, char **argv, 
         }
     }
     KV_CHECK(optind >= argc, KV_EUSAGE, "%s: unexpected argument '%s'", k->name, argv[optind]);
-    if (o->seed_from_range) o->seed = o->range_lo, o->seed_given = 1;
-    repro_params(k, o);
-    o->run.stress = o->stress > 0 || (o->stress == 0 && o->sweep);
-    o->run.sanitize = o->sanitize > 0 ? (o->run.stress ? 1 : 2) : o->sanitize == 0 && o->run.stress;
-    KV_CHECK(!(o->sweep && o->inputs), KV_EUSAGE, "--sweep and --inputs exclude each other");
-    KV_CHECK(!o->save_format_given || o->run.save_dir, KV_EUSAGE, "--save-format: needs --save DIR");
-    KV_TRY(load_abi(k, o));
-    KV_TRY(kv_outputs_check(&o->out));
+    KV_TRY(kopts_finish(k, o));
 cleanup:
     return st;
 }
