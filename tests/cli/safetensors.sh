@@ -222,3 +222,10 @@ if python3 -c "import torch, safetensors" 2>/dev/null; then
 else
   echo "torch not installed: the example's compute step was not run"
 fi
+
+# --- a suite's "candidates" may be one .safetensors file
+cp "$C/device.safetensors" dev.safetensors
+printf '{"cases": [{"kernel": "rmsnorm-bwd", "inputs": "%s", "candidates": "dev.safetensors", "no_device": true}]}' \
+  "$C/inputs.safetensors" > suite.json
+expect_exit 0 "$KV" run suite.json
+[ "$(grep -c '(candidate)' out)" = 3 ] || { cat out; fail "the suite's candidates file was not judged whole"; }
