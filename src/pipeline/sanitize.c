@@ -28,6 +28,14 @@ static const char *binding_name(const void *ctx, int binding)
     return n->buf;
 }
 
+/* A note on what the sanitized run could not check, once per case. */
+static void add_note(struct kv_case_result *res, const char *why)
+{
+    size_t used = strlen(res->sanitize);
+    if (why[0] && !strstr(res->sanitize, why) && used + strlen(why) + 3 < sizeof res->sanitize)
+        snprintf(res->sanitize + used, sizeof res->sanitize - used, "%s%s", used ? "; " : "", why);
+}
+
 /* The rows of one stage's records. */
 static int stage_rows(struct kv_runner *r, int s, int pass, const uint32_t *buf, struct kv_case_result *res,
                       unsigned *shown)
@@ -39,8 +47,15 @@ static int stage_rows(struct kv_runner *r, int s, int pass, const uint32_t *buf,
     struct names nm = {r->k, r, s, ""};
     char stage[80];
     snprintf(stage, sizeof stage, "%s%s", r->k->stages[s].name, pass ? " (chained)" : "");
+    int unlinear = m->subgroup_epochs && (sr.flags & KV_SAN_FLAG_SUBGROUPS);
+    if (unlinear) {
+        char why[160];
+        snprintf(why, sizeof why, "stage %s: racecheck off: this device's subgroups are not consecutive local "
+                 "invocation indices", r->k->stages[s].name);
+        add_note(res, why);
+    }
     for (int kind = 0; kind < KV_SAN_KINDS; kind++) {
-        if (!sr.count[kind]) continue;
+        if (!sr.count[kind] || (kind == KV_SAN_RACECHECK && unlinear)) continue;
         clean = 0;
         /* the chained rerun's records of a kind the isolated run has shown already add nothing */
         if ((*shown & (1u << kind)) || res->n_outputs >= (int)KV_COUNT(res->out)) continue;
@@ -63,15 +78,13 @@ int kv_sanitize_rows(struct kv_runner *r, struct kv_case *c, struct kv_plan *p, 
                      const int *chain_stage, struct kv_case_result *res)
 {
     int clean = 1;
-    size_t used = strlen(res->sanitize);
     for (int s = 0; s < c->k->n_stages; s++) {
         if (!run_stage[s]) continue;
         char why[400] = "";
         if (r->san_missing[s][0]) snprintf(why, sizeof why, "%s", r->san_missing[s]);
         else if (r->san_mod[s] && r->san_mod[s]->note[0])
             snprintf(why, sizeof why, "stage %s: %s", c->k->stages[s].name, r->san_mod[s]->note);
-        if (why[0] && !strstr(res->sanitize, why) && used + strlen(why) + 3 < sizeof res->sanitize)
-            used += (size_t)snprintf(res->sanitize + used, sizeof res->sanitize - used, "%s%s", used ? "; " : "", why);
+        add_note(res, why);
         if (!r->san[s].pipeline) continue;
         unsigned shown = 0;
         for (int pass = 0; pass < 2; pass++) {

@@ -1,5 +1,7 @@
 #include "sanitize/helpers.h"
 
+#include <string.h>
+
 #include "sanitize/san.h"
 
 enum { SCOPE_DEVICE = 1, SCOPE_WG = 2, SCOPE_QUEUE_FAMILY = 5, SEM_NONE = 0, SEM_WG_ACQREL = 0x108, SEM_UNIFORM = 0x40 };
@@ -125,29 +127,50 @@ static void note(struct kv_san_ctx *c, int kind, uint32_t site, uint32_t idx, ui
            bad);
 }
 
-/* The shadow check of one scalar u (E: this epoch's tag, l: this invocation, inr: u in range). */
-static void shadow_read(struct kv_san_ctx *c, uint32_t site, uint32_t u, uint32_t E, uint32_t l, uint32_t inr)
+/* An access's context, made at a helper's entry: E this epoch's tag (21
+ * bits), l this invocation; with subgroup epochs also E's workgroup part
+ * (ew) and subgroup part (es), the subgroup size and l's subgroup. */
+struct acc {
+    uint32_t E, l, ew, es, sgsz, lsg;
+};
+
+/* Whether an earlier access by invocation `other` in epoch tag `te` is
+ * unordered with this one: the same epoch, or with subgroup epochs the
+ * same workgroup epoch and either the same subgroup epoch or another
+ * subgroup (a subgroup barrier orders only its own subgroup). */
+static uint32_t unordered(struct kv_san_ctx *c, const struct acc *a, uint32_t te, uint32_t other)
 {
     uint32_t t = c->t_u, b = c->t_b;
+    if (!c->sg) return op2(c, SpvOpIEqual, b, te, a->E);
+    uint32_t wsame = op2(c, SpvOpIEqual, b, op2(c, SpvOpShiftRightLogical, t, te, k(c, 8)), a->ew);
+    uint32_t ssame = op2(c, SpvOpIEqual, b, op2(c, SpvOpBitwiseAnd, t, te, k(c, 255)), a->es);
+    uint32_t cross = op2(c, SpvOpINotEqual, b, op2(c, SpvOpUDiv, t, other, a->sgsz), a->lsg);
+    return op2(c, SpvOpLogicalAnd, b, wsame, op2(c, SpvOpLogicalOr, b, ssame, cross));
+}
+
+/* The shadow check of one scalar u (inr: u in range). */
+static void shadow_read(struct kv_san_ctx *c, uint32_t site, uint32_t u, const struct acc *x, uint32_t inr)
+{
+    uint32_t t = c->t_u, b = c->t_b, E = x->E, l = x->l;
     uint32_t pw = sh_at(c, 0, u), a = atomic(c, SpvOpAtomicLoad, pw, SCOPE_WG, 0);
     note(c, KV_SAN_INITCHECK, site, u, k(c, 0), op2(c, SpvOpLogicalAnd, b, inr, op2(c, SpvOpIEqual, b, a, k(c, 0))));
     if (!c->race) return;
     uint32_t aw = op2(c, SpvOpBitwiseAnd, t, a, k(c, 1023));
-    uint32_t same = op2(c, SpvOpIEqual, b, op2(c, SpvOpShiftRightLogical, t, a, k(c, 10)), E);
+    uint32_t same = unordered(c, x, op2(c, SpvOpShiftRightLogical, t, a, k(c, 10)), aw);
     uint32_t race = op2(c, SpvOpLogicalAnd, b, op2(c, SpvOpLogicalAnd, b, same, op2(c, SpvOpINotEqual, b, aw, l)), inr);
     note(c, KV_SAN_RACECHECK, site, u, aw, race);
     uint32_t pr = sh_at(c, 1, u);
     uint32_t tag = op2(c, SpvOpBitwiseOr, t, op2(c, SpvOpShiftLeftLogical, t, E, k(c, 11)), l);
-    uint32_t old = atomic(c, SpvOpAtomicExchange, pr, SCOPE_WG, tag);
-    uint32_t osame = op2(c, SpvOpIEqual, b, op2(c, SpvOpShiftRightLogical, t, old, k(c, 11)), E);
-    uint32_t other = op2(c, SpvOpINotEqual, b, op2(c, SpvOpBitwiseAnd, t, old, k(c, 1023)), l);
+    uint32_t old = atomic(c, SpvOpAtomicExchange, pr, SCOPE_WG, tag), ol = op2(c, SpvOpBitwiseAnd, t, old, k(c, 1023));
+    uint32_t osame = unordered(c, x, op2(c, SpvOpShiftRightLogical, t, old, k(c, 11)), ol);
+    uint32_t other = op2(c, SpvOpINotEqual, b, ol, l);
     atomic(c, SpvOpAtomicOr, pr, SCOPE_WG, sel(c, op2(c, SpvOpLogicalAnd, b, osame, other), k(c, 1024), k(c, 0)));
 }
 
-static void shadow_write(struct kv_san_ctx *c, uint32_t site, uint32_t u, uint32_t E, uint32_t l, uint32_t inr,
+static void shadow_write(struct kv_san_ctx *c, uint32_t site, uint32_t u, const struct acc *x, uint32_t inr,
                          int is_atomic)
 {
-    uint32_t t = c->t_u, b = c->t_b;
+    uint32_t t = c->t_u, b = c->t_b, E = x->E, l = x->l;
     uint32_t pw = sh_at(c, 0, u);
     if (is_atomic) { /* an atomic reads what it updates, and races with nothing */
         uint32_t a = atomic(c, SpvOpAtomicLoad, pw, SCOPE_WG, 0);
@@ -157,16 +180,72 @@ static void shadow_write(struct kv_san_ctx *c, uint32_t site, uint32_t u, uint32
     uint32_t old = atomic(c, SpvOpAtomicExchange, pw, SCOPE_WG, tag);
     if (is_atomic || !c->race) return;
     uint32_t ow = op2(c, SpvOpBitwiseAnd, t, old, k(c, 1023));
-    uint32_t same = op2(c, SpvOpIEqual, b, op2(c, SpvOpShiftRightLogical, t, old, k(c, 10)), E);
+    uint32_t same = unordered(c, x, op2(c, SpvOpShiftRightLogical, t, old, k(c, 10)), ow);
     uint32_t ww = op2(c, SpvOpLogicalAnd, b, same, op2(c, SpvOpINotEqual, b, ow, l));
     uint32_t r = atomic(c, SpvOpAtomicLoad, sh_at(c, 1, u), SCOPE_WG, 0);
     uint32_t rl = op2(c, SpvOpBitwiseAnd, t, r, k(c, 1023));
-    uint32_t rsame = op2(c, SpvOpIEqual, b, op2(c, SpvOpShiftRightLogical, t, r, k(c, 11)), E);
+    uint32_t rsame = unordered(c, x, op2(c, SpvOpShiftRightLogical, t, r, k(c, 11)), rl);
     uint32_t rother = op2(c, SpvOpLogicalOr, b, op2(c, SpvOpINotEqual, b, rl, l),
                           op2(c, SpvOpINotEqual, b, op2(c, SpvOpBitwiseAnd, t, r, k(c, 1024)), k(c, 0)));
     uint32_t rw = op2(c, SpvOpLogicalAnd, b, rsame, rother);
     uint32_t bad = op2(c, SpvOpLogicalAnd, b, inr, op2(c, SpvOpLogicalOr, b, ww, rw));
     note(c, KV_SAN_RACECHECK, site, u, sel(c, ww, ow, rl), bad);
+}
+
+/* A helper's entry: the storage-buffer shadow's base and the access's context. */
+static void prelude(struct kv_san_ctx *c, struct acc *a)
+{
+    uint32_t u = c->t_u;
+    sh_base(c);
+    memset(a, 0, sizeof *a);
+    uint32_t e = load(c, u, c->epoch);
+    a->l = load(c, u, c->lid);
+    if (!c->sg) {
+        a->E = op2(c, SpvOpIAdd, u, op2(c, SpvOpUMod, u, e, k(c, KV_SAN_EPOCHS)), k(c, 1));
+        return;
+    }
+    a->ew = op2(c, SpvOpIAdd, u, op2(c, SpvOpUMod, u, e, k(c, KV_SAN_WG_EPOCHS)), k(c, 1));
+    a->es = op2(c, SpvOpBitwiseAnd, u, load(c, u, c->sepoch), k(c, 255));
+    a->E = op2(c, SpvOpBitwiseOr, u, op2(c, SpvOpShiftLeftLogical, u, a->ew, k(c, 8)), a->es);
+    a->sgsz = load(c, u, c->sgsize);
+    a->lsg = op2(c, SpvOpUDiv, u, a->l, a->sgsz);
+}
+
+/* kv_cm_read / kv_cm_write (unit, major, units per line, stride in units,
+ * site): a cooperative matrix's load or store, its scalars dealt out over
+ * the subgroup's lanes, each shadowed as that lane's access (so that lanes
+ * reading what another lane's matrix store wrote need a subgroup barrier). */
+static void gen_cm(struct kv_san_ctx *c, uint32_t fn, int mode)
+{
+    uint32_t u = c->t_u, b = c->t_b, p[5];
+    begin_fn(c, fn, kv_spv_fn(&c->m, c->t_v, 5, (uint32_t[]){u, u, u, u, u}));
+    for (int i = 0; i < 5; i++) {
+        p[i] = kv_spv_id(&c->m);
+        KV_INS(&c->fns, SpvOpFunctionParameter, u, p[i]);
+    }
+    uint32_t l0 = label(c, kv_spv_id(&c->m)), lh = kv_spv_id(&c->m), lb = kv_spv_id(&c->m), lc = kv_spv_id(&c->m),
+             lm = kv_spv_id(&c->m), j = kv_spv_id(&c->m), jn = kv_spv_id(&c->m);
+    struct acc a;
+    prelude(c, &a);
+    uint32_t lane = load(c, u, c->sglane), total = op2(c, SpvOpIMul, u, p[1], p[2]), step = load(c, u, c->sgsize);
+    KV_INS(&c->fns, SpvOpBranch, lh);
+    label(c, lh);
+    KV_INS(&c->fns, SpvOpPhi, u, j, lane, l0, jn, lc);
+    uint32_t more = op2(c, SpvOpULessThan, b, j, total);
+    KV_INS(&c->fns, SpvOpLoopMerge, lm, lc, SpvLoopControlMaskNone);
+    KV_INS(&c->fns, SpvOpBranchConditional, more, lb, lm);
+    label(c, lb);
+    uint32_t line = op2(c, SpvOpUDiv, u, j, p[2]), q = op2(c, SpvOpUMod, u, j, p[2]);
+    uint32_t u0 = op2(c, SpvOpIAdd, u, p[0], op2(c, SpvOpIAdd, u, op2(c, SpvOpIMul, u, line, p[3]), q));
+    uint32_t inr = op2(c, SpvOpULessThan, b, u0, k(c, c->units)), at = sel(c, inr, u0, k(c, 0));
+    if (mode == 0) shadow_read(c, p[4], at, &a, inr);
+    else shadow_write(c, p[4], at, &a, inr, 0);
+    KV_INS(&c->fns, SpvOpBranch, lc);
+    label(c, lc);
+    KV_INS(&c->fns, SpvOpIAdd, u, jn, j, step);
+    KV_INS(&c->fns, SpvOpBranch, lh);
+    label(c, lm);
+    end_fn(c);
 }
 
 /* kv_read / kv_write / kv_atomic (unit, count, site): each scalar of the access. */
@@ -180,10 +259,8 @@ static void gen_shadow(struct kv_san_ctx *c, uint32_t fn, int mode)
     }
     uint32_t l0 = label(c, kv_spv_id(&c->m)), lh = kv_spv_id(&c->m), lb = kv_spv_id(&c->m), lc = kv_spv_id(&c->m),
              lm = kv_spv_id(&c->m), j = kv_spv_id(&c->m), jn = kv_spv_id(&c->m);
-    sh_base(c);
-    uint32_t e = load(c, u, c->epoch);
-    uint32_t E = op2(c, SpvOpIAdd, u, op2(c, SpvOpUMod, u, e, k(c, KV_SAN_EPOCHS)), k(c, 1));
-    uint32_t l = load(c, u, c->lid);
+    struct acc a;
+    prelude(c, &a);
     KV_INS(&c->fns, SpvOpBranch, lh);
     label(c, lh);
     KV_INS(&c->fns, SpvOpPhi, u, j, k(c, 0), l0, jn, lc);
@@ -193,8 +270,8 @@ static void gen_shadow(struct kv_san_ctx *c, uint32_t fn, int mode)
     label(c, lb);
     uint32_t u0 = op2(c, SpvOpIAdd, u, p[0], j), inr = op2(c, SpvOpULessThan, b, u0, k(c, c->units));
     uint32_t at = sel(c, inr, u0, k(c, 0));
-    if (mode == 0) shadow_read(c, p[2], at, E, l, inr);
-    else shadow_write(c, p[2], at, E, l, inr, mode == 2);
+    if (mode == 0) shadow_read(c, p[2], at, &a, inr);
+    else shadow_write(c, p[2], at, &a, inr, mode == 2);
     KV_INS(&c->fns, SpvOpBranch, lc);
     label(c, lc);
     KV_INS(&c->fns, SpvOpIAdd, u, jn, j, k(c, 1));
@@ -264,6 +341,11 @@ static void gen_prologue(struct kv_san_ctx *c)
     KV_INS(&c->fns, SpvOpIAdd, u, in, i, step);
     KV_INS(&c->fns, SpvOpBranch, lh);
     label(c, lm);
+    if (c->sg) { /* the subgroup epochs take a subgroup to be consecutive local indices: flag a device where not */
+        uint32_t lin = op2(c, SpvOpIEqual, b, load(c, u, c->sgid), op2(c, SpvOpUDiv, u, l, load(c, u, c->sgsize)));
+        uint32_t scope = c->m.vulkan_mm ? SCOPE_QUEUE_FAMILY : SCOPE_DEVICE;
+        atomic(c, SpvOpAtomicOr, rec_at(c, k(c, KV_SAN_FLAGS)), scope, sel(c, lin, k(c, 0), k(c, KV_SAN_FLAG_SUBGROUPS)));
+    }
     KV_INS(&c->fns, SpvOpControlBarrier, k(c, SCOPE_WG), k(c, SCOPE_WG), k(c, SEM_WG_ACQREL | SEM_UNIFORM));
     end_fn(c);
 }
@@ -277,6 +359,9 @@ void kv_san_helpers(struct kv_san_ctx *c)
     gen_shadow(c, c->f_write, 1);
     gen_shadow(c, c->f_atomic, 2);
     gen_prologue(c);
+    if (!c->cm) return;
+    gen_cm(c, c->f_cm_read, 0);
+    gen_cm(c, c->f_cm_write, 1);
 }
 
 static uint32_t builtin_var(struct kv_san_ctx *c, int builtin, uint32_t type, uint32_t *is_new)
@@ -340,4 +425,14 @@ void kv_san_globals(struct kv_san_ctx *c, uint32_t binding)
         KV_INS(&m->globals, SpvOpVariable, psh, c->shr, SpvStorageClassWorkgroup);
     }
     c->f_read = kv_spv_id(m), c->f_write = kv_spv_id(m), c->f_atomic = kv_spv_id(m), c->f_prologue = kv_spv_id(m);
+    if (c->sg || c->cm) {
+        c->sgsize = builtin_var(c, SpvBuiltInSubgroupSize, c->t_u, &c->new_sgsize);
+        c->sgid = builtin_var(c, SpvBuiltInSubgroupId, c->t_u, &c->new_sgid);
+        c->sglane = builtin_var(c, SpvBuiltInSubgroupLocalInvocationId, c->t_u, &c->new_sglane);
+    }
+    if (c->sg) {
+        c->sepoch = kv_spv_id(m);
+        KV_INS(&m->globals, SpvOpVariable, c->p_priv, c->sepoch, SpvStorageClassPrivate, kv_spv_u32(m, 0));
+    }
+    if (c->cm) c->f_cm_read = kv_spv_id(m), c->f_cm_write = kv_spv_id(m);
 }

@@ -10,8 +10,11 @@
 
 /* Private state per kind: site, index, bound, other invocation, count. */
 #define KV_SAN_ST_STRIDE 8
-/* The epoch in shadow words: 21 bits, never 0. */
+/* The epoch in shadow words: 21 bits, never 0. With subgroup epochs
+ * (kv_san_ctx.sg) the workgroup barriers' count takes its top 13 bits and
+ * the subgroup barriers' count its low 8. */
 #define KV_SAN_EPOCHS 0x1FFFFFu
+#define KV_SAN_WG_EPOCHS 0x1FFFu
 
 struct kv_san_ctx {
     struct kv_spv m;
@@ -21,9 +24,14 @@ struct kv_san_ctx {
     uint32_t new_lid, new_wgid, new_nwg;               /* 1 where declared here (the interface lists them) */
     uint32_t sh_base;   /* in a helper: the id of this workgroup's first storage-buffer shadow word */
     uint32_t f_note, f_read, f_write, f_atomic, f_flush, f_prologue;
+    /* subgroup epochs: the subgroup barriers' count, the subgroup built-ins,
+     * and the shadow of a cooperative matrix's load and store */
+    uint32_t sepoch, sgsize, sgid, sglane, new_sgsize, new_sgid, new_sglane, f_cm_read, f_cm_write;
     uint32_t units;     /* shadowed scalars */
     uint32_t local;     /* invocations per workgroup, 0 when not fixed */
     int shared, race;   /* shadow made; races checked */
+    int sg;             /* subgroup epochs: subgroup barriers order their own subgroup's accesses */
+    int cm;             /* cooperative-matrix accesses to shared memory are shadowed */
     int sb;             /* the shadow in a storage buffer at the record buffer's binding + 1 */
 };
 

@@ -24,12 +24,66 @@ struct walk {
     struct kv_words body;
     uint32_t file, line, col; /* the last OpLine, file 0: none */
     int sites_cap, subgroup_barrier;
+    int gnu;          /* the module declares GroupNonUniform (the subgroup built-ins) */
+    int cm_shared;    /* a cooperative matrix is loaded from or stored to shadowed memory */
+};
+
+/* A cooperative matrix's load or store: its element pointer, extents, layout, stride
+ * (an id, 0: none), the bytes of its component (cb), of the pointer's element
+ * (eb) and of that element's scalars (ub: the shadow's unit). */
+struct cm_op {
+    uint32_t ptr, rows, cols, stride, cb, eb, ub;
+    int load, colmajor;
 };
 
 static int is_atomic(uint32_t op)
 {
     return (op >= SpvOpAtomicLoad && op <= SpvOpAtomicXor) || op == SpvOpAtomicFAddEXT || op == SpvOpAtomicFMinEXT ||
            op == SpvOpAtomicFMaxEXT;
+}
+
+/* Bytes of a scalar or vector type, 0 for others. */
+static uint32_t type_bytes(const struct kv_spv *m, uint32_t t)
+{
+    uint32_t op = kv_spv_op(m, t);
+    const uint32_t *d = m->w + m->def[t];
+    if (op == SpvOpTypeInt || op == SpvOpTypeFloat) return d[2] / 8;
+    if (op == SpvOpTypeVector) return d[3] * type_bytes(m, d[2]);
+    return 0;
+}
+
+static int is_coopmat_access(uint32_t op)
+{
+    return op == KV_OP_COOPMAT_LOAD_NV || op == KV_OP_COOPMAT_STORE_NV || op == KV_OP_COOPMAT_LOAD_KHR ||
+           op == KV_OP_COOPMAT_STORE_KHR;
+}
+
+static uint32_t const_of(const struct kv_spv *m, uint32_t id, uint32_t dflt);
+
+/* The cooperative-matrix access at word i: 0 where its form is not one the
+ * checks follow (extents not constant, a pointer to other than a scalar or
+ * vector, no stride where one is needed). */
+static int cm_info(const struct kv_spv *m, size_t i, uint32_t op, struct cm_op *o)
+{
+    const uint32_t *w = m->w + i;
+    memset(o, 0, sizeof *o);
+    o->load = op == KV_OP_COOPMAT_LOAD_NV || op == KV_OP_COOPMAT_LOAD_KHR;
+    int nv = op >= KV_OP_COOPMAT_LOAD_NV;
+    uint32_t len = kv_len(w[0]), pos = o->load ? 4 : 3, v;
+    o->ptr = w[o->load ? 3 : 1];
+    if (len <= pos + (uint32_t)nv || o->ptr >= m->bound) return 0;
+    uint32_t mt = o->load ? w[1] : kv_spv_type(m, w[2]), mop = kv_spv_op(m, mt), pt = kv_spv_type(m, o->ptr);
+    if ((mop != SpvOpTypeCooperativeMatrixNV && mop != 4456 /* OpTypeCooperativeMatrixKHR */) ||
+        kv_spv_op(m, pt) != SpvOpTypePointer)
+        return 0;
+    const uint32_t *d = m->w + m->def[mt];
+    uint32_t el = m->w[m->def[pt] + 3];
+    o->cb = type_bytes(m, d[2]), o->eb = type_bytes(m, el);
+    o->ub = kv_spv_op(m, el) == SpvOpTypeVector ? type_bytes(m, m->w[m->def[el] + 2]) : o->eb;
+    if (!kv_spv_const(m, d[4], &o->rows) || !kv_spv_const(m, d[5], &o->cols) || !o->cb || !o->eb || !o->ub) return 0;
+    o->colmajor = nv ? kv_spv_op(m, w[pos + 1]) == SpvOpConstantTrue : kv_spv_const(m, w[pos], &v) && v == 1;
+    o->stride = nv ? w[pos] : (len > pos + 1 ? w[pos + 1] : 0);
+    return o->stride || (o->colmajor ? o->cols : o->rows) <= 1;
 }
 
 /* The word of an instruction's pointer operand that a shadowed use may hold. */
@@ -51,6 +105,8 @@ static uint32_t const_of(const struct kv_spv *m, uint32_t id, uint32_t dflt)
 static void scan_uses(struct walk *x)
 {
     const struct kv_spv *m = &x->c.m;
+    for (size_t i = 5; i < m->first_type; i += kv_len(m->w[i]))
+        if (kv_op(m->w[i]) == SpvOpCapability && m->w[i + 1] == SpvCapabilityGroupNonUniform) x->gnu = 1;
     for (size_t i = 5; i < m->n; i += kv_len(m->w[i])) {
         uint32_t op = kv_op(m->w[i]), len = kv_len(m->w[i]);
         const uint32_t *w = m->w + i;
@@ -60,6 +116,15 @@ static void scan_uses(struct walk *x)
             x->root[w[2]] = x->root[w[3]];
         if (op == SpvOpPtrAccessChain) x->opaque[x->root[w[3]]] = 1;
         if (op == SpvOpControlBarrier && const_of(m, w[1], 2) != SpvScopeWorkgroup) x->subgroup_barrier = 1;
+        struct cm_op cm;
+        if (is_coopmat_access(op) && x->gnu && cm_info(m, i, op, &cm) && x->root[cm.ptr]) {
+            /* followed: every operand but the pointer as any use */
+            uint32_t r = x->root[cm.ptr], rt = kv_spv_type(m, r);
+            x->cm_shared |= kv_spv_op(m, rt) == SpvOpTypePointer && m->w[m->def[rt] + 2] == SpvStorageClassWorkgroup;
+            for (uint32_t j = 1; j < len; j++)
+                if (w[j] < m->bound && x->root[w[j]] && w[j] != cm.ptr) x->opaque[x->root[w[j]]] = 1;
+            continue;
+        }
         if (op == SpvOpLine || op == SpvOpNoLine || op == SpvOpLoopMerge || op == SpvOpSelectionMerge ||
             op == SpvOpVariable)
             continue;
@@ -125,9 +190,13 @@ static void plan_shadow(struct walk *x, uint32_t shared_limit)
      * to a storage buffer: 8 bytes per scalar per workgroup. */
     x->c.sb = own + 8 * units > shared_limit;
     o->shadow_binding = x->c.sb ? o->binding + 1 : 0;
-    x->c.race = o->racecheck = !x->subgroup_barrier;
-    if (x->subgroup_barrier)
-        snprintf(o->note, sizeof o->note, "racecheck off: the shader has subgroup-scope barriers");
+    /* Subgroup barriers order their own subgroup's accesses: the epochs
+     * count them per subgroup, which needs the subgroup built-ins. */
+    x->c.sg = o->subgroup_epochs = x->subgroup_barrier && x->gnu;
+    x->c.cm = o->coopmat = x->cm_shared;
+    x->c.race = o->racecheck = !x->subgroup_barrier || x->gnu;
+    if (!o->racecheck)
+        snprintf(o->note, sizeof o->note, "racecheck off: the shader has subgroup-scope barriers and no subgroup built-ins");
 }
 
 static uint32_t add_site(struct walk *x, int kind, int32_t binding, uint32_t var, size_t at, const char *op)
@@ -207,7 +276,7 @@ static uint32_t bound_of(struct walk *x, uint32_t t, uint32_t r, int buffer, uin
     /* The header holds the binding's logical bytes; an array of this stride
      * (views of one binding may differ) has their ceiling in elements. */
     uint32_t stride = m->stride[t] ? m->stride[t] : 4, p = kv_spv_id(m), bytes = kv_spv_id(m);
-    KV_INS(&x->body, SpvOpAccessChain, x->c.p_sb, p, x->c.rec, kv_spv_u32(m, 0), kv_spv_u32(m, 4 + (uint32_t)b));
+    KV_INS(&x->body, SpvOpAccessChain, x->c.p_sb, p, x->c.rec, kv_spv_u32(m, 0), kv_spv_u32(m, KV_SAN_LOGICAL + (uint32_t)b));
     KV_INS(&x->body, SpvOpLoad, x->c.t_u, bytes, p);
     if (stride == 1) return bytes;
     uint32_t up = emit2(x, SpvOpIAdd, x->c.t_u, bytes, kv_spv_u32(m, stride - 1));
@@ -261,16 +330,6 @@ static void access_chain(struct walk *x, size_t i)
     kv_words_put(&x->body, ops, len);
 }
 
-/* Bytes of a scalar or vector type, 0 for others. */
-static uint32_t type_bytes(const struct kv_spv *m, uint32_t t)
-{
-    uint32_t op = kv_spv_op(m, t);
-    const uint32_t *d = m->w + m->def[t];
-    if (op == SpvOpTypeInt || op == SpvOpTypeFloat) return d[2] / 8;
-    if (op == SpvOpTypeVector) return d[3] * type_bytes(m, d[2]);
-    return 0;
-}
-
 /* A cooperative matrix loaded or stored through an element pointer: its last
  * element, (rows or columns - 1) x stride past the first plus the other
  * extent in the array's elements, is checked against the array's bound
@@ -278,30 +337,41 @@ static uint32_t type_bytes(const struct kv_spv *m, uint32_t t)
 static void coopmat_extent(struct walk *x, size_t i, uint32_t op)
 {
     struct kv_spv *m = &x->c.m;
-    const uint32_t *w = m->w + i;
-    int load = op == KV_OP_COOPMAT_LOAD_NV || op == KV_OP_COOPMAT_LOAD_KHR, nv = op >= KV_OP_COOPMAT_LOAD_NV;
-    uint32_t len = kv_len(w[0]), ptr = w[load ? 3 : 1], pos = load ? 4 : 3, v;
-    if (len <= pos + (uint32_t)nv || ptr >= m->bound || !x->el_idx[ptr]) return;
-    uint32_t mt = load ? w[1] : kv_spv_type(m, w[2]), mop = kv_spv_op(m, mt);
-    if (mop != SpvOpTypeCooperativeMatrixNV && mop != 4456 /* OpTypeCooperativeMatrixKHR */) return;
-    const uint32_t *d = m->w + m->def[mt];
-    uint32_t rows, cols, cb = type_bytes(m, d[2]), eb = type_bytes(m, x->el_type[ptr]);
-    if (!kv_spv_const(m, d[4], &rows) || !kv_spv_const(m, d[5], &cols) || !cb || !eb) return;
-    int colmajor = nv ? kv_spv_op(m, w[pos + 1]) == SpvOpConstantTrue : kv_spv_const(m, w[pos], &v) && v == 1;
-    uint32_t stride = nv ? w[pos] : (len > pos + 1 ? w[pos + 1] : 0), su = stride ? as_uint(x, stride) : 0;
-    uint32_t major = colmajor ? cols : rows, minor = colmajor ? rows : cols;
-    uint32_t tail = (minor * cb + eb - 1) / eb - 1, u = x->c.t_u;
+    struct cm_op o;
+    if (!cm_info(m, i, op, &o) || !x->el_idx[o.ptr]) return;
+    uint32_t eb = type_bytes(m, x->el_type[o.ptr]);
+    if (!eb) return;
+    uint32_t major = o.colmajor ? o.cols : o.rows, minor = o.colmajor ? o.rows : o.cols;
+    uint32_t tail = (minor * o.cb + eb - 1) / eb - 1, u = x->c.t_u, su = o.stride ? as_uint(x, o.stride) : 0;
     if (!su && major > 1) return;
-    uint32_t last = emit2(x, SpvOpIAdd, u, x->el_idx[ptr], kv_spv_u32(m, tail));
+    uint32_t ptr = o.ptr, last = emit2(x, SpvOpIAdd, u, x->el_idx[ptr], kv_spv_u32(m, tail));
     if (major > 1) last = emit2(x, SpvOpIAdd, u, last, emit2(x, SpvOpIMul, u, su, kv_spv_u32(m, major - 1)));
-    uint32_t site = add_site(x, KV_SAN_MEMCHECK, -1, x->root[ptr], i, load ? "a cooperative-matrix load" :
-                                                                         "a cooperative-matrix store");
+    uint32_t site = add_site(x, KV_SAN_MEMCHECK, -1, x->root[ptr], i, o.load ? "a cooperative-matrix load" :
+                                                                           "a cooperative-matrix store");
     struct kv_san_site *st = &x->out->site[site - 1];
     if (x->root[ptr] && m->binding[x->root[ptr]] >= 0) st->binding = m->binding[x->root[ptr]], st->array[0] = '\0';
     uint32_t ok = emit2(x, SpvOpULessThan, x->c.t_b, last, x->el_bound[ptr]), bad = kv_spv_id(m);
     KV_INS(&x->body, SpvOpLogicalNot, x->c.t_b, bad, ok);
     KV_INS(&x->body, SpvOpFunctionCall, x->c.t_v, kv_spv_id(m), x->c.f_note, kv_spv_u32(m, KV_SAN_MEMCHECK),
            kv_spv_u32(m, site), last, x->el_bound[ptr], kv_spv_u32(m, 0), bad);
+}
+
+/* A cooperative matrix loaded from or stored to shadowed memory: the shadow
+ * of each scalar unit it covers, line by line (rows, or columns when column
+ * major), dealt out over the subgroup's lanes. */
+static void coopmat_shadow(struct walk *x, size_t i, uint32_t op)
+{
+    struct kv_spv *m = &x->c.m;
+    struct cm_op o;
+    if (!x->c.shared || !x->c.cm || !cm_info(m, i, op, &o) || !x->unit[o.ptr]) return;
+    uint32_t major = o.colmajor ? o.cols : o.rows, minor = o.colmajor ? o.rows : o.cols, u = x->c.t_u;
+    uint32_t per = (minor * o.cb + o.ub - 1) / o.ub, su = o.stride ? as_uint(x, o.stride) : 0;
+    uint32_t step = su ? emit2(x, SpvOpIMul, u, su, kv_spv_u32(m, o.eb / o.ub)) : kv_spv_u32(m, 0);
+    if (!su && major > 1) return;
+    uint32_t site = add_site(x, KV_SAN_RACECHECK, -1, x->root[o.ptr], i, o.load ? "a cooperative-matrix load" :
+                                                                             "a cooperative-matrix store");
+    KV_INS(&x->body, SpvOpFunctionCall, x->c.t_v, kv_spv_id(m), o.load ? x->c.f_cm_read : x->c.f_cm_write,
+           x->unit[o.ptr], kv_spv_u32(m, major), kv_spv_u32(m, per), step, kv_spv_u32(m, site));
 }
 
 /* A load, store or atomic through a shadowed workgroup pointer. */
@@ -342,18 +412,17 @@ static void rewrite_functions(struct walk *x)
             continue;
         }
         if (op == SpvOpLoad || op == SpvOpStore || is_atomic(op)) shadow(x, i, op);
-        if (op == KV_OP_COOPMAT_LOAD_NV || op == KV_OP_COOPMAT_STORE_NV || op == KV_OP_COOPMAT_LOAD_KHR ||
-            op == KV_OP_COOPMAT_STORE_KHR)
-            coopmat_extent(x, i, op);
+        if (is_coopmat_access(op)) coopmat_extent(x, i, op), coopmat_shadow(x, i, op);
         if ((op == SpvOpReturn || op == SpvOpReturnValue) && fn == m->entry_fn) call(x, x->c.f_flush);
         if (op == SpvOpControlBarrier && x->c.sb && kv_spv_const(m, w[3], &sem)) /* the shadow's buffer ordered too */
             KV_INS(&x->body, SpvOpControlBarrier, w[1], w[2], kv_spv_u32(m, sem | 0x40u));
         else kv_words_put(&x->body, w, kv_len(w[0]));
-        if (op == SpvOpControlBarrier && x->c.shared && const_of(m, w[1], 0) == SpvScopeWorkgroup) {
-            uint32_t e = kv_spv_id(m), e1 = kv_spv_id(m);
-            KV_INS(&x->body, SpvOpLoad, x->c.t_u, e, x->c.epoch);
+        uint32_t scope = op == SpvOpControlBarrier ? const_of(m, w[1], 0) : 0;
+        if (x->c.shared && (scope == SpvScopeWorkgroup || (scope == SpvScopeSubgroup && x->c.sg))) {
+            uint32_t e = kv_spv_id(m), e1 = kv_spv_id(m), v = scope == SpvScopeWorkgroup ? x->c.epoch : x->c.sepoch;
+            KV_INS(&x->body, SpvOpLoad, x->c.t_u, e, v);
             KV_INS(&x->body, SpvOpIAdd, x->c.t_u, e1, e, kv_spv_u32(m, 1));
-            KV_INS(&x->body, SpvOpStore, x->c.epoch, e1);
+            KV_INS(&x->body, SpvOpStore, v, e1);
         }
     }
 }
@@ -373,15 +442,19 @@ static int assemble(struct walk *x)
         kv_words_ins(&o, SpvOpExtension, n, s);
     }
     kv_words_put(&o, m->w + m->after_ext, m->entry - m->after_ext);
-    uint32_t add[8], n_add = 0, elen = kv_len(m->w[m->entry]);
+    uint32_t add[16], n_add = 0, elen = kv_len(m->w[m->entry]);
     if (m->version >= 0x10400) {
         add[n_add++] = c->st, add[n_add++] = c->epoch, add[n_add++] = c->rec;
         if (c->shared) add[n_add++] = c->shw;
         if (c->shared && !c->sb) add[n_add++] = c->shr;
+        if (c->shared && c->sg) add[n_add++] = c->sepoch;
     }
     if (c->new_lid) add[n_add++] = c->lid;
     if (c->new_wgid) add[n_add++] = c->wgid;
     if (c->new_nwg) add[n_add++] = c->nwg;
+    if (c->new_sgsize) add[n_add++] = c->sgsize;
+    if (c->new_sgid) add[n_add++] = c->sgid;
+    if (c->new_sglane) add[n_add++] = c->sglane;
     uint32_t e0 = (m->w[m->entry] & 0xffffu) | ((elen + n_add) << 16);
     kv_words_put(&o, &e0, 1);
     kv_words_put(&o, m->w + m->entry + 1, elen - 1);

@@ -9,13 +9,14 @@ void kv_san_buffer_init(const struct kv_san_module *m, uint32_t *buf, const uint
     memset(buf, 0, KV_SAN_BUFFER_BYTES);
     (void)m;
     for (int b = 0; b < n && b < KV_SAN_MAX_BINDINGS; b++)
-        buf[4 + b] = bytes[b] > KV_SAN_MAX_LOGICAL ? KV_SAN_MAX_LOGICAL : (uint32_t)bytes[b];
+        buf[KV_SAN_LOGICAL + b] = bytes[b] > KV_SAN_MAX_LOGICAL ? KV_SAN_MAX_LOGICAL : (uint32_t)bytes[b];
 }
 
 void kv_san_read(const struct kv_san_module *m, const uint32_t *buf, struct kv_san_result *out)
 {
     memset(out, 0, sizeof *out);
     for (int k = 0; k < KV_SAN_KINDS; k++) out->count[k] = buf[k];
+    out->flags = buf[KV_SAN_FLAGS];
     uint32_t n = buf[3] < KV_SAN_RECORDS ? buf[3] : KV_SAN_RECORDS;
     for (uint32_t i = 0; i < n; i++) {
         const uint32_t *w = buf + KV_SAN_HEADER + (size_t)i * KV_SAN_REC_WORDS;

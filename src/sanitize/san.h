@@ -26,15 +26,22 @@
 
 enum kv_san_kind { KV_SAN_MEMCHECK, KV_SAN_RACECHECK, KV_SAN_INITCHECK, KV_SAN_KINDS };
 
-/* The record buffer: counts per kind, the records made, the logical bytes
- * of each binding's tensor (written by the host; a runtime array of stride
+/* The record buffer: counts per kind, the records made, flags
+ * (KV_SAN_FLAGS), the logical bytes of each binding's tensor from word
+ * KV_SAN_LOGICAL (written by the host; a runtime array of stride
  * s holds their ceiling over s elements; at most KV_SAN_MAX_LOGICAL, so
  * that the ceiling cannot wrap: a larger tensor is checked only that far), then
  * KV_SAN_RECORDS records of KV_SAN_REC_WORDS words and one slot that takes
  * the records past them. */
 #define KV_SAN_MAX_BINDINGS 32
 #define KV_SAN_MAX_LOGICAL 0xFFFF0000u
-#define KV_SAN_HEADER (4 + KV_SAN_MAX_BINDINGS)
+#define KV_SAN_FLAGS 4
+#define KV_SAN_LOGICAL 5
+#define KV_SAN_HEADER (KV_SAN_LOGICAL + KV_SAN_MAX_BINDINGS)
+/* A flag: a subgroup's invocations are not consecutive local invocation
+ * indices on this device, which the per-subgroup epochs assume (racecheck
+ * of a module with subgroup barriers is then not reported). */
+#define KV_SAN_FLAG_SUBGROUPS 1u
 #define KV_SAN_RECORDS 16
 #define KV_SAN_REC_WORDS 12
 #define KV_SAN_BUFFER_BYTES ((size_t)4 * (KV_SAN_HEADER + (KV_SAN_RECORDS + 1) * KV_SAN_REC_WORDS))
@@ -68,7 +75,9 @@ struct kv_san_module {
     uint32_t shadow_binding; /* where the shadow does not fit shared memory: its storage buffer's binding
                                 (8 * shadow_units bytes per workgroup), else 0 */
     int shared_checks;      /* racecheck and initcheck made */
-    int racecheck;          /* 0 where subgroup barriers make the epochs per subgroup */
+    int racecheck;          /* races checked (0 where subgroup barriers cannot be followed) */
+    int subgroup_epochs;    /* the epochs also step at subgroup barriers, per subgroup */
+    int coopmat;            /* cooperative matrices' loads and stores of shared memory shadowed */
     char note[240];         /* why shared checks are off (one line), or "" */
 };
 
@@ -91,6 +100,7 @@ struct kv_san_record {
 };
 struct kv_san_result {
     uint64_t count[KV_SAN_KINDS]; /* occurrences */
+    uint32_t flags;               /* KV_SAN_FLAG_* */
     int n;
     struct kv_san_record rec[KV_SAN_RECORDS];
 };

@@ -34,7 +34,7 @@ static void all_builtins_validate(void **state)
     static const unsigned defs[] = {0, KV_SHADER_SUBGROUP, KV_SHADER_SUBGROUP | KV_SHADER_INT8,
                                     KV_SHADER_SUBGROUP | KV_SHADER_CMEL, KV_SHADER_ABF16};
     spv_context ctx = spvContextCreate(SPV_ENV_VULKAN_1_2);
-    int modules = 0, shadowed = 0, sites = 0;
+    int modules = 0, shadowed = 0, sites = 0, sg = 0, cm = 0, valid_sg = 0;
     for (size_t i = 0; kv_glsl_builtin_at(i); i++) {
         const char *name = kv_glsl_builtin_at(i)->name;
         size_t len = strlen(name);
@@ -57,11 +57,15 @@ static void all_builtins_validate(void **state)
                 if (debug && m.n_sites) assert_non_null(strstr(m.site[0].where, ":")); /* file:line */
                 modules++;
                 shadowed += m.shared_checks;
+                sg += m.subgroup_epochs && m.shared_checks, cm += m.coopmat && m.shared_checks;
+                valid_sg += orig_ok && m.subgroup_epochs && m.shared_checks;
                 kv_san_module_free(&m);
                 free(w);
             }
     }
     spvContextDestroy(ctx);
+    print_message("%d modules, %d shadowed, %d with subgroup epochs (%d validated), %d with cooperative matrices shadowed\n",
+                  modules, shadowed, sg, valid_sg, cm);
     assert_true(modules >= 40);
     assert_true(sites >= 40 * modules / 2);
     assert_true(shadowed >= 10);
@@ -77,9 +81,9 @@ static void records_read_back(void **state)
     uint32_t buf[KV_SAN_BUFFER_BYTES / 4];
     uint64_t bytes[3] = {8, 12, (uint64_t)1 << 33};
     kv_san_buffer_init(&m, buf, bytes, 3);
-    assert_int_equal(buf[4 + 0], 8);
-    assert_int_equal(buf[4 + 1], 12);
-    assert_int_equal(buf[4 + 2], KV_SAN_MAX_LOGICAL); /* checked as far as 32 bits reach */
+    assert_int_equal(buf[KV_SAN_LOGICAL + 0], 8);
+    assert_int_equal(buf[KV_SAN_LOGICAL + 1], 12);
+    assert_int_equal(buf[KV_SAN_LOGICAL + 2], KV_SAN_MAX_LOGICAL); /* checked as far as 32 bits reach */
     buf[0] = 5, buf[3] = 1;
     uint32_t *r = buf + KV_SAN_HEADER;
     uint32_t rec[10] = {1, 1, 3, 3, 0, 17, 2, 0, 0, 5};
