@@ -129,7 +129,7 @@ static void scan_uses(struct walk *x)
             op == SpvOpVariable)
             continue;
         bool res, rt;
-        SpvHasResultAndType((SpvOp)op, &res, &rt);
+        kv_spv_result(op, &res, &rt);
         uint32_t skip = (uint32_t)res + (uint32_t)rt, pos = ptr_pos(op);
         for (uint32_t j = 1 + skip; j < len; j++)
             if (w[j] < m->bound && x->root[w[j]] && j != pos) x->opaque[x->root[w[j]]] = 1;

@@ -107,7 +107,7 @@ int kv_spv_index(struct kv_spv *m, const uint32_t *w, size_t n, char *err, size_
         uint32_t op = kv_op(w[i]), len = kv_len(w[i]);
         if (len == 0 || i + len > n) return fail(err, err_size, "truncated instruction", i);
         bool res, rt;
-        SpvHasResultAndType((SpvOp)op, &res, &rt);
+        kv_spv_result(op, &res, &rt);
         if (res) {
             size_t at = i + (rt ? 2 : 1);
             if (at >= i + len || w[at] >= b) return fail(err, err_size, "result id beyond the bound", i);
@@ -139,7 +139,7 @@ uint32_t kv_spv_type(const struct kv_spv *m, uint32_t id)
 {
     if (id >= m->bound || !m->def[id]) return 0;
     bool res, rt;
-    SpvHasResultAndType((SpvOp)kv_op(m->w[m->def[id]]), &res, &rt);
+    kv_spv_result(kv_op(m->w[m->def[id]]), &res, &rt);
     return rt ? m->w[m->def[id] + 1] : 0;
 }
 

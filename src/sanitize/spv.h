@@ -5,6 +5,7 @@
 #ifndef KV_SAN_SPV_H
 #define KV_SAN_SPV_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -17,6 +18,17 @@ enum {
     KV_OP_COOPMAT_LOAD_KHR = 4457, KV_OP_COOPMAT_STORE_KHR = 4458,
     KV_OP_COOPMAT_LOAD_NV = 5359, KV_OP_COOPMAT_STORE_NV = 5360,
 };
+
+/* Whether op has a result id and a result type: SpvHasResultAndType, which
+ * knows the cooperative-matrix KHR instructions only in newer headers. */
+static inline void kv_spv_result(uint32_t op, bool *res, bool *rt)
+{
+    if (op >= 4456 && op <= 4460) { /* OpTypeCooperativeMatrixKHR .. OpCooperativeMatrixLengthKHR */
+        *res = op != KV_OP_COOPMAT_STORE_KHR, *rt = op != KV_OP_COOPMAT_STORE_KHR && op != 4456;
+        return;
+    }
+    SpvHasResultAndType((SpvOp)op, res, rt);
+}
 
 /* A growing word buffer. */
 struct kv_words {

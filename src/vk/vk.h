@@ -15,7 +15,7 @@
 
 #include "core/status.h"
 
-#define KV_VK_MAX_BINDINGS 12
+#define KV_VK_MAX_BINDINGS 16
 
 struct kv_vk_info {
     uint32_t index;

@@ -32,7 +32,7 @@ static void all_builtins_validate(void **state)
 {
     (void)state;
     static const unsigned defs[] = {0, KV_SHADER_SUBGROUP, KV_SHADER_SUBGROUP | KV_SHADER_INT8,
-                                    KV_SHADER_SUBGROUP | KV_SHADER_CMEL, KV_SHADER_ABF16};
+                                    KV_SHADER_SUBGROUP | KV_SHADER_CMEL, KV_SHADER_ABF16, KV_SHADER_SUBGROUP | KV_SHADER_BF16CM};
     spv_context ctx = spvContextCreate(SPV_ENV_VULKAN_1_2);
     int modules = 0, shadowed = 0, sites = 0, sg = 0, cm = 0, valid_sg = 0;
     for (size_t i = 0; kv_glsl_builtin_at(i); i++) {
