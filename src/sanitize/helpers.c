@@ -148,19 +148,37 @@ static uint32_t unordered(struct kv_san_ctx *c, const struct acc *a, uint32_t te
     return op2(c, SpvOpLogicalAnd, b, wsame, op2(c, SpvOpLogicalOr, b, ssame, cross));
 }
 
-/* The shadow check of one scalar u (inr: u in range). */
-static void shadow_read(struct kv_san_ctx *c, uint32_t site, uint32_t u, const struct acc *x, uint32_t inr)
+/* The writer word's epoch and whether a subgroup's cooperative matrix wrote
+ * it (bit 31: any lane of that subgroup may have, so that every lane's later
+ * access, its own included, needs a barrier). */
+static uint32_t writer_epoch(struct kv_san_ctx *c, uint32_t w)
+{
+    return op2(c, SpvOpBitwiseAnd, c->t_u, op2(c, SpvOpShiftRightLogical, c->t_u, w, k(c, 10)), k(c, KV_SAN_EPOCHS));
+}
+
+static uint32_t by_other(struct kv_san_ctx *c, uint32_t w, uint32_t who, uint32_t l)
+{
+    uint32_t b = c->t_b, coll = op2(c, SpvOpINotEqual, b, op2(c, SpvOpBitwiseAnd, c->t_u, w, k(c, 0x80000000u)), k(c, 0));
+    return op2(c, SpvOpLogicalOr, b, op2(c, SpvOpINotEqual, b, who, l), coll);
+}
+
+/* The shadow check of one scalar u (inr: u in range; collective: a
+ * cooperative matrix's access, by the subgroup as a whole). */
+static void shadow_read(struct kv_san_ctx *c, uint32_t site, uint32_t u, const struct acc *x, uint32_t inr,
+                        int collective)
 {
     uint32_t t = c->t_u, b = c->t_b, E = x->E, l = x->l;
     uint32_t pw = sh_at(c, 0, u), a = atomic(c, SpvOpAtomicLoad, pw, SCOPE_WG, 0);
     note(c, KV_SAN_INITCHECK, site, u, k(c, 0), op2(c, SpvOpLogicalAnd, b, inr, op2(c, SpvOpIEqual, b, a, k(c, 0))));
     if (!c->race) return;
     uint32_t aw = op2(c, SpvOpBitwiseAnd, t, a, k(c, 1023));
-    uint32_t same = unordered(c, x, op2(c, SpvOpShiftRightLogical, t, a, k(c, 10)), aw);
-    uint32_t race = op2(c, SpvOpLogicalAnd, b, op2(c, SpvOpLogicalAnd, b, same, op2(c, SpvOpINotEqual, b, aw, l)), inr);
+    uint32_t same = unordered(c, x, writer_epoch(c, a), aw);
+    uint32_t race = op2(c, SpvOpLogicalAnd, b, op2(c, SpvOpLogicalAnd, b, same, by_other(c, a, aw, l)), inr);
     note(c, KV_SAN_RACECHECK, site, u, aw, race);
     uint32_t pr = sh_at(c, 1, u);
+    /* a collective read stands for its subgroup's other lanes too: it sets the "other readers" bit */
     uint32_t tag = op2(c, SpvOpBitwiseOr, t, op2(c, SpvOpShiftLeftLogical, t, E, k(c, 11)), l);
+    if (collective) tag = op2(c, SpvOpBitwiseOr, t, tag, k(c, 1024));
     uint32_t old = atomic(c, SpvOpAtomicExchange, pr, SCOPE_WG, tag), ol = op2(c, SpvOpBitwiseAnd, t, old, k(c, 1023));
     uint32_t osame = unordered(c, x, op2(c, SpvOpShiftRightLogical, t, old, k(c, 11)), ol);
     uint32_t other = op2(c, SpvOpINotEqual, b, ol, l);
@@ -168,7 +186,7 @@ static void shadow_read(struct kv_san_ctx *c, uint32_t site, uint32_t u, const s
 }
 
 static void shadow_write(struct kv_san_ctx *c, uint32_t site, uint32_t u, const struct acc *x, uint32_t inr,
-                         int is_atomic)
+                         int is_atomic, int collective)
 {
     uint32_t t = c->t_u, b = c->t_b, E = x->E, l = x->l;
     uint32_t pw = sh_at(c, 0, u);
@@ -177,11 +195,12 @@ static void shadow_write(struct kv_san_ctx *c, uint32_t site, uint32_t u, const 
         note(c, KV_SAN_INITCHECK, site, u, k(c, 0), op2(c, SpvOpLogicalAnd, b, inr, op2(c, SpvOpIEqual, b, a, k(c, 0))));
     }
     uint32_t tag = op2(c, SpvOpBitwiseOr, t, op2(c, SpvOpShiftLeftLogical, t, E, k(c, 10)), l);
+    if (collective) tag = op2(c, SpvOpBitwiseOr, t, tag, k(c, 0x80000000u));
     uint32_t old = atomic(c, SpvOpAtomicExchange, pw, SCOPE_WG, tag);
     if (is_atomic || !c->race) return;
     uint32_t ow = op2(c, SpvOpBitwiseAnd, t, old, k(c, 1023));
-    uint32_t same = unordered(c, x, op2(c, SpvOpShiftRightLogical, t, old, k(c, 10)), ow);
-    uint32_t ww = op2(c, SpvOpLogicalAnd, b, same, op2(c, SpvOpINotEqual, b, ow, l));
+    uint32_t same = unordered(c, x, writer_epoch(c, old), ow);
+    uint32_t ww = op2(c, SpvOpLogicalAnd, b, same, by_other(c, old, ow, l));
     uint32_t r = atomic(c, SpvOpAtomicLoad, sh_at(c, 1, u), SCOPE_WG, 0);
     uint32_t rl = op2(c, SpvOpBitwiseAnd, t, r, k(c, 1023));
     uint32_t rsame = unordered(c, x, op2(c, SpvOpShiftRightLogical, t, r, k(c, 11)), rl);
@@ -238,8 +257,8 @@ static void gen_cm(struct kv_san_ctx *c, uint32_t fn, int mode)
     uint32_t line = op2(c, SpvOpUDiv, u, j, p[2]), q = op2(c, SpvOpUMod, u, j, p[2]);
     uint32_t u0 = op2(c, SpvOpIAdd, u, p[0], op2(c, SpvOpIAdd, u, op2(c, SpvOpIMul, u, line, p[3]), q));
     uint32_t inr = op2(c, SpvOpULessThan, b, u0, k(c, c->units)), at = sel(c, inr, u0, k(c, 0));
-    if (mode == 0) shadow_read(c, p[4], at, &a, inr);
-    else shadow_write(c, p[4], at, &a, inr, 0);
+    if (mode == 0) shadow_read(c, p[4], at, &a, inr, 1);
+    else shadow_write(c, p[4], at, &a, inr, 0, 1);
     KV_INS(&c->fns, SpvOpBranch, lc);
     label(c, lc);
     KV_INS(&c->fns, SpvOpIAdd, u, jn, j, step);
@@ -270,8 +289,8 @@ static void gen_shadow(struct kv_san_ctx *c, uint32_t fn, int mode)
     label(c, lb);
     uint32_t u0 = op2(c, SpvOpIAdd, u, p[0], j), inr = op2(c, SpvOpULessThan, b, u0, k(c, c->units));
     uint32_t at = sel(c, inr, u0, k(c, 0));
-    if (mode == 0) shadow_read(c, p[2], at, &a, inr);
-    else shadow_write(c, p[2], at, &a, inr, mode == 2);
+    if (mode == 0) shadow_read(c, p[2], at, &a, inr, 0);
+    else shadow_write(c, p[2], at, &a, inr, mode == 2, 0);
     KV_INS(&c->fns, SpvOpBranch, lc);
     label(c, lc);
     KV_INS(&c->fns, SpvOpIAdd, u, jn, j, k(c, 1));
