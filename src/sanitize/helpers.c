@@ -156,6 +156,16 @@ static uint32_t writer_epoch(struct kv_san_ctx *c, uint32_t w)
     return op2(c, SpvOpBitwiseAnd, c->t_u, op2(c, SpvOpShiftRightLogical, c->t_u, w, k(c, 10)), k(c, KV_SAN_EPOCHS));
 }
 
+static uint32_t by_other(struct kv_san_ctx *c, uint32_t w, uint32_t who, uint32_t l);
+
+/* Whether the writer word's access conflicts with this one, an unordered
+ * access `same` permitting: another lane's, or a collective one's on either side. */
+static uint32_t conflict(struct kv_san_ctx *c, uint32_t same, uint32_t w, uint32_t who, uint32_t l, int collective)
+{
+    if (collective) return same;
+    return op2(c, SpvOpLogicalAnd, c->t_b, same, by_other(c, w, who, l));
+}
+
 static uint32_t by_other(struct kv_san_ctx *c, uint32_t w, uint32_t who, uint32_t l)
 {
     uint32_t b = c->t_b, coll = op2(c, SpvOpINotEqual, b, op2(c, SpvOpBitwiseAnd, c->t_u, w, k(c, 0x80000000u)), k(c, 0));
@@ -173,7 +183,7 @@ static void shadow_read(struct kv_san_ctx *c, uint32_t site, uint32_t u, const s
     if (!c->race) return;
     uint32_t aw = op2(c, SpvOpBitwiseAnd, t, a, k(c, 1023));
     uint32_t same = unordered(c, x, writer_epoch(c, a), aw);
-    uint32_t race = op2(c, SpvOpLogicalAnd, b, op2(c, SpvOpLogicalAnd, b, same, by_other(c, a, aw, l)), inr);
+    uint32_t race = op2(c, SpvOpLogicalAnd, b, conflict(c, same, a, aw, l, collective), inr);
     note(c, KV_SAN_RACECHECK, site, u, aw, race);
     uint32_t pr = sh_at(c, 1, u);
     /* a collective read stands for its subgroup's other lanes too: it sets the "other readers" bit */
@@ -200,13 +210,13 @@ static void shadow_write(struct kv_san_ctx *c, uint32_t site, uint32_t u, const 
     if (is_atomic || !c->race) return;
     uint32_t ow = op2(c, SpvOpBitwiseAnd, t, old, k(c, 1023));
     uint32_t same = unordered(c, x, writer_epoch(c, old), ow);
-    uint32_t ww = op2(c, SpvOpLogicalAnd, b, same, by_other(c, old, ow, l));
+    uint32_t ww = conflict(c, same, old, ow, l, collective);
     uint32_t r = atomic(c, SpvOpAtomicLoad, sh_at(c, 1, u), SCOPE_WG, 0);
     uint32_t rl = op2(c, SpvOpBitwiseAnd, t, r, k(c, 1023));
     uint32_t rsame = unordered(c, x, op2(c, SpvOpShiftRightLogical, t, r, k(c, 11)), rl);
     uint32_t rother = op2(c, SpvOpLogicalOr, b, op2(c, SpvOpINotEqual, b, rl, l),
                           op2(c, SpvOpINotEqual, b, op2(c, SpvOpBitwiseAnd, t, r, k(c, 1024)), k(c, 0)));
-    uint32_t rw = op2(c, SpvOpLogicalAnd, b, rsame, rother);
+    uint32_t rw = collective ? rsame : op2(c, SpvOpLogicalAnd, b, rsame, rother);
     uint32_t bad = op2(c, SpvOpLogicalAnd, b, inr, op2(c, SpvOpLogicalOr, b, ww, rw));
     note(c, KV_SAN_RACECHECK, site, u, sel(c, ww, ow, rl), bad);
 }
