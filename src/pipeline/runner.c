@@ -257,7 +257,11 @@ enum kv_status kv_runner_sanitized(struct kv_runner *r, int s, const struct kv_r
     size_t bytes = 0;
     char what[600];
     r->san_missing[s][0] = '\0';
-    if (n + 1 > KV_VK_MAX_BINDINGS || n > KV_SAN_MAX_BINDINGS) {
+    /* the bindings a stage may have: kverify's own limit and the device's */
+    uint32_t room = r->d->info.max_stage_buffers && r->d->info.max_stage_buffers < KV_VK_MAX_BINDINGS
+                        ? r->d->info.max_stage_buffers
+                        : KV_VK_MAX_BINDINGS;
+    if (n + 1 > room || n > KV_SAN_MAX_BINDINGS) {
         snprintf(r->san_missing[s], sizeof r->san_missing[s], "stage %s: %u bindings leave no room for the record buffer",
                  sd->name, n);
         return KV_OK;
@@ -269,7 +273,7 @@ enum kv_status kv_runner_sanitized(struct kv_runner *r, int s, const struct kv_r
     KV_TRY(kv_san_instrument(what, words, bytes, n, r->d->info.max_shared, r->san_mod[s]));
     const struct kv_san_module *m = r->san_mod[s];
     uint32_t nb = n + 1 + (m->shadow_binding ? 1 : 0);
-    if (nb > KV_VK_MAX_BINDINGS) {
+    if (nb > room) {
         snprintf(r->san_missing[s], sizeof r->san_missing[s],
                  "stage %s: %u bindings leave no room for the shadow of shared memory", sd->name, n);
         kv_runner_sanitized_free(r, s);

@@ -240,6 +240,7 @@ static int describe(VkInstance inst, VkPhysicalDevice p, uint32_t index, struct 
     memcpy(o->max_groups, props.limits.maxComputeWorkGroupCount, sizeof o->max_groups);
     o->max_invocations = props.limits.maxComputeWorkGroupInvocations;
     o->max_shared = props.limits.maxComputeSharedMemorySize;
+    o->max_stage_buffers = props.limits.maxPerStageDescriptorStorageBuffers;
     o->timestamps = ts_bits > 0 && props.limits.timestampComputeAndGraphics;
     o->timestamp_ns = props.limits.timestampPeriod;
 

@@ -36,6 +36,7 @@ struct kv_vk_info {
     uint32_t max_groups[3];
     uint32_t max_invocations;
     uint32_t max_shared;
+    uint32_t max_stage_buffers; /* maxPerStageDescriptorStorageBuffers */
     int timestamps;       /* compute queue has valid timestamp bits */
     double timestamp_ns;  /* nanoseconds per tick */
 };
