@@ -320,8 +320,10 @@ static void flush_kind(struct kv_san_ctx *c, uint32_t kind)
     label(c, lt);
     uint32_t scope = c->m.vulkan_mm ? SCOPE_QUEUE_FAMILY : SCOPE_DEVICE;
     atomic(c, SpvOpAtomicIAdd, rec_at(c, k(c, kind)), scope, cnt);
-    uint32_t slot = atomic(c, SpvOpAtomicIAdd, rec_at(c, k(c, 3)), scope, k(c, 1));
-    uint32_t s = sel(c, op2(c, SpvOpULessThan, b, slot, k(c, KV_SAN_RECORDS)), slot, k(c, KV_SAN_RECORDS));
+    /* each kind has its share of the slots, so that one kind's records do not crowd out another's */
+    uint32_t slot = atomic(c, SpvOpAtomicIAdd, rec_at(c, k(c, KV_SAN_SLOTS + kind)), scope, k(c, 1));
+    uint32_t s = sel(c, op2(c, SpvOpULessThan, b, slot, k(c, KV_SAN_PER_KIND)),
+                     op2(c, SpvOpIAdd, u, slot, k(c, kind * KV_SAN_PER_KIND)), k(c, KV_SAN_RECORDS));
     uint32_t base = op2(c, SpvOpIAdd, u, op2(c, SpvOpIMul, u, s, k(c, KV_SAN_REC_WORDS)), k(c, KV_SAN_HEADER));
     uint32_t wg = load(c, kv_spv_uvec3(&c->m), c->wgid), f[10];
     f[0] = k(c, kind + 1);

@@ -24,7 +24,8 @@ struct walk {
     struct kv_words body;
     uint32_t file, line, col; /* the last OpLine, file 0: none */
     int sites_cap, subgroup_barrier;
-    int gnu;          /* the module declares GroupNonUniform (the subgroup built-ins) */
+    int gnu;          /* the subgroup built-ins can be used: GroupNonUniform declared or declarable (SPIR-V 1.3) */
+    int gnu_declared; /* the module declares it itself */
     int cm_shared;    /* a cooperative matrix is loaded from or stored to shadowed memory */
 };
 
@@ -106,7 +107,8 @@ static void scan_uses(struct walk *x)
 {
     const struct kv_spv *m = &x->c.m;
     for (size_t i = 5; i < m->first_type; i += kv_len(m->w[i]))
-        if (kv_op(m->w[i]) == SpvOpCapability && m->w[i + 1] == SpvCapabilityGroupNonUniform) x->gnu = 1;
+        if (kv_op(m->w[i]) == SpvOpCapability && m->w[i + 1] == SpvCapabilityGroupNonUniform) x->gnu_declared = 1;
+    x->gnu = x->gnu_declared || m->version >= 0x10300;
     for (size_t i = 5; i < m->n; i += kv_len(m->w[i])) {
         uint32_t op = kv_op(m->w[i]), len = kv_len(m->w[i]);
         const uint32_t *w = m->w + i;
@@ -196,7 +198,8 @@ static void plan_shadow(struct walk *x, uint32_t shared_limit)
     x->c.cm = o->coopmat = x->cm_shared;
     x->c.race = o->racecheck = !x->subgroup_barrier || x->gnu;
     if (!o->racecheck)
-        snprintf(o->note, sizeof o->note, "racecheck off: the shader has subgroup-scope barriers and no subgroup built-ins");
+        snprintf(o->note, sizeof o->note, "racecheck off: the shader has subgroup-scope barriers and is SPIR-V 1.%u, "
+                 "before the subgroup built-ins", (m->version >> 8) & 0xffu);
 }
 
 static uint32_t add_site(struct walk *x, int kind, int32_t binding, uint32_t var, size_t at, const char *op)
@@ -435,6 +438,8 @@ static int assemble(struct walk *x)
     struct kv_words o = {0};
     uint32_t head[5] = {m->w[0], m->w[1], m->w[2], m->next, m->w[4]};
     kv_words_put(&o, head, 5);
+    if (c->shared && (c->sg || c->cm) && !x->gnu_declared) /* the subgroup built-ins' capability */
+        KV_INS(&o, SpvOpCapability, SpvCapabilityGroupNonUniform);
     kv_words_put(&o, m->w + 5, m->after_ext - 5);
     if (m->version < 0x10300) {
         uint32_t s[16];

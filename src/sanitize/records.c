@@ -17,8 +17,7 @@ void kv_san_read(const struct kv_san_module *m, const uint32_t *buf, struct kv_s
     memset(out, 0, sizeof *out);
     for (int k = 0; k < KV_SAN_KINDS; k++) out->count[k] = buf[k];
     out->flags = buf[KV_SAN_FLAGS];
-    uint32_t n = buf[3] < KV_SAN_RECORDS ? buf[3] : KV_SAN_RECORDS;
-    for (uint32_t i = 0; i < n; i++) {
+    for (uint32_t i = 0; i < KV_SAN_RECORDS; i++) { /* a slot no record took is zero */
         const uint32_t *w = buf + KV_SAN_HEADER + (size_t)i * KV_SAN_REC_WORDS;
         if (w[0] < 1 || w[0] > KV_SAN_KINDS || w[1] < 1 || w[1] > (uint32_t)m->n_sites) continue;
         struct kv_san_record *r = &out->rec[out->n++];

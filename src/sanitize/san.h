@@ -26,7 +26,7 @@
 
 enum kv_san_kind { KV_SAN_MEMCHECK, KV_SAN_RACECHECK, KV_SAN_INITCHECK, KV_SAN_KINDS };
 
-/* The record buffer: counts per kind, the records made, flags
+/* The record buffer: counts per kind, a word left unused, flags, the records each kind has taken
  * (KV_SAN_FLAGS), the logical bytes of each binding's tensor from word
  * KV_SAN_LOGICAL (written by the host; a runtime array of stride
  * s holds their ceiling over s elements; at most KV_SAN_MAX_LOGICAL, so
@@ -36,13 +36,15 @@ enum kv_san_kind { KV_SAN_MEMCHECK, KV_SAN_RACECHECK, KV_SAN_INITCHECK, KV_SAN_K
 #define KV_SAN_MAX_BINDINGS 32
 #define KV_SAN_MAX_LOGICAL 0xFFFF0000u
 #define KV_SAN_FLAGS 4
-#define KV_SAN_LOGICAL 5
+#define KV_SAN_SLOTS 5 /* per kind: how many records it has taken (its share: KV_SAN_PER_KIND slots) */
+#define KV_SAN_LOGICAL 8
 #define KV_SAN_HEADER (KV_SAN_LOGICAL + KV_SAN_MAX_BINDINGS)
 /* A flag: a subgroup's invocations are not consecutive local invocation
  * indices on this device, which the per-subgroup epochs assume (racecheck
  * of a module with subgroup barriers is then not reported). */
 #define KV_SAN_FLAG_SUBGROUPS 1u
 #define KV_SAN_RECORDS 16
+#define KV_SAN_PER_KIND (KV_SAN_RECORDS / KV_SAN_KINDS)
 #define KV_SAN_REC_WORDS 12
 #define KV_SAN_BUFFER_BYTES ((size_t)4 * (KV_SAN_HEADER + (KV_SAN_RECORDS + 1) * KV_SAN_REC_WORDS))
 

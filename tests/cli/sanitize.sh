@@ -51,6 +51,24 @@ expect_exit 1 "$KV" $RMS --sanitize --shader "dw=$TMP/rmsnorm_bwd_dw.comp" --jun
 grep -q 'failure type="initcheck" message="initcheck: stage dw: ' "$TMP/junit.xml" || fail "JUnit lacks the initcheck failure"
 grep -q '| initcheck |.*never written.* | FAIL |' "$TMP/r.md" || fail "Markdown lacks the initcheck row"
 
+# Subgroup barriers order their own subgroup only: each invocation stores a value,
+# then reads a neighbour's (lane ^ 1, in its subgroup; or ^ 64, in another).
+subgroup_dw() { # PARTNER BARRIER
+  sed -e 's/^#version 450/#version 450\n#extension GL_KHR_shader_subgroup_basic : require/' \
+      -e 's/^shared float part\[WY\]\[WX\];/shared float part[WY][WX];\nshared float xch[WX * WY];/' \
+      -e "s/^        part\[ly\]\[lx\] = acc;/        uint me = gl_LocalInvocationIndex; xch[me] = acc; $2 if (xch[me ^ $1] == 1.0e30) acc = 0.0; part[ly][lx] = acc;/" \
+      "$S/rmsnorm_bwd_dw.comp" > "$TMP/rmsnorm_bwd_dw.comp"
+  grep -q "xch\[me ^ $1\]" "$TMP/rmsnorm_bwd_dw.comp" || fail "the subgroup exchange did not apply"
+}
+subgroup_dw 1u 'subgroupBarrier();'
+expect_exit 0 "$KV" $RMS --sanitize --shader "dw=$TMP/rmsnorm_bwd_dw.comp"
+grep -Eq 'racecheck|initcheck' "$TMP/out" && { cat "$TMP/out"; fail "a subgroup barrier between lanes of one subgroup was not followed"; }
+subgroup_dw 1u ''
+caught racecheck 'rmsnorm_bwd_dw\.comp:[0-9]+.*: shared xch\[[0-9]+\] \(of \[1024\]\) accessed between two barriers' \
+  $RMS --shader "dw=$TMP/rmsnorm_bwd_dw.comp"
+subgroup_dw 64u 'subgroupBarrier();'
+caught racecheck 'shared xch\[[0-9]+\]' $RMS --shader "dw=$TMP/rmsnorm_bwd_dw.comp"
+
 # The same shaders unplanted pass, and without --sanitize the planted races pass on this device.
 for f in rmsnorm_bwd_dx.comp rmsnorm_bwd_dw.comp; do cp "$S/$f" "$TMP/$f"; done
 expect_exit 0 "$KV" $RMS --sanitize --shader "dx=$TMP/rmsnorm_bwd_dx.comp" --shader "dw=$TMP/rmsnorm_bwd_dw.comp"

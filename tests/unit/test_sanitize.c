@@ -84,7 +84,7 @@ static void records_read_back(void **state)
     assert_int_equal(buf[KV_SAN_LOGICAL + 0], 8);
     assert_int_equal(buf[KV_SAN_LOGICAL + 1], 12);
     assert_int_equal(buf[KV_SAN_LOGICAL + 2], KV_SAN_MAX_LOGICAL); /* checked as far as 32 bits reach */
-    buf[0] = 5, buf[3] = 1;
+    buf[0] = 5, buf[KV_SAN_SLOTS] = 1;
     uint32_t *r = buf + KV_SAN_HEADER;
     uint32_t rec[10] = {1, 1, 3, 3, 0, 17, 2, 0, 0, 5};
     memcpy(r, rec, sizeof rec);
@@ -100,7 +100,7 @@ static void records_read_back(void **state)
     assert_non_null(strstr(why, "a.comp:7:3"));
     assert_non_null(strstr(why, "index 3 of buffer (binding 2, 3 elements)"));
     assert_non_null(strstr(why, "invocation 17 of workgroup (2,0,0)"));
-    buf[3] = 1, r[1] = 9; /* a site the module does not have: dropped, not followed */
+    r[1] = 9; /* a site the module does not have: dropped, not followed */
     kv_san_read(&m, buf, &res);
     assert_int_equal(res.n, 0);
 }
