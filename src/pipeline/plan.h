@@ -24,6 +24,7 @@
 
 /* The slot of one stage's (and pass's) sanitizer record buffer in the plan's. */
 #define KV_SAN_SLOT 1024
+_Static_assert(KV_SAN_BUFFER_BYTES <= KV_SAN_SLOT, "a stage's record buffer fits its slot");
 
 /* Device-side state of one case. */
 struct kv_plan {
