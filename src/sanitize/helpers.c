@@ -90,6 +90,17 @@ static void begin_fn(struct kv_san_ctx *c, uint32_t fn, uint32_t type)
     KV_INS(&c->fns, SpvOpFunction, c->t_v, fn, SpvFunctionControlMaskNone, type);
 }
 
+/* A function of n (at most 8) uint parameters, their ids into p. */
+static void begin_uint_fn(struct kv_san_ctx *c, uint32_t fn, int n, uint32_t *p)
+{
+    uint32_t u = c->t_u, types[8] = {u, u, u, u, u, u, u, u};
+    begin_fn(c, fn, kv_spv_fn(&c->m, c->t_v, n, types));
+    for (int i = 0; i < n; i++) {
+        p[i] = kv_spv_id(&c->m);
+        KV_INS(&c->fns, SpvOpFunctionParameter, u, p[i]);
+    }
+}
+
 static void end_fn(struct kv_san_ctx *c)
 {
     KV_INS(&c->fns, SpvOpReturn);
@@ -247,11 +258,7 @@ static void prelude(struct kv_san_ctx *c, struct acc *a)
 static void gen_cm(struct kv_san_ctx *c, uint32_t fn, int mode)
 {
     uint32_t u = c->t_u, b = c->t_b, p[5];
-    begin_fn(c, fn, kv_spv_fn(&c->m, c->t_v, 5, (uint32_t[]){u, u, u, u, u}));
-    for (int i = 0; i < 5; i++) {
-        p[i] = kv_spv_id(&c->m);
-        KV_INS(&c->fns, SpvOpFunctionParameter, u, p[i]);
-    }
+    begin_uint_fn(c, fn, 5, p);
     uint32_t l0 = label(c, kv_spv_id(&c->m)), lh = kv_spv_id(&c->m), lb = kv_spv_id(&c->m), lc = kv_spv_id(&c->m),
              lm = kv_spv_id(&c->m), j = kv_spv_id(&c->m), jn = kv_spv_id(&c->m);
     struct acc a;
@@ -281,11 +288,7 @@ static void gen_cm(struct kv_san_ctx *c, uint32_t fn, int mode)
 static void gen_shadow(struct kv_san_ctx *c, uint32_t fn, int mode)
 {
     uint32_t u = c->t_u, b = c->t_b, p[3];
-    begin_fn(c, fn, kv_spv_fn(&c->m, c->t_v, 3, (uint32_t[]){u, u, u}));
-    for (int i = 0; i < 3; i++) {
-        p[i] = kv_spv_id(&c->m);
-        KV_INS(&c->fns, SpvOpFunctionParameter, u, p[i]);
-    }
+    begin_uint_fn(c, fn, 3, p);
     uint32_t l0 = label(c, kv_spv_id(&c->m)), lh = kv_spv_id(&c->m), lb = kv_spv_id(&c->m), lc = kv_spv_id(&c->m),
              lm = kv_spv_id(&c->m), j = kv_spv_id(&c->m), jn = kv_spv_id(&c->m);
     struct acc a;
