@@ -146,3 +146,16 @@ void kv_store_f64(enum kv_dtype t, void *data, size_t i, double v)
     case KV_DTYPE_COUNT: break;
     }
 }
+
+int kv_same_values(enum kv_dtype t, const void *a, const void *b, size_t n)
+{
+    size_t es = kv_dtype_info(t)->size;
+    if (!memcmp(a, b, n * es)) return 1;
+    if (!kv_dtype_info(t)->is_float) return 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!memcmp((const char *)a + i * es, (const char *)b + i * es, es)) continue;
+        double x = kv_load_f64(t, a, i), y = kv_load_f64(t, b, i);
+        if (!((x != x && y != y) || (x == 0 && y == 0))) return 0;
+    }
+    return 1;
+}

@@ -33,6 +33,10 @@ uint32_t kv_f32_bits(float f);
  * y = 0 uses the spacing at emin. Infinite or NaN y gives NaN. */
 double kv_ulp(enum kv_dtype t, double y);
 
+/* Whether two buffers of n elements of dtype t hold the same values: the
+ * same bits, or for floats both NaN (any payload) or both zero (either sign). */
+int kv_same_values(enum kv_dtype t, const void *a, const void *b, size_t n);
+
 /* Read element i of a buffer of dtype t, widened to float64. */
 double kv_load_f64(enum kv_dtype t, const void *data, size_t i);
 /* Store v into element i, rounding to t (RNE for floats; integers saturate,

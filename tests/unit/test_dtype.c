@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <cmocka.h>
 
 #include "core/dtype.h"
@@ -149,9 +150,31 @@ static void ulp_values(void **s)
     for (int k = -126; k < 128; k++) assert_true(kv_ulp(KV_F32, ldexp(1.0, k)) == ldexp(1.0, k - 23));
 }
 
+/* Same values: NaN payloads and zero signs aside, a bit differs. */
+static void same_values(void **state)
+{
+    (void)state;
+    float a[4] = {1.0f, 0.0f, 0.0f, 2.0f}, b[4];
+    memcpy(b, a, sizeof a);
+    assert_true(kv_same_values(KV_F32, a, b, 4));
+    uint32_t qnan = 0x7fc00000u, other = 0xffc01234u;
+    memcpy(&a[2], &qnan, 4), memcpy(&b[2], &other, 4);
+    b[1] = -0.0f;
+    assert_true(kv_same_values(KV_F32, a, b, 4));
+    b[3] = nextafterf(2.0f, 3.0f);
+    assert_false(kv_same_values(KV_F32, a, b, 4));
+    uint16_t h[2] = {0x7fc0, 0x3f80}, g[2] = {0xffc1, 0x3f80};
+    assert_true(kv_same_values(KV_BF16, h, g, 2));
+    g[1] = 0x3f81;
+    assert_false(kv_same_values(KV_BF16, h, g, 2));
+    int32_t i[1] = {0}, j[1] = {(int32_t)0x80000000u};
+    assert_false(kv_same_values(KV_I32, i, j, 1)); /* integers: bits */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(same_values),
         cmocka_unit_test(f16_roundtrip_all), cmocka_unit_test(bf16_roundtrip_all),
         cmocka_unit_test(f16_ties), cmocka_unit_test(bf16_ties),
         cmocka_unit_test(random_against_reference), cmocka_unit_test(overflow_and_underflow),
