@@ -40,7 +40,7 @@ static void all_builtins_validate(void **state)
         size_t len = strlen(name);
         if (len < 5 || strcmp(name + len - 5, ".comp")) continue;
         for (size_t d = 0; d < sizeof defs / sizeof *defs; d++)
-            for (int debug = 0; debug < 2; debug++) {
+            for (int debug = (defs[d] & KV_SHADER_BF16CM) != 0; debug < 2; debug++) { /* bf16 matrices: the -g build alone */
                 struct kv_glsl_env env = {.builtin = 1, .defines = defs[d], .debug = debug};
                 uint32_t *w = NULL;
                 size_t bytes = 0;
