@@ -99,14 +99,9 @@ struct kv_metrics {
 
 void kv_criteria_default(struct kv_criteria *c);
 
-/* Compare cand[i] (dtype t, the output's dtype) against y[i] with scales S[i]
- * (allow may be NULL). Integer dtypes are codes: compared exactly, a mismatch
- * passes only when allow explains it. Allocates a scratch array for the p99;
- * fails only on out of memory. */
-enum kv_status kv_compare(enum kv_dtype t, const void *cand, const double *y,
-                          const double *S, size_t n, const struct kv_bound *b,
-                          const struct kv_allow *allow, const struct kv_criteria *crit,
-                          struct kv_metrics *m);
+/* The verdict of metrics m under crit, from the elements past the bound
+ * (fails_bound) and past atol + rtol*|y| (fails_tol): m->pass and m->criterion. */
+void kv_metrics_decide(struct kv_metrics *m, const struct kv_criteria *crit, size_t fails_bound, size_t fails_tol);
 
 /* Whether dtype t holds integer codes rather than real numbers. */
 int kv_dtype_is_integer(enum kv_dtype t);

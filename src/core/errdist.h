@@ -45,11 +45,15 @@ struct kv_error_dist {
     struct kv_worst_elem worst[KV_DIST_WORST]; /* largest ratio first, mismatches before all */
 };
 
-/* The distribution of cand's error against y (as kv_compare judges it) for an
- * output of shape[0..ndim); idx: the flat index of each of the n elements
- * given (a --sample), or NULL when all are. */
-void kv_error_dist(enum kv_dtype t, const void *cand, const double *y, const double *S, size_t n, const size_t *idx,
-                   int ndim, const int64_t *shape, const struct kv_bound *b, const struct kv_allow *allow,
-                   const struct kv_criteria *crit, struct kv_error_dist *d);
+/* Building blocks of the one pass that makes it (judge.c). */
+int kv_dist_ulp_bin(double u);                    /* u > 0 */
+int kv_dist_ratio_bin(double r, const double *edge); /* r > 0; edge[i] = kv_dist_ratio_edge(i) */
+void kv_dist_init(struct kv_error_dist *d, int ndim, const int64_t *shape); /* empty, its grid set */
+void kv_dist_init_like(struct kv_error_dist *p, const struct kv_error_dist *d); /* empty, d's grid */
+int kv_dist_cell(const struct kv_error_dist *d, size_t flat); /* the map cell of a flat index */
+/* Keep the KV_DIST_WORST first in order: mismatches, then the larger ratio,
+ * then the smaller index (a total order: any order of noting gives one list). */
+void kv_dist_note_worst(struct kv_error_dist *d, const struct kv_worst_elem *w);
+void kv_dist_merge(struct kv_error_dist *d, const struct kv_error_dist *p);
 
 #endif

@@ -6,6 +6,7 @@
 #ifndef KV_RNG_H
 #define KV_RNG_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 void kv_philox4x32(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);
@@ -14,6 +15,9 @@ void kv_philox4x32(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]
 double kv_rng_uniform(uint64_t seed, uint32_t stream, uint64_t i);
 /* Standard normal sample (Marsaglia's polar method on Philox draws). */
 double kv_rng_normal(uint64_t seed, uint32_t stream, uint64_t i);
+/* out[k] = kv_rng_normal(seed, stream, i0 + k) for k < n, bit for bit, in
+ * vector code: several times faster per sample. */
+void kv_rng_normal_block(uint64_t seed, uint32_t stream, uint64_t i0, size_t n, double *out);
 /* Natural logarithm from IEEE operations only, within 1 ulp of log(). */
 double kv_rng_log(double x);
 

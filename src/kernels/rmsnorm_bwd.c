@@ -118,13 +118,20 @@ static enum kv_status inputs(struct kv_case *c)
     const double scale = c->p[P_SCALE].f, dy_scale = 1.0 / sqrt((double)rows * (double)dim);
     float *x = c->t[T_X].data, *w = c->t[T_W].data, *dy = c->t[T_DY].data;
     const int64_t n = rows * dim;
+    enum { B = 1024 };
 #pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < n; i++) {
-        double v = dist == DIST_UNIFORM ? (2.0 * kv_rng_uniform(c->seed, T_X, (uint64_t)i) - 1.0) * sqrt(3.0)
-                                        : kv_rng_normal(c->seed, T_X, (uint64_t)i);
-        if (dist == DIST_ZERO_ROW && i < dim) v = 0.0;
-        x[i] = (float)(v * scale);
-        dy[i] = (float)(kv_rng_normal(c->seed, T_DY, (uint64_t)i) * dy_scale);
+    for (int64_t i0 = 0; i0 < n; i0 += B) {
+        double vx[B], vdy[B];
+        const int64_t m = n - i0 < B ? n - i0 : B;
+        if (dist != DIST_UNIFORM) kv_rng_normal_block(c->seed, T_X, (uint64_t)i0, (size_t)m, vx);
+        kv_rng_normal_block(c->seed, T_DY, (uint64_t)i0, (size_t)m, vdy);
+        for (int64_t k = 0; k < m; k++) {
+            const int64_t i = i0 + k;
+            double v = dist == DIST_UNIFORM ? (2.0 * kv_rng_uniform(c->seed, T_X, (uint64_t)i) - 1.0) * sqrt(3.0) : vx[k];
+            if (dist == DIST_ZERO_ROW && i < dim) v = 0.0;
+            x[i] = (float)(v * scale);
+            dy[i] = (float)(vdy[k] * dy_scale);
+        }
     }
     for (int64_t j = 0; j < dim; j++) w[j] = (float)(1.0 + 0.1 * kv_rng_normal(c->seed, T_W, (uint64_t)j));
     return KV_OK;

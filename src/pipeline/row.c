@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/judge.h"
 #include "core/rng.h"
 
 static int cmp_size(const void *a, const void *b)
@@ -104,21 +105,16 @@ enum kv_status kv_compare_row(struct kv_case *c, int t, const struct kv_oracle_r
                              gather(ref->allow.fix, idx, n, sizeof(double), &oom)};
         if (oom) st = kv_error(KV_EDEVICE, "out of host memory comparing a sample");
         else {
-            st = kv_compare(c->t[t].dtype, cand, y, S, n, &bound, &a, &o->crit, &out->m);
+            st = kv_judge(c->t[t].dtype, cand, y, S, n, idx, c->t[t].ndim, c->t[t].shape, &bound, &a, &o->crit,
+                          &out->m, out->dist);
             if (!st && out->m.has_worst) out->m.worst_index = idx[out->m.worst_index];
-            if (!st && out->dist)
-                kv_error_dist(c->t[t].dtype, cand, y, S, n, idx, c->t[t].ndim, c->t[t].shape, &bound, &a, &o->crit,
-                              out->dist);
         }
         free(cand), free(y), free(S);
         free((void *)a.slack), free((void *)a.tie), free((void *)a.flush), free((void *)a.alt);
         free((void *)a.ovf), free((void *)a.lam), free((void *)a.fix);
     } else {
-        st = kv_compare(c->t[t].dtype, data, ref->y, ref->S, c->t[t].count, &bound, &ref->allow, &o->crit,
-                        &out->m);
-        if (!st && out->dist)
-            kv_error_dist(c->t[t].dtype, data, ref->y, ref->S, c->t[t].count, NULL, c->t[t].ndim, c->t[t].shape,
-                          &bound, &ref->allow, &o->crit, out->dist);
+        st = kv_judge(c->t[t].dtype, data, ref->y, ref->S, c->t[t].count, NULL, c->t[t].ndim, c->t[t].shape, &bound,
+                      &ref->allow, &o->crit, &out->m, out->dist);
     }
     if (st) return st;
     if (!out->m.integer && ref->allow.slack) out->m.ambiguous = c->ambiguous[t];

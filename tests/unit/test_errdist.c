@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <cmocka.h>
 
-#include "core/errdist.h"
+#include "core/judge.h"
 
 static const struct kv_bound bound = {.n = 16, .k_op = 1, .u_acc = 0x1p-24, .rho = 1};
 

@@ -5,6 +5,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <cmocka.h>
 
 #include "core/rng.h"
@@ -25,6 +27,40 @@ static void philox_known_answers(void **s)
     assert_int_equal(o[1], 0x94fdccebu);
     assert_int_equal(o[2], 0x5001e420u);
     assert_int_equal(o[3], 0x24126ea1u);
+}
+
+/* The vector block gives kv_rng_normal's values bit for bit: every lane,
+ * the rejected ones (redone one at a time) included, at any start and length. */
+static void normal_block_is_the_scalar(void **s)
+{
+    (void)s;
+    enum { N = 20011 };
+    double *v = malloc(N * sizeof *v);
+    assert_non_null(v);
+    const uint64_t seeds[] = {1, 7, 0xfedcba9876543210ull};
+    const uint64_t starts[] = {0, 5, ((uint64_t)1 << 32) - 100, ((uint64_t)1 << 40) + 3};
+    size_t rejected = 0;
+    for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 4; b++) {
+            size_t n = N - (size_t)(a * 7 + b);
+            kv_rng_normal_block(seeds[a], (uint32_t)(a + 3 * b), starts[b], n, v);
+            for (size_t k = 0; k < n; k++) {
+                double w = kv_rng_normal(seeds[a], (uint32_t)(a + 3 * b), starts[b] + k);
+                if (memcmp(&v[k], &w, sizeof w)) fail_msg("seed %d start %d element %zu: %a vs %a", a, b, k, v[k], w);
+            }
+            /* how many lanes took the rejection path: about 1 - pi/4 of them */
+            for (size_t k = 0; k < 1000; k++) {
+                uint32_t ctr[4] = {(uint32_t)(starts[b] + k), (uint32_t)((starts[b] + k) >> 32), (uint32_t)(a + 3 * b), 0};
+                uint32_t key[2] = {(uint32_t)seeds[a], (uint32_t)(seeds[a] >> 32)}, o[4];
+                kv_philox4x32(ctr, key, o);
+                double u = 2.0 * ((double)(((uint64_t)(o[0] >> 11) << 32) | o[1]) * 0x1p-53) - 1.0;
+                double w = 2.0 * ((double)(((uint64_t)(o[2] >> 11) << 32) | o[3]) * 0x1p-53) - 1.0;
+                rejected += !(u * u + w * w < 1.0);
+            }
+        }
+    assert_true(rejected > 2000 && rejected < 3200); /* 12000 lanes, 21.5% expected */
+    kv_rng_normal_block(1, 0, 0, 0, v); /* nothing */
+    free(v);
 }
 
 static void pinned_samples(void **s)
@@ -87,7 +123,7 @@ static void normal_moments(void **s)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(philox_known_answers), cmocka_unit_test(pinned_samples),
+        cmocka_unit_test(philox_known_answers), cmocka_unit_test(normal_block_is_the_scalar), cmocka_unit_test(pinned_samples),
         cmocka_unit_test(counter_based), cmocka_unit_test(log_accuracy), cmocka_unit_test(normal_moments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

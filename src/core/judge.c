@@ -1,0 +1,451 @@
+#include "core/judge.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CHUNK ((size_t)1 << 16)
+
+/* The p99's histogram: bin 0 holds u < 2^-Q_OCT (0 included), then 2^Q_SUB
+ * bins per octave up to 2^Q_OCT, then one bin for the rest. */
+#define Q_OCT 80
+#define Q_SUB 10
+#define Q_BINS (((size_t)2 * Q_OCT << Q_SUB) + 2)
+/* A thread's 32-bit counts are added into the shared 64-bit ones before they can wrap. */
+#define Q_FLUSH ((uint64_t)UINT32_MAX - 2 * CHUNK)
+
+/* What every chunk reads. */
+struct jin {
+    enum kv_dtype t;
+    const void *cand;
+    const double *y, *S, *slack, *alt, *lam, *fix;
+    const unsigned char *ovf;
+    const int16_t *tie, *flush;
+    const size_t *idx;
+    const struct kv_bound *b;
+    double lambda, c1, c2, rho, floor_rel, rt, at;
+    int tol, emin, prec, exact_p99;
+    double edge[KV_DIST_RATIO_BINS];
+    signed char bin_of_exp[128];      /* the ratio bin of 2^(k-64) */
+    const struct kv_error_dist *grid; /* NULL: no distribution */
+    const int *colcell;               /* each column's cell column (whole outputs) */
+};
+
+/* The sums, whose value depends on the order of the additions: one per chunk,
+ * added in index order at the end. */
+struct jsum {
+    double ulp, e2, y2;
+};
+
+/* One thread's results: counts, maxima and first indices, which merge the
+ * same in any order. */
+struct jthr {
+    int used;
+    double max_ulp, max_abs, max_rel, worst_ratio;
+    size_t worst, first_mismatch, compared;
+    size_t rel_skipped, fails_bound, fails_tol, nan_match, inf_match, nan_mismatch, inf_mismatch;
+    size_t slack_used, overflow_ok, exact, ambiguous, tie_explained, flush_explained, unexplained;
+    uint32_t *hist;  /* the p99's histogram */
+    uint64_t filled; /* counted into hist since its last flush */
+    double *ulps;    /* the ULP errors, for an exact p99 of a small output */
+    struct kv_error_dist *d;
+};
+
+static inline double load(enum kv_dtype t, const void *p, size_t i)
+{
+    switch (t) {
+    case KV_F32: return ((const float *)p)[i];
+    case KV_F64: return ((const double *)p)[i];
+    case KV_BF16: {
+        uint32_t u = (uint32_t)((const uint16_t *)p)[i] << 16;
+        float f;
+        memcpy(&f, &u, sizeof f);
+        return f;
+    }
+    default: return kv_load_f64(t, p, i);
+    }
+}
+
+/* kv_ulp's spacing of the output's dtype at y (finite). */
+static inline double ulp_at(double y, int emin, int prec)
+{
+    uint64_t bits;
+    memcpy(&bits, &y, sizeof bits);
+    int biased = (int)((bits >> 52) & 0x7ff), e = biased - 1023;
+    if (biased == 0 || e < emin) e = emin;
+    int ue = e - prec + 1;
+    uint64_t out = ue >= -1022 ? (uint64_t)(ue + 1023) << 52 : 1ull << (ue + 1074);
+    double r;
+    memcpy(&r, &out, sizeof r);
+    return r;
+}
+
+static inline size_t q_bin(double u)
+{
+    uint64_t bits;
+    memcpy(&bits, &u, sizeof bits);
+    int e = (int)(bits >> 52) - 1023;
+    if (e < -Q_OCT) return 0;
+    if (e >= Q_OCT) return Q_BINS - 1;
+    return 1 + ((size_t)(e + Q_OCT) << Q_SUB) + (size_t)((bits >> (52 - Q_SUB)) & ((1u << Q_SUB) - 1));
+}
+
+/* The lower edge of histogram bin k (0 < k < Q_BINS - 1). */
+static double q_edge(size_t k)
+{
+    k--;
+    int e = (int)(k >> Q_SUB) - Q_OCT;
+    uint64_t bits = ((uint64_t)(e + 1023) << 52) | ((uint64_t)(k & ((1u << Q_SUB) - 1)) << (52 - Q_SUB));
+    double r;
+    memcpy(&r, &bits, sizeof r);
+    return r;
+}
+
+static inline int better(double r, size_t i, double best, size_t at) { return r > best || (r == best && i < at); }
+
+/* A mismatch, a worst-list entry for it, its cell marked. */
+static void mismatch(const struct jin *x, struct jthr *th, size_t i, double c, double y, int cell)
+{
+    if (i < th->first_mismatch) th->first_mismatch = i;
+    if (!th->d) return;
+    struct kv_error_dist *d = th->d;
+    d->mismatch++;
+    d->bad[cell] = 1;
+    if (d->map[cell] < 0) d->map[cell] = 0;
+    struct kv_worst_elem w = {x->idx ? x->idx[i] : i, c, y, kv_dtype_is_integer(x->t) ? fabs(c - y) : INFINITY,
+                              0, 0, 0, 1};
+    if (w.error != INFINITY) w.ulp = w.error;
+    kv_dist_note_worst(d, &w);
+}
+
+/* A pair with a non-finite member: a legal match, or a mismatch. */
+static void nonfinite(const struct jin *x, struct jthr *th, size_t i, double c, double y, int cell)
+{
+    double err = (x->lam ? x->lambda * x->lam[i] + x->fix[i] : (x->c1 + x->c2) * x->S[i]) + (x->slack ? x->slack[i] : 0);
+    switch (kv_nonfinite_match(x->t, x->b, c, y, x->S[i], err, x->ovf && x->ovf[i])) {
+    case KV_NF_NAN: th->nan_match++; return;
+    case KV_NF_INF: th->inf_match++; return;
+    case KV_NF_OVERFLOW: th->overflow_ok++; return;
+    case KV_NF_MISMATCH: break;
+    }
+    if (isnan(c) || isnan(y)) th->nan_mismatch++;
+    else th->inf_mismatch++;
+    mismatch(x, th, i, c, y, cell);
+}
+
+/* Ratio bin of r > 0 (kv_dist_ratio_bin): from the bin of r's power of two,
+ * at most two edges up (a bin spans 1.66 octaves). */
+static inline int ratio_bin(double r, const struct jin *x)
+{
+    uint64_t bits;
+    memcpy(&bits, &r, sizeof bits);
+    int e = (int)(bits >> 52) - 1023;
+    if (e < -64) return 0;
+    if (e > 63) return KV_DIST_RATIO_BINS - 1;
+    int i = x->bin_of_exp[e + 64];
+    while (i + 1 < KV_DIST_RATIO_BINS && r >= x->edge[i + 1]) i++;
+    return i;
+}
+
+/* Elements [lo, hi) of a float output: everything in one read. t is a
+ * constant in each caller, so the load is one instruction; what the loop
+ * reads and counts is held in locals. */
+static inline __attribute__((always_inline)) void chunk_float(const struct jin *x, enum kv_dtype t, size_t lo,
+                                                              size_t hi, struct jthr *th, struct jsum *s)
+{
+    struct kv_error_dist *d = th->d;
+    const int whole = d && !x->idx && x->colcell;
+    int64_t r = d && d->cols ? (int64_t)lo / d->cols : 0, col = d && d->cols ? (int64_t)lo % d->cols : 0;
+    int rowcell = d ? (int)(r * d->cell_rows / (d->rows ? d->rows : 1)) * d->cell_cols : 0;
+    const void *cand = x->cand;
+    const double *yv = x->y, *Sv = x->S, *slack = x->slack, *alt = x->alt, *lam = x->lam, *fix = x->fix;
+    const double c1 = x->c1, c2 = x->c2, half_rho = 0.5 * x->rho, lambda = x->lambda, floor_rel = x->floor_rel;
+    const double rt = x->rt, at = x->at;
+    const int tol = x->tol, emin = x->emin, prec = x->prec, exact = x->exact_p99;
+    uint32_t *hist = th->hist;
+    double *ulps = th->ulps;
+    double sum_ulp = 0, sum_e2 = 0, sum_y2 = 0, max_ulp = th->max_ulp, max_abs = th->max_abs, max_rel = th->max_rel;
+    double worst_ratio = th->worst_ratio;
+    size_t worst = th->worst, compared = th->compared, rel_skipped = 0, fails_bound = 0, fails_tol = 0, slack_used = 0;
+    for (size_t i = lo; i < hi; i++) {
+        int cell = 0;
+        if (whole) {
+            cell = rowcell + x->colcell[col];
+            if (++col == d->cols) {
+                col = 0, r++;
+                rowcell = (int)(r * d->cell_rows / (d->rows ? d->rows : 1)) * d->cell_cols;
+            }
+        } else if (d) {
+            cell = kv_dist_cell(d, x->idx ? x->idx[i] : i);
+        }
+        double c = load(t, cand, i), y = yv[i];
+        if (__builtin_expect(!isfinite(c) || !isfinite(y), 0)) {
+            nonfinite(x, th, i, c, y, cell);
+            continue;
+        }
+        double Si = Sv[i], e = fabs(c - y);
+        if (alt && e > 0 && c == alt[i]) e = 0, slack_used++; /* the other legal value */
+        double ulp = ulp_at(y, emin, prec);
+        double base = lam ? lambda * lam[i] + fix[i] + half_rho * ulp : c1 * Si + c2 * Si + half_rho * ulp;
+        double ratio = e / base;
+        if (slack && ratio > 1.0) {
+            base += slack[i];
+            ratio = e / base;
+            if (ratio <= 1.0) slack_used++;
+        }
+        double u = e / ulp;
+        if (exact) ulps[compared] = u;
+        else hist[q_bin(u)]++;
+        compared++;
+        sum_ulp += u;
+        sum_e2 += e * e;
+        sum_y2 += y * y;
+        max_ulp = u > max_ulp ? u : max_ulp;
+        max_abs = e > max_abs ? e : max_abs;
+        if (fabs(y) >= floor_rel) {
+            double rel = e / fabs(y);
+            max_rel = rel > max_rel ? rel : max_rel;
+        } else {
+            rel_skipped++;
+        }
+        fails_bound += ratio > 1.0;
+        if (tol) fails_tol += e > at + rt * fabs(y);
+        if (ratio > worst_ratio) worst_ratio = ratio, worst = i; /* i rises: the first of equals stays */
+        if (!d) continue;
+        if (u == 0) d->ulp_zero++;
+        else d->ulp[kv_dist_ulp_bin(u)]++;
+        if (ratio == 0) {
+            d->ratio_zero++;
+            if (d->map[cell] < 0) d->map[cell] = 0;
+            continue;
+        }
+        d->ratio[ratio_bin(ratio, x)]++;
+        if ((float)ratio > d->map[cell]) d->map[cell] = (float)ratio;
+        if (d->map[cell] < 0) d->map[cell] = 0;
+        if (d->n_worst == KV_DIST_WORST) {
+            const struct kv_worst_elem *last = &d->worst[KV_DIST_WORST - 1];
+            size_t at_i = x->idx ? x->idx[i] : i;
+            if (last->mismatch || !better(ratio, at_i, last->ratio, last->index)) continue;
+        }
+        struct kv_worst_elem w = {x->idx ? x->idx[i] : i, c, y, e, base, ratio, u, 0};
+        kv_dist_note_worst(d, &w);
+    }
+    th->max_ulp = max_ulp, th->max_abs = max_abs, th->max_rel = max_rel;
+    if (worst != th->worst && better(worst_ratio, worst, th->worst_ratio, th->worst))
+        th->worst_ratio = worst_ratio, th->worst = worst;
+    th->compared = compared, th->rel_skipped += rel_skipped, th->fails_bound += fails_bound;
+    th->fails_tol += fails_tol, th->slack_used += slack_used;
+    s->ulp = sum_ulp, s->e2 = sum_e2, s->y2 = sum_y2;
+}
+
+/* Elements [lo, hi) of an integer output (codes): exact, the other side of
+ * a tie within reach, or the flushed model's code. */
+static void chunk_codes(const struct jin *x, size_t lo, size_t hi, struct jthr *th)
+{
+    struct kv_error_dist *d = th->d;
+    for (size_t i = lo; i < hi; i++) {
+        int cell = d ? kv_dist_cell(d, x->idx ? x->idx[i] : i) : 0;
+        double c = load(x->t, x->cand, i), dd = fabs(c - x->y[i]);
+        int has_tie = x->tie && x->tie[i] >= 0;
+        th->ambiguous += (size_t)has_tie;
+        th->compared++;
+        if (dd > th->max_abs) th->max_abs = dd;
+        if (dd == 0) th->exact++;
+        else if (has_tie && c == x->tie[i]) th->tie_explained++;
+        else if (x->flush && x->flush[i] >= 0 && c == x->flush[i]) th->flush_explained++;
+        else {
+            th->unexplained++;
+            mismatch(x, th, i, c, x->y[i], cell);
+            continue;
+        }
+        if (!d) continue;
+        if (dd == 0) d->ulp_zero++;
+        else d->ulp[kv_dist_ulp_bin(dd)]++;
+        d->ratio_zero++; /* an explained code is within its allowance */
+        if (d->map[cell] < 0) d->map[cell] = 0;
+    }
+}
+
+static void chunk_f32(const struct jin *x, size_t lo, size_t hi, struct jthr *th, struct jsum *s) { chunk_float(x, KV_F32, lo, hi, th, s); }
+static void chunk_f64(const struct jin *x, size_t lo, size_t hi, struct jthr *th, struct jsum *s) { chunk_float(x, KV_F64, lo, hi, th, s); }
+static void chunk_bf16(const struct jin *x, size_t lo, size_t hi, struct jthr *th, struct jsum *s) { chunk_float(x, KV_BF16, lo, hi, th, s); }
+static void chunk_other(const struct jin *x, size_t lo, size_t hi, struct jthr *th, struct jsum *s) { chunk_float(x, x->t, lo, hi, th, s); }
+
+static void free_thr(struct jthr *th, int nt)
+{
+    for (int k = 0; th && k < nt; k++) free(th[k].hist), free(th[k].ulps), free(th[k].d);
+    free(th);
+}
+
+/* A thread's first chunk: its histogram (or ULP buffer) and distribution. */
+static int init_thr(const struct jin *x, struct jthr *th, size_t n)
+{
+    th->used = 1;
+    th->worst_ratio = -1;
+    th->worst = th->first_mismatch = (size_t)-1;
+    if (!kv_dtype_is_integer(x->t)) {
+        if (x->exact_p99) th->ulps = malloc((n ? n : 1) * sizeof *th->ulps);
+        else th->hist = calloc(Q_BINS, sizeof *th->hist);
+        if (!th->ulps && !th->hist) return -1;
+    }
+    if (x->grid) {
+        th->d = malloc(sizeof *th->d);
+        if (!th->d) return -1;
+        kv_dist_init_like(th->d, x->grid);
+    }
+    return 0;
+}
+
+static void flush_hist(struct jthr *th, uint64_t *total)
+{
+#pragma omp critical(kv_judge_hist)
+    for (size_t k = 0; k < Q_BINS; k++) total[k] += th->hist[k];
+    memset(th->hist, 0, Q_BINS * sizeof *th->hist);
+    th->filled = 0;
+}
+
+/* The nearest-rank 0.99 quantile from the histogram (see judge.h). */
+static double p99_of(const uint64_t *hist, size_t compared, double max_ulp)
+{
+    if (!compared) return 0;
+    size_t kk = (size_t)ceil(0.99 * (double)compared);
+    kk = kk ? kk - 1 : 0;
+    uint64_t cum = 0;
+    for (size_t k = 0; k < Q_BINS; k++) {
+        cum += hist[k];
+        if (cum > kk) return k == 0 ? 0 : k == Q_BINS - 1 ? max_ulp : q_edge(k);
+    }
+    return max_ulp;
+}
+
+static void merge_thr(struct kv_metrics *m, struct jthr *all, const struct jthr *th, size_t *fails_bound,
+                      size_t *fails_tol)
+{
+    if (th->max_ulp > m->max_ulp) m->max_ulp = th->max_ulp;
+    if (th->max_abs > m->max_abs) m->max_abs = th->max_abs;
+    if (th->max_rel > m->max_rel) m->max_rel = th->max_rel;
+    m->compared += th->compared, m->rel_skipped += th->rel_skipped;
+    m->nan_match += th->nan_match, m->inf_match += th->inf_match;
+    m->nan_mismatch += th->nan_mismatch, m->inf_mismatch += th->inf_mismatch;
+    m->slack_used += th->slack_used, m->overflow_ok += th->overflow_ok;
+    m->exact += th->exact, m->ambiguous += th->ambiguous, m->tie_explained += th->tie_explained;
+    m->flush_explained += th->flush_explained, m->unexplained += th->unexplained;
+    *fails_bound += th->fails_bound, *fails_tol += th->fails_tol;
+    if (th->first_mismatch < all->first_mismatch) all->first_mismatch = th->first_mismatch;
+    if (th->worst != (size_t)-1 && better(th->worst_ratio, th->worst, all->worst_ratio, all->worst))
+        all->worst_ratio = th->worst_ratio, all->worst = th->worst;
+}
+
+enum kv_status kv_judge(enum kv_dtype t, const void *cand, const double *y, const double *S, size_t n,
+                        const size_t *idx, int ndim, const int64_t *shape, const struct kv_bound *b,
+                        const struct kv_allow *allow, const struct kv_criteria *crit, struct kv_metrics *m,
+                        struct kv_error_dist *d)
+{
+    const struct kv_allow none = {0};
+    const struct kv_allow *a = allow ? allow : &none;
+    const struct kv_dtype_info *ti = kv_dtype_info(t);
+    struct jin x = {t, cand, y, S, a->slack, a->alt, a->lam, a->fix, a->ovf, a->tie, a->flush, idx, b,
+                    crit->lambda, crit->lambda * sqrt(b->n) * b->u_acc, b->k_op * b->u_acc, b->rho,
+                    ldexp(1.0, ti->emin), crit->rtol > 0 ? crit->rtol : 0, crit->atol > 0 ? crit->atol : 0,
+                    crit->rtol >= 0 || crit->atol >= 0, ti->emin, ti->precision, n <= KV_JUDGE_EXACT_P99,
+                    {0}, {0}, d, NULL};
+    for (int i = 1; i < KV_DIST_RATIO_BINS; i++) x.edge[i] = kv_dist_ratio_edge(i);
+    for (int k = 0; k < 128; k++) x.bin_of_exp[k] = (signed char)kv_dist_ratio_bin(ldexp(1.0, k - 64), x.edge);
+    memset(m, 0, sizeof *m);
+    m->elements = n;
+    int *colcell = NULL;
+    if (d) {
+        kv_dist_init(d, ndim, shape);
+        if (!idx && d->cols <= ((int64_t)1 << 26)) {
+            colcell = malloc((size_t)(d->cols ? d->cols : 1) * sizeof *colcell);
+            for (int64_t c = 0; colcell && c < d->cols; c++) colcell[c] = (int)(c * d->cell_cols / d->cols);
+        }
+        x.colcell = colcell;
+    }
+    const int integer = kv_dtype_is_integer(t);
+    void (*fn)(const struct jin *, size_t, size_t, struct jthr *, struct jsum *) =
+        t == KV_F32 ? chunk_f32 : t == KV_F64 ? chunk_f64 : t == KV_BF16 ? chunk_bf16 : chunk_other;
+    size_t nchunks = (n + CHUNK - 1) / CHUNK;
+    int nt = x.exact_p99 ? 1 : omp_get_max_threads();
+    struct jthr *th = calloc((size_t)nt, sizeof *th);
+    struct jsum *sums = calloc(nchunks ? nchunks : 1, sizeof *sums);
+    uint64_t *hist = x.exact_p99 || integer ? NULL : calloc(Q_BINS, sizeof *hist);
+    int oom = !th || !sums || (!x.exact_p99 && !integer && !hist);
+    if (!oom && nt == 1 && init_thr(&x, &th[0], n)) oom = 1;
+    if (!oom) {
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
+        for (size_t k = 0; k < nchunks; k++) {
+            struct jthr *me = &th[omp_get_thread_num()];
+            if (!me->used && init_thr(&x, me, n)) {
+#pragma omp atomic write
+                oom = 1;
+            }
+            int failed;
+#pragma omp atomic read
+            failed = oom;
+            if (failed) continue;
+            size_t lo = k * CHUNK, hi = lo + CHUNK < n ? lo + CHUNK : n;
+            if (integer) chunk_codes(&x, lo, hi, me);
+            else fn(&x, lo, hi, me, &sums[k]);
+            if (me->hist && (me->filled += hi - lo) > Q_FLUSH) flush_hist(me, hist);
+        }
+    }
+    if (oom) {
+        free_thr(th, nt), free(sums), free(hist), free(colcell);
+        return kv_error(KV_EDEVICE, "out of host memory comparing %zu elements", n);
+    }
+    struct jthr all = {.worst_ratio = -1, .worst = (size_t)-1, .first_mismatch = (size_t)-1};
+    size_t fails_bound = 0, fails_tol = 0;
+    for (int k = 0; k < nt; k++) {
+        if (!th[k].used) continue;
+        merge_thr(m, &all, &th[k], &fails_bound, &fails_tol);
+        if (th[k].hist)
+            for (size_t j = 0; j < Q_BINS; j++) hist[j] += th[k].hist[j];
+    }
+    if (d) {
+        for (int k = 0; k < nt; k++)
+            if (th[k].d) kv_dist_merge(d, th[k].d);
+    }
+    double sum_ulp = 0, sum_e2 = 0, sum_y2 = 0;
+    for (size_t k = 0; k < nchunks; k++) sum_ulp += sums[k].ulp, sum_e2 += sums[k].e2, sum_y2 += sums[k].y2;
+    if (integer) {
+        m->integer = 1;
+        /* no allowance exists for an unexplained code: its bound ratio is infinite */
+        m->max_bound_ratio = m->unexplained ? INFINITY : 0;
+        size_t show = all.first_mismatch != (size_t)-1 ? all.first_mismatch : (n ? 0 : (size_t)-1);
+        if (show != (size_t)-1) m->worst_index = show, m->worst_c = load(t, cand, show), m->worst_y = y[show], m->has_worst = 1;
+        m->pass = m->unexplained == 0;
+        snprintf(m->criterion, sizeof m->criterion, "codes exact (ties and flushed subnormals explained)");
+    } else {
+        size_t show = all.first_mismatch != (size_t)-1 ? all.first_mismatch : all.worst;
+        if (show != (size_t)-1) m->worst_index = show, m->worst_c = load(t, cand, show), m->worst_y = y[show], m->has_worst = 1;
+        m->max_bound_ratio = all.worst_ratio < 0 ? 0 : all.worst_ratio;
+        m->mean_ulp = m->compared ? sum_ulp / (double)m->compared : 0;
+        m->p99_ulp = x.exact_p99 ? kv_quantile(th[0].ulps, m->compared, 0.99) : p99_of(hist, m->compared, m->max_ulp);
+        m->nmse = sum_y2 > 0 ? sum_e2 / sum_y2 : (sum_e2 > 0 ? INFINITY : 0);
+        if (m->compared) {
+            double k = (double)m->compared;
+            m->rmse_ratio = sqrt(sum_e2 / k) / (sqrt(sum_y2 / k) + 1e-30);
+        }
+        kv_metrics_decide(m, crit, fails_bound, fails_tol);
+    }
+    free_thr(th, nt), free(sums), free(hist), free(colcell);
+    return KV_OK;
+}
+
+enum kv_status kv_compare(enum kv_dtype t, const void *cand, const double *y, const double *S, size_t n,
+                          const struct kv_bound *b, const struct kv_allow *allow, const struct kv_criteria *crit,
+                          struct kv_metrics *m)
+{
+    return kv_judge(t, cand, y, S, n, NULL, 1, NULL, b, allow, crit, m, NULL);
+}
+
+void kv_error_dist(enum kv_dtype t, const void *cand, const double *y, const double *S, size_t n, const size_t *idx,
+                   int ndim, const int64_t *shape, const struct kv_bound *b, const struct kv_allow *allow,
+                   const struct kv_criteria *crit, struct kv_error_dist *d)
+{
+    struct kv_metrics m;
+    if (kv_judge(t, cand, y, S, n, idx, ndim, shape, b, allow, crit, &m, d)) kv_dist_init(d, ndim, shape);
+}

@@ -1,0 +1,40 @@
+/* One pass over an output against its float64 oracle: every metric and the
+ * verdict of compare.h, and the error distribution of errdist.h, from one
+ * read of each element, in parallel chunks, with memory that does not grow
+ * with the output (metrics.md; man kverify, "p99 ULP"). */
+#ifndef KV_JUDGE_H
+#define KV_JUDGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/compare.h"
+#include "core/errdist.h"
+
+/* Judge cand[i] (dtype t, the output's dtype) against y[i] with scales S[i]
+ * (allow may be NULL) into m and, where d is not NULL, the distribution of
+ * an output of shape[0..ndim) into d; idx: the flat index of each of the n
+ * elements given (a --sample), or NULL when all are. Integer dtypes are
+ * codes: compared exactly, a mismatch passes only where allow explains it.
+ * Every result is the same on any number of threads. The p99 ULP is exact up
+ * to KV_JUDGE_EXACT_P99 elements; past that it is read from a histogram of
+ * 2^10 bins per octave: the lower edge of the bin that holds it, at most
+ * 2^-10 of it below (0 when below 2^-80 ULP, the max ULP when past 2^80).
+ * Fails only on out of memory. */
+#define KV_JUDGE_EXACT_P99 ((size_t)1 << 16)
+enum kv_status kv_judge(enum kv_dtype t, const void *cand, const double *y, const double *S, size_t n,
+                        const size_t *idx, int ndim, const int64_t *shape, const struct kv_bound *b,
+                        const struct kv_allow *allow, const struct kv_criteria *crit, struct kv_metrics *m,
+                        struct kv_error_dist *d);
+
+/* kv_judge without a distribution (a flat output). */
+enum kv_status kv_compare(enum kv_dtype t, const void *cand, const double *y, const double *S, size_t n,
+                          const struct kv_bound *b, const struct kv_allow *allow, const struct kv_criteria *crit,
+                          struct kv_metrics *m);
+
+/* kv_judge's distribution alone. */
+void kv_error_dist(enum kv_dtype t, const void *cand, const double *y, const double *S, size_t n, const size_t *idx,
+                   int ndim, const int64_t *shape, const struct kv_bound *b, const struct kv_allow *allow,
+                   const struct kv_criteria *crit, struct kv_error_dist *d);
+
+#endif
