@@ -149,6 +149,28 @@ static inline int ratio_bin(double r, const struct jin *x)
     return i;
 }
 
+/* A compared element's share of the distribution: its bins, its cell, the worst list. */
+static inline void dist_note(const struct jin *x, struct kv_error_dist *d, int cell, size_t at, double c, double y,
+                             double e, double base, double ratio, double u)
+{
+    if (u == 0) d->ulp_zero++;
+    else d->ulp[kv_dist_ulp_bin(u)]++;
+    if (ratio == 0) {
+        d->ratio_zero++;
+        if (d->map[cell] < 0) d->map[cell] = 0;
+        return;
+    }
+    d->ratio[ratio_bin(ratio, x)]++;
+    if ((float)ratio > d->map[cell]) d->map[cell] = (float)ratio;
+    if (d->map[cell] < 0) d->map[cell] = 0;
+    if (d->n_worst == KV_DIST_WORST) {
+        const struct kv_worst_elem *last = &d->worst[KV_DIST_WORST - 1];
+        if (last->mismatch || !better(ratio, at, last->ratio, last->index)) return;
+    }
+    struct kv_worst_elem w = {at, c, y, e, base, ratio, u, 0};
+    kv_dist_note_worst(d, &w);
+}
+
 /* Elements [lo, hi) of a float output: everything in one read. t is a
  * constant in each caller, so the load is one instruction; what the loop
  * reads and counts is held in locals. */
@@ -213,24 +235,7 @@ static inline __attribute__((always_inline)) void chunk_float(const struct jin *
         fails_bound += ratio > 1.0;
         if (tol) fails_tol += e > at + rt * fabs(y);
         if (ratio > worst_ratio) worst_ratio = ratio, worst = i; /* i rises: the first of equals stays */
-        if (!d) continue;
-        if (u == 0) d->ulp_zero++;
-        else d->ulp[kv_dist_ulp_bin(u)]++;
-        if (ratio == 0) {
-            d->ratio_zero++;
-            if (d->map[cell] < 0) d->map[cell] = 0;
-            continue;
-        }
-        d->ratio[ratio_bin(ratio, x)]++;
-        if ((float)ratio > d->map[cell]) d->map[cell] = (float)ratio;
-        if (d->map[cell] < 0) d->map[cell] = 0;
-        if (d->n_worst == KV_DIST_WORST) {
-            const struct kv_worst_elem *last = &d->worst[KV_DIST_WORST - 1];
-            size_t at_i = x->idx ? x->idx[i] : i;
-            if (last->mismatch || !better(ratio, at_i, last->ratio, last->index)) continue;
-        }
-        struct kv_worst_elem w = {x->idx ? x->idx[i] : i, c, y, e, base, ratio, u, 0};
-        kv_dist_note_worst(d, &w);
+        if (d) dist_note(x, d, cell, x->idx ? x->idx[i] : i, c, y, e, base, ratio, u);
     }
     th->max_ulp = max_ulp, th->max_abs = max_abs, th->max_rel = max_rel;
     if (worst != th->worst && better(worst_ratio, worst, th->worst_ratio, th->worst))
@@ -338,6 +343,36 @@ static void merge_thr(struct kv_metrics *m, struct jthr *all, const struct jthr 
         all->worst_ratio = th->worst_ratio, all->worst = th->worst;
 }
 
+/* The sums in chunk order, the worst element, the p99 and the verdict. */
+static void finish(enum kv_dtype t, const void *cand, const double *y, size_t n, const struct kv_criteria *crit,
+                   int integer, const struct jthr *all, const struct jsum *sums, size_t nchunks, double *ulps,
+                   const uint64_t *hist, size_t fails_bound, size_t fails_tol, struct kv_metrics *m)
+{
+    double sum_ulp = 0, sum_e2 = 0, sum_y2 = 0;
+    for (size_t k = 0; k < nchunks; k++) sum_ulp += sums[k].ulp, sum_e2 += sums[k].e2, sum_y2 += sums[k].y2;
+    if (integer) {
+        m->integer = 1;
+        /* no allowance exists for an unexplained code: its bound ratio is infinite */
+        m->max_bound_ratio = m->unexplained ? INFINITY : 0;
+        size_t show = all->first_mismatch != (size_t)-1 ? all->first_mismatch : (n ? 0 : (size_t)-1);
+        if (show != (size_t)-1) m->worst_index = show, m->worst_c = load(t, cand, show), m->worst_y = y[show], m->has_worst = 1;
+        m->pass = m->unexplained == 0;
+        snprintf(m->criterion, sizeof m->criterion, "codes exact (ties and flushed subnormals explained)");
+    } else {
+        size_t show = all->first_mismatch != (size_t)-1 ? all->first_mismatch : all->worst;
+        if (show != (size_t)-1) m->worst_index = show, m->worst_c = load(t, cand, show), m->worst_y = y[show], m->has_worst = 1;
+        m->max_bound_ratio = all->worst_ratio < 0 ? 0 : all->worst_ratio;
+        m->mean_ulp = m->compared ? sum_ulp / (double)m->compared : 0;
+        m->p99_ulp = ulps ? kv_quantile(ulps, m->compared, 0.99) : p99_of(hist, m->compared, m->max_ulp);
+        m->nmse = sum_y2 > 0 ? sum_e2 / sum_y2 : (sum_e2 > 0 ? INFINITY : 0);
+        if (m->compared) {
+            double k = (double)m->compared;
+            m->rmse_ratio = sqrt(sum_e2 / k) / (sqrt(sum_y2 / k) + 1e-30);
+        }
+        kv_metrics_decide(m, crit, fails_bound, fails_tol);
+    }
+}
+
 enum kv_status kv_judge(enum kv_dtype t, const void *cand, const double *y, const double *S, size_t n,
                         const size_t *idx, int ndim, const int64_t *shape, const struct kv_bound *b,
                         const struct kv_allow *allow, const struct kv_criteria *crit, struct kv_metrics *m,
@@ -408,29 +443,8 @@ enum kv_status kv_judge(enum kv_dtype t, const void *cand, const double *y, cons
         for (int k = 0; k < nt; k++)
             if (th[k].d) kv_dist_merge(d, th[k].d);
     }
-    double sum_ulp = 0, sum_e2 = 0, sum_y2 = 0;
-    for (size_t k = 0; k < nchunks; k++) sum_ulp += sums[k].ulp, sum_e2 += sums[k].e2, sum_y2 += sums[k].y2;
-    if (integer) {
-        m->integer = 1;
-        /* no allowance exists for an unexplained code: its bound ratio is infinite */
-        m->max_bound_ratio = m->unexplained ? INFINITY : 0;
-        size_t show = all.first_mismatch != (size_t)-1 ? all.first_mismatch : (n ? 0 : (size_t)-1);
-        if (show != (size_t)-1) m->worst_index = show, m->worst_c = load(t, cand, show), m->worst_y = y[show], m->has_worst = 1;
-        m->pass = m->unexplained == 0;
-        snprintf(m->criterion, sizeof m->criterion, "codes exact (ties and flushed subnormals explained)");
-    } else {
-        size_t show = all.first_mismatch != (size_t)-1 ? all.first_mismatch : all.worst;
-        if (show != (size_t)-1) m->worst_index = show, m->worst_c = load(t, cand, show), m->worst_y = y[show], m->has_worst = 1;
-        m->max_bound_ratio = all.worst_ratio < 0 ? 0 : all.worst_ratio;
-        m->mean_ulp = m->compared ? sum_ulp / (double)m->compared : 0;
-        m->p99_ulp = x.exact_p99 ? kv_quantile(th[0].ulps, m->compared, 0.99) : p99_of(hist, m->compared, m->max_ulp);
-        m->nmse = sum_y2 > 0 ? sum_e2 / sum_y2 : (sum_e2 > 0 ? INFINITY : 0);
-        if (m->compared) {
-            double k = (double)m->compared;
-            m->rmse_ratio = sqrt(sum_e2 / k) / (sqrt(sum_y2 / k) + 1e-30);
-        }
-        kv_metrics_decide(m, crit, fails_bound, fails_tol);
-    }
+    finish(t, cand, y, n, crit, integer, &all, sums, nchunks, x.exact_p99 ? th[0].ulps : NULL, hist, fails_bound,
+           fails_tol, m);
     free_thr(th, nt), free(sums), free(hist), free(colcell);
     return KV_OK;
 }
