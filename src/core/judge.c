@@ -27,7 +27,7 @@ struct jin {
     const struct kv_bound *b;
     double lambda, c1, c2, rho, floor_rel, rt, at;
     int tol, emin, prec, exact_p99;
-    double edge[KV_DIST_RATIO_BINS];
+    double edge[KV_DIST_RATIO_BINS + 1];
     signed char bin_of_exp[128];      /* the ratio bin of 2^(k-64) */
     const struct kv_error_dist *grid; /* NULL: no distribution */
     const int *colcell;               /* each column's cell column (whole outputs) */
@@ -135,8 +135,8 @@ static void nonfinite(const struct jin *x, struct jthr *th, size_t i, double c, 
     mismatch(x, th, i, c, y, cell);
 }
 
-/* Ratio bin of r > 0 (kv_dist_ratio_bin): from the bin of r's power of two,
- * at most two edges up (a bin spans 1.66 octaves). */
+/* Ratio bin of r > 0 (kv_dist_ratio_bin): the bin of r's power of two, or
+ * the next (a bin spans 1.66 octaves). */
 static inline int ratio_bin(double r, const struct jin *x)
 {
     uint64_t bits;
@@ -145,8 +145,7 @@ static inline int ratio_bin(double r, const struct jin *x)
     if (e < -64) return 0;
     if (e > 63) return KV_DIST_RATIO_BINS - 1;
     int i = x->bin_of_exp[e + 64];
-    while (i + 1 < KV_DIST_RATIO_BINS && r >= x->edge[i + 1]) i++;
-    return i;
+    return i + (r >= x->edge[i + 1]); /* [2^e, 2^(e+1)) holds at most one edge; edge[BINS] is +Inf */
 }
 
 /* A compared element's share of the distribution: its bins, its cell, the worst list. */
@@ -387,6 +386,7 @@ enum kv_status kv_judge(enum kv_dtype t, const void *cand, const double *y, cons
                     crit->rtol >= 0 || crit->atol >= 0, ti->emin, ti->precision, n <= KV_JUDGE_EXACT_P99,
                     {0}, {0}, d, NULL};
     for (int i = 1; i < KV_DIST_RATIO_BINS; i++) x.edge[i] = kv_dist_ratio_edge(i);
+    x.edge[KV_DIST_RATIO_BINS] = INFINITY;
     for (int k = 0; k < 128; k++) x.bin_of_exp[k] = (signed char)kv_dist_ratio_bin(ldexp(1.0, k - 64), x.edge);
     memset(m, 0, sizeof *m);
     m->elements = n;

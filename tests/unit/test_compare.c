@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <cmocka.h>
+#include <omp.h>
 
 #include "core/judge.h"
 
@@ -267,6 +268,84 @@ static void overflow(void **s)
     assert_int_equal(m.worst_index, 0);
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Past KV_JUDGE_EXACT_P99 elements the p99 ULP comes from the histogram: at
+ * most 2^-10 of the exact nearest-rank value below it, never above; at or
+ * under it, exact. */
+static void p99_within_its_stated_error(void **s)
+{
+    (void)s;
+    const size_t sizes[] = {KV_JUDGE_EXACT_P99, 300007};
+    for (int z = 0; z < 2; z++) {
+        const size_t n = sizes[z];
+        float *c = malloc(n * sizeof *c);
+        double *y = malloc(n * sizeof *y), *S = malloc(n * sizeof *S), *d = malloc(n * sizeof *d);
+        assert_true(c && y && S && d);
+        for (size_t i = 0; i < n; i++) {
+            /* ULP errors spread over 2^-3 .. 2^9: y = 1.5 + d ulp(1.5) */
+            d[i] = ldexp(1.0 + (double)((i * 2654435761u) % 1000003) / 1000003.0, (int)(i % 13) - 3);
+            c[i] = 1.5f, y[i] = 1.5 + d[i] * 0x1p-23, S[i] = 1e9;
+        }
+        struct kv_metrics m;
+        run(c, y, S, n, &m);
+        qsort(d, n, sizeof *d, cmp_double);
+        double exact = d[(size_t)ceil(0.99 * (double)n) - 1];
+        /* y was rounded to a double: the ULP errors are d's within 2^-40 */
+        if (z == 0) assert_true(fabs(m.p99_ulp - exact) <= exact * 0x1p-40);
+        else assert_true(m.p99_ulp <= exact * (1 + 0x1p-40) && m.p99_ulp >= exact * (1 - 0x1p-10));
+        assert_true(m.pass);
+        free(c), free(y), free(S), free(d);
+    }
+}
+
+/* Every metric and the whole distribution are the same on 1, 2 or 5 threads. */
+static void same_on_any_thread_count(void **s)
+{
+    (void)s;
+    const size_t n = 5 * 65536 + 17;
+    const int64_t shape[2] = {(int64_t)(n / 17), 17};
+    float *c = malloc(n * sizeof *c);
+    double *y = malloc(n * sizeof *y), *S = malloc(n * sizeof *S);
+    assert_true(c && y && S);
+    for (size_t i = 0; i < n; i++) {
+        y[i] = sin((double)i) * 3, c[i] = (float)y[i], S[i] = fabs(y[i]) + 1;
+        if (i % 9973 == 0) c[i] = nextafterf(c[i], 10.0f); /* equal ratios at many places: ties by index */
+    }
+    c[200001] = NAN, c[70001] = c[70001] * 1.01f, c[300001] = c[300001] * 1.001f;
+    struct kv_criteria crit;
+    kv_criteria_default(&crit);
+    struct kv_metrics m[3];
+    struct kv_error_dist *d = calloc(3, sizeof *d);
+    const int threads[3] = {1, 2, 5};
+    for (int k = 0; k < 3; k++) {
+        omp_set_num_threads(threads[k]);
+        assert_int_equal(kv_judge(KV_F32, c, y, S, n, NULL, 2, shape, &unit_bound, NULL, &crit, &m[k], &d[k]), KV_OK);
+    }
+    for (int k = 1; k < 3; k++) {
+        assert_memory_equal(&m[0], &m[k], sizeof m[0]);
+        assert_memory_equal(d[0].ulp, d[k].ulp, sizeof d[0].ulp);
+        assert_memory_equal(d[0].ratio, d[k].ratio, sizeof d[0].ratio);
+        assert_memory_equal(d[0].map, d[k].map, sizeof d[0].map);
+        assert_memory_equal(d[0].bad, d[k].bad, sizeof d[0].bad);
+        assert_int_equal(d[0].n_worst, d[k].n_worst);
+        for (int w = 0; w < d[0].n_worst; w++) {
+            assert_int_equal(d[0].worst[w].index, d[k].worst[w].index);
+            assert_true(d[0].worst[w].ratio == d[k].worst[w].ratio);
+        }
+    }
+    assert_false(m[0].pass);
+    assert_int_equal(m[0].worst_index, 200001);       /* the mismatch is shown */
+    assert_int_equal(d[0].worst[0].index, 200001);    /* mismatches first */
+    assert_int_equal(d[0].worst[1].index, 70001);     /* then the larger ratio; equal ones by index */
+    omp_set_num_threads(omp_get_num_procs());
+    free(c), free(y), free(S), free(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -274,7 +353,8 @@ int main(void)
         cmocka_unit_test(nan_inf_matching), cmocka_unit_test(nan_match_only_passes),
         cmocka_unit_test(nmse_and_rmse), cmocka_unit_test(overrides), cmocka_unit_test(quantile),
         cmocka_unit_test(across_chunks), cmocka_unit_test(codes), cmocka_unit_test(slack),
-        cmocka_unit_test(alternative), cmocka_unit_test(overflow),
+        cmocka_unit_test(alternative), cmocka_unit_test(overflow), cmocka_unit_test(p99_within_its_stated_error),
+        cmocka_unit_test(same_on_any_thread_count),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
