@@ -206,3 +206,15 @@ void kv_rng_normal_block(uint64_t seed, uint32_t stream, uint64_t i0, size_t n, 
     }
     while (r.n > 0) redo_lanes(seed, stream, &r, out);
 }
+
+void kv_rng_normal_f32(uint64_t seed, uint32_t stream, size_t n, double mul, float *dst)
+{
+    enum { B = 1024 };
+#pragma omp parallel for schedule(static)
+    for (size_t i0 = 0; i0 < n; i0 += B) {
+        double v[B];
+        size_t m = n - i0 < B ? n - i0 : B;
+        kv_rng_normal_block(seed, stream, i0, m, v);
+        for (size_t k = 0; k < m; k++) dst[i0 + k] = (float)(v[k] * mul);
+    }
+}

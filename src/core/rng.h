@@ -18,6 +18,8 @@ double kv_rng_normal(uint64_t seed, uint32_t stream, uint64_t i);
 /* out[k] = kv_rng_normal(seed, stream, i0 + k) for k < n, bit for bit, in
  * vector code: several times faster per sample. */
 void kv_rng_normal_block(uint64_t seed, uint32_t stream, uint64_t i0, size_t n, double *out);
+/* dst[i] = (float)(kv_rng_normal(seed, stream, i) * mul) for i < n, in parallel blocks. */
+void kv_rng_normal_f32(uint64_t seed, uint32_t stream, size_t n, double mul, float *dst);
 /* Natural logarithm from IEEE operations only, within 1 ulp of log(). */
 double kv_rng_log(double x);
 

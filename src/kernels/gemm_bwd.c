@@ -200,25 +200,24 @@ static enum kv_status inputs(struct kv_case *c)
     const int64_t m = c->p[P_M].i, n = c->p[P_N].i, k = c->p[P_K].i;
     const double scale = c->p[P_SCALE].f, bs = 1.0 / sqrt((double)k);
     float *a = c->t[T_A].data, *dc = c->t[T_DC].data;
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < m * k; i++) a[i] = (float)kv_rng_normal(c->seed, T_A, (uint64_t)i);
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < m * n; i++) dc[i] = (float)(kv_rng_normal(c->seed, T_DC, (uint64_t)i) * scale);
+    kv_rng_normal_f32(c->seed, T_A, (size_t)(m * k), 1.0, a);
+    kv_rng_normal_f32(c->seed, T_DC, (size_t)(m * n), scale, dc);
     if (c->p[P_DIST].c == D_SPECIAL)
         for (uint32_t s = 0; s < KV_COUNT(special_bits); s++) {
             uint64_t at = (uint64_t)(kv_rng_uniform(c->seed, 80 + s, 0) * (double)(m * n)) % (uint64_t)(m * n);
             memcpy(&dc[at], &special_bits[s], 4);
         }
+    if (is_f16(c)) {
+        float *b = malloc((size_t)(k * n) * sizeof *b);
+        if (!b) return kv_error(KV_EDEVICE, "out of host memory for B (%lld elements)", (long long)(k * n));
+        kv_rng_normal_f32(c->seed, T_B, (size_t)(k * n), bs, b);
 #pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < k * n; i++) {
-        float v = (float)(kv_rng_normal(c->seed, T_B, (uint64_t)i) * bs);
-        if (is_f16(c)) ((uint16_t *)c->t[T_B16].data)[i] = kv_f32_to_f16(v);
-        else ((float *)c->t[T_B].data)[i] = v;
+        for (int64_t i = 0; i < k * n; i++) ((uint16_t *)c->t[T_B16].data)[i] = kv_f32_to_f16(b[i]);
+        free(b);
+    } else {
+        kv_rng_normal_f32(c->seed, T_B, (size_t)(k * n), bs, c->t[T_B].data);
     }
-    if (is_acc(c)) {
-        float *din = c->t[T_DAIN].data;
-        for (int64_t i = 0; i < m * k; i++) din[i] = (float)kv_rng_normal(c->seed, T_DAIN, (uint64_t)i);
-    }
+    if (is_acc(c)) kv_rng_normal_f32(c->seed, T_DAIN, (size_t)(m * k), 1.0, c->t[T_DAIN].data);
     return KV_OK;
 }
 

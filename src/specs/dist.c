@@ -93,14 +93,20 @@ static enum kv_status draw(struct kv_case *c, int t)
     const int64_t n = (int64_t)x->count;
     const uint64_t seed = c->seed;
     const enum kv_gen gen = d->gen;
+    enum { B = 1024 };
 #pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < n; i++) {
-        double v;
-        if (gen == KV_GEN_NORMAL) v = scale * kv_rng_normal(seed, (uint32_t)t, (uint64_t)i) + offset;
-        else if (gen == KV_GEN_UNIFORM) v = scale * (2 * kv_rng_uniform(seed, (uint32_t)t, (uint64_t)i) - 1) + offset;
-        else if (gen == KV_GEN_RANDINT) v = lo + floor(kv_rng_uniform(seed, (uint32_t)t, (uint64_t)i) * (hi - lo));
-        else v = offset;
-        kv_store_f64(x->dtype, x->data, (size_t)i, v);
+    for (int64_t i0 = 0; i0 < n; i0 += B) {
+        double nv[B];
+        const int64_t m = n - i0 < B ? n - i0 : B;
+        if (gen == KV_GEN_NORMAL) kv_rng_normal_block(seed, (uint32_t)t, (uint64_t)i0, (size_t)m, nv);
+        for (int64_t i = i0; i < i0 + m; i++) {
+            double v;
+            if (gen == KV_GEN_NORMAL) v = scale * nv[i - i0] + offset;
+            else if (gen == KV_GEN_UNIFORM) v = scale * (2 * kv_rng_uniform(seed, (uint32_t)t, (uint64_t)i) - 1) + offset;
+            else if (gen == KV_GEN_RANDINT) v = lo + floor(kv_rng_uniform(seed, (uint32_t)t, (uint64_t)i) * (hi - lo));
+            else v = offset;
+            kv_store_f64(x->dtype, x->data, (size_t)i, v);
+        }
     }
     return KV_OK;
 }
