@@ -50,6 +50,7 @@ struct jthr {
     uint32_t *hist;  /* the p99's histogram */
     uint64_t filled; /* counted into hist since its last flush */
     double *ulps;    /* the ULP errors, for an exact p99 of a small output */
+    double *yb, *Sb; /* a chunk of the oracle, where it is made block by block */
     struct kv_error_dist *d;
 };
 
@@ -121,10 +122,10 @@ static void mismatch(const struct jin *x, struct jthr *th, size_t i, double c, d
 }
 
 /* A pair with a non-finite member: a legal match, or a mismatch. */
-static void nonfinite(const struct jin *x, struct jthr *th, size_t i, double c, double y, int cell)
+static void nonfinite(const struct jin *x, struct jthr *th, size_t i, double c, double y, double Si, int cell)
 {
-    double err = (x->lam ? x->lambda * x->lam[i] + x->fix[i] : (x->c1 + x->c2) * x->S[i]) + (x->slack ? x->slack[i] : 0);
-    switch (kv_nonfinite_match(x->t, x->b, c, y, x->S[i], err, x->ovf && x->ovf[i])) {
+    double err = (x->lam ? x->lambda * x->lam[i] + x->fix[i] : (x->c1 + x->c2) * Si) + (x->slack ? x->slack[i] : 0);
+    switch (kv_nonfinite_match(x->t, x->b, c, y, Si, err, x->ovf && x->ovf[i])) {
     case KV_NF_NAN: th->nan_match++; return;
     case KV_NF_INF: th->inf_match++; return;
     case KV_NF_OVERFLOW: th->overflow_ok++; return;
@@ -174,14 +175,15 @@ static inline void dist_note(const struct jin *x, struct kv_error_dist *d, int c
  * constant in each caller, so the load is one instruction; what the loop
  * reads and counts is held in locals. */
 static inline __attribute__((always_inline)) void chunk_float(const struct jin *x, enum kv_dtype t, size_t lo,
-                                                              size_t hi, struct jthr *th, struct jsum *s)
+                                                              size_t hi, const double *y_lo, const double *S_lo,
+                                                              struct jthr *th, struct jsum *s)
 {
     struct kv_error_dist *d = th->d;
     const int whole = d && !x->idx && x->colcell;
     int64_t r = d && d->cols ? (int64_t)lo / d->cols : 0, col = d && d->cols ? (int64_t)lo % d->cols : 0;
     int rowcell = d ? (int)(r * d->cell_rows / (d->rows ? d->rows : 1)) * d->cell_cols : 0;
     const void *cand = x->cand;
-    const double *yv = x->y, *Sv = x->S, *slack = x->slack, *alt = x->alt, *lam = x->lam, *fix = x->fix;
+    const double *slack = x->slack, *alt = x->alt, *lam = x->lam, *fix = x->fix;
     const double c1 = x->c1, c2 = x->c2, half_rho = 0.5 * x->rho, lambda = x->lambda, floor_rel = x->floor_rel;
     const double rt = x->rt, at = x->at;
     const int tol = x->tol, emin = x->emin, prec = x->prec, exact = x->exact_p99;
@@ -201,12 +203,12 @@ static inline __attribute__((always_inline)) void chunk_float(const struct jin *
         } else if (d) {
             cell = kv_dist_cell(d, x->idx ? x->idx[i] : i);
         }
-        double c = load(t, cand, i), y = yv[i];
+        double c = load(t, cand, i), y = y_lo[i - lo], Si = S_lo[i - lo];
         if (__builtin_expect(!isfinite(c) || !isfinite(y), 0)) {
-            nonfinite(x, th, i, c, y, cell);
+            nonfinite(x, th, i, c, y, Si, cell);
             continue;
         }
-        double Si = Sv[i], e = fabs(c - y);
+        double e = fabs(c - y);
         if (alt && e > 0 && c == alt[i]) e = 0, slack_used++; /* the other legal value */
         double ulp = ulp_at(y, emin, prec);
         double base = lam ? lambda * lam[i] + fix[i] + half_rho * ulp : c1 * Si + c2 * Si + half_rho * ulp;
@@ -246,12 +248,12 @@ static inline __attribute__((always_inline)) void chunk_float(const struct jin *
 
 /* Elements [lo, hi) of an integer output (codes): exact, the other side of
  * a tie within reach, or the flushed model's code. */
-static void chunk_codes(const struct jin *x, size_t lo, size_t hi, struct jthr *th)
+static void chunk_codes(const struct jin *x, size_t lo, size_t hi, const double *y_lo, struct jthr *th)
 {
     struct kv_error_dist *d = th->d;
     for (size_t i = lo; i < hi; i++) {
         int cell = d ? kv_dist_cell(d, x->idx ? x->idx[i] : i) : 0;
-        double c = load(x->t, x->cand, i), dd = fabs(c - x->y[i]);
+        double c = load(x->t, x->cand, i), dd = fabs(c - y_lo[i - lo]);
         int has_tie = x->tie && x->tie[i] >= 0;
         th->ambiguous += (size_t)has_tie;
         th->compared++;
@@ -261,7 +263,7 @@ static void chunk_codes(const struct jin *x, size_t lo, size_t hi, struct jthr *
         else if (x->flush && x->flush[i] >= 0 && c == x->flush[i]) th->flush_explained++;
         else {
             th->unexplained++;
-            mismatch(x, th, i, c, x->y[i], cell);
+            mismatch(x, th, i, c, y_lo[i - lo], cell);
             continue;
         }
         if (!d) continue;
@@ -272,21 +274,42 @@ static void chunk_codes(const struct jin *x, size_t lo, size_t hi, struct jthr *
     }
 }
 
-static void chunk_f32(const struct jin *x, size_t lo, size_t hi, struct jthr *th, struct jsum *s) { chunk_float(x, KV_F32, lo, hi, th, s); }
-static void chunk_f64(const struct jin *x, size_t lo, size_t hi, struct jthr *th, struct jsum *s) { chunk_float(x, KV_F64, lo, hi, th, s); }
-static void chunk_bf16(const struct jin *x, size_t lo, size_t hi, struct jthr *th, struct jsum *s) { chunk_float(x, KV_BF16, lo, hi, th, s); }
-static void chunk_other(const struct jin *x, size_t lo, size_t hi, struct jthr *th, struct jsum *s) { chunk_float(x, x->t, lo, hi, th, s); }
+typedef void chunk_fn(const struct jin *, size_t, size_t, const double *, const double *, struct jthr *, struct jsum *);
+static void chunk_f32(const struct jin *x, size_t lo, size_t hi, const double *y, const double *S, struct jthr *th,
+                      struct jsum *s)
+{
+    chunk_float(x, KV_F32, lo, hi, y, S, th, s);
+}
+static void chunk_f64(const struct jin *x, size_t lo, size_t hi, const double *y, const double *S, struct jthr *th,
+                      struct jsum *s)
+{
+    chunk_float(x, KV_F64, lo, hi, y, S, th, s);
+}
+static void chunk_bf16(const struct jin *x, size_t lo, size_t hi, const double *y, const double *S, struct jthr *th,
+                       struct jsum *s)
+{
+    chunk_float(x, KV_BF16, lo, hi, y, S, th, s);
+}
+static void chunk_other(const struct jin *x, size_t lo, size_t hi, const double *y, const double *S, struct jthr *th,
+                        struct jsum *s)
+{
+    chunk_float(x, x->t, lo, hi, y, S, th, s);
+}
 
 static void free_thr(struct jthr *th, int nt)
 {
-    for (int k = 0; th && k < nt; k++) free(th[k].hist), free(th[k].ulps), free(th[k].d);
+    for (int k = 0; th && k < nt; k++) free(th[k].hist), free(th[k].ulps), free(th[k].d), free(th[k].yb), free(th[k].Sb);
     free(th);
 }
 
 /* A thread's first chunk: its histogram (or ULP buffer) and distribution. */
-static int init_thr(const struct jin *x, struct jthr *th, size_t n)
+static int init_thr(const struct jin *x, struct jthr *th, size_t n, int blocks)
 {
     th->used = 1;
+    if (blocks) {
+        th->yb = malloc(CHUNK * sizeof *th->yb), th->Sb = malloc(CHUNK * sizeof *th->Sb);
+        if (!th->yb || !th->Sb) return -1;
+    }
     th->worst_ratio = -1;
     th->worst = th->first_mismatch = (size_t)-1;
     if (!kv_dtype_is_integer(x->t)) {
@@ -324,9 +347,13 @@ static double p99_of(const uint64_t *hist, size_t compared, double max_ulp)
     return max_ulp;
 }
 
-static void merge_thr(struct kv_metrics *m, struct jthr *all, const struct jthr *th, size_t *fails_bound,
-                      size_t *fails_tol)
+static void merge_thr(struct kv_metrics *m, struct jthr *all, const struct jthr *th, uint64_t *hist,
+                      struct kv_error_dist *d, size_t *fails_bound, size_t *fails_tol)
 {
+    if (!th->used) return;
+    if (th->hist)
+        for (size_t j = 0; j < Q_BINS; j++) hist[j] += th->hist[j];
+    if (d && th->d) kv_dist_merge(d, th->d);
     if (th->max_ulp > m->max_ulp) m->max_ulp = th->max_ulp;
     if (th->max_abs > m->max_abs) m->max_abs = th->max_abs;
     if (th->max_rel > m->max_rel) m->max_rel = th->max_rel;
@@ -342,8 +369,17 @@ static void merge_thr(struct kv_metrics *m, struct jthr *all, const struct jthr 
         all->worst_ratio = th->worst_ratio, all->worst = th->worst;
 }
 
+/* The element a row shows: the first mismatch, else the worst. */
+static void note_shown(enum kv_dtype t, const void *cand, const struct kv_oracle_src *src, size_t i, struct kv_metrics *m)
+{
+    double y = NAN, S;
+    if (src->y) y = src->y[i];
+    else if (src->fill(src->ctx, i, i + 1, &y, &S)) y = NAN;
+    m->worst_index = i, m->worst_c = load(t, cand, i), m->worst_y = y, m->has_worst = 1;
+}
+
 /* The sums in chunk order, the worst element, the p99 and the verdict. */
-static void finish(enum kv_dtype t, const void *cand, const double *y, size_t n, const struct kv_criteria *crit,
+static void finish(enum kv_dtype t, const void *cand, const struct kv_oracle_src *src, size_t n, const struct kv_criteria *crit,
                    int integer, const struct jthr *all, const struct jsum *sums, size_t nchunks, double *ulps,
                    const uint64_t *hist, size_t fails_bound, size_t fails_tol, struct kv_metrics *m)
 {
@@ -354,12 +390,12 @@ static void finish(enum kv_dtype t, const void *cand, const double *y, size_t n,
         /* no allowance exists for an unexplained code: its bound ratio is infinite */
         m->max_bound_ratio = m->unexplained ? INFINITY : 0;
         size_t show = all->first_mismatch != (size_t)-1 ? all->first_mismatch : (n ? 0 : (size_t)-1);
-        if (show != (size_t)-1) m->worst_index = show, m->worst_c = load(t, cand, show), m->worst_y = y[show], m->has_worst = 1;
+        if (show != (size_t)-1) note_shown(t, cand, src, show, m);
         m->pass = m->unexplained == 0;
         snprintf(m->criterion, sizeof m->criterion, "codes exact (ties and flushed subnormals explained)");
     } else {
         size_t show = all->first_mismatch != (size_t)-1 ? all->first_mismatch : all->worst;
-        if (show != (size_t)-1) m->worst_index = show, m->worst_c = load(t, cand, show), m->worst_y = y[show], m->has_worst = 1;
+        if (show != (size_t)-1) note_shown(t, cand, src, show, m);
         m->max_bound_ratio = all->worst_ratio < 0 ? 0 : all->worst_ratio;
         m->mean_ulp = m->compared ? sum_ulp / (double)m->compared : 0;
         m->p99_ulp = ulps ? kv_quantile(ulps, m->compared, 0.99) : p99_of(hist, m->compared, m->max_ulp);
@@ -372,15 +408,15 @@ static void finish(enum kv_dtype t, const void *cand, const double *y, size_t n,
     }
 }
 
-enum kv_status kv_judge(enum kv_dtype t, const void *cand, const double *y, const double *S, size_t n,
-                        const size_t *idx, int ndim, const int64_t *shape, const struct kv_bound *b,
+enum kv_status kv_judge_src(enum kv_dtype t, const void *cand, const struct kv_oracle_src *src, size_t n,
+                            const size_t *idx, int ndim, const int64_t *shape, const struct kv_bound *b,
                         const struct kv_allow *allow, const struct kv_criteria *crit, struct kv_metrics *m,
                         struct kv_error_dist *d)
 {
     const struct kv_allow none = {0};
     const struct kv_allow *a = allow ? allow : &none;
     const struct kv_dtype_info *ti = kv_dtype_info(t);
-    struct jin x = {t, cand, y, S, a->slack, a->alt, a->lam, a->fix, a->ovf, a->tie, a->flush, idx, b,
+    struct jin x = {t, cand, src->y, src->S, a->slack, a->alt, a->lam, a->fix, a->ovf, a->tie, a->flush, idx, b,
                     crit->lambda, crit->lambda * sqrt(b->n) * b->u_acc, b->k_op * b->u_acc, b->rho,
                     ldexp(1.0, ti->emin), crit->rtol > 0 ? crit->rtol : 0, crit->atol > 0 ? crit->atol : 0,
                     crit->rtol >= 0 || crit->atol >= 0, ti->emin, ti->precision, n <= KV_JUDGE_EXACT_P99,
@@ -400,20 +436,21 @@ enum kv_status kv_judge(enum kv_dtype t, const void *cand, const double *y, cons
         x.colcell = colcell;
     }
     const int integer = kv_dtype_is_integer(t);
-    void (*fn)(const struct jin *, size_t, size_t, struct jthr *, struct jsum *) =
-        t == KV_F32 ? chunk_f32 : t == KV_F64 ? chunk_f64 : t == KV_BF16 ? chunk_bf16 : chunk_other;
+    chunk_fn *fn = t == KV_F32 ? chunk_f32 : t == KV_F64 ? chunk_f64 : t == KV_BF16 ? chunk_bf16 : chunk_other;
     size_t nchunks = (n + CHUNK - 1) / CHUNK;
     int nt = x.exact_p99 ? 1 : omp_get_max_threads();
     struct jthr *th = calloc((size_t)nt, sizeof *th);
     struct jsum *sums = calloc(nchunks ? nchunks : 1, sizeof *sums);
     uint64_t *hist = x.exact_p99 || integer ? NULL : calloc(Q_BINS, sizeof *hist);
     int oom = !th || !sums || (!x.exact_p99 && !integer && !hist);
-    if (!oom && nt == 1 && init_thr(&x, &th[0], n)) oom = 1;
+    const int blocks = !src->y;
+    enum kv_status fill_st = KV_OK;
+    if (!oom && nt == 1 && init_thr(&x, &th[0], n, blocks)) oom = 1;
     if (!oom) {
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
         for (size_t k = 0; k < nchunks; k++) {
             struct jthr *me = &th[omp_get_thread_num()];
-            if (!me->used && init_thr(&x, me, n)) {
+            if (!me->used && init_thr(&x, me, n, blocks)) {
 #pragma omp atomic write
                 oom = 1;
             }
@@ -422,31 +459,38 @@ enum kv_status kv_judge(enum kv_dtype t, const void *cand, const double *y, cons
             failed = oom;
             if (failed) continue;
             size_t lo = k * CHUNK, hi = lo + CHUNK < n ? lo + CHUNK : n;
-            if (integer) chunk_codes(&x, lo, hi, me);
-            else fn(&x, lo, hi, me, &sums[k]);
+            const double *ylo = blocks ? me->yb : src->y + lo, *Slo = blocks ? me->Sb : src->S + lo;
+            enum kv_status fs = blocks ? src->fill(src->ctx, lo, hi, me->yb, me->Sb) : KV_OK;
+            if (fs) {
+#pragma omp critical(kv_judge_fill)
+                fill_st = fill_st ? fill_st : fs;
+                continue;
+            }
+            if (integer) chunk_codes(&x, lo, hi, ylo, me);
+            else fn(&x, lo, hi, ylo, Slo, me, &sums[k]);
             if (me->hist && (me->filled += hi - lo) > Q_FLUSH) flush_hist(me, hist);
         }
     }
-    if (oom) {
+    if (oom || fill_st) {
         free_thr(th, nt), free(sums), free(hist), free(colcell);
-        return kv_error(KV_EDEVICE, "out of host memory comparing %zu elements", n);
+        return fill_st ? fill_st : kv_error(KV_EDEVICE, "out of host memory comparing %zu elements", n);
     }
     struct jthr all = {.worst_ratio = -1, .worst = (size_t)-1, .first_mismatch = (size_t)-1};
     size_t fails_bound = 0, fails_tol = 0;
-    for (int k = 0; k < nt; k++) {
-        if (!th[k].used) continue;
-        merge_thr(m, &all, &th[k], &fails_bound, &fails_tol);
-        if (th[k].hist)
-            for (size_t j = 0; j < Q_BINS; j++) hist[j] += th[k].hist[j];
-    }
-    if (d) {
-        for (int k = 0; k < nt; k++)
-            if (th[k].d) kv_dist_merge(d, th[k].d);
-    }
-    finish(t, cand, y, n, crit, integer, &all, sums, nchunks, x.exact_p99 ? th[0].ulps : NULL, hist, fails_bound,
+    for (int k = 0; k < nt; k++) merge_thr(m, &all, &th[k], hist, d, &fails_bound, &fails_tol);
+    finish(t, cand, src, n, crit, integer, &all, sums, nchunks, x.exact_p99 ? th[0].ulps : NULL, hist, fails_bound,
            fails_tol, m);
     free_thr(th, nt), free(sums), free(hist), free(colcell);
     return KV_OK;
+}
+
+enum kv_status kv_judge(enum kv_dtype t, const void *cand, const double *y, const double *S, size_t n,
+                        const size_t *idx, int ndim, const int64_t *shape, const struct kv_bound *b,
+                        const struct kv_allow *allow, const struct kv_criteria *crit, struct kv_metrics *m,
+                        struct kv_error_dist *d)
+{
+    const struct kv_oracle_src src = {y, S, NULL, NULL};
+    return kv_judge_src(t, cand, &src, n, idx, ndim, shape, b, allow, crit, m, d);
 }
 
 enum kv_status kv_compare(enum kv_dtype t, const void *cand, const double *y, const double *S, size_t n,

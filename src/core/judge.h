@@ -27,6 +27,20 @@ enum kv_status kv_judge(enum kv_dtype t, const void *cand, const double *y, cons
                         const struct kv_allow *allow, const struct kv_criteria *crit, struct kv_metrics *m,
                         struct kv_error_dist *d);
 
+/* The oracle of an output: whole arrays y and S, or (y NULL) made block by
+ * block as the judge goes: fill(ctx, lo, hi, y, S) writes elements [lo, hi)
+ * into y[0..hi-lo) and S, called from several threads at once and once more
+ * for the element a row shows. Memory then stays a chunk per thread. */
+struct kv_oracle_src {
+    const double *y, *S;
+    enum kv_status (*fill)(void *ctx, size_t lo, size_t hi, double *y, double *S);
+    void *ctx;
+};
+enum kv_status kv_judge_src(enum kv_dtype t, const void *cand, const struct kv_oracle_src *src, size_t n,
+                            const size_t *idx, int ndim, const int64_t *shape, const struct kv_bound *b,
+                            const struct kv_allow *allow, const struct kv_criteria *crit, struct kv_metrics *m,
+                            struct kv_error_dist *d);
+
 /* kv_judge without a distribution (a flat output). */
 enum kv_status kv_compare(enum kv_dtype t, const void *cand, const double *y, const double *S, size_t n,
                           const struct kv_bound *b, const struct kv_allow *allow, const struct kv_criteria *crit,

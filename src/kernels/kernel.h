@@ -158,6 +158,16 @@ struct kv_kernel {
      * consume must be computed from the output rounded to its dtype, as the
      * runner feeds that rounded value to the device (stage isolation). */
     enum kv_status (*oracle)(struct kv_case *c);
+    /* Optional: output t's oracle for the flat elements [lo, hi) into
+     * y[0..hi-lo) and S, the same values oracle() would give, from the case
+     * as oracle() left it (it may keep what the blocks need in c->aux[t]);
+     * called from several threads at once, for the outputs in block_outputs.
+     * There, the pipeline may
+     * mark t in c->blocked before oracle(), which then leaves c->y[t] and
+     * c->S[t] (NULL) alone, and judges t block by block: the float64 oracle
+     * of a whole output is never held. */
+    enum kv_status (*oracle_block)(const struct kv_case *c, int t, size_t lo, size_t hi, double *y, double *S);
+    uint64_t block_outputs; /* the outputs (bit t) oracle_block makes */
     /* A spec kernel read from a folder: the folder (a case's command repeats
      * it as --kernels); NULL for the built-ins and the embedded specs. */
     const char *origin;
@@ -180,6 +190,10 @@ struct kv_case {
     struct kv_tensor t[KV_MAX_TENSORS];
     double *y[KV_MAX_TENSORS];
     double *S[KV_MAX_TENSORS];
+    /* Outputs whose oracle is made in blocks (oracle_block), and what the
+     * kernel keeps for them (freed with the case). */
+    int blocked[KV_MAX_TENSORS];
+    double *aux[KV_MAX_TENSORS];
     struct kv_bound bound[KV_MAX_TENSORS];
     int exact;                           /* the oracle call is for the exact oracle */
     /* --sample: the flat indices (sorted, unique) of output t to verify, or

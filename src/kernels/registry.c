@@ -247,7 +247,7 @@ enum kv_status kv_case_alloc(struct kv_case *c)
         struct kv_tensor shape = c->t[t];
         enum kv_status st = kv_tensor_alloc(&c->t[t], k->tensors[t].name, shape.dtype, shape.ndim, shape.shape);
         if (st) return st;
-        if (k->tensors[t].role != KV_OUTPUT) continue;
+        if (k->tensors[t].role != KV_OUTPUT || c->blocked[t]) continue;
         c->y[t] = calloc(c->t[t].count, sizeof(double));
         c->S[t] = calloc(c->t[t].count, sizeof(double));
         if (!c->y[t] || !c->S[t])
@@ -270,12 +270,14 @@ void kv_case_free(struct kv_case *c)
         kv_tensor_free(&c->t[i]);
         free(c->y[i]);
         free(c->S[i]);
+        free(c->aux[i]);
         free(c->y_exact[i]);
         free(c->S_exact[i]);
         free(c->sample[i]);
         c->sample[i] = NULL;
         c->n_sample[i] = 0;
-        c->y[i] = c->S[i] = c->y_exact[i] = c->S_exact[i] = NULL;
+        c->y[i] = c->S[i] = c->y_exact[i] = c->S_exact[i] = c->aux[i] = NULL;
+        c->blocked[i] = 0;
         free(c->slack[i]);
         free(c->slack_chain[i]);
         free(c->tie[i]);

@@ -156,6 +156,35 @@ static enum kv_status inputs(struct kv_case *c)
  *   ulp (<= 1u). dx is a sum of terms in r^1 and r^3 (<= 3x that relative
  *   error of S), dw is linear in r (1x). lambda = 8 here by design: the
  *   chained allowance describes r's default bound, not a user's override. */
+/* dx's oracle, row b, columns [k0, k1), from the row's coefficients. */
+static void dx_elems(const struct kv_case *c, int64_t b, int64_t k0, int64_t k1, double coeff, double cabs, double *y,
+                     double *S)
+{
+    const int64_t dim = c->p[P_DIM].i;
+    const float *xb = (const float *)c->t[T_X].data + b * dim, *dyb = (const float *)c->t[T_DY].data + b * dim;
+    const float *w = c->t[T_W].data;
+    /* Stage isolation: dx sees r rounded to f32, as the runner feeds it. */
+    const double r = (double)(float)c->y[T_R][b];
+    for (int64_t k = k0; k < k1; k++) {
+        y[k - k0] = r * ((double)dyb[k] * w[k] - (double)xb[k] * coeff);
+        S[k - k0] = fabs(r) * (fabs((double)dyb[k] * w[k]) + fabs((double)xb[k]) * cabs);
+    }
+}
+
+/* dx's oracle for the flat elements [lo, hi), block by block (oracle_block). */
+static enum kv_status oracle_block(const struct kv_case *c, int t, size_t lo, size_t hi, double *y, double *S)
+{
+    if (t != T_DX) return kv_error(KV_EDEVICE, "rmsnorm-bwd: no block oracle for %s", c->k->tensors[t].name);
+    const size_t dim = (size_t)c->p[P_DIM].i;
+    for (size_t i = lo; i < hi;) {
+        const size_t b = i / dim, k0 = i % dim, k1 = hi - b * dim < dim ? hi - b * dim : dim;
+        dx_elems(c, (int64_t)b, (int64_t)k0, (int64_t)k1, c->aux[T_DX][2 * b], c->aux[T_DX][2 * b + 1], y + (i - lo),
+                 S + (i - lo));
+        i += k1 - k0;
+    }
+    return KV_OK;
+}
+
 static enum kv_status oracle(struct kv_case *c)
 {
     const int64_t rows = c->p[P_ROWS].i, dim = c->p[P_DIM].i;
@@ -164,6 +193,12 @@ static enum kv_status oracle(struct kv_case *c)
     double *yr = c->y[T_R], *Sr = c->S[T_R], *ydx = c->y[T_DX], *Sdx = c->S[T_DX];
     double *ydw = c->y[T_DW], *Sdw = c->S[T_DW];
     const double u = 0x1p-24;
+    /* dx made in blocks: each row's coefficients, kept for oracle_block */
+    double *rowc = NULL;
+    if (c->blocked[T_DX]) {
+        rowc = c->aux[T_DX] = malloc((size_t)rows * 2 * sizeof *rowc);
+        if (!rowc) return kv_error(KV_EDEVICE, "out of host memory for dx's row coefficients (%lld rows)", (long long)rows);
+    }
 
 #pragma omp parallel for schedule(static)
     for (int64_t b = 0; b < rows; b++) {
@@ -196,10 +231,11 @@ static enum kv_status oracle(struct kv_case *c)
         /* Stage isolation: dx sees r rounded to f32, as the runner feeds it. */
         const double r = (double)(float)yr[b];
         const double coeff = s * r * r / D, cabs = sabs * r * r / D;
-        for (int64_t k = 0; k < dim; k++) {
-            ydx[b * dim + k] = r * ((double)dyb[k] * w[k] - (double)xb[k] * coeff);
-            Sdx[b * dim + k] = fabs(r) * (fabs((double)dyb[k] * w[k]) + fabs((double)xb[k]) * cabs);
+        if (rowc) {
+            rowc[2 * b] = coeff, rowc[2 * b + 1] = cabs;
+            continue;
         }
+        dx_elems(c, b, 0, dim, coeff, cabs, ydx + b * dim, Sdx + b * dim);
     }
     /* dw: column sums in row order, a block of columns per thread walking the
      * rows, so every read is contiguous (a column at a time would read one
@@ -262,4 +298,6 @@ const struct kv_kernel kv_kernel_rmsnorm_bwd = {
     .validate = validate,
     .inputs = inputs,
     .oracle = oracle,
+    .oracle_block = oracle_block,
+    .block_outputs = 1u << T_DX,
 };

@@ -60,6 +60,18 @@ static void *gather(const void *src, const size_t *idx, size_t n, size_t es, int
     return d;
 }
 
+/* An output whose oracle is made in blocks (c->blocked): the kernel's. */
+struct block_ctx {
+    const struct kv_case *c;
+    int t;
+};
+
+static enum kv_status block_fill(void *ctx, size_t lo, size_t hi, double *y, double *S)
+{
+    const struct block_ctx *b = ctx;
+    return b->c->k->oracle_block(b->c, b->t, lo, hi, y, S);
+}
+
 /* Compare data (output t, from `source`) against ref and append a row named
  * <output><suffix>. chained adds the allowance for device intermediates. */
 enum kv_status kv_compare_row(struct kv_case *c, int t, const struct kv_oracle_ref *ref, const void *data,
@@ -113,8 +125,10 @@ enum kv_status kv_compare_row(struct kv_case *c, int t, const struct kv_oracle_r
         free((void *)a.slack), free((void *)a.tie), free((void *)a.flush), free((void *)a.alt);
         free((void *)a.ovf), free((void *)a.lam), free((void *)a.fix);
     } else {
-        st = kv_judge(c->t[t].dtype, data, ref->y, ref->S, c->t[t].count, NULL, c->t[t].ndim, c->t[t].shape, &bound,
-                      &ref->allow, &o->crit, &out->m, out->dist);
+        struct block_ctx bc = {c, t};
+        const struct kv_oracle_src src = {ref->y, ref->S, ref->y ? NULL : block_fill, &bc};
+        st = kv_judge_src(c->t[t].dtype, data, &src, c->t[t].count, NULL, c->t[t].ndim, c->t[t].shape, &bound,
+                          &ref->allow, &o->crit, &out->m, out->dist);
     }
     if (st) return st;
     if (!out->m.integer && ref->allow.slack) out->m.ambiguous = c->ambiguous[t];

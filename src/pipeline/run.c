@@ -125,6 +125,12 @@ static enum kv_status make_inputs(struct case_run *x)
     enum kv_status st = KV_OK;
     struct kv_case *c = x->c;
     const struct kv_kernel *k = c->k;
+    /* outputs judged against an oracle made block by block: the float64
+     * oracle of a whole output is not held (not saved, sampled or exact) */
+    for (int t = 0; k->oracle_block && t < k->n_tensors; t++)
+        c->blocked[t] = (k->block_outputs >> t & 1) && kv_tensor_on(c, t) && !kv_is_intermediate(c, t) &&
+                        x->o->oracle == KV_ORACLE_SPEC && !x->o->save_dir &&
+                        !(x->o->sample > 0 && (size_t)x->o->sample < c->t[t].count);
     KV_TRY(kv_case_alloc(c));
     if (!x->all_inputs_given) KV_TRY(k->inputs(c));
     for (int t = 0; x->o->sample > 0 && t < k->n_tensors; t++)
