@@ -225,6 +225,8 @@ static cJSON *case_json(const struct kv_case_result *c, int multi)
     add_num(t, "download", c->ms.download);
     add_num(t, "oracle", c->ms.oracle);
     add_num(t, "compare", c->ms.compare);
+    add_num(t, "buffers", c->ms.buffers);
+    add_num(t, "teardown", c->ms.teardown);
     cJSON *st = cJSON_AddObjectToObject(t, "stages");
     for (int i = 0; i < c->n_stages; i++) add_num(st, c->stage_name[i], c->stage_ms[i]);
     cJSON *sm = cJSON_AddObjectToObject(t, "stages_min");

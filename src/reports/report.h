@@ -70,6 +70,7 @@ struct kv_case_result {
     struct kv_output_result out[4 * KV_MAX_TENSORS + KV_MAX_CHECKS];
     struct {
         double inputs, upload, device, download, oracle, compare;
+        double buffers, teardown; /* the device buffers' creation; freeing the case */
     } ms;
     char inputs[1024];     /* --inputs path, or "" when generated */
     char command[2048];    /* the kernel command that reproduces this case's verdict, or "" */
