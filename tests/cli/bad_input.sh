@@ -41,6 +41,11 @@ expect_error 2 "no device name contains 'no-such-gpu'" "$KV" rmsnorm-bwd --devic
 # a buffer beyond the device's maxStorageBufferRange (every device's is < 2^32 bytes):
 # 2^31-1 elements of f32 is 8 GiB
 expect_error 2 "maxStorageBufferRange" "$KV" rmsnorm-bwd --rows 1 --dim 2147483647 "${J[@]}"
+# a case that cannot fit the machine's memory is refused in one line before anything
+# is made (the memory available replaced by the test hook): its inputs alone are 16 MB
+KVERIFY_TEST_MEM_AVAILABLE=10000000 expect_error 2 "needs at least 0\.[0-9]+ GB of host memory .*, more than the 0\.01 GB available" \
+  "$KV" rmsnorm-bwd --rows 512 --dim 4096 "${J[@]}"
+KVERIFY_TEST_MEM_AVAILABLE=10000000 expect_exit 0 "$KV" rmsnorm-bwd --rows 512 --dim 256 "${J[@]}" # 0.5 MB each: fits
 # bad shader files: exit 3
 expect_error 3 "$TMP/missing.comp: cannot open" "$KV" rmsnorm-bwd --shader r="$TMP/missing.comp" "${J[@]}"
 printf '#version 450\nlayout(local_size_x = 64) in;\nvoid main() { undeclared = 1; }\n' > "$TMP/broken.comp"

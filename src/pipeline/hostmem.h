@@ -1,0 +1,21 @@
+/* Whether a case can fit the machine's memory: the host memory it will
+ * certainly hold, against what the machine has available. */
+#ifndef KV_HOSTMEM_H
+#define KV_HOSTMEM_H
+
+#include <stdint.h>
+
+#include "kernels/kernel.h"
+#include "vk/vk.h"
+
+/* A lower bound of the host memory case c holds at its peak on device dev
+ * (NULL: none): each input generated and staged for upload, each output
+ * downloaded, and on a CPU device (lavapipe) its buffers as well. */
+uint64_t kv_case_host_floor(const struct kv_case *c, const struct kv_vk_info *dev);
+
+/* The memory available to a new allocation: /proc/meminfo's MemAvailable
+ * (KVERIFY_TEST_MEM_AVAILABLE, bytes, in its place for the tests); 0 where
+ * unknown. */
+uint64_t kv_host_available(void);
+
+#endif
