@@ -50,9 +50,10 @@ void kv_plan_free(struct kv_vk_device *d, struct kv_plan *p)
         kv_vk_buffer_destroy(d, &p->chain[t]);
         kv_tensor_free(&p->iso_host[t]);
         free(p->chained[t]);
+        free(p->host_down[t][0]), free(p->host_down[t][1]);
     }
     for (int s = 0; s < KV_MAX_STAGES; s++)
-        for (int i = 0; i < KV_ABI_MAX; i++) kv_vk_buffer_destroy(d, &p->product[s][i]);
+        for (int i = 0; i < KV_ABI_MAX; i++) kv_vk_buffer_destroy(d, &p->product[s][i]), kv_tensor_free(&p->prod_host[s][i]);
     kv_vk_buffer_destroy(d, &p->up);
     kv_vk_buffer_destroy(d, &p->down);
     kv_vk_buffer_destroy(d, &p->san_dev);
@@ -130,6 +131,22 @@ enum kv_status kv_plan_make(struct kv_runner *r, struct kv_case *c, const int *c
         }
     }
     KV_TRY(make_products(r, c, p, &up, prod));
+    p->streamed = up + down > kv_stream_threshold();
+    if (p->streamed) { /* bounded staging; the downloads land in host memory */
+        const size_t stage = kv_stage_bytes();
+        KV_TRY(kv_vk_buffer_create(d, up < stage ? (up ? up : 4) : stage, KV_MEM_UPLOAD, &p->up));
+        KV_TRY(kv_vk_buffer_create(d, down < stage ? (down ? down : 4) : stage, KV_MEM_READBACK, &p->down));
+        for (int t = 0; t < k->n_tensors; t++)
+            for (int ch = 0; ch < 2; ch++) {
+                const struct kv_vk_buffer *b = ch ? &p->chain[t] : &p->dev[t];
+                if (k->tensors[t].role != KV_OUTPUT || !b->buf) continue;
+                p->host_down[t][ch] = malloc(b->size);
+                KV_CHECK(p->host_down[t][ch], KV_EDEVICE, "out of host memory for the download of %s", k->tensors[t].name);
+            }
+        memcpy(p->prod_host, prod, KV_MAX_STAGES * KV_ABI_MAX * sizeof *prod); /* uploaded at each run */
+        memset(prod, 0, KV_MAX_STAGES * KV_ABI_MAX * sizeof *prod);
+        goto cleanup;
+    }
     KV_TRY(kv_vk_buffer_create(d, up ? up : 4, KV_MEM_UPLOAD, &p->up));
     KV_TRY(kv_vk_buffer_create(d, down ? down : 4, KV_MEM_READBACK, &p->down));
     for (int t = 0; t < k->n_tensors; t++) {
@@ -264,7 +281,8 @@ static void record_upload(const struct kv_kernel *k, struct kv_case *c, struct k
         size_t bytes = kv_tensor_bytes(&c->t[t]);
         if (!kv_tensor_on(c, t)) continue;
         if (k->tensors[t].role == KV_INPUT) {
-            kv_vk_batch_copy(b, (struct kv_vk_range){&p->up, p->up_off[0][t], bytes}, whole(&p->dev[t], bytes));
+            if (!p->streamed)
+                kv_vk_batch_copy(b, (struct kv_vk_range){&p->up, p->up_off[0][t], bytes}, whole(&p->dev[t], bytes));
             kv_vk_batch_fill(b, (struct kv_vk_range){&p->dev[t], round4(bytes), p->dev[t].size - round4(bytes)},
                              KV_POISON);
             continue;
@@ -274,14 +292,17 @@ static void record_upload(const struct kv_kernel *k, struct kv_case *c, struct k
         if (p->iso[t].buf) {
             kv_vk_batch_fill(b, (struct kv_vk_range){&p->iso[t], round4(bytes), p->iso[t].size - round4(bytes)},
                              KV_POISON);
-            kv_vk_batch_copy(b, (struct kv_vk_range){&p->up, p->up_off[1][t], bytes}, whole(&p->iso[t], bytes));
+            if (!p->streamed)
+                kv_vk_batch_copy(b, (struct kv_vk_range){&p->up, p->up_off[1][t], bytes}, whole(&p->iso[t], bytes));
         }
     }
     for (int s = 0; s < k->n_stages; s++)
         for (int i = 0; i < KV_ABI_MAX; i++) {
             size_t bytes = p->product_bytes[s][i];
             if (!p->product[s][i].buf) continue;
-            kv_vk_batch_copy(b, (struct kv_vk_range){&p->up, p->product_off[s][i], bytes}, whole(&p->product[s][i], bytes));
+            if (!p->streamed)
+                kv_vk_batch_copy(b, (struct kv_vk_range){&p->up, p->product_off[s][i], bytes},
+                                 whole(&p->product[s][i], bytes));
             kv_vk_batch_fill(b, (struct kv_vk_range){&p->product[s][i], round4(bytes), p->product[s][i].size - round4(bytes)},
                              KV_POISON);
         }
@@ -341,6 +362,42 @@ cleanup:
     return st;
 }
 
+/* A streamed plan's uploads: inputs, the oracle's rounded intermediates, products. */
+static enum kv_status stream_uploads(struct kv_vk_device *d, struct kv_case *c, struct kv_plan *p)
+{
+    struct kv_piece pc[2 * KV_MAX_TENSORS + KV_MAX_STAGES * KV_ABI_MAX];
+    int n = 0;
+    for (int t = 0; t < c->k->n_tensors; t++) {
+        if (!kv_tensor_on(c, t)) continue;
+        if (c->k->tensors[t].role == KV_INPUT) pc[n++] = (struct kv_piece){c->t[t].data, &p->dev[t], kv_tensor_bytes(&c->t[t])};
+        else if (p->iso[t].buf) pc[n++] = (struct kv_piece){p->iso_host[t].data, &p->iso[t], kv_tensor_bytes(&c->t[t])};
+    }
+    for (int s = 0; s < KV_MAX_STAGES; s++)
+        for (int i = 0; i < KV_ABI_MAX; i++)
+            if (p->product[s][i].buf)
+                pc[n++] = (struct kv_piece){p->prod_host[s][i].data, &p->product[s][i], p->product_bytes[s][i]};
+    return kv_stream(d, &p->up, pc, n, 0);
+}
+
+/* A streamed plan's downloads: each output's buffers, guard words included. */
+static enum kv_status stream_downloads(struct kv_vk_device *d, struct kv_case *c, struct kv_plan *p)
+{
+    struct kv_piece pc[2 * KV_MAX_TENSORS];
+    int n = 0;
+    for (int t = 0; t < c->k->n_tensors; t++)
+        for (int ch = 0; ch < 2; ch++)
+            if (p->host_down[t][ch]) {
+                const struct kv_vk_buffer *b = ch ? &p->chain[t] : &p->dev[t];
+                pc[n++] = (struct kv_piece){p->host_down[t][ch], b, b->size};
+            }
+    return kv_stream(d, &p->down, pc, n, 1);
+}
+
+const void *kv_plan_download(const struct kv_plan *p, int t, int ch)
+{
+    return p->streamed ? p->host_down[t][ch] : (const char *)p->down.map + p->down_off[ch][t];
+}
+
 enum kv_status kv_plan_run(struct kv_runner *r, struct kv_case *c, struct kv_plan *p, const int *run_stage,
                            const int *chain_stage, uint32_t cap, int variant, double *stage_ms, double *upload_ms,
                            double *download_ms)
@@ -350,6 +407,9 @@ enum kv_status kv_plan_run(struct kv_runner *r, struct kv_case *c, struct kv_pla
     struct kv_vk_device *d = r->d;
     struct kv_vk_batch b;
     int n_disp = 2 * k->n_stages;
+    double t_host = kv_now_ms();
+    if (p->streamed) KV_TRY(stream_uploads(d, c, p));
+    double streamed_up = kv_now_ms() - t_host;
     KV_TRY(kv_vk_batch_begin(d, (uint32_t)n_disp, (uint32_t)n_disp + 4, &b));
     int t_start = kv_vk_batch_stamp(&b);
     record_upload(k, c, p, &b);
@@ -380,7 +440,7 @@ enum kv_status kv_plan_run(struct kv_runner *r, struct kv_case *c, struct kv_pla
     int t_computed = t_prev;
     kv_vk_batch_barrier(&b, KV_BARRIER_COMPUTE_TO_TRANSFER);
     for (int t = 0; t < k->n_tensors; t++) {
-        if (k->tensors[t].role != KV_OUTPUT || !kv_tensor_on(c, t)) continue;
+        if (k->tensors[t].role != KV_OUTPUT || !kv_tensor_on(c, t) || p->streamed) continue;
         kv_vk_batch_copy(&b, whole(&p->dev[t], p->dev[t].size),
                          (struct kv_vk_range){&p->down, p->down_off[0][t], p->dev[t].size});
         if (p->chain[t].buf)
@@ -392,12 +452,18 @@ enum kv_status kv_plan_run(struct kv_runner *r, struct kv_case *c, struct kv_pla
     kv_vk_batch_barrier(&b, KV_BARRIER_TRANSFER_TO_HOST);
     int t_end = kv_vk_batch_stamp(&b);
     KV_TRY(kv_vk_batch_submit(&b));
-    KV_TRY(kv_vk_buffer_invalidate(d, &p->down));
+    if (!p->streamed) KV_TRY(kv_vk_buffer_invalidate(d, &p->down));
     if (variant == KV_VARIANT_SANITIZED) KV_TRY(kv_vk_buffer_invalidate(d, &p->san_down));
     for (int s = 0; s < k->n_stages; s++)
         stage_ms[s] = run_stage[s] ? kv_vk_batch_ms(&b, stamp_before[s], stamp_after[s]) : 0;
     *upload_ms = kv_vk_batch_ms(&b, t_start, t_uploaded);
     *download_ms = kv_vk_batch_ms(&b, t_computed, t_end);
+    if (p->streamed) { /* the transfers, timed on the host */
+        t_host = kv_now_ms();
+        KV_TRY(stream_downloads(d, c, p));
+        *upload_ms += streamed_up;
+        *download_ms += kv_now_ms() - t_host;
+    }
 cleanup:
     kv_vk_batch_destroy(&b);
     return st;

@@ -6,6 +6,7 @@
 #define KV_PLAN_H
 
 #include "pipeline/runner.h"
+#include "pipeline/stream.h"
 
 /* Unwritten outputs read as NaN in f32, f16 and bf16 alike; the guard words
  * after each output keep the same pattern unless something writes past the end. */
@@ -44,6 +45,13 @@ struct kv_plan {
     /* the sanitized run's record buffers, a slot per stage and pass (pipeline/sanitize.h) */
     struct kv_vk_buffer san_dev, san_up, san_down;
     struct kv_vk_buffer san_shadow; /* the shared-memory shadow of stages it does not fit (sanitize/san.h) */
+    /* Streamed (transfers past kv_stream_threshold()): up and down are staging
+     * buffers of kv_stage_bytes(), the uploads come from the host tensors (and
+     * the products kept here) at each run, and the downloads land in host_down
+     * (as long as the device buffers, guard words included). */
+    int streamed;
+    struct kv_tensor prod_host[KV_MAX_STAGES][KV_ABI_MAX];
+    void *host_down[KV_MAX_TENSORS][2];
 };
 
 /* Whether stage s reads an output of another stage; whether output t feeds
@@ -71,6 +79,8 @@ size_t kv_poison_bytes(size_t bytes);
 /* The range a stage's binding of tensor td sees: its whole words, then the
  * guard words of an output or the poisoned tail of an input (list --abi). */
 size_t kv_bound_bytes(const struct kv_tensor_def *td, size_t bytes);
+/* Where run 0's download of output t landed (ch 0 isolated, 1 chained). */
+const void *kv_plan_download(const struct kv_plan *p, int t, int ch);
 /* Guard words changed after an output of `bytes` in a buffer of `padded`;
  * *furthest: how far past the end the furthest changed word lies, in words. */
 size_t kv_guard_check(const void *base, size_t bytes, size_t padded, size_t *furthest);

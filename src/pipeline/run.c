@@ -206,7 +206,7 @@ static enum kv_status keep_downloads(struct case_run *x, int rep)
             continue;
         for (int ch = 0; ch < 2; ch++) {
             if (ch == 1 && !p->has_chain[t]) continue;
-            const char *src = (const char *)p->down.map + p->down_off[ch][t];
+            const char *src = kv_plan_download(p, t, ch);
             size_t padded = ch ? p->chain[t].size : p->dev[t].size;
             if (rep == 0 && x->first_mapped) {
                 x->first[t][ch] = (void *)src;
@@ -429,7 +429,7 @@ static enum kv_status stress_run(struct case_run *x, const struct kv_stress_run 
             if (k->tensors[t].role != KV_OUTPUT || !kv_tensor_on(c, t) || !x->run_stage[k->tensors[t].stage] ||
                 c->given[t] || (ch == 1 && !p->has_chain[t]))
                 continue;
-            const char *got = (const char *)p->down.map + p->down_off[ch][t];
+            const char *got = kv_plan_download(p, t, ch);
             size_t bytes = kv_tensor_bytes(&c->t[t]), padded = ch ? p->chain[t].size : p->dev[t].size, far;
             size_t bad = kv_guard_check(got, bytes, padded, &far);
             /* values, not bits: a NaN's payload or a zero's sign may differ between builds */

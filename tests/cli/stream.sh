@@ -1,0 +1,45 @@
+# Transfers through a bounded staging buffer (a plan is streamed past 64 MB of
+# transfers; KVERIFY_TEST_STAGE_BYTES makes every plan here streamed, through
+# a 4 KB staging buffer, in many chunks): the reports are those of the plan
+# that stages everything at once, and a write past an output's end still
+# reaches its guard words.
+. "$(dirname "$0")/lib.bash"
+EX="$KV_SRC/examples"
+# same REPORT_A REPORT_B: equal apart from times and the command line
+same() {
+  python3 - "$1" "$2" <<'PY' || fail "streamed and staged reports differ: $1 $2"
+import json, sys
+def strip(o):
+    if isinstance(o, dict):
+        return {k: strip(v) for k, v in o.items() if k not in ("time_ms", "command", "kverify", "bench")}
+    if isinstance(o, list):
+        return [strip(v) for v in o]
+    return o
+a, b = (strip(json.load(open(p))) for p in sys.argv[1:3])
+if a != b:
+    sys.exit(1)
+PY
+}
+run_both() { # NAME ARGS...: the case staged at once, then streamed
+  local name=$1; shift
+  expect_exit 0 "$KV" "$@" --json "$TMP/$name-staged.json"
+  KVERIFY_TEST_STAGE_BYTES=4096 expect_exit 0 "$KV" "$@" --json "$TMP/$name-streamed.json"
+  same "$TMP/$name-staged.json" "$TMP/$name-streamed.json"
+}
+# the sweep with its stress runs and the sanitized run: inputs, intermediates, chained outputs
+run_both rms rmsnorm-bwd --sweep --seeds 1
+# --abi products (generic-push binds w and a product of its own)
+run_both abi rmsnorm-bwd --rows 40 --dim 100 --shader dx="$EX/generic-push/rms_norm_back.comp" \
+  --abi "$EX/generic-push/rms_norm_back.abi.json"
+# f16 staging of B, several outputs
+run_both gemm gemm-bwd --m 70 --n 33 --k 65 --variant f16
+# u8 codes (odd byte counts)
+run_both qdq qdq-affine --groups 37 --group-size 32
+# a write past dw's end: its guard words come back through the staging too
+rm -rf "$TMP/p"; mkdir -p "$TMP/p"; cp "$KV_SRC"/shaders/* "$TMP/p/"
+OLD='if (ly == 0u && col < p.dim)' NEW='if (ly == 0u && col <= p.dim)' perl -0pi -e 's/\Q$ENV{OLD}\E/$ENV{NEW}/' "$TMP/p/rmsnorm_bwd_dw.comp"
+grep -qF 'col <= p.dim' "$TMP/p/rmsnorm_bwd_dw.comp" || fail "plant: the dw guard is not in rmsnorm_bwd_dw.comp (update the test)"
+KVERIFY_TEST_STAGE_BYTES=4096 expect_exit 1 "$KV" rmsnorm-bwd --rows 3 --dim 7 --shader dw="$TMP/p/rmsnorm_bwd_dw.comp"
+grep -q 'dw written past its end: 1 guard words changed, the furthest 1 words past the end' "$TMP/out" ||
+  { cat "$TMP/out"; fail "streamed: the write past dw's end is not named"; }
+echo "stream: ok"
