@@ -4,21 +4,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pipeline/stream.h"
+
 uint64_t kv_case_host_floor(const struct kv_case *c, const struct kv_vk_info *dev)
 {
     const struct kv_kernel *k = c->k;
     const int cpu = dev && dev->type && !strcmp(dev->type, "cpu");
-    uint64_t need = 0;
+    uint64_t in = 0, out = 0;
     for (int t = 0; t < k->n_tensors; t++) {
         if (!kv_tensor_on(c, t)) continue;
         uint64_t n = 1;
         for (int d = 0; d < c->t[t].ndim; d++) n *= (uint64_t)c->t[t].shape[d];
         uint64_t bytes = n * kv_dtype_info(c->t[t].dtype)->size;
-        if (k->tensors[t].role == KV_INPUT) need += (dev ? 2 : 1) * bytes; /* generated; staged */
-        else if (dev) need += bytes;                                          /* downloaded */
-        if (cpu) need += bytes;                                                /* the device's buffer */
+        if (k->tensors[t].role == KV_INPUT) in += bytes;
+        else out += bytes;
     }
-    return need;
+    if (!dev) return in;
+    /* generated and downloaded; staged whole too where the plan is not streamed
+     * (stream.h); on a CPU device the device's buffers are host memory as well */
+    uint64_t need = in + out + (in + out > kv_stream_threshold() ? 0 : in);
+    return need + (cpu ? in + out : 0);
 }
 
 uint64_t kv_host_available(void)

@@ -9,8 +9,9 @@
 #include "vk/vk.h"
 
 /* A lower bound of the host memory case c holds at its peak on device dev
- * (NULL: none): each input generated and staged for upload, each output
- * downloaded, and on a CPU device (lavapipe) its buffers as well. */
+ * (NULL: none): each input generated (and staged for upload where the plan
+ * is not streamed), each output downloaded, and on a CPU device (lavapipe)
+ * the device's buffers as well. */
 uint64_t kv_case_host_floor(const struct kv_case *c, const struct kv_vk_info *dev);
 
 /* The memory available to a new allocation: /proc/meminfo's MemAvailable

@@ -33,7 +33,7 @@ enum kv_status kv_case_check(struct kv_case *c, const struct kv_vk_info *dev)
     /* refused in one line rather than killed for memory half-way */
     uint64_t need = dev ? kv_case_host_floor(c, dev) : 0, avail = need ? kv_host_available() : 0;
     if (avail && need > avail)
-        return kv_error(KV_EUSAGE, "%s: needs at least %.2f GB of host memory (its inputs, staged, and outputs), more "
+        return kv_error(KV_EUSAGE, "%s: needs at least %.2f GB of host memory (its inputs and outputs), more "
                         "than the %.2f GB available", c->name, (double)need / 1e9, (double)avail / 1e9);
     return KV_OK;
 }
