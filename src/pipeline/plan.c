@@ -86,6 +86,19 @@ cleanup:
     return st;
 }
 
+/* Whether every buffer the transfers touch is mapped (a CPU device's memory). */
+static int all_mapped(const struct kv_kernel *k, const struct kv_plan *p)
+{
+    for (int t = 0; t < k->n_tensors; t++)
+        if ((p->dev[t].buf && !p->dev[t].map) || (p->iso[t].buf && !p->iso[t].map) ||
+            (p->chain[t].buf && !p->chain[t].map))
+            return 0;
+    for (int s = 0; s < KV_MAX_STAGES; s++)
+        for (int i = 0; i < KV_ABI_MAX; i++)
+            if (p->product[s][i].buf && !p->product[s][i].map) return 0;
+    return 1;
+}
+
 enum kv_status kv_plan_make(struct kv_runner *r, struct kv_case *c, const int *chain_stage, struct kv_plan *p)
 {
     enum kv_status st = KV_OK;
@@ -131,12 +144,14 @@ enum kv_status kv_plan_make(struct kv_runner *r, struct kv_case *c, const int *c
         }
     }
     KV_TRY(make_products(r, c, p, &up, prod));
-    p->streamed = up + down > kv_stream_threshold();
-    if (p->streamed) { /* bounded staging; the downloads land in host memory */
-        const size_t stage = kv_stage_bytes();
+    const int forced = kv_transfers_forced();
+    p->direct = forced < 0 && all_mapped(k, p);
+    p->streamed = forced == 1 || (forced < 0 && !p->direct && up + down > kv_stream_threshold());
+    if (p->direct || p->streamed) { /* bounded staging, or none; the downloads land in host memory */
+        const size_t stage = p->direct ? 4 : kv_stage_bytes();
         KV_TRY(kv_vk_buffer_create(d, up < stage ? (up ? up : 4) : stage, KV_MEM_UPLOAD, &p->up));
         KV_TRY(kv_vk_buffer_create(d, down < stage ? (down ? down : 4) : stage, KV_MEM_READBACK, &p->down));
-        for (int t = 0; t < k->n_tensors; t++)
+        for (int t = 0; p->streamed && t < k->n_tensors; t++)
             for (int ch = 0; ch < 2; ch++) {
                 const struct kv_vk_buffer *b = ch ? &p->chain[t] : &p->dev[t];
                 if (k->tensors[t].role != KV_OUTPUT || !b->buf) continue;
@@ -281,7 +296,7 @@ static void record_upload(const struct kv_kernel *k, struct kv_case *c, struct k
         size_t bytes = kv_tensor_bytes(&c->t[t]);
         if (!kv_tensor_on(c, t)) continue;
         if (k->tensors[t].role == KV_INPUT) {
-            if (!p->streamed)
+            if (!p->streamed && !p->direct)
                 kv_vk_batch_copy(b, (struct kv_vk_range){&p->up, p->up_off[0][t], bytes}, whole(&p->dev[t], bytes));
             kv_vk_batch_fill(b, (struct kv_vk_range){&p->dev[t], round4(bytes), p->dev[t].size - round4(bytes)},
                              KV_POISON);
@@ -292,7 +307,7 @@ static void record_upload(const struct kv_kernel *k, struct kv_case *c, struct k
         if (p->iso[t].buf) {
             kv_vk_batch_fill(b, (struct kv_vk_range){&p->iso[t], round4(bytes), p->iso[t].size - round4(bytes)},
                              KV_POISON);
-            if (!p->streamed)
+            if (!p->streamed && !p->direct)
                 kv_vk_batch_copy(b, (struct kv_vk_range){&p->up, p->up_off[1][t], bytes}, whole(&p->iso[t], bytes));
         }
     }
@@ -300,7 +315,7 @@ static void record_upload(const struct kv_kernel *k, struct kv_case *c, struct k
         for (int i = 0; i < KV_ABI_MAX; i++) {
             size_t bytes = p->product_bytes[s][i];
             if (!p->product[s][i].buf) continue;
-            if (!p->streamed)
+            if (!p->streamed && !p->direct)
                 kv_vk_batch_copy(b, (struct kv_vk_range){&p->up, p->product_off[s][i], bytes},
                                  whole(&p->product[s][i], bytes));
             kv_vk_batch_fill(b, (struct kv_vk_range){&p->product[s][i], round4(bytes), p->product[s][i].size - round4(bytes)},
@@ -376,7 +391,7 @@ static enum kv_status stream_uploads(struct kv_vk_device *d, struct kv_case *c, 
         for (int i = 0; i < KV_ABI_MAX; i++)
             if (p->product[s][i].buf)
                 pc[n++] = (struct kv_piece){p->prod_host[s][i].data, &p->product[s][i], p->product_bytes[s][i]};
-    return kv_stream(d, &p->up, pc, n, 0);
+    return kv_stream(d, p->direct ? NULL : &p->up, pc, n, 0);
 }
 
 /* A streamed plan's downloads: each output's buffers, guard words included. */
@@ -395,6 +410,7 @@ static enum kv_status stream_downloads(struct kv_vk_device *d, struct kv_case *c
 
 const void *kv_plan_download(const struct kv_plan *p, int t, int ch)
 {
+    if (p->direct) return ch ? p->chain[t].map : p->dev[t].map;
     return p->streamed ? p->host_down[t][ch] : (const char *)p->down.map + p->down_off[ch][t];
 }
 
@@ -408,7 +424,7 @@ enum kv_status kv_plan_run(struct kv_runner *r, struct kv_case *c, struct kv_pla
     struct kv_vk_batch b;
     int n_disp = 2 * k->n_stages;
     double t_host = kv_now_ms();
-    if (p->streamed) KV_TRY(stream_uploads(d, c, p));
+    if (p->streamed || p->direct) KV_TRY(stream_uploads(d, c, p));
     double streamed_up = kv_now_ms() - t_host;
     KV_TRY(kv_vk_batch_begin(d, (uint32_t)n_disp, (uint32_t)n_disp + 4, &b));
     int t_start = kv_vk_batch_stamp(&b);
@@ -440,7 +456,7 @@ enum kv_status kv_plan_run(struct kv_runner *r, struct kv_case *c, struct kv_pla
     int t_computed = t_prev;
     kv_vk_batch_barrier(&b, KV_BARRIER_COMPUTE_TO_TRANSFER);
     for (int t = 0; t < k->n_tensors; t++) {
-        if (k->tensors[t].role != KV_OUTPUT || !kv_tensor_on(c, t) || p->streamed) continue;
+        if (k->tensors[t].role != KV_OUTPUT || !kv_tensor_on(c, t) || p->streamed || p->direct) continue;
         kv_vk_batch_copy(&b, whole(&p->dev[t], p->dev[t].size),
                          (struct kv_vk_range){&p->down, p->down_off[0][t], p->dev[t].size});
         if (p->chain[t].buf)
@@ -450,17 +466,18 @@ enum kv_status kv_plan_run(struct kv_runner *r, struct kv_case *c, struct kv_pla
     if (variant == KV_VARIANT_SANITIZED)
         kv_vk_batch_copy(&b, whole(&p->san_dev, p->san_dev.size), whole(&p->san_down, p->san_down.size));
     kv_vk_batch_barrier(&b, KV_BARRIER_TRANSFER_TO_HOST);
+    if (p->direct) kv_vk_batch_barrier(&b, KV_BARRIER_COMPUTE_TO_HOST); /* read in place */
     int t_end = kv_vk_batch_stamp(&b);
     KV_TRY(kv_vk_batch_submit(&b));
-    if (!p->streamed) KV_TRY(kv_vk_buffer_invalidate(d, &p->down));
+    if (!p->streamed && !p->direct) KV_TRY(kv_vk_buffer_invalidate(d, &p->down));
     if (variant == KV_VARIANT_SANITIZED) KV_TRY(kv_vk_buffer_invalidate(d, &p->san_down));
     for (int s = 0; s < k->n_stages; s++)
         stage_ms[s] = run_stage[s] ? kv_vk_batch_ms(&b, stamp_before[s], stamp_after[s]) : 0;
     *upload_ms = kv_vk_batch_ms(&b, t_start, t_uploaded);
     *download_ms = kv_vk_batch_ms(&b, t_computed, t_end);
-    if (p->streamed) { /* the transfers, timed on the host */
+    if (p->streamed || p->direct) { /* the transfers, timed on the host */
         t_host = kv_now_ms();
-        KV_TRY(stream_downloads(d, c, p));
+        if (p->streamed) KV_TRY(stream_downloads(d, c, p));
         *upload_ms += streamed_up;
         *download_ms += kv_now_ms() - t_host;
     }

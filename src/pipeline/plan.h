@@ -50,6 +50,9 @@ struct kv_plan {
      * the products kept here) at each run, and the downloads land in host_down
      * (as long as the device buffers, guard words included). */
     int streamed;
+    /* Direct (every device buffer mapped: a CPU device): no staging at all;
+     * uploads are copies into the device's buffers, downloads read there. */
+    int direct;
     struct kv_tensor prod_host[KV_MAX_STAGES][KV_ABI_MAX];
     void *host_down[KV_MAX_TENSORS][2];
 };

@@ -26,10 +26,14 @@ struct kv_piece {
 /* The transfer threshold and the staging size (see above). */
 size_t kv_stream_threshold(void);
 size_t kv_stage_bytes(void);
+/* For the tests: KVERIFY_TEST_TRANSFERS=staged (every tensor staged whole)
+ * gives 0, =streamed 1, unset -1 (chosen by the plan: direct where the
+ * device's buffers are mapped, else streamed past the threshold). */
+int kv_transfers_forced(void);
 
 /* Copy the pieces to the device (down = 0) or from it (down = 1) through
  * stage (host-visible, mapped), as many submissions as it takes, each waited
- * for. A download is preceded in submission order by the barrier that makes
+ * for; stage NULL: the pieces' buffers are mapped, and copied directly. A download is preceded in submission order by the barrier that makes
  * the device's writes visible to transfers (the caller's). */
 enum kv_status kv_stream(struct kv_vk_device *d, struct kv_vk_buffer *stage, const struct kv_piece *pc, int n,
                          int down);

@@ -47,7 +47,12 @@ enum kv_status kv_vk_buffer_create(struct kv_vk_device *d, VkDeviceSize size,
     VK_TRY(vkAllocateMemory(d->dev, &ai, NULL, &out->mem));
     VK_TRY(vkBindBufferMemory(d->dev, out->buf, out->mem, 0));
     out->size = size;
-    if (kind != KV_MEM_DEVICE) VK_TRY(vkMapMemory(d->dev, out->mem, 0, VK_WHOLE_SIZE, 0, &out->map));
+    /* device memory that the host can read fast and without flushes (a CPU
+     * device's) is mapped too: transfers then need no staging */
+    const VkMemoryPropertyFlags direct =
+        VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_CACHED_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    if (kind != KV_MEM_DEVICE || (d->mem.memoryTypes[type].propertyFlags & direct) == direct)
+        VK_TRY(vkMapMemory(d->dev, out->mem, 0, VK_WHOLE_SIZE, 0, &out->map));
 cleanup:
     if (st) kv_vk_buffer_destroy(d, out);
     return st;

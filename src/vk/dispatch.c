@@ -71,6 +71,8 @@ void kv_vk_batch_barrier(struct kv_vk_batch *b, enum kv_vk_barrier kind)
         [KV_BARRIER_TRANSFER_TO_TRANSFER] = {VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
                                              VK_ACCESS_TRANSFER_WRITE_BIT,
                                              VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT},
+        [KV_BARRIER_COMPUTE_TO_HOST] = {VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT,
+                                        VK_ACCESS_SHADER_WRITE_BIT, VK_ACCESS_HOST_READ_BIT},
     };
     VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER, .srcAccessMask = k[kind].src,
                           .dstAccessMask = k[kind].dst};

@@ -91,7 +91,8 @@ struct kv_vk_buffer {
     VkBuffer buf;
     VkDeviceMemory mem;
     VkDeviceSize size;
-    void *map;     /* host pointer for UPLOAD/READBACK */
+    void *map;     /* host pointer for UPLOAD/READBACK, and for DEVICE memory that is host-visible,
+                      cached and coherent (a CPU device's) */
     int coherent;
 };
 enum kv_status kv_vk_buffer_create(struct kv_vk_device *d, VkDeviceSize size,
@@ -159,6 +160,7 @@ enum kv_vk_barrier {
     KV_BARRIER_COMPUTE_TO_TRANSFER,
     KV_BARRIER_TRANSFER_TO_HOST,
     KV_BARRIER_TRANSFER_TO_TRANSFER, /* back-to-back copies into one buffer */
+    KV_BARRIER_COMPUTE_TO_HOST,      /* the host reads what shaders wrote, mapped */
 };
 struct kv_vk_batch {
     struct kv_vk_device *d;

@@ -1,8 +1,8 @@
-# Transfers through a bounded staging buffer (a plan is streamed past 64 MB of
-# transfers; KVERIFY_TEST_STAGE_BYTES makes every plan here streamed, through
-# a 4 KB staging buffer, in many chunks): the reports are those of the plan
-# that stages everything at once, and a write past an output's end still
-# reaches its guard words.
+# A case's transfers three ways: every tensor staged whole, streamed through
+# a bounded staging buffer (a plan past 64 MB of transfers; here through 4 KB,
+# in many chunks), and as the plan chooses (on a CPU device such as lavapipe,
+# direct: its buffers mapped, no staging). The reports are the same, and a
+# write past an output's end reaches its guard words every way.
 . "$(dirname "$0")/lib.bash"
 EX="$KV_SRC/examples"
 # same REPORT_A REPORT_B: equal apart from times and the command line
@@ -20,11 +20,13 @@ if a != b:
     sys.exit(1)
 PY
 }
-run_both() { # NAME ARGS...: the case staged at once, then streamed
+run_both() { # NAME ARGS...: the case staged at once, streamed, and as the plan chooses (direct on lavapipe)
   local name=$1; shift
-  expect_exit 0 "$KV" "$@" --json "$TMP/$name-staged.json"
-  KVERIFY_TEST_STAGE_BYTES=4096 expect_exit 0 "$KV" "$@" --json "$TMP/$name-streamed.json"
+  KVERIFY_TEST_TRANSFERS=staged expect_exit 0 "$KV" "$@" --json "$TMP/$name-staged.json"
+  KVERIFY_TEST_TRANSFERS=streamed KVERIFY_TEST_STAGE_BYTES=4096 expect_exit 0 "$KV" "$@" --json "$TMP/$name-streamed.json"
+  expect_exit 0 "$KV" "$@" --json "$TMP/$name-auto.json"
   same "$TMP/$name-staged.json" "$TMP/$name-streamed.json"
+  same "$TMP/$name-staged.json" "$TMP/$name-auto.json"
 }
 # the sweep with its stress runs and the sanitized run: inputs, intermediates, chained outputs
 run_both rms rmsnorm-bwd --sweep --seeds 1
@@ -39,7 +41,9 @@ run_both qdq qdq-affine --groups 37 --group-size 32
 rm -rf "$TMP/p"; mkdir -p "$TMP/p"; cp "$KV_SRC"/shaders/* "$TMP/p/"
 OLD='if (ly == 0u && col < p.dim)' NEW='if (ly == 0u && col <= p.dim)' perl -0pi -e 's/\Q$ENV{OLD}\E/$ENV{NEW}/' "$TMP/p/rmsnorm_bwd_dw.comp"
 grep -qF 'col <= p.dim' "$TMP/p/rmsnorm_bwd_dw.comp" || fail "plant: the dw guard is not in rmsnorm_bwd_dw.comp (update the test)"
-KVERIFY_TEST_STAGE_BYTES=4096 expect_exit 1 "$KV" rmsnorm-bwd --rows 3 --dim 7 --shader dw="$TMP/p/rmsnorm_bwd_dw.comp"
-grep -q 'dw written past its end: 1 guard words changed, the furthest 1 words past the end' "$TMP/out" ||
-  { cat "$TMP/out"; fail "streamed: the write past dw's end is not named"; }
+for mode in staged streamed auto; do
+  KVERIFY_TEST_TRANSFERS=$mode KVERIFY_TEST_STAGE_BYTES=4096 expect_exit 1 "$KV" rmsnorm-bwd --rows 3 --dim 7 --shader dw="$TMP/p/rmsnorm_bwd_dw.comp"
+  grep -q 'dw written past its end: 1 guard words changed, the furthest 1 words past the end' "$TMP/out" ||
+    { cat "$TMP/out"; fail "$mode: the write past dw's end is not named"; }
+done
 echo "stream: ok"
