@@ -99,6 +99,28 @@ static int all_mapped(const struct kv_kernel *k, const struct kv_plan *p)
     return 1;
 }
 
+/* A direct or streamed plan's staging: bounded, or none; the downloads land
+ * in host memory, and the products are kept for the uploads at each run. */
+static enum kv_status bounded_staging(struct kv_vk_device *d, const struct kv_kernel *k, struct kv_plan *p, size_t up,
+                                      size_t down, struct kv_tensor *prod)
+{
+    enum kv_status st = KV_OK;
+    const size_t stage = p->direct ? 4 : kv_stage_bytes();
+    KV_TRY(kv_vk_buffer_create(d, up < stage ? (up ? up : 4) : stage, KV_MEM_UPLOAD, &p->up));
+    KV_TRY(kv_vk_buffer_create(d, down < stage ? (down ? down : 4) : stage, KV_MEM_READBACK, &p->down));
+    for (int t = 0; p->streamed && t < k->n_tensors; t++)
+        for (int ch = 0; ch < 2; ch++) {
+            const struct kv_vk_buffer *b = ch ? &p->chain[t] : &p->dev[t];
+            if (k->tensors[t].role != KV_OUTPUT || !b->buf) continue;
+            p->host_down[t][ch] = malloc(b->size);
+            KV_CHECK(p->host_down[t][ch], KV_EDEVICE, "out of host memory for the download of %s", k->tensors[t].name);
+        }
+    memcpy(p->prod_host, prod, KV_MAX_STAGES * KV_ABI_MAX * sizeof *prod);
+    memset(prod, 0, KV_MAX_STAGES * KV_ABI_MAX * sizeof *prod);
+cleanup:
+    return st;
+}
+
 enum kv_status kv_plan_make(struct kv_runner *r, struct kv_case *c, const int *chain_stage, struct kv_plan *p)
 {
     enum kv_status st = KV_OK;
@@ -147,19 +169,8 @@ enum kv_status kv_plan_make(struct kv_runner *r, struct kv_case *c, const int *c
     const int forced = kv_transfers_forced();
     p->direct = forced < 0 && all_mapped(k, p);
     p->streamed = forced == 1 || (forced < 0 && !p->direct && up + down > kv_stream_threshold());
-    if (p->direct || p->streamed) { /* bounded staging, or none; the downloads land in host memory */
-        const size_t stage = p->direct ? 4 : kv_stage_bytes();
-        KV_TRY(kv_vk_buffer_create(d, up < stage ? (up ? up : 4) : stage, KV_MEM_UPLOAD, &p->up));
-        KV_TRY(kv_vk_buffer_create(d, down < stage ? (down ? down : 4) : stage, KV_MEM_READBACK, &p->down));
-        for (int t = 0; p->streamed && t < k->n_tensors; t++)
-            for (int ch = 0; ch < 2; ch++) {
-                const struct kv_vk_buffer *b = ch ? &p->chain[t] : &p->dev[t];
-                if (k->tensors[t].role != KV_OUTPUT || !b->buf) continue;
-                p->host_down[t][ch] = malloc(b->size);
-                KV_CHECK(p->host_down[t][ch], KV_EDEVICE, "out of host memory for the download of %s", k->tensors[t].name);
-            }
-        memcpy(p->prod_host, prod, KV_MAX_STAGES * KV_ABI_MAX * sizeof *prod); /* uploaded at each run */
-        memset(prod, 0, KV_MAX_STAGES * KV_ABI_MAX * sizeof *prod);
+    if (p->direct || p->streamed) {
+        KV_TRY(bounded_staging(d, k, p, up, down, prod));
         goto cleanup;
     }
     KV_TRY(kv_vk_buffer_create(d, up ? up : 4, KV_MEM_UPLOAD, &p->up));
