@@ -83,6 +83,27 @@ static inline double ulp_at(double y, int emin, int prec)
     return r;
 }
 
+/* 1/x for a power of two x in [2^-1022, 2^1023]: exact, by its exponent. */
+static inline double inv_pow2(double x)
+{
+    uint64_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    bits = (uint64_t)(2046 - (int)(bits >> 52)) << 52;
+    double r;
+    memcpy(&r, &bits, sizeof r);
+    return r;
+}
+
+/* kv_dist_ulp_bin, inline. */
+static inline int ulp_bin(double u)
+{
+    if (!(u < 0x1p30)) return KV_DIST_ULP_BINS - 1;
+    uint64_t bits;
+    memcpy(&bits, &u, sizeof bits);
+    int i = (int)(bits >> 52) - 1023 + 5;
+    return i < 0 ? 0 : i;
+}
+
 static inline size_t q_bin(double u)
 {
     uint64_t bits;
@@ -154,7 +175,7 @@ static inline void dist_note(const struct jin *x, struct kv_error_dist *d, int c
                              double e, double base, double ratio, double u)
 {
     if (u == 0) d->ulp_zero++;
-    else d->ulp[kv_dist_ulp_bin(u)]++;
+    else d->ulp[ulp_bin(u)]++;
     if (ratio == 0) {
         d->ratio_zero++;
         if (d->map[cell] < 0) d->map[cell] = 0;
@@ -218,7 +239,9 @@ static inline __attribute__((always_inline)) void chunk_float(const struct jin *
             ratio = e / base;
             if (ratio <= 1.0) slack_used++;
         }
-        double u = e / ulp;
+        /* ulp is a power of two: times its exact inverse, the same as e / ulp
+         * (which f64's smallest spacings, past 2^-1022, still need) */
+        double u = t == KV_F64 ? e / ulp : e * inv_pow2(ulp);
         if (exact) ulps[compared] = u;
         else hist[q_bin(u)]++;
         compared++;
@@ -228,8 +251,12 @@ static inline __attribute__((always_inline)) void chunk_float(const struct jin *
         max_ulp = u > max_ulp ? u : max_ulp;
         max_abs = e > max_abs ? e : max_abs;
         if (fabs(y) >= floor_rel) {
-            double rel = e / fabs(y);
-            max_rel = rel > max_rel ? rel : max_rel;
+            /* e / |y| is at most max_rel where e < (max_rel |y|)(1 - 2^-50),
+             * the product's rounding included: no division needed there */
+            if (!(e < max_rel * fabs(y) * (1 - 0x1p-50))) {
+                double rel = e / fabs(y);
+                max_rel = rel > max_rel ? rel : max_rel;
+            }
         } else {
             rel_skipped++;
         }

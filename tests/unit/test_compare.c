@@ -338,6 +338,16 @@ static void same_on_any_thread_count(void **s)
             assert_true(d[0].worst[w].ratio == d[k].worst[w].ratio);
         }
     }
+    /* max_rel, which the pass divides for only where it can grow: that of every element */
+    double max_rel = 0, max_ulp = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(c[i])) continue;
+        double e = fabs((double)c[i] - y[i]), ulp = kv_ulp(KV_F32, y[i]);
+        if (fabs(y[i]) >= 0x1p-126 && e / fabs(y[i]) > max_rel) max_rel = e / fabs(y[i]);
+        if (e / ulp > max_ulp) max_ulp = e / ulp;
+    }
+    assert_true(m[0].max_rel == max_rel);
+    assert_true(m[0].max_ulp == max_ulp);
     assert_false(m[0].pass);
     assert_int_equal(m[0].worst_index, 200001);       /* the mismatch is shown */
     assert_int_equal(d[0].worst[0].index, 200001);    /* mismatches first */
