@@ -93,20 +93,8 @@ float kv_bf16_to_f32(uint16_t b) { return kv_f32_from_bits((uint32_t)b << 16); }
 
 double kv_ulp(enum kv_dtype t, double y)
 {
-    const struct kv_dtype_info *d = &infos[t];
-    uint64_t bits;
-    memcpy(&bits, &y, sizeof bits);
-    int biased = (int)((bits >> 52) & 0x7ff);
-    if (biased == 0x7ff) return NAN;
-    /* floor(log2|y|) is the unbiased exponent for normal doubles; zero and
-     * double subnormals sit below every emin we use. */
-    int e = biased - 1023;
-    if (biased == 0 || e < d->emin) e = d->emin;
-    int ue = e - d->precision + 1; /* >= -1074 for every dtype here */
-    uint64_t out = ue >= -1022 ? (uint64_t)(ue + 1023) << 52 : 1ull << (ue + 1074);
-    double r;
-    memcpy(&r, &out, sizeof r);
-    return r;
+    if (!isfinite(y)) return NAN;
+    return kv_ulp_finite(y, infos[t].emin, infos[t].precision);
 }
 
 double kv_load_f64(enum kv_dtype t, const void *data, size_t i)

@@ -32,6 +32,19 @@ uint32_t kv_f32_bits(float f);
 /* Spacing of dtype t at y (metrics.md): 2^(max(floor(log2|y|), emin) - p + 1).
  * y = 0 uses the spacing at emin. Infinite or NaN y gives NaN. */
 double kv_ulp(enum kv_dtype t, double y);
+/* kv_ulp for finite y, from the dtype's emin and precision: inline, for the
+ * loops over every element. */
+static inline double kv_ulp_finite(double y, int emin, int precision)
+{
+    union { double d; uint64_t u; } v = {.d = y};
+    int biased = (int)((v.u >> 52) & 0x7ff), e = biased - 1023;
+    /* floor(log2|y|) is the unbiased exponent for normal doubles; zero and
+     * double subnormals sit below every emin we use */
+    if (biased == 0 || e < emin) e = emin;
+    int ue = e - precision + 1; /* >= -1074 for every dtype here */
+    v.u = ue >= -1022 ? (uint64_t)(ue + 1023) << 52 : 1ull << (ue + 1074);
+    return v.d;
+}
 
 /* Whether two buffers of n elements of dtype t hold the same values: the
  * same bits, or for floats both NaN (any payload) or both zero (either sign). */

@@ -6,16 +6,6 @@
 double kv_dist_ulp_edge(int i) { return ldexp(1.0, i - 5); }
 double kv_dist_ratio_edge(int i) { return pow(10.0, (double)(i - 15) / 2.0); }
 
-int kv_dist_ulp_bin(double u)
-{
-    if (!(u < 0x1p30)) return KV_DIST_ULP_BINS - 1;
-    uint64_t bits;
-    memcpy(&bits, &u, sizeof bits);
-    /* u in [2^e, 2^(e+1)) for a normal u; subnormals fall in bin 0 */
-    int e = (int)(bits >> 52) - 1023, i = e + 5;
-    return i < 0 ? 0 : i;
-}
-
 int kv_dist_ratio_bin(double r, const double *edge)
 {
     int lo = 0, hi = KV_DIST_RATIO_BINS - 1;

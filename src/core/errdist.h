@@ -46,7 +46,15 @@ struct kv_error_dist {
 };
 
 /* Building blocks of the one pass that makes it (judge.c). */
-int kv_dist_ulp_bin(double u);                    /* u > 0 */
+/* The ULP bin of u > 0: inline, for the loops over every element. */
+static inline int kv_dist_ulp_bin(double u)
+{
+    if (!(u < 0x1p30)) return KV_DIST_ULP_BINS - 1;
+    union { double d; uint64_t b; } v = {.d = u};
+    /* u in [2^e, 2^(e+1)) for a normal u; subnormals fall in bin 0 */
+    int i = (int)(v.b >> 52) - 1023 + 5;
+    return i < 0 ? 0 : i;
+}
 int kv_dist_ratio_bin(double r, const double *edge); /* r > 0; edge[i] = kv_dist_ratio_edge(i) */
 void kv_dist_init(struct kv_error_dist *d, int ndim, const int64_t *shape); /* empty, its grid set */
 void kv_dist_init_like(struct kv_error_dist *p, const struct kv_error_dist *d); /* empty, d's grid */

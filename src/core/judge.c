@@ -69,20 +69,6 @@ static inline double load(enum kv_dtype t, const void *p, size_t i)
     }
 }
 
-/* kv_ulp's spacing of the output's dtype at y (finite). */
-static inline double ulp_at(double y, int emin, int prec)
-{
-    uint64_t bits;
-    memcpy(&bits, &y, sizeof bits);
-    int biased = (int)((bits >> 52) & 0x7ff), e = biased - 1023;
-    if (biased == 0 || e < emin) e = emin;
-    int ue = e - prec + 1;
-    uint64_t out = ue >= -1022 ? (uint64_t)(ue + 1023) << 52 : 1ull << (ue + 1074);
-    double r;
-    memcpy(&r, &out, sizeof r);
-    return r;
-}
-
 /* 1/x for a power of two x in [2^-1022, 2^1023]: exact, by its exponent. */
 static inline double inv_pow2(double x)
 {
@@ -92,16 +78,6 @@ static inline double inv_pow2(double x)
     double r;
     memcpy(&r, &bits, sizeof r);
     return r;
-}
-
-/* kv_dist_ulp_bin, inline. */
-static inline int ulp_bin(double u)
-{
-    if (!(u < 0x1p30)) return KV_DIST_ULP_BINS - 1;
-    uint64_t bits;
-    memcpy(&bits, &u, sizeof bits);
-    int i = (int)(bits >> 52) - 1023 + 5;
-    return i < 0 ? 0 : i;
 }
 
 static inline size_t q_bin(double u)
@@ -175,7 +151,7 @@ static inline void dist_note(const struct jin *x, struct kv_error_dist *d, int c
                              double e, double base, double ratio, double u)
 {
     if (u == 0) d->ulp_zero++;
-    else d->ulp[ulp_bin(u)]++;
+    else d->ulp[kv_dist_ulp_bin(u)]++;
     if (ratio == 0) {
         d->ratio_zero++;
         if (d->map[cell] < 0) d->map[cell] = 0;
@@ -231,7 +207,7 @@ static inline __attribute__((always_inline)) void chunk_float(const struct jin *
         }
         double e = fabs(c - y);
         if (alt && e > 0 && c == alt[i]) e = 0, slack_used++; /* the other legal value */
-        double ulp = ulp_at(y, emin, prec);
+        double ulp = kv_ulp_finite(y, emin, prec);
         double base = lam ? lambda * lam[i] + fix[i] + half_rho * ulp : c1 * Si + c2 * Si + half_rho * ulp;
         double ratio = e / base;
         if (slack && ratio > 1.0) {

@@ -71,7 +71,7 @@ struct case_run {
     struct kv_case_result *res;
     struct kv_plan p;
     void *first[KV_MAX_TENSORS][2];
-    int first_mapped; /* first[][] point into the download buffer, which no later run writes */
+    int first_mapped; /* first[][] are where run 0's downloads landed (kv_plan_download), which no later run writes */
     int run_stage[KV_MAX_STAGES], chain_stage[KV_MAX_STAGES];
     int ran[KV_MAX_TENSORS]; /* outputs the device wrote (kv_save_case) */
     int any_stage, all_inputs_given, all_pass;
