@@ -94,11 +94,15 @@ static void key_row(const struct kv_gdn_inputs *d, int64_t r, int random)
 {
     double nrm = 0, x[4096];
     uint16_t *kr = d->k + r * d->K;
-    for (int64_t e = 0; e < d->K; e++) {
-        double z = kv_rng_normal(d->seed, R_K, (uint64_t)(r * d->K + e));
-        if (e < 4096) x[e] = z;
-        nrm += z * z;
-        kr[e] = kv_f32_to_bf16((float)z);
+    for (int64_t e0 = 0; e0 < d->K; e0 += 4096) {
+        const int64_t m = d->K - e0 < 4096 ? d->K - e0 : 4096;
+        double z[4096];
+        kv_rng_normal_block(d->seed, R_K, (uint64_t)(r * d->K + e0), (size_t)m, z);
+        for (int64_t e = e0; e < e0 + m; e++) {
+            if (e < 4096) x[e] = z[e - e0];
+            nrm += z[e - e0] * z[e - e0];
+            kr[e] = kv_f32_to_bf16((float)z[e - e0]);
+        }
     }
     if (!random && d->K <= 4096)
         for (int64_t e = 0; e < d->K; e++) kr[e] = kv_f32_to_bf16((float)(x[e] / sqrt(nrm)));
@@ -112,8 +116,14 @@ void kv_gdn_make_inputs(const struct kv_gdn_inputs *d, char *note, size_t note_s
     const int64_t rows = d->B * d->T, NT = (d->T + BT - 1) / BT;
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < rows * d->Hg; r++) key_row(d, r, random);
+    const int64_t nv = rows * d->H * d->V;
 #pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < rows * d->H * d->V; i++) d->v[i] = kv_f32_to_bf16((float)kv_rng_normal(d->seed, R_V, (uint64_t)i));
+    for (int64_t i0 = 0; i0 < nv; i0 += 1024) {
+        double z[1024];
+        const int64_t m = nv - i0 < 1024 ? nv - i0 : 1024;
+        kv_rng_normal_block(d->seed, R_V, (uint64_t)i0, (size_t)m, z);
+        for (int64_t i = i0; i < i0 + m; i++) d->v[i] = kv_f32_to_bf16((float)z[i - i0]);
+    }
     /* beta = sigmoid(N(0,1)); g = chunk-cumulative log(sigmoid(N(0,1))), clipped at -20 */
 #pragma omp parallel for schedule(static)
     for (int64_t bh = 0; bh < d->B * d->H; bh++) {

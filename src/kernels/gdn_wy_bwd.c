@@ -279,7 +279,12 @@ static enum kv_status inputs(struct kv_case *c)
         uint16_t *x = c->t[t].data;
         const int64_t n = (int64_t)c->t[t].count;
 #pragma omp parallel for schedule(static)
-        for (int64_t i = 0; i < n; i++) x[i] = kv_f32_to_bf16((float)(0.25 * kv_rng_normal(c->seed, 80 + (uint32_t)t, (uint64_t)i)));
+        for (int64_t i0 = 0; i0 < n; i0 += 1024) {
+            double z[1024];
+            const int64_t m = n - i0 < 1024 ? n - i0 : 1024;
+            kv_rng_normal_block(c->seed, 80 + (uint32_t)t, (uint64_t)i0, (size_t)m, z);
+            for (int64_t i = i0; i < i0 + m; i++) x[i] = kv_f32_to_bf16((float)(0.25 * z[i - i0]));
+        }
     }
     if (c->p[P_DIST].c == D_NONFINITE) nonfinite(c);
     return KV_OK;
