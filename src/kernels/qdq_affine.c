@@ -195,9 +195,15 @@ static enum kv_status inputs(struct kv_case *c)
         float *wg = w + g * gs;
         if (dist == D_TIES) ties_group(c, g, gs, N, wg);
         else if (dist == D_NONFINITE) nonfinite_group(c, g, gs, wg);
+        double vw[256], vdy[256]; /* the group's normal samples, 256 at a time */
         for (int64_t j = 0; j < gs; j++) {
             int64_t i = g * gs + j;
-            double v = normal(c, T_W, i);
+            if (j % 256 == 0) {
+                const size_t m = (size_t)(gs - j < 256 ? gs - j : 256);
+                kv_rng_normal_block(c->seed, T_W, (uint64_t)i, m, vw);
+                kv_rng_normal_block(c->seed, T_DY, (uint64_t)i, m, vdy);
+            }
+            double v = vw[j % 256];
             switch (dist) {
             case D_UNIFORM: v = (2.0 * kv_rng_uniform(c->seed, T_W, (uint64_t)i) - 1.0) * sqrt(3.0); break;
             case D_OUTLIER: v *= j == (g * 7) % gs ? 100.0 : 1.0; break;
@@ -216,7 +222,7 @@ static enum kv_status inputs(struct kv_case *c)
             }
             if (dist != D_TIES && dist != D_NONFINITE) wg[j] = (float)(v * scale);
             else if (scale != 1.0) wg[j] = (float)((double)wg[j] * scale);
-            dy[i] = (float)normal(c, T_DY, i);
+            dy[i] = (float)vdy[j % 256];
         }
     }
     return KV_OK;
