@@ -133,6 +133,37 @@ static void nonfinite(const struct jin *x, struct jthr *th, size_t i, double c, 
     mismatch(x, th, i, c, y, cell);
 }
 
+/* The map cells of elements lo, lo + 1, ...: walked by row and column over a
+ * whole output (no division per element), looked up for a sample's indices. */
+struct cells {
+    const struct kv_error_dist *d;
+    const struct jin *x;
+    int whole, rowcell;
+    int64_t r, col;
+};
+
+static inline void cells_at(struct cells *w, const struct jin *x, const struct kv_error_dist *d, size_t lo)
+{
+    *w = (struct cells){d, x, d && !x->idx && x->colcell, 0, 0, 0};
+    if (!w->whole) return;
+    w->r = d->cols ? (int64_t)lo / d->cols : 0, w->col = d->cols ? (int64_t)lo % d->cols : 0;
+    w->rowcell = (int)(w->r * d->cell_rows / (d->rows ? d->rows : 1)) * d->cell_cols;
+}
+
+/* Element i's cell (i goes up by one from lo); 0 without a distribution. */
+static inline int cells_next(struct cells *w, size_t i)
+{
+    const struct kv_error_dist *d = w->d;
+    if (!d) return 0;
+    if (!w->whole) return kv_dist_cell(d, w->x->idx ? w->x->idx[i] : i);
+    int cell = w->rowcell + w->x->colcell[w->col];
+    if (++w->col == d->cols) {
+        w->col = 0, w->r++;
+        w->rowcell = (int)(w->r * d->cell_rows / (d->rows ? d->rows : 1)) * d->cell_cols;
+    }
+    return cell;
+}
+
 /* Ratio bin of r > 0 (kv_dist_ratio_bin): the bin of r's power of two, or
  * the next (a bin spans 1.66 octaves). */
 static inline int ratio_bin(double r, const struct jin *x)
@@ -176,9 +207,8 @@ static inline __attribute__((always_inline)) void chunk_float(const struct jin *
                                                               struct jthr *th, struct jsum *s)
 {
     struct kv_error_dist *d = th->d;
-    const int whole = d && !x->idx && x->colcell;
-    int64_t r = d && d->cols ? (int64_t)lo / d->cols : 0, col = d && d->cols ? (int64_t)lo % d->cols : 0;
-    int rowcell = d ? (int)(r * d->cell_rows / (d->rows ? d->rows : 1)) * d->cell_cols : 0;
+    struct cells cw;
+    cells_at(&cw, x, d, lo);
     const void *cand = x->cand;
     const double *slack = x->slack, *alt = x->alt, *lam = x->lam, *fix = x->fix;
     const double c1 = x->c1, c2 = x->c2, half_rho = 0.5 * x->rho, lambda = x->lambda, floor_rel = x->floor_rel;
@@ -190,16 +220,7 @@ static inline __attribute__((always_inline)) void chunk_float(const struct jin *
     double worst_ratio = th->worst_ratio;
     size_t worst = th->worst, compared = th->compared, rel_skipped = 0, fails_bound = 0, fails_tol = 0, slack_used = 0;
     for (size_t i = lo; i < hi; i++) {
-        int cell = 0;
-        if (whole) {
-            cell = rowcell + x->colcell[col];
-            if (++col == d->cols) {
-                col = 0, r++;
-                rowcell = (int)(r * d->cell_rows / (d->rows ? d->rows : 1)) * d->cell_cols;
-            }
-        } else if (d) {
-            cell = kv_dist_cell(d, x->idx ? x->idx[i] : i);
-        }
+        const int cell = cells_next(&cw, i);
         double c = load(t, cand, i), y = y_lo[i - lo], Si = S_lo[i - lo];
         if (__builtin_expect(!isfinite(c) || !isfinite(y), 0)) {
             nonfinite(x, th, i, c, y, Si, cell);
@@ -254,8 +275,10 @@ static inline __attribute__((always_inline)) void chunk_float(const struct jin *
 static void chunk_codes(const struct jin *x, size_t lo, size_t hi, const double *y_lo, struct jthr *th)
 {
     struct kv_error_dist *d = th->d;
+    struct cells cw;
+    cells_at(&cw, x, d, lo);
     for (size_t i = lo; i < hi; i++) {
-        int cell = d ? kv_dist_cell(d, x->idx ? x->idx[i] : i) : 0;
+        const int cell = cells_next(&cw, i);
         double c = load(x->t, x->cand, i), dd = fabs(c - y_lo[i - lo]);
         int has_tie = x->tie && x->tie[i] >= 0;
         th->ambiguous += (size_t)has_tie;
