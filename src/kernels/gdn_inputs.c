@@ -54,7 +54,7 @@ static double chunk_A(const struct kv_gdn_inputs *d, int64_t b, int64_t ch, int6
 }
 
 /* --dist nonfinite: after A is made from the finite k, put a NaN, a +Inf and
- * a -Inf in v and in k, and a NaN in beta, at seeded places: the staging's
+ * a -Inf in v, in k and in A, and a NaN in beta, at seeded places: the staging's
  * NaN and Inf paths run, and the outputs they reach are NaN or +-Inf in the
  * oracle too (0 * Inf and Inf - Inf included), the rest stay finite.
  * nan_only (gdn-wu's bf16-coopmat) gets NaNs in place of the infinities: its
@@ -72,6 +72,20 @@ static void nonfinite(const struct kv_gdn_inputs *d)
         d->k[(uint64_t)(kv_rng_uniform(d->seed, 50 + i, 0) * (double)nk) % nk] = bits[i];
     }
     d->beta[(uint64_t)(kv_rng_uniform(d->seed, 60, 0) * (double)nb) % nb] = NAN;
+    /* and a NaN, a +Inf, a -Inf and a NaN whose payload is its lowest bit
+     * alone (a signalling NaN) in A itself, each in the lower triangle of a row
+     * inside the sequence: A's own non-finite paths (the three-part split
+     * keeps an infinity's hi part alone, and any NaN a NaN) */
+    static const uint32_t a_f32[4] = {0x7FC00000u, 0x7F800000u, 0xFF800000u, 0x7F800001u};
+    static const uint16_t a_bf16[4] = {0x7FC0, 0x7F80, 0xFF80, 0x7F81};
+    for (uint32_t i = 0; i < 4; i++) {
+        uint64_t r = (uint64_t)(kv_rng_uniform(d->seed, 61 + i, 0) * (double)nb) % nb;
+        uint64_t t = (r / (uint64_t)d->H) % (uint64_t)d->T, row = t % BT;
+        uint64_t j = (uint64_t)(kv_rng_uniform(d->seed, 65 + i, 0) * (double)(row + 1)) % (row + 1);
+        size_t at = (size_t)(r * BT + j);
+        if (d->A->dtype == KV_F32) memcpy((char *)d->A->data + 4 * at, &a_f32[i], 4);
+        else memcpy((char *)d->A->data + 2 * at, &a_bf16[i], 2);
+    }
 }
 
 /* --dist dense: the strictly upper triangle of each chunk's A (within its

@@ -56,8 +56,8 @@ static const struct kv_param_def params[] = {
     {"dist", KV_PARAM_CHOICE, "realistic", 0, 0, "realistic|random|nonfinite|dense",
      "FLA's inputs (L2-normalised k, beta = sigmoid, chunk-cumulative log-sigmoid g, A = (I+L)^-1), "
      "or unnormalised N(0,1) k (A is then ill-conditioned: a stress test), or FLA's with a few NaN and "
-     "+-Inf in k, v and beta (the shaders' non-finite paths; NaNs only with bf16-coopmat, whose three-part "
-     "split of A multiplies zero parts by Inf), or FLA's with A's strictly upper triangle filled too (the "
+     "+-Inf in k, v, beta and A (the shaders' non-finite paths; NaNs only in k and v with bf16-coopmat, whose "
+     "three-part split of A multiplies zero parts by Inf), or FLA's with A's strictly upper triangle filled too (the "
      "math sums over every column of A; FLA's zeros there hide a shader that stages A's slots wrongly)", 0},
     {"variant", KV_PARAM_CHOICE, "fma", 0, 0, "fma|bf16-coopmat|a-bf16",
      "products on f32 FMAs, or on bf16 cooperative matrices (tensor cores) with A split exactly into three "
