@@ -28,9 +28,9 @@ run_both() { # NAME ARGS...: the case staged at once, streamed, and as the plan 
   same "$TMP/$name-staged.json" "$TMP/$name-streamed.json"
   same "$TMP/$name-staged.json" "$TMP/$name-auto.json"
 }
-# the sweep with its stress runs (which compare their downloads with the first run's): inputs,
+# a case with its stress runs (which compare their downloads with the first run's): inputs,
 # intermediates, chained outputs
-run_both rms rmsnorm-bwd --sweep --seeds 1 --no-sanitize
+run_both rms rmsnorm-bwd --rows 31 --dim 4099 --stress --no-sanitize
 # --abi products (generic-push binds w and a product of its own)
 run_both abi rmsnorm-bwd --rows 40 --dim 100 --shader dx="$EX/generic-push/rms_norm_back.comp" \
   --abi "$EX/generic-push/rms_norm_back.abi.json"
