@@ -20,10 +20,12 @@ uint64_t kv_case_host_floor(const struct kv_case *c, const struct kv_vk_info *de
         else out += bytes;
     }
     if (!dev) return in;
-    /* generated and downloaded; staged whole too where the plan is not streamed
-     * (stream.h); on a CPU device the device's buffers are host memory as well */
-    uint64_t need = in + out + (in + out > kv_stream_threshold() ? 0 : in);
-    return need + (cpu ? in + out : 0);
+    /* on a CPU device: generated, then in the device's buffers (host memory
+     * too), where the outputs are judged in place (plan.h, direct);
+     * elsewhere generated and downloaded, and staged whole too where the plan
+     * is not streamed (stream.h) */
+    if (cpu) return 2 * in + out;
+    return in + out + (in + out > kv_stream_threshold() ? 0 : in);
 }
 
 uint64_t kv_host_available(void)

@@ -10,8 +10,8 @@
 
 /* A lower bound of the host memory case c holds at its peak on device dev
  * (NULL: none): each input generated (and staged for upload where the plan
- * is not streamed), each output downloaded, and on a CPU device (lavapipe)
- * the device's buffers as well. */
+ * is not streamed), each output downloaded; on a CPU device (lavapipe) each
+ * input generated and, with the outputs, in the device's buffers. */
 uint64_t kv_case_host_floor(const struct kv_case *c, const struct kv_vk_info *dev);
 
 /* The memory available to a new allocation: /proc/meminfo's MemAvailable
