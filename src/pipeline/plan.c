@@ -31,6 +31,9 @@ int kv_is_intermediate(const struct kv_case *c, int t)
 
 static size_t round4(size_t n) { return (n + 3) & ~(size_t)3; }
 
+/* Whether every tensor is staged whole in up and down (neither streamed nor direct). */
+static int staged(const struct kv_plan *p) { return !p->streamed && !p->direct; }
+
 size_t kv_poison_bytes(size_t bytes)
 {
     size_t n = round4(bytes);
@@ -307,7 +310,7 @@ static void record_upload(const struct kv_kernel *k, struct kv_case *c, struct k
         size_t bytes = kv_tensor_bytes(&c->t[t]);
         if (!kv_tensor_on(c, t)) continue;
         if (k->tensors[t].role == KV_INPUT) {
-            if (!p->streamed && !p->direct)
+            if (staged(p))
                 kv_vk_batch_copy(b, (struct kv_vk_range){&p->up, p->up_off[0][t], bytes}, whole(&p->dev[t], bytes));
             kv_vk_batch_fill(b, (struct kv_vk_range){&p->dev[t], round4(bytes), p->dev[t].size - round4(bytes)},
                              KV_POISON);
@@ -318,7 +321,7 @@ static void record_upload(const struct kv_kernel *k, struct kv_case *c, struct k
         if (p->iso[t].buf) {
             kv_vk_batch_fill(b, (struct kv_vk_range){&p->iso[t], round4(bytes), p->iso[t].size - round4(bytes)},
                              KV_POISON);
-            if (!p->streamed && !p->direct)
+            if (staged(p))
                 kv_vk_batch_copy(b, (struct kv_vk_range){&p->up, p->up_off[1][t], bytes}, whole(&p->iso[t], bytes));
         }
     }
@@ -326,7 +329,7 @@ static void record_upload(const struct kv_kernel *k, struct kv_case *c, struct k
         for (int i = 0; i < KV_ABI_MAX; i++) {
             size_t bytes = p->product_bytes[s][i];
             if (!p->product[s][i].buf) continue;
-            if (!p->streamed && !p->direct)
+            if (staged(p))
                 kv_vk_batch_copy(b, (struct kv_vk_range){&p->up, p->product_off[s][i], bytes},
                                  whole(&p->product[s][i], bytes));
             kv_vk_batch_fill(b, (struct kv_vk_range){&p->product[s][i], round4(bytes), p->product[s][i].size - round4(bytes)},
@@ -388,7 +391,8 @@ cleanup:
     return st;
 }
 
-/* A streamed plan's uploads: inputs, the oracle's rounded intermediates, products. */
+/* A streamed or direct plan's uploads at each run: inputs, the oracle's rounded
+ * intermediates, products (through the staging buffer, or into the mapped buffers). */
 static enum kv_status stream_uploads(struct kv_vk_device *d, struct kv_case *c, struct kv_plan *p)
 {
     struct kv_piece pc[2 * KV_MAX_TENSORS + KV_MAX_STAGES * KV_ABI_MAX];
@@ -435,7 +439,7 @@ enum kv_status kv_plan_run(struct kv_runner *r, struct kv_case *c, struct kv_pla
     struct kv_vk_batch b;
     int n_disp = 2 * k->n_stages;
     double t_host = kv_now_ms();
-    if (p->streamed || p->direct) KV_TRY(stream_uploads(d, c, p));
+    if (!staged(p)) KV_TRY(stream_uploads(d, c, p));
     double streamed_up = kv_now_ms() - t_host;
     KV_TRY(kv_vk_batch_begin(d, (uint32_t)n_disp, (uint32_t)n_disp + 4, &b));
     int t_start = kv_vk_batch_stamp(&b);
@@ -467,7 +471,7 @@ enum kv_status kv_plan_run(struct kv_runner *r, struct kv_case *c, struct kv_pla
     int t_computed = t_prev;
     kv_vk_batch_barrier(&b, KV_BARRIER_COMPUTE_TO_TRANSFER);
     for (int t = 0; t < k->n_tensors; t++) {
-        if (k->tensors[t].role != KV_OUTPUT || !kv_tensor_on(c, t) || p->streamed || p->direct) continue;
+        if (k->tensors[t].role != KV_OUTPUT || !kv_tensor_on(c, t) || !staged(p)) continue;
         kv_vk_batch_copy(&b, whole(&p->dev[t], p->dev[t].size),
                          (struct kv_vk_range){&p->down, p->down_off[0][t], p->dev[t].size});
         if (p->chain[t].buf)
@@ -480,13 +484,13 @@ enum kv_status kv_plan_run(struct kv_runner *r, struct kv_case *c, struct kv_pla
     if (p->direct) kv_vk_batch_barrier(&b, KV_BARRIER_COMPUTE_TO_HOST); /* read in place */
     int t_end = kv_vk_batch_stamp(&b);
     KV_TRY(kv_vk_batch_submit(&b));
-    if (!p->streamed && !p->direct) KV_TRY(kv_vk_buffer_invalidate(d, &p->down));
+    if (staged(p)) KV_TRY(kv_vk_buffer_invalidate(d, &p->down));
     if (variant == KV_VARIANT_SANITIZED) KV_TRY(kv_vk_buffer_invalidate(d, &p->san_down));
     for (int s = 0; s < k->n_stages; s++)
         stage_ms[s] = run_stage[s] ? kv_vk_batch_ms(&b, stamp_before[s], stamp_after[s]) : 0;
     *upload_ms = kv_vk_batch_ms(&b, t_start, t_uploaded);
     *download_ms = kv_vk_batch_ms(&b, t_computed, t_end);
-    if (p->streamed || p->direct) { /* the transfers, timed on the host */
+    if (!staged(p)) { /* the transfers, timed on the host */
         t_host = kv_now_ms();
         if (p->streamed) KV_TRY(stream_downloads(d, c, p));
         *upload_ms += streamed_up;

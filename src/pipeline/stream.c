@@ -11,6 +11,7 @@ static size_t env_bytes(size_t dflt)
 }
 
 size_t kv_stream_threshold(void) { return env_bytes(KV_STREAM_BYTES); }
+size_t kv_stage_bytes(void) { return env_bytes(KV_STAGE_BYTES); }
 
 int kv_transfers_forced(void)
 {
@@ -18,7 +19,6 @@ int kv_transfers_forced(void)
     if (!e || !*e) return -1;
     return !strcmp(e, "staged") ? 0 : !strcmp(e, "streamed") ? 1 : -1;
 }
-size_t kv_stage_bytes(void) { return env_bytes(KV_STAGE_BYTES); }
 
 /* memcpy on every thread: a download's first touch of its host pages, and a
  * copy into staging memory, go faster in parallel. */
