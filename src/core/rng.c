@@ -90,7 +90,9 @@ double kv_rng_normal(uint64_t seed, uint32_t stream, uint64_t i)
  * time in loops without branches, which the compiler turns into vector code
  * (and, on x86-64, an AVX2 clone picked at load time). Only IEEE +,-,*,/ and
  * sqrt, in kv_rng_log's order, with -ffp-contract=off: the same bits on any
- * vector width. A lane whose first draw is rejected takes kv_rng_normal. */
+ * vector width. Rejected lanes queue for their next draw, redrawn BLK at a
+ * time. kv_philox4x32 and kv_rng_log stay the reference: unit.rng checks
+ * the lanes against kv_rng_normal bit for bit. */
 #define BLK 16
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
 #define KV_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
