@@ -293,12 +293,14 @@ static enum kv_status inputs(struct kv_case *c)
 /* ---- oracle ---- */
 
 /* One chunk of one value head as float64 rows, the spec's outputs, and
- * (exact) the exact gradient's. */
+ * (exact) the exact gradient's; and the chunk's dk: its group's dk_head
+ * summed as stage dk sums them (sum_y, sum_S, sum_chain; sum_ovf). */
 struct chunk_work {
     struct kv_gdn_chunk x;
     double beta[BT], g[BT], *A, *k, *v, *dw, *du, *scratch;
-    double *dk, *dk_S, *dk_sl, *dv, *dv_S, *ex_dk, *ex_dv;
+    double *dk, *dk_S, *dk_sl, *dv, *dv_S, *ex_dk, *ex_dv, *sum_y, *sum_S, *sum_chain;
     double db[BT], db_S[BT], db_sl[BT], dg[BT], dg_S[BT], dg_sl[BT], ex_db[BT], ex_dg[BT];
+    unsigned char sum_ovf;
     struct kv_gdn_spec o;
 };
 
@@ -306,11 +308,12 @@ static struct chunk_work *work_new(const struct dims *d, int a_bf16, double u_ac
 {
     struct chunk_work *w = calloc(1, sizeof *w);
     const size_t D = (size_t)(d->K > d->V ? d->K : d->V), nK = BT * (size_t)d->K, nV = BT * (size_t)d->V;
-    double *p = w ? malloc(sizeof(double) * (BT * BT + 2 * nK + 2 * nV + 8 * BT * BT + 6 * BT * D + 4 * nK + 3 * nV)) : NULL;
+    double *p = w ? malloc(sizeof(double) * (BT * BT + 2 * nK + 2 * nV + 8 * BT * BT + 6 * BT * D + 7 * nK + 3 * nV)) : NULL;
     if (!p) return free(w), NULL;
     w->A = p, p += BT * BT, w->k = p, p += nK, w->dw = p, p += nK, w->v = p, p += nV, w->du = p, p += nV;
     w->scratch = p, p += 8 * BT * BT + 6 * BT * D;
     w->dk = p, p += nK, w->dk_S = p, p += nK, w->dk_sl = p, p += nK, w->ex_dk = p, p += nK;
+    w->sum_y = p, p += nK, w->sum_S = p, p += nK, w->sum_chain = p, p += nK;
     w->dv = p, p += nV, w->dv_S = p, p += nV, w->ex_dv = p;
     w->o = (struct kv_gdn_spec){1, a_bf16, u_acc, w->dk, w->dk_S, w->dk_sl, w->dv, w->dv_S,
                                 w->db, w->db_S, w->db_sl, w->dg, w->dg_S, w->dg_sl, 0, 0};
@@ -345,66 +348,93 @@ static void gather(const struct kv_case *c, const struct dims *d, struct chunk_w
     w->x = (struct kv_gdn_chunk){(int)n, (int)d->K, (int)d->V, w->k, w->v, w->beta, w->g, w->dw, w->du};
 }
 
-/* The chunk's values into the case's outputs: the spec's, or the exact
- * gradient's with the spec's scales (the exact rows are not judged). */
-static size_t scatter(struct kv_case *c, const struct dims *d, const struct chunk_work *w, int64_t b, int64_t ch,
-                      int64_t h)
+/* The element at place q of output t's oracle arrays (kv_oracle_pos). */
+static size_t elem(const struct kv_case *c, int t, size_t q) { return c->compact[t] ? c->sample[t][q] : q; }
+
+/* Where element e of output t goes in its oracle arrays; 0: nowhere (not sampled). */
+static int place_of(const struct kv_case *c, int t, size_t e, size_t *q)
 {
-    const int64_t t0 = ch * BT, n = w->x.n;
+    *q = kv_oracle_pos(c, t, e);
+    return !c->compact[t] || (*q < c->n_sample[t] && c->sample[t][*q] == e);
+}
+
+/* The slack of dk_head's element s of the chunk: a flipped intermediate may
+ * carry the value across a power of two, where the final rounding's step
+ * doubles. */
+static double dk_slack(const struct chunk_work *w, size_t s)
+{
+    return w->dk_sl[s] > 0 ? w->dk_sl[s] + 0.5 * kv_ulp(KV_BF16, fabs(w->dk[s]) + w->dk_sl[s]) : 0;
+}
+
+/* The chunk's values into the case's outputs (their sampled elements where
+ * compact): the spec's, or the exact gradient's with the spec's scales (the
+ * exact rows are not judged); dk_head whole into its isolated input where
+ * that is kept apart (c->iso); and into the group's sums (stage dk's):
+ * dk = sum over the group's value heads of dk_head as the device reads it
+ * (the oracle's, rounded to bf16: stage isolation; the exact oracle's
+ * unrounded), an f32 sum of ratio terms. Its chained run adds up the
+ * device's own dk_head, each within its allowed error of the oracle's
+ * unrounded value: that error and the rounding's go to sum_chain. */
+static size_t scatter(struct kv_case *c, const struct dims *d, struct chunk_work *w, int64_t b, int64_t ch,
+                      int64_t h, double u_acc)
+{
+    const int64_t t0 = ch * BT, n = w->x.n, K = d->K, V = d->V;
     const int tk = out_of(c, T_DKH), tv = out_of(c, T_DV), tb = out_of(c, T_DB), tg = out_of(c, T_DG);
     const unsigned char ovf = (unsigned char)w->o.overflow; /* the chunk's f32 sums may overflow */
-    size_t amb = 0;
+    struct kv_tensor *iso = c->iso[tk].data ? &c->iso[tk] : NULL;
+    size_t amb = 0, q;
+    w->sum_ovf |= ovf;
     for (int64_t i = 0; i < n; i++) {
-        const int64_t r = (b * d->T + t0 + i) * d->H + h;
-        c->ovf[tb][r] = c->ovf[tg][r] = ovf;
-        memset(c->ovf[tk] + r * d->K, ovf, (size_t)d->K), memset(c->ovf[tv] + r * d->V, ovf, (size_t)d->V);
-        c->y[tb][r] = c->exact ? w->ex_db[i] : w->db[i], c->S[tb][r] = w->db_S[i], c->slack[tb][r] = w->db_sl[i];
-        c->y[tg][r] = c->exact ? w->ex_dg[i] : w->dg[i], c->S[tg][r] = w->dg_S[i], c->slack[tg][r] = w->dg_sl[i];
-        for (int64_t e = 0; e < d->K; e++) {
-            const int64_t o = r * d->K + e, s = i * d->K + e;
-            /* A flipped intermediate may carry the value across a power of
-             * two, where the final rounding's step doubles. */
-            double sl = w->dk_sl[s] > 0 ? w->dk_sl[s] + 0.5 * kv_ulp(KV_BF16, fabs(w->dk[s]) + w->dk_sl[s]) : 0;
-            c->y[tk][o] = c->exact ? w->ex_dk[s] : w->dk[s], c->S[tk][o] = w->dk_S[s], c->slack[tk][o] = sl;
+        const size_t r = (size_t)((b * d->T + t0 + i) * d->H + h);
+        if (place_of(c, tb, r, &q))
+            c->ovf[tb][q] = ovf, c->y[tb][q] = c->exact ? w->ex_db[i] : w->db[i], c->S[tb][q] = w->db_S[i],
+            c->slack[tb][q] = w->db_sl[i];
+        if (place_of(c, tg, r, &q))
+            c->ovf[tg][q] = ovf, c->y[tg][q] = c->exact ? w->ex_dg[i] : w->dg[i], c->S[tg][q] = w->dg_S[i],
+            c->slack[tg][q] = w->dg_sl[i];
+        for (int64_t e = 0; e < K; e++) {
+            const size_t s = (size_t)(i * K + e);
+            const double yi = c->exact ? w->ex_dk[s] : w->dk[s], sl = dk_slack(w, s);
+            const double fed = c->exact ? yi : kv_bf16_to_f32(kv_f32_to_bf16((float)yi));
             amb += sl > 0;
+            if (iso) kv_store_f64(iso->dtype, iso->data, r * (size_t)K + (size_t)e, yi);
+            w->sum_y[s] += fed, w->sum_S[s] += fabs(fed);
+            w->sum_chain[s] += (8 * sqrt(BT) + 3) * u_acc * w->dk_S[s] + 0.5 * kv_ulp(KV_BF16, yi) + sl + fabs(fed - yi);
         }
-        for (int64_t e = 0; e < d->V; e++) {
-            const int64_t o = r * d->V + e, s = i * d->V + e;
-            c->y[tv][o] = c->exact ? w->ex_dv[s] : w->dv[s], c->S[tv][o] = w->dv_S[s];
+        for (size_t q = kv_oracle_pos(c, tk, r * K), e = kv_oracle_pos(c, tk, r * K + K); q < e; q++) {
+            const size_t s = (size_t)i * K + elem(c, tk, q) - r * K;
+            c->ovf[tk][q] = ovf, c->y[tk][q] = c->exact ? w->ex_dk[s] : w->dk[s], c->S[tk][q] = w->dk_S[s];
+            c->slack[tk][q] = dk_slack(w, s);
+        }
+        for (size_t q = kv_oracle_pos(c, tv, r * V), e = kv_oracle_pos(c, tv, r * V + V); q < e; q++) {
+            const size_t s = (size_t)i * V + elem(c, tv, q) - r * V;
+            c->ovf[tv][q] = ovf, c->y[tv][q] = c->exact ? w->ex_dv[s] : w->dv[s], c->S[tv][q] = w->dv_S[s];
         }
     }
     return amb;
 }
 
-/* dk = sum over the group's value heads of dk_head as the device reads it
- * (the oracle's, rounded to bf16: stage isolation; the exact oracle's
- * unrounded), an f32 sum of ratio terms. Its chained run adds up the device's
- * own dk_head, each within its allowed error of the oracle's unrounded value:
- * that error and the rounding's go to slack_chain. */
-static void sum_heads(struct kv_case *c, const struct dims *d, double u_acc)
+/* The group's sums (scatter) into dk's rows of the chunk. */
+static void scatter_dk(struct kv_case *c, const struct dims *d, const struct chunk_work *w, int64_t b, int64_t ch,
+                       int64_t kh)
 {
-    const int tk = out_of(c, T_DKH), to = out_of(c, T_DK);
-    const int64_t n = d->B * d->T * d->Hg * d->K;
-#pragma omp parallel for schedule(static)
-    for (int64_t e = 0; e < n; e++) {
-        const int64_t col = e % d->K, row = e / d->K, first = ((row / d->Hg) * d->H + (row % d->Hg) * d->ratio) * d->K + col;
-        double y = 0, S = 0, chain = 0;
-        unsigned char ovf = 0;
-        for (int64_t r = 0; r < d->ratio; r++) {
-            const int64_t i = first + r * d->K;
-            ovf |= c->ovf[tk][i];
-            double yi = c->y[tk][i], fed = c->exact ? yi : kv_bf16_to_f32(kv_f32_to_bf16((float)yi));
-            y += fed, S += fabs(fed);
-            chain += (8 * sqrt(BT) + 3) * u_acc * c->S[tk][i] + 0.5 * kv_ulp(KV_BF16, yi) + c->slack[tk][i] + fabs(fed - yi);
+    const int64_t t0 = ch * BT, n = w->x.n;
+    const size_t K = (size_t)d->K;
+    const int to = out_of(c, T_DK);
+    for (int64_t i = 0; i < n; i++) {
+        const size_t r = (size_t)((b * d->T + t0 + i) * d->Hg + kh);
+        for (size_t q = kv_oracle_pos(c, to, r * K), e = kv_oracle_pos(c, to, r * K + K); q < e; q++) {
+            const size_t s = (size_t)i * K + elem(c, to, q) - r * K;
+            c->y[to][q] = w->sum_y[s], c->S[to][q] = w->sum_S[s], c->slack_chain[to][q] = w->sum_chain[s];
+            c->ovf[to][q] = w->sum_ovf;
         }
-        c->y[to][e] = y, c->S[to][e] = S, c->slack_chain[to][e] = chain, c->ovf[to][e] = ovf;
     }
 }
 
 static enum kv_status alloc_allow(struct kv_case *c, double **p, int t)
 {
     free(*p); /* --oracle both calls the oracle twice */
-    *p = calloc(c->t[t].count ? c->t[t].count : 1, sizeof(double));
+    *p = calloc(kv_oracle_len(c, t), sizeof(double));
     return *p ? KV_OK : kv_error(KV_EDEVICE, "out of host memory for the oracle");
 }
 
@@ -429,33 +459,39 @@ static enum kv_status oracle(struct kv_case *c)
     for (int t = T_DKH; t <= T_DK; t++) {
         const int o = out_of(c, t);
         free(c->ovf[o]); /* --oracle both calls the oracle twice */
-        c->ovf[o] = calloc(c->t[o].count ? c->t[o].count : 1, 1);
+        c->ovf[o] = calloc(kv_oracle_len(c, o), 1);
         if (!c->ovf[o]) return kv_error(KV_EDEVICE, "out of host memory for the oracle");
     }
     size_t ambiguous = 0;
     int failed = 0;
     /* the tensor cores' f32 accumulation truncates: u = 2^-23 there */
     const double ua = is_cm(c) ? 0x1p-23 : 0x1p-24;
+    const size_t nK = (size_t)(BT * d.K);
 #pragma omp parallel reduction(+ : ambiguous) reduction(| : failed)
     {
         struct chunk_work *w = work_new(&d, a16(c), ua);
         failed |= !w;
+        /* a key head's chunk: its group of value heads, then their dk */
 #pragma omp for schedule(dynamic)
-        for (int64_t item = 0; item < d.B * d.NT * d.H; item++) {
+        for (int64_t item = 0; item < d.B * d.NT * d.Hg; item++) {
             if (!w) continue;
-            int64_t b = item / (d.NT * d.H), ch = (item / d.H) % d.NT, h = item % d.H;
-            gather(c, &d, w, b, ch, h);
-            kv_gdn_chunk_backward_spec(&w->x, w->A, &w->o, w->scratch);
-            if (c->exact) {
-                memset(w->ex_dk, 0, sizeof(double) * (size_t)(w->x.n * d.K));
-                kv_gdn_chunk_backward(&w->x, w->ex_dk, w->ex_dv, w->ex_db, w->ex_dg, w->scratch);
+            int64_t b = item / (d.NT * d.Hg), ch = (item / d.Hg) % d.NT, kh = item % d.Hg;
+            memset(w->sum_y, 0, 3 * nK * sizeof(double));
+            w->sum_ovf = 0;
+            for (int64_t h = kh * d.ratio; h < (kh + 1) * d.ratio; h++) {
+                gather(c, &d, w, b, ch, h);
+                kv_gdn_chunk_backward_spec(&w->x, w->A, &w->o, w->scratch);
+                if (c->exact) {
+                    memset(w->ex_dk, 0, sizeof(double) * (size_t)(w->x.n * d.K));
+                    kv_gdn_chunk_backward(&w->x, w->ex_dk, w->ex_dv, w->ex_db, w->ex_dg, w->scratch);
+                }
+                ambiguous += scatter(c, &d, w, b, ch, h, ua);
             }
-            ambiguous += scatter(c, &d, w, b, ch, h);
+            scatter_dk(c, &d, w, b, ch, kh);
         }
         work_free(w);
     }
     if (failed) return kv_error(KV_EDEVICE, "out of host memory for the oracle");
-    sum_heads(c, &d, ua);
     c->ambiguous[tk] = ambiguous;
     const double u = 0x1p-24, K = (double)d.K;
     c->bound[tk] = (struct kv_bound){.n = BT, .k_op = 3, .u_acc = ua, .rho = 1};
@@ -502,4 +538,5 @@ const struct kv_kernel kv_kernel_gdn_wy_bwd = {
     .validate = validate,
     .inputs = inputs,
     .oracle = oracle,
+    .sample_outputs = (1ull << T_DKH | 1ull << T_DV | 1ull << T_DB | 1ull << T_DG | 1ull << T_DK) * (1ull | 1ull << (T_DKH_AB - T_DKH) | 1ull << 2 * (T_DKH_AB - T_DKH)),
 };

@@ -168,6 +168,13 @@ struct kv_kernel {
      * of a whole output is never held. */
     enum kv_status (*oracle_block)(const struct kv_case *c, int t, size_t lo, size_t hi, double *y, double *S);
     uint64_t block_outputs; /* the outputs (bit t) oracle_block makes */
+    /* The outputs (bit t) whose oracle, with --sample, holds only the sampled
+     * elements: the runner marks them in c->compact and sizes y, S and every
+     * allowance the oracle allocates by c->n_sample[t] (kv_oracle_len), in
+     * the sample's order (kv_oracle_pos); an intermediate among them gets
+     * c->iso[t], its whole oracle in its dtype, for the next stage's isolated
+     * run (the oracle fills it instead of y there). */
+    uint64_t sample_outputs;
     /* A spec kernel read from a folder: the folder (a case's command repeats
      * it as --kernels); NULL for the built-ins and the embedded specs. */
     const char *origin;
@@ -200,6 +207,8 @@ struct kv_case {
      * NULL for all. An oracle may compute only those; others are ignored. */
     size_t *sample[KV_MAX_TENSORS];
     size_t n_sample[KV_MAX_TENSORS];
+    int compact[KV_MAX_TENSORS];          /* kernel.sample_outputs: per sampled element */
+    struct kv_tensor iso[KV_MAX_TENSORS]; /* a compact intermediate's whole oracle, in its dtype (the runner allocates it) */
     double *y_exact[KV_MAX_TENSORS];     /* with --oracle both: the exact oracle's */
     double *S_exact[KV_MAX_TENSORS];
     struct kv_bound bound_exact[KV_MAX_TENSORS];
@@ -254,6 +263,11 @@ enum kv_status kv_case_shapes(struct kv_case *c);
 /* Allocate every active tensor from its shape (zeroed) and the oracle's y
  * and S for every active output. */
 enum kv_status kv_case_alloc(struct kv_case *c);
+/* The length of output t's oracle arrays (its elements, or its sample's when
+ * compact); where element e's oracle goes: e, or the place in the sample of
+ * the first sampled element >= e (n_sample past the last). */
+size_t kv_oracle_len(const struct kv_case *c, int t);
+size_t kv_oracle_pos(const struct kv_case *c, int t, size_t e);
 /* "[rows, dim]" for documentation. */
 void kv_dims_doc(const struct kv_tensor_def *t, char *buf, size_t size);
 /* The built-in source file of stage s ("rmsnorm_bwd_dx.comp"). */

@@ -232,8 +232,7 @@ enum kv_status kv_case_shapes(struct kv_case *c)
             if (st) return st;
             d += len + (d[len] == ',');
         }
-        size_t n;
-        enum kv_status st = kv_shape_count(k->tensors[t].name, x->dtype, x->ndim, x->shape, &n);
+        enum kv_status st = kv_shape_count(k->tensors[t].name, x->dtype, x->ndim, x->shape, &x->count);
         if (st) return st;
     }
     return k->validate ? k->validate(c) : KV_OK;
@@ -248,12 +247,31 @@ enum kv_status kv_case_alloc(struct kv_case *c)
         enum kv_status st = kv_tensor_alloc(&c->t[t], k->tensors[t].name, shape.dtype, shape.ndim, shape.shape);
         if (st) return st;
         if (k->tensors[t].role != KV_OUTPUT || c->blocked[t]) continue;
-        c->y[t] = calloc(c->t[t].count, sizeof(double));
-        c->S[t] = calloc(c->t[t].count, sizeof(double));
+        c->y[t] = calloc(kv_oracle_len(c, t), sizeof(double));
+        c->S[t] = calloc(kv_oracle_len(c, t), sizeof(double));
         if (!c->y[t] || !c->S[t])
             return kv_error(KV_EDEVICE, "out of host memory for the oracle of %s", k->tensors[t].name);
     }
     return KV_OK;
+}
+
+size_t kv_oracle_len(const struct kv_case *c, int t)
+{
+    size_t n = c->compact[t] ? c->n_sample[t] : c->t[t].count;
+    return n ? n : 1;
+}
+
+size_t kv_oracle_pos(const struct kv_case *c, int t, size_t e)
+{
+    if (!c->compact[t]) return e;
+    const size_t *idx = c->sample[t];
+    size_t lo = 0, hi = c->n_sample[t];
+    while (lo < hi) {
+        size_t m = lo + (hi - lo) / 2;
+        if (idx[m] < e) lo = m + 1;
+        else hi = m;
+    }
+    return lo;
 }
 
 void kv_dims_doc(const struct kv_tensor_def *t, char *buf, size_t size)
@@ -277,7 +295,8 @@ void kv_case_free(struct kv_case *c)
         c->sample[i] = NULL;
         c->n_sample[i] = 0;
         c->y[i] = c->S[i] = c->y_exact[i] = c->S_exact[i] = c->aux[i] = NULL;
-        c->blocked[i] = 0;
+        c->blocked[i] = c->compact[i] = 0;
+        kv_tensor_free(&c->iso[i]);
         free(c->slack[i]);
         free(c->slack_chain[i]);
         free(c->tie[i]);

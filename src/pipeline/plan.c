@@ -154,8 +154,14 @@ enum kv_status kv_plan_make(struct kv_runner *r, struct kv_case *c, const int *c
         down += padded;
         if (kv_is_intermediate(c, t)) {
             struct kv_tensor *h = &p->iso_host[t];
-            KV_TRY(kv_tensor_alloc(h, k->tensors[t].name, c->t[t].dtype, c->t[t].ndim, c->t[t].shape));
-            for (size_t i = 0; i < h->count; i++) kv_store_f64(h->dtype, h->data, i, c->y[t][i]);
+            if (c->compact[t]) { /* the oracle's whole intermediate, in its dtype: taken over */
+                KV_CHECK(c->iso[t].data, KV_EDEVICE, "internal: %s's isolated input is gone", k->tensors[t].name);
+                *h = c->iso[t];
+                memset(&c->iso[t], 0, sizeof c->iso[t]);
+            } else {
+                KV_TRY(kv_tensor_alloc(h, k->tensors[t].name, c->t[t].dtype, c->t[t].ndim, c->t[t].shape));
+                for (size_t i = 0; i < h->count; i++) kv_store_f64(h->dtype, h->data, i, c->y[t][i]);
+            }
             KV_TRY(kv_vk_buffer_create(d, round4(bytes) + 2 * kv_poison_bytes(bytes), KV_MEM_DEVICE, &p->iso[t]));
             p->up_off[1][t] = up;
             up += round4(bytes);

@@ -47,10 +47,17 @@ enum kv_status kv_make_sample(struct kv_case *c, int t, int64_t n)
     return KV_OK;
 }
 
-/* Gather src[idx[i]] (elements of es bytes) into a new array; NULL src: NULL. */
+int kv_test_full_oracle(void)
+{
+    const char *e = getenv("KVERIFY_TEST_FULL_ORACLE");
+    return e && *e == '1';
+}
+
+/* Gather src[idx[i]] (elements of es bytes) into a new array; NULL src: NULL;
+ * idx NULL: src as it is (a compact oracle's array, already gathered), kept. */
 static void *gather(const void *src, const size_t *idx, size_t n, size_t es, int *oom)
 {
-    if (!src) return NULL;
+    if (!src || !idx) return (void *)src;
     char *d = malloc(n * es + 1);
     if (!d) {
         *oom = 1;
@@ -104,26 +111,29 @@ enum kv_status kv_compare_row(struct kv_case *c, int t, const struct kv_oracle_r
     if (c->sample[t]) {
         /* Gather the sampled elements, compare them, map the worst back. */
         size_t n = c->n_sample[t], es = kv_dtype_info(c->t[t].dtype)->size;
-        const size_t *idx = c->sample[t];
+        const size_t *idx = c->sample[t], *ri = c->compact[t] ? NULL : idx; /* the oracle's own, or gathered */
         int oom = 0;
         char *cand = gather(data, idx, n, es, &oom);
-        double *y = gather(ref->y, idx, n, sizeof *y, &oom), *S = gather(ref->S, idx, n, sizeof *S, &oom);
-        struct kv_allow a = {gather(ref->allow.slack, idx, n, sizeof(double), &oom),
-                             gather(ref->allow.tie, idx, n, sizeof(int16_t), &oom),
-                             gather(ref->allow.flush, idx, n, sizeof(int16_t), &oom),
-                             gather(ref->allow.alt, idx, n, sizeof(double), &oom),
-                             gather(ref->allow.ovf, idx, n, 1, &oom),
-                             gather(ref->allow.lam, idx, n, sizeof(double), &oom),
-                             gather(ref->allow.fix, idx, n, sizeof(double), &oom)};
+        double *y = gather(ref->y, ri, n, sizeof *y, &oom), *S = gather(ref->S, ri, n, sizeof *S, &oom);
+        struct kv_allow a = {gather(ref->allow.slack, ri, n, sizeof(double), &oom),
+                             gather(ref->allow.tie, ri, n, sizeof(int16_t), &oom),
+                             gather(ref->allow.flush, ri, n, sizeof(int16_t), &oom),
+                             gather(ref->allow.alt, ri, n, sizeof(double), &oom),
+                             gather(ref->allow.ovf, ri, n, 1, &oom),
+                             gather(ref->allow.lam, ri, n, sizeof(double), &oom),
+                             gather(ref->allow.fix, ri, n, sizeof(double), &oom)};
         if (oom) st = kv_error(KV_EDEVICE, "out of host memory comparing a sample");
         else {
             st = kv_judge(c->t[t].dtype, cand, y, S, n, idx, c->t[t].ndim, c->t[t].shape, &bound, &a, &o->crit,
                           &out->m, out->dist);
             if (!st && out->m.has_worst) out->m.worst_index = idx[out->m.worst_index];
         }
-        free(cand), free(y), free(S);
-        free((void *)a.slack), free((void *)a.tie), free((void *)a.flush), free((void *)a.alt);
-        free((void *)a.ovf), free((void *)a.lam), free((void *)a.fix);
+        free(cand);
+        if (ri) {
+            free(y), free(S);
+            free((void *)a.slack), free((void *)a.tie), free((void *)a.flush), free((void *)a.alt);
+            free((void *)a.ovf), free((void *)a.lam), free((void *)a.fix);
+        }
     } else {
         struct block_ctx bc = {c, t};
         const struct kv_oracle_src src = {ref->y, ref->S, ref->y ? NULL : block_fill, &bc};

@@ -15,6 +15,9 @@ struct kv_oracle_ref {
 
 /* The sample of output t (--sample N): n element indices in c->sample[t]. */
 enum kv_status kv_make_sample(struct kv_case *c, int t, int64_t n);
+/* KVERIFY_TEST_FULL_ORACLE=1: no oracle holds only the sampled elements
+ * (tests compare the two). */
+int kv_test_full_oracle(void);
 /* Compare data (output t, from `source`) against ref and append a row named
  * <output><suffix> to res. chained adds the allowance for device intermediates. */
 enum kv_status kv_compare_row(struct kv_case *c, int t, const struct kv_oracle_ref *ref, const void *data,

@@ -138,12 +138,18 @@ static enum kv_status make_inputs(struct case_run *x)
         c->blocked[t] = (k->block_outputs >> t & 1) && kv_tensor_on(c, t) && !kv_is_intermediate(c, t) &&
                         x->o->oracle == KV_ORACLE_SPEC && !x->o->save_dir &&
                         !(x->o->sample > 0 && (size_t)x->o->sample < c->t[t].count);
-    KV_TRY(kv_case_alloc(c));
-    if (!x->all_inputs_given) KV_TRY(k->inputs(c));
+    /* --sample: every output's sample, intermediates included; an oracle
+     * that can holds only the sampled elements (compact) */
     for (int t = 0; x->o->sample > 0 && t < k->n_tensors; t++)
-        if (k->tensors[t].role == KV_OUTPUT && kv_tensor_on(c, t) && !kv_is_intermediate(c, t) &&
-            (size_t)x->o->sample < c->t[t].count)
+        if (k->tensors[t].role == KV_OUTPUT && kv_tensor_on(c, t) && (size_t)x->o->sample < c->t[t].count) {
             KV_TRY(kv_make_sample(c, t, x->o->sample));
+            c->compact[t] = (k->sample_outputs >> t & 1) && !x->o->save_dir && !kv_test_full_oracle();
+        }
+    KV_TRY(kv_case_alloc(c));
+    for (int t = 0; t < k->n_tensors; t++)
+        if (c->compact[t] && kv_is_intermediate(c, t))
+            KV_TRY(kv_tensor_alloc(&c->iso[t], k->tensors[t].name, c->t[t].dtype, c->t[t].ndim, c->t[t].shape));
+    if (!x->all_inputs_given) KV_TRY(k->inputs(c));
     for (int t = 0; t < k->n_tensors; t++)
         if (k->tensors[t].role == KV_INPUT && c->given[t] && kv_tensor_on(c, t))
             memcpy(c->t[t].data, c->given[t]->data, kv_tensor_bytes(&c->t[t]));
@@ -172,8 +178,8 @@ static enum kv_status run_oracles(struct case_run *x)
             if (k->tensors[t].role != KV_OUTPUT || !kv_tensor_on(c, t)) continue;
             c->y_exact[t] = c->y[t], c->S_exact[t] = c->S[t], c->bound_exact[t] = c->bound[t];
             c->bound_exact[t].exact = 1;
-            c->y[t] = calloc(c->t[t].count, sizeof(double));
-            c->S[t] = calloc(c->t[t].count, sizeof(double));
+            c->y[t] = calloc(kv_oracle_len(c, t), sizeof(double));
+            c->S[t] = calloc(kv_oracle_len(c, t), sizeof(double));
             KV_CHECK(c->y[t] && c->S[t], KV_EDEVICE, "out of host memory for the oracle of %s", k->tensors[t].name);
         }
     }

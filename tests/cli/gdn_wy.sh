@@ -24,6 +24,31 @@ grep -q '^17 cases: 17 passed, 0 failed, 0 errors, 0 skipped' "$TMP/out" || fail
 expect_exit 0 "$KV" gdn-wy-bwd --sweep --seeds 1 --variant a-bf16 --no-sanitize
 grep -q '^17 cases: 17 passed' "$TMP/out" || fail "a-bf16 sweep"
 
+# --sample: every output is sampled, the intermediate dk_head too, and the oracle holds
+# only the sampled elements; its report is the one the whole oracle gives on the same
+# sample (both oracles, NaN and Inf included), and a planted bug in stage dk (its last
+# value head dropped from the sum) still fails dk.
+S=(gdn-wy-bwd --seq 130 --heads 4 --kv-heads 2 --dk 40 --dv 71 --dist nonfinite --oracle both --sample 60)
+expect_exit 0 "$KV" "${S[@]}" --json "$TMP/sc.json"
+KVERIFY_TEST_FULL_ORACLE=1 expect_exit 0 "$KV" "${S[@]}" --json "$TMP/sf.json"
+python3 - "$TMP/sc.json" "$TMP/sf.json" <<'PY' || fail "--sample: the compact oracle's report"
+import json, sys
+a, b = (json.load(open(f))["cases"][0] for f in sys.argv[1:])
+for x in (a, b): x.pop("time_ms", None)
+assert a == b, "compact and whole oracles differ"
+o = {x["name"]: x for x in a["outputs"]}
+for n in ("dk_head", "dv", "dbeta", "dg", "dk", "dk.chained"):
+    assert o[n]["elements"] < o[n]["elements_total"], (n, o[n]["elements"])
+PY
+mkdir -p "$TMP/mutdk" && sed 's/r < ratio;/r + 1u < ratio;/' "$KV_SRC/shaders/gdn_wy_bwd_dk.comp" > "$TMP/mutdk/gdn_wy_bwd_dk.comp"
+grep -q 'r + 1u < ratio' "$TMP/mutdk/gdn_wy_bwd_dk.comp" || fail "planting the dk bug"
+expect_exit 1 "$KV" "${S[@]}" --shader dk="$TMP/mutdk/gdn_wy_bwd_dk.comp" --json "$TMP/sm.json"
+python3 - "$TMP/sm.json" <<'PY' || fail "--sample: the planted dk bug"
+import json, sys
+o = {x["name"]: x for x in json.load(open(sys.argv[1]))["cases"][0]["outputs"]}
+assert not o["dk"]["pass"] and o["dk_head"]["pass"] and o["dv"]["pass"], [(n, x["pass"]) for n, x in o.items()]
+PY
+
 # --dist nonfinite: a NaN in beta, +Inf in dw, -Inf, +Inf and a NaN in du. Every output of
 # the chunks they reach is NaN or Inf where the oracle's is (matches counted, no
 # mismatch), and the outputs of the other chunks stay finite and within bounds.
