@@ -208,6 +208,71 @@ static double stage(double x, double rel, double *flip)
     return s;
 }
 
+/* Column col of chunk [t0, t0 + nv) of head h as the device stages it for
+ * output out (0: u, from v beta; 1: w, from k beta e^g) into st, with each
+ * staged value's legal flip (stage) in fl. */
+static void stage_col(const struct kv_case *c, const struct dims *d, int out, int64_t b, int64_t t0, int64_t nv,
+                      int64_t h, int64_t col, double *st, double *fl)
+{
+    const uint16_t *k = c->t[T_K].data, *v = c->t[T_V].data;
+    const float *beta = c->t[T_BETA].data, *g = c->t[T_G].data;
+    const int64_t kh = h / d->ratio;
+    for (int64_t j = 0; j < nv; j++) {
+        int64_t r = (b * d->T + t0 + j) * d->H + h;
+        if (!out) {
+            double x = (double)kv_bf16_to_f32(v[r * d->V + col]) * beta[r];
+            st[j] = c->exact ? x : bf16((float)x), fl[j] = 0;
+        } else {
+            double e = exp((double)g[r]);
+            double x = (double)kv_bf16_to_f32(k[((b * d->T + t0 + j) * d->Hg + kh) * d->K + col]) * beta[r] * e;
+            st[j] = c->exact ? x : stage(x, (3 + 2 * fabs((double)g[r])) * 0x1p-23 + 0x1p-23, &fl[j]);
+            if (c->exact) fl[j] = 0;
+        }
+    }
+}
+
+/* Row i of the chunk (at A's row `row`) times the staged column: y, S and
+ * the slack of the flips (y's rounding included where there is one). */
+static double dot_row(const struct kv_tensor *A, size_t row, int64_t nv, const double *st, const double *fl,
+                      double *S, double *slack)
+{
+    double acc = 0, abs_acc = 0, sl = 0;
+    for (int64_t j = 0; j < nv; j++) {
+        double a = a_at(A, row + (size_t)j);
+        /* S over the finite terms: all of them where y is finite; where an
+         * infinite term makes y infinite, whether the f32 sum of the others
+         * may overflow (core/compare.c) */
+        double t = a * st[j];
+        acc += t;
+        if (isfinite(t)) abs_acc += fabs(t);
+        sl += fabs(a) * fl[j];
+    }
+    /* A flipped staging may carry y across a power of two, where the final
+     * rounding's step doubles. */
+    if (sl > 0) sl += 0.5 * kv_ulp(KV_BF16, fabs(acc) + sl);
+    *S = abs_acc, *slack = sl;
+    return acc;
+}
+
+/* --sample on an output that holds only its sampled elements (compact):
+ * each of them alone, its column staged for it. */
+static size_t oracle_sampled(struct kv_case *c, const struct dims *d, int out, int t)
+{
+    const struct kv_tensor *A = &c->t[a_of(c)];
+    const int64_t D = out ? d->K : d->V;
+    size_t ambiguous = 0;
+#pragma omp parallel for schedule(dynamic, 256) reduction(+ : ambiguous)
+    for (size_t q = 0; q < c->n_sample[t]; q++) {
+        const int64_t e = (int64_t)c->sample[t][q], col = e % D, r = e / D, h = r % d->H, bt = r / d->H;
+        const int64_t b = bt / d->T, t0 = bt % d->T / BT * BT, nv = d->T - t0 < BT ? d->T - t0 : BT;
+        double st[BT], fl[BT], slack;
+        stage_col(c, d, out, b, t0, nv, h, col, st, fl);
+        c->y[t][q] = dot_row(A, (size_t)r * BT, nv, st, fl, &c->S[t][q], &slack);
+        if (out) c->slack[t][q] = slack, ambiguous += slack > 0;
+    }
+    return ambiguous;
+}
+
 /* Tolerances (metrics.md): n = rows of the chunk (<= 64), S = sum_j |A*staged|,
  * the products 1u (k_op = 1), u = 2^-24 (f32 accumulation), and the final
  * round to bf16: 0.5 ulp_bf16(y). Staging: u's bf16(v*beta) is one f32
@@ -217,60 +282,36 @@ static double stage(double x, double rel, double *flip)
  * (relative) of a bf16 midpoint either neighbour is legal: the output gets
  * |A_ij| times the gap as slack, plus half a bf16 step at |y| + slack (the
  * flipped value may round with a coarser step), and the element is counted
- * as ambiguous. The bf16-coopmat variant sums 3 n products (the parts of A)
- * with 2u per addition. */
+ * as ambiguous (with --sample, among the sampled elements where the oracle
+ * holds only those). The bf16-coopmat variant sums 3 n products (the parts
+ * of A) with 2u per addition. */
 static enum kv_status oracle(struct kv_case *c)
 {
     const struct dims d = dims_of(c);
-    const uint16_t *k = c->t[T_K].data, *v = c->t[T_V].data;
-    const float *beta = c->t[T_BETA].data, *g = c->t[T_G].data;
     const struct kv_tensor *A = &c->t[a_of(c)];
-    const int exact = c->exact, tw = is_cm(c) ? T_W_CM : is_ab(c) ? T_W_AB : T_W;
+    const int tw = is_cm(c) ? T_W_CM : is_ab(c) ? T_W_AB : T_W;
     const int tu = is_cm(c) ? T_U_CM : is_ab(c) ? T_U_AB : T_U;
     free(c->slack[tw]); /* --oracle both calls the oracle twice */
-    c->slack[tw] = calloc(c->t[tw].count ? c->t[tw].count : 1, sizeof(double));
+    c->slack[tw] = calloc(kv_oracle_len(c, tw), sizeof(double));
     if (!c->slack[tw]) return kv_error(KV_EDEVICE, "out of host memory for the oracle");
     size_t ambiguous = 0;
+    for (int out = 0; out < 2; out++)
+        if (c->compact[out ? tw : tu]) ambiguous += oracle_sampled(c, &d, out, out ? tw : tu);
 #pragma omp parallel for schedule(dynamic) reduction(+ : ambiguous)
     for (int64_t item = 0; item < d.B * d.NT * d.H; item++) {
-        int64_t b = item / (d.NT * d.H), ch = (item / d.H) % d.NT, h = item % d.H, kh = h / d.ratio;
+        int64_t b = item / (d.NT * d.H), ch = (item / d.H) % d.NT, h = item % d.H;
         int64_t t0 = ch * BT, nv = d.T - t0 < BT ? d.T - t0 : BT;
         for (int out = 0; out < 2; out++) {
-            int64_t D = out ? d.K : d.V;
-            double *y = c->y[out ? tw : tu], *S = c->S[out ? tw : tu], *sl = out ? c->slack[tw] : NULL;
+            const int t = out ? tw : tu;
+            const int64_t D = out ? d.K : d.V;
+            if (c->compact[t]) continue;
             for (int64_t col = 0; col < D; col++) {
-                double st[BT], fl[BT];
-                for (int64_t j = 0; j < nv; j++) {
-                    int64_t r = (b * d.T + t0 + j) * d.H + h;
-                    if (!out) {
-                        double x = (double)kv_bf16_to_f32(v[r * d.V + col]) * beta[r];
-                        st[j] = exact ? x : bf16((float)x), fl[j] = 0;
-                    } else {
-                        double e = exp((double)g[r]);
-                        double x = (double)kv_bf16_to_f32(k[((b * d.T + t0 + j) * d.Hg + kh) * d.K + col]) * beta[r] * e;
-                        st[j] = exact ? x : stage(x, (3 + 2 * fabs((double)g[r])) * 0x1p-23 + 0x1p-23, &fl[j]);
-                        if (exact) fl[j] = 0;
-                    }
-                }
+                double st[BT], fl[BT], slack;
+                stage_col(c, &d, out, b, t0, nv, h, col, st, fl);
                 for (int64_t i = 0; i < nv; i++) {
-                    size_t row = (size_t)(((b * d.T + t0 + i) * d.H + h) * BT);
-                    double acc = 0, abs_acc = 0, slack = 0;
-                    for (int64_t j = 0; j < nv; j++) {
-                        double a = a_at(A, row + (size_t)j);
-                        /* S over the finite terms: all of them where y is finite;
-                         * where an infinite term makes y infinite, whether the
-                         * f32 sum of the others may overflow (core/compare.c) */
-                        double t = a * st[j];
-                        acc += t;
-                        if (isfinite(t)) abs_acc += fabs(t);
-                        slack += fabs(a) * fl[j];
-                    }
-                    int64_t o = ((b * d.T + t0 + i) * d.H + h) * D + col;
-                    y[o] = acc, S[o] = abs_acc;
-                    /* A flipped staging may carry y across a power of two,
-                     * where the final rounding's step doubles. */
-                    if (slack > 0) slack += 0.5 * kv_ulp(KV_BF16, fabs(acc) + slack);
-                    if (sl) sl[o] = slack, ambiguous += slack > 0;
+                    const int64_t r = (b * d.T + t0 + i) * d.H + h, o = r * D + col;
+                    c->y[t][o] = dot_row(A, (size_t)r * BT, nv, st, fl, &c->S[t][o], &slack);
+                    if (out) c->slack[t][o] = slack, ambiguous += slack > 0;
                 }
             }
         }
@@ -313,4 +354,5 @@ const struct kv_kernel kv_kernel_gdn_wu = {
     .validate = validate,
     .inputs = inputs,
     .oracle = oracle,
+    .sample_outputs = 1ull << T_W | 1ull << T_U | 1ull << T_W_CM | 1ull << T_U_CM | 1ull << T_W_AB | 1ull << T_U_AB,
 };

@@ -79,6 +79,47 @@ static enum kv_status block_fill(void *ctx, size_t lo, size_t hi, double *y, dou
     return b->c->k->oracle_block(b->c, b->t, lo, hi, y, S);
 }
 
+/* Output t's sampled elements (gathered, or the compact oracle's own)
+ * judged; the worst mapped back to its index. An output whose oracle counts
+ * ambiguous elements (c->ambiguous: those with a slack of their own) has
+ * them counted among the sampled ones, so that the count is the same
+ * whether the oracle holds the sample or the whole. */
+static enum kv_status judge_sample(const struct kv_case *c, int t, const struct kv_oracle_ref *ref, const void *data,
+                                   const struct kv_bound *bound, const struct kv_run_opts *o,
+                                   struct kv_output_result *out, size_t *ambiguous)
+{
+    enum kv_status st;
+    size_t n = c->n_sample[t], es = kv_dtype_info(c->t[t].dtype)->size;
+    const size_t *idx = c->sample[t], *ri = c->compact[t] ? NULL : idx; /* the oracle's own, or gathered */
+    int oom = 0;
+    char *cand = gather(data, idx, n, es, &oom);
+    double *y = gather(ref->y, ri, n, sizeof *y, &oom), *S = gather(ref->S, ri, n, sizeof *S, &oom);
+    struct kv_allow a = {gather(ref->allow.slack, ri, n, sizeof(double), &oom),
+                         gather(ref->allow.tie, ri, n, sizeof(int16_t), &oom),
+                         gather(ref->allow.flush, ri, n, sizeof(int16_t), &oom),
+                         gather(ref->allow.alt, ri, n, sizeof(double), &oom),
+                         gather(ref->allow.ovf, ri, n, 1, &oom),
+                         gather(ref->allow.lam, ri, n, sizeof(double), &oom),
+                         gather(ref->allow.fix, ri, n, sizeof(double), &oom)};
+    if (oom) st = kv_error(KV_EDEVICE, "out of host memory comparing a sample");
+    else {
+        st = kv_judge(c->t[t].dtype, cand, y, S, n, idx, c->t[t].ndim, c->t[t].shape, bound, &a, &o->crit, &out->m,
+                      out->dist);
+        if (!st && out->m.has_worst) out->m.worst_index = idx[out->m.worst_index];
+        if (*ambiguous && ref->allow.slack == c->slack[t]) {
+            *ambiguous = 0;
+            for (size_t i = 0; i < n; i++) *ambiguous += a.slack[i] > 0;
+        }
+    }
+    free(cand);
+    if (ri) {
+        free(y), free(S);
+        free((void *)a.slack), free((void *)a.tie), free((void *)a.flush), free((void *)a.alt);
+        free((void *)a.ovf), free((void *)a.lam), free((void *)a.fix);
+    }
+    return st;
+}
+
 /* Compare data (output t, from `source`) against ref and append a row named
  * <output><suffix>. chained adds the allowance for device intermediates. */
 enum kv_status kv_compare_row(struct kv_case *c, int t, const struct kv_oracle_ref *ref, const void *data,
@@ -108,32 +149,9 @@ enum kv_status kv_compare_row(struct kv_case *c, int t, const struct kv_oracle_r
     }
     out->total = c->t[t].count;
     enum kv_status st;
+    size_t ambiguous = c->ambiguous[t];
     if (c->sample[t]) {
-        /* Gather the sampled elements, compare them, map the worst back. */
-        size_t n = c->n_sample[t], es = kv_dtype_info(c->t[t].dtype)->size;
-        const size_t *idx = c->sample[t], *ri = c->compact[t] ? NULL : idx; /* the oracle's own, or gathered */
-        int oom = 0;
-        char *cand = gather(data, idx, n, es, &oom);
-        double *y = gather(ref->y, ri, n, sizeof *y, &oom), *S = gather(ref->S, ri, n, sizeof *S, &oom);
-        struct kv_allow a = {gather(ref->allow.slack, ri, n, sizeof(double), &oom),
-                             gather(ref->allow.tie, ri, n, sizeof(int16_t), &oom),
-                             gather(ref->allow.flush, ri, n, sizeof(int16_t), &oom),
-                             gather(ref->allow.alt, ri, n, sizeof(double), &oom),
-                             gather(ref->allow.ovf, ri, n, 1, &oom),
-                             gather(ref->allow.lam, ri, n, sizeof(double), &oom),
-                             gather(ref->allow.fix, ri, n, sizeof(double), &oom)};
-        if (oom) st = kv_error(KV_EDEVICE, "out of host memory comparing a sample");
-        else {
-            st = kv_judge(c->t[t].dtype, cand, y, S, n, idx, c->t[t].ndim, c->t[t].shape, &bound, &a, &o->crit,
-                          &out->m, out->dist);
-            if (!st && out->m.has_worst) out->m.worst_index = idx[out->m.worst_index];
-        }
-        free(cand);
-        if (ri) {
-            free(y), free(S);
-            free((void *)a.slack), free((void *)a.tie), free((void *)a.flush), free((void *)a.alt);
-            free((void *)a.ovf), free((void *)a.lam), free((void *)a.fix);
-        }
+        st = judge_sample(c, t, ref, data, &bound, o, out, &ambiguous);
     } else {
         struct block_ctx bc = {c, t};
         const struct kv_oracle_src src = {ref->y, ref->S, ref->y ? NULL : block_fill, &bc};
@@ -141,7 +159,7 @@ enum kv_status kv_compare_row(struct kv_case *c, int t, const struct kv_oracle_r
                           &ref->allow, &o->crit, &out->m, out->dist);
     }
     if (st) return st;
-    if (!out->m.integer && ref->allow.slack) out->m.ambiguous = c->ambiguous[t];
+    if (!out->m.integer && ref->allow.slack) out->m.ambiguous = ambiguous;
     if (out->m.has_worst) kv_tensor_unravel(&c->t[t], out->m.worst_index, out->worst_idx);
     out->pass = out->m.pass && guard_bad == 0 && nondet == 0;
     return KV_OK;

@@ -23,6 +23,31 @@ o = {x["name"]: x for x in json.load(open(sys.argv[1]))["cases"][0]["outputs"]}
 assert o["w"]["judged"] and o["w"]["pass"] and not o["w.exact"]["judged"]
 assert o["u.exact"]["oracle"] == "exact" and o["u.exact"]["max_ulp"] > o["u"]["max_ulp"]
 PY
+# --sample: the oracle computes and holds only the sampled elements, and its report is the
+# one the whole oracle gives on the same sample (both oracles, NaN and Inf, the ambiguous
+# count among the sampled elements); a planted bug (u's last row of a chunk left unwritten:
+# the sample's row edges and the random rows) still fails u.
+S=(gdn-wu --seq 100 --heads 2 --kv-heads 1 --dk 64 --dv 36 --dist nonfinite --oracle both --sample 80)
+expect_exit 0 "$KV" "${S[@]}" --json "$TMP/sc.json"
+KVERIFY_TEST_FULL_ORACLE=1 expect_exit 0 "$KV" "${S[@]}" --json "$TMP/sf.json"
+python3 - "$TMP/sc.json" "$TMP/sf.json" <<'PY' || fail "--sample: the compact oracle's report"
+import json, sys
+a, b = (json.load(open(f))["cases"][0] for f in sys.argv[1:])
+for x in (a, b): x.pop("time_ms", None)
+assert a == b, "compact and whole oracles differ"
+w = [o for o in a["outputs"] if o["name"] == "w"][0]
+assert w["elements"] < w["elements_total"] and 0 < w["ambiguous"] <= w["elements"], w
+PY
+mkdir -p "$TMP/mutu" && cp "$KV_SRC"/shaders/gdn_wu* "$TMP/mutu/"
+sed -i 's/if (i < nv \&\& col0/if (i + 1u < nv \&\& col0/' "$TMP/mutu/gdn_wu.glsl"
+grep -q 'i + 1u < nv && col0' "$TMP/mutu/gdn_wu.glsl" || fail "planting the u bug"
+expect_exit 1 "$KV" "${S[@]}" --shader u="$TMP/mutu/gdn_wu_u.comp" --json "$TMP/sm.json"
+python3 - "$TMP/sm.json" <<'PY' || fail "--sample: the planted u bug"
+import json, sys
+o = {x["name"]: x for x in json.load(open(sys.argv[1]))["cases"][0]["outputs"]}
+assert not o["u"]["pass"] and o["w"]["pass"], [(n, x["pass"]) for n, x in o.items()]
+PY
+
 # Unnormalised inputs: A is ill-conditioned and the report says so.
 expect_exit 0 "$KV" gdn-wu --seq 64 --dist random --json "$TMP/r.json"
 grep -q 'note: A = (I+L)^-1 is ill-conditioned' "$TMP/out" || fail "no conditioning note"
