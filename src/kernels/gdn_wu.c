@@ -331,7 +331,7 @@ static const char *const sweep[] = {
     "batch=2,seq=65,heads=4,kv-heads=4,dk=128,dv=128",
     "batch=2,seq=200,heads=4,kv-heads=2,dk=256,dv=256",
     "batch=2,seq=130,heads=2,kv-heads=1,dk=48,dv=80",
-    "batch=1,seq=70,heads=2,kv-heads=2,dk=30,dv=30",
+    "batch=1,seq=70,heads=2,kv-heads=2,dk=30,dv=42", /* D % 7 == 0 (and % 3), not % 8 (% 4): the store width tests */
     "batch=1,seq=100,heads=2,kv-heads=1,dk=64,dv=36,dist=nonfinite",
     "batch=1,seq=40,heads=2,kv-heads=1,dk=65,dv=65", /* a one-column last block, D % 4 == 1 */
     "batch=1,seq=130,heads=2,kv-heads=2,dk=64,dv=64,dist=dense",
