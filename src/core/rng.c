@@ -3,6 +3,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/clones.h"
+
 #define PHILOX_M0 0xD2511F53u
 #define PHILOX_M1 0xCD9E8D57u
 #define PHILOX_W0 0x9E3779B9u
@@ -94,11 +96,6 @@ double kv_rng_normal(uint64_t seed, uint32_t stream, uint64_t i)
  * time. kv_philox4x32 and kv_rng_log stay the reference: unit.rng checks
  * the lanes against kv_rng_normal bit for bit. */
 #define BLK 16
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-#define KV_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
-#else
-#define KV_CLONES
-#endif
 
 /* Lane l: element idx[l]'s draw number att[l] (its counter). */
 KV_CLONES static void normal_lanes(uint64_t seed, uint32_t stream, const uint64_t *idx, const uint32_t *att,

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/clones.h"
 #include "core/dtype.h"
 
 static double dot(const double *a, const double *b, int n)
@@ -162,7 +163,18 @@ struct spec_work {
     double *KS, *KSe, *VS, *KB;     /* staged bf16(k bg), bf16(v beta), bf16(k beta): n x D */
     double *dk1, *dk1e;             /* dk after pass 1 (bf16) and its error, n x K */
     double *dA, *dAe, *T, *Te, *Ug, *Uge, *M, *Me; /* n x n */
+    /* Transposed copies (column c of KS is row c of KSt), so that each sum
+     * below runs over the same terms in the same order as a dot product
+     * would, while the sums of a row are made side by side (a loop that
+     * vectorises without reassociating any of them); acc: 6 max(n, D). */
+    double *KSt, *KSet, *VSt, *kt, *At, *acc;
 };
+
+size_t kv_gdn_spec_scratch(int K, int V)
+{
+    const size_t n = 64, D = (size_t)(K > V ? K : V), W = D > n ? D : n;
+    return 8 * n * n + 6 * n * D + 3 * n * (size_t)K + n * (size_t)V + n * n + 6 * W;
+}
 
 static double lam(const struct spec_work *w, int n) { return (8 * sqrt((double)n) + 1) * w->ua; }
 
@@ -172,7 +184,33 @@ static void sum_range(struct spec_work *w, double S) { w->o->overflow |= S >= F3
 /* A term's magnitude in S: S sums the finite terms (all of them where the
  * sum is finite; where an infinite term makes it infinite, S still says
  * whether the f32 sum of the others may overflow first). */
-static double mag(double t) { return isfinite(t) ? fabs(t) : 0; }
+static inline double mag(double t) { return isfinite(t) ? fabs(t) : 0; }
+
+/* s[j] += a b[j] and S[j] += |a b[j]| (finite terms), j < m. */
+static inline void axpy2(double *restrict s, double *restrict S, double a, const double *restrict b, int m)
+{
+    for (int j = 0; j < m; j++) {
+        double t = a * b[j];
+        s[j] += t, S[j] += mag(t);
+    }
+}
+
+/* axpy2 and ep[j] += |a| be[j]: a sum, its terms' magnitudes and the error
+ * the device's operands carry into it. */
+static inline void axpy3(double *restrict s, double *restrict S, double *restrict ep, double a,
+                         const double *restrict b, double ae, const double *restrict be, int m)
+{
+    for (int j = 0; j < m; j++) {
+        double t = a * b[j];
+        s[j] += t, S[j] += mag(t), ep[j] += ae * be[j];
+    }
+}
+
+static void transpose(double *restrict t, const double *restrict a, int rows, int cols)
+{
+    for (int i = 0; i < rows; i++)
+        for (int c = 0; c < cols; c++) t[c * rows + i] = a[i * cols + c];
+}
 
 static void stage(struct spec_work *w)
 {
@@ -188,19 +226,24 @@ static void stage(struct spec_work *w)
         for (int c = 0; c < V; c++)
             w->VS[j * V + c] = r ? bf((float)(x->v[j * V + c] * x->beta[j])) : x->v[j * V + c] * x->beta[j];
     }
+    transpose(w->KSt, w->KS, n, K), transpose(w->KSet, w->KSe, n, K), transpose(w->VSt, w->VS, n, V);
+    transpose(w->kt, x->k, n, K), transpose(w->At, w->A, n, n);
 }
 
-/* Pass 1 over K and the V pass: dk1, dv, and dbeta's and dg's first terms. */
-static void pass1(struct spec_work *w)
+/* Pass 1 over K and the V pass: dk1, dv, and dbeta's and dg's first terms.
+ * Column c's sums run over m in order: s = sum_m A[m][i] dw[m][c]. */
+KV_CLONES static void pass1(struct spec_work *w)
 {
     const struct kv_gdn_chunk *x = w->x;
     struct kv_gdn_spec *o = w->o;
     const int n = w->n, K = w->K, V = w->V;
+    double *sk = w->acc, *Sk = sk + (K > V ? K : V);
     for (int i = 0; i < n; i++) {
         double db = 0, dbS = 0, dbsl = 0, dg = 0, dgS = 0, dgsl = 0;
+        memset(sk, 0, sizeof(double) * (size_t)K), memset(Sk, 0, sizeof(double) * (size_t)K);
+        for (int m = 0; m < n; m++) axpy2(sk, Sk, w->A[m * n + i], x->dw + m * K, K);
         for (int c = 0; c < K; c++) {
-            double s = 0, S = 0;
-            for (int m = 0; m < n; m++) s += w->A[m * n + i] * x->dw[m * K + c], S += mag(w->A[m * n + i] * x->dw[m * K + c]);
+            double s = sk[c], S = Sk[c];
             sum_range(w, S), sum_range(w, fabs(s * w->bg[i]));
             double e = lam(w, n) * S, z = s * w->bg[i], kv = x->k[i * K + c];
             w->dk1[i * K + c] = cast16(z, fabs(w->bg[i]) * e + fabs(z) * (w->rbg[i] + U32), o->round, &w->dk1e[i * K + c], &o->flips);
@@ -208,9 +251,10 @@ static void pass1(struct spec_work *w)
             db += tb, dbS += mag(tb), dbsl += fabs(kv * w->ge[i]) * e + fabs(tb) * (rexp(x->g[i]) + 2 * U32);
             dg += tg, dgS += mag(tg), dgsl += fabs(kbg) * e + fabs(tg) * (w->rbg[i] + 2 * U32);
         }
+        memset(sk, 0, sizeof(double) * (size_t)V), memset(Sk, 0, sizeof(double) * (size_t)V);
+        for (int m = 0; m < n; m++) axpy2(sk, Sk, w->A[m * n + i], x->du + m * V, V);
         for (int c = 0; c < V; c++) {
-            double s = 0, S = 0;
-            for (int m = 0; m < n; m++) s += w->A[m * n + i] * x->du[m * V + c], S += mag(w->A[m * n + i] * x->du[m * V + c]);
+            double s = sk[c], S = Sk[c];
             sum_range(w, S), sum_range(w, S * fabs(x->beta[i]));
             o->dv[i * V + c] = s * x->beta[i], o->dv_S[i * V + c] = S * fabs(x->beta[i]);
             double tb = s * x->v[i * V + c];
@@ -222,82 +266,100 @@ static void pass1(struct spec_work *w)
     }
 }
 
+/* A row's n sums into dst (cast to bf16 where ab, with their errors in
+ * dste): value s, terms' magnitudes S and operand error ep, u of n terms. */
+static void put_row(struct spec_work *w, const double *s, const double *S, const double *ep, int terms, int ab,
+                    double *dst, double *dste)
+{
+    for (int j = 0; j < w->n; j++) {
+        double e = lam(w, terms) * S[j] + ep[j];
+        sum_range(w, S[j]);
+        dst[j] = ab ? cast16(s[j], e, 1, &dste[j], &w->o->flips) : s[j];
+        if (!ab) dste[j] = e;
+    }
+}
+
 /* dA = dw KS^T + du VS^T, strictly lower, in A's dtype; T = dA A^T (cast);
- * the gated Ug = bf16(-(A^T T) exp(g_i - g_j)), strictly lower. */
-static void through_A(struct spec_work *w)
+ * the gated Ug = bf16(-(A^T T) exp(g_i - g_j)), strictly lower. Each sum
+ * runs over its terms in the order of the dot product it is. */
+KV_CLONES static void through_A(struct spec_work *w)
 {
     const struct kv_gdn_chunk *x = w->x;
     struct kv_gdn_spec *o = w->o;
     const int n = w->n, K = w->K, V = w->V, ab = o->a_bf16 && o->round;
     const double *A = w->A;
-    for (int i = 0; i < n; i++)
-        for (int j = 0; j < n; j++) {
-            double s = 0, S = 0, ep = 0;
-            for (int c = 0; j < i && c < K; c++) {
-                s += x->dw[i * K + c] * w->KS[j * K + c], S += mag(x->dw[i * K + c] * w->KS[j * K + c]);
-                ep += fabs(x->dw[i * K + c]) * w->KSe[j * K + c];
+    double *s = w->acc, *S = s + n, *ep = S + n;
+    const size_t row = sizeof(double) * (size_t)n;
+    for (int i = 0; i < n; i++) { /* dA[i][j], j < i: sum_c dw[i][c] KS[j][c], then du VS */
+        memset(s, 0, row), memset(S, 0, row), memset(ep, 0, row);
+        for (int c = 0; c < K; c++)
+            axpy3(s, S, ep, x->dw[i * K + c], w->KSt + c * n, fabs(x->dw[i * K + c]), w->KSet + c * n, i);
+        for (int c = 0; c < V; c++) axpy2(s, S, x->du[i * V + c], w->VSt + c * n, i);
+        put_row(w, s, S, ep, K + V, ab, w->dA + i * n, w->dAe + i * n);
+    }
+    for (int i = 0; i < n; i++) { /* T[i][j] = sum_{m < i} dA[i][m] A[j][m] */
+        memset(s, 0, row), memset(S, 0, row), memset(ep, 0, row);
+        for (int m = 0; m < i; m++) {
+            const double *a = w->At + m * n, d = w->dA[i * n + m], de = w->dAe[i * n + m];
+            for (int j = 0; j < n; j++) {
+                double t = d * a[j];
+                s[j] += t, S[j] += mag(t), ep[j] += fabs(a[j]) * de;
             }
-            for (int c = 0; j < i && c < V; c++)
-                s += x->du[i * V + c] * w->VS[j * V + c], S += mag(x->du[i * V + c] * w->VS[j * V + c]);
-            double e = lam(w, K + V) * S + ep;
-            sum_range(w, S);
-            w->dA[i * n + j] = ab ? cast16(s, e, 1, &w->dAe[i * n + j], &o->flips) : s;
-            if (!ab) w->dAe[i * n + j] = e;
         }
-    for (int i = 0; i < n; i++)
-        for (int j = 0; j < n; j++) {
-            double s = 0, S = 0, ep = 0;
-            for (int m = 0; m < i; m++)
-                s += w->dA[i * n + m] * A[j * n + m], S += mag(w->dA[i * n + m] * A[j * n + m]), ep += fabs(A[j * n + m]) * w->dAe[i * n + m];
-            double e = lam(w, n) * S + ep;
-            sum_range(w, S);
-            w->T[i * n + j] = ab ? cast16(s, e, 1, &w->Te[i * n + j], &o->flips) : s;
-            if (!ab) w->Te[i * n + j] = e;
-        }
-    for (int i = 0; i < n; i++)
+        put_row(w, s, S, ep, n, ab, w->T + i * n, w->Te + i * n);
+    }
+    for (int i = 0; i < n; i++) { /* Ug[i][j], j < i: sum_m A[m][i] T[m][j], gated */
+        memset(s, 0, row), memset(S, 0, row), memset(ep, 0, row);
+        for (int m = 0; m < n; m++)
+            axpy3(s, S, ep, A[m * n + i], w->T + m * n, fabs(A[m * n + i]), w->Te + m * n, i);
         for (int j = 0; j < n; j++) {
             w->Ug[i * n + j] = w->Uge[i * n + j] = 0;
             if (j >= i) continue;
-            double s = 0, S = 0, ep = 0;
-            for (int m = 0; m < n; m++)
-                s += A[m * n + i] * w->T[m * n + j], S += mag(A[m * n + i] * w->T[m * n + j]), ep += fabs(A[m * n + i]) * w->Te[m * n + j];
-            double d = x->g[i] - x->g[j], gate = exp(d), z = -s * gate;
-            sum_range(w, S), sum_range(w, S * gate);
-            double e = gate * (lam(w, n) * S + ep) + fabs(z) * (rexp(d) + U32 * fabs(d) + U32);
+            double d = x->g[i] - x->g[j], gate = exp(d), z = -s[j] * gate;
+            sum_range(w, S[j]), sum_range(w, S[j] * gate);
+            double e = gate * (lam(w, n) * S[j] + ep[j]) + fabs(z) * (rexp(d) + U32 * fabs(d) + U32);
             w->Ug[i * n + j] = cast16(z, e, o->round, &w->Uge[i * n + j], &o->flips);
         }
+    }
 }
 
 /* Pass 2: M = (k k^T) beta_i, dkb = Ug k, dk = dkb beta + Ug^T KB + dk1,
- * dbeta's last term, and dg's rowsum - colsum of Ug * M. */
-static void pass2(struct spec_work *w)
+ * dbeta's last term, and dg's rowsum - colsum of Ug * M. Each sum runs over
+ * its terms in the order of the dot product it is. */
+KV_CLONES static void pass2(struct spec_work *w)
 {
     const struct kv_gdn_chunk *x = w->x;
     struct kv_gdn_spec *o = w->o;
     const int n = w->n, K = w->K;
-    for (int i = 0; i < n; i++)
+    double *s = w->acc, *S = s + n;
+    for (int i = 0; i < n; i++) { /* M[i][j] = sum_c k[i][c] k[j][c] */
+        memset(s, 0, sizeof(double) * (size_t)n), memset(S, 0, sizeof(double) * (size_t)n);
+        for (int c = 0; c < K; c++) axpy2(s, S, x->k[i * K + c], w->kt + c * n, n);
         for (int j = 0; j < n; j++) {
-            double s = 0, S = 0;
-            for (int c = 0; c < K; c++) s += x->k[i * K + c] * x->k[j * K + c], S += mag(x->k[i * K + c] * x->k[j * K + c]);
-            w->M[i * n + j] = s * x->beta[i];
-            sum_range(w, S), sum_range(w, S * fabs(x->beta[i]));
-            w->Me[i * n + j] = fabs(x->beta[i]) * lam(w, K) * S + U32 * fabs(w->M[i * n + j]);
+            w->M[i * n + j] = s[j] * x->beta[i];
+            sum_range(w, S[j]), sum_range(w, S[j] * fabs(x->beta[i]));
+            w->Me[i * n + j] = fabs(x->beta[i]) * lam(w, K) * S[j] + U32 * fabs(w->M[i * n + j]);
         }
+    }
+    double *dkb = w->acc, *Sd = dkb + K, *ed = Sd + K, *t = ed + K, *St = t + K, *et = St + K;
     for (int i = 0; i < n; i++) {
-        for (int c = 0; c < K; c++) {
-            double dkb = 0, Sd = 0, ed = 0, t = 0, St = 0, et = 0, kv = x->k[i * K + c];
-            for (int j = 0; j < n; j++) {
-                double u = w->Ug[i * n + j], kj = x->k[j * K + c];
-                dkb += u * kj, Sd += mag(u * kj), ed += w->Uge[i * n + j] * fabs(kj);
-                double ut = w->Ug[j * n + i], kb = w->KB[j * K + c];
-                t += ut * kb, St += mag(ut * kb), et += w->Uge[j * n + i] * fabs(kb);
+        memset(dkb, 0, 6 * sizeof(double) * (size_t)K);
+        for (int j = 0; j < n; j++) { /* over j: dkb[c] = sum_j Ug[i][j] k[j][c], t[c] = sum_j Ug[j][i] KB[j][c] */
+            const double u = w->Ug[i * n + j], ue = w->Uge[i * n + j], ut = w->Ug[j * n + i], ute = w->Uge[j * n + i];
+            const double *kj = x->k + j * K, *kb = w->KB + j * K;
+            for (int c = 0; c < K; c++) {
+                double p = u * kj[c], q = ut * kb[c];
+                dkb[c] += p, Sd[c] += mag(p), ed[c] += ue * fabs(kj[c]);
+                t[c] += q, St[c] += mag(q), et[c] += ute * fabs(kb[c]);
             }
-            double tb = dkb * kv;
-            o->dbeta[i] += tb, o->dbeta_S[i] += mag(tb), o->dbeta_sl[i] += fabs(kv) * (lam(w, n) * Sd + ed) + fabs(tb) * U32;
-            o->dk[i * K + c] = dkb * x->beta[i] + t + w->dk1[i * K + c];
-            o->dk_S[i * K + c] = fabs(x->beta[i]) * Sd + St + mag(w->dk1[i * K + c]);
-            o->dk_sl[i * K + c] = fabs(x->beta[i]) * ed + et + w->dk1e[i * K + c];
-            sum_range(w, Sd), sum_range(w, St), sum_range(w, o->dk_S[i * K + c]);
+        }
+        for (int c = 0; c < K; c++) {
+            double kv = x->k[i * K + c], tb = dkb[c] * kv;
+            o->dbeta[i] += tb, o->dbeta_S[i] += mag(tb), o->dbeta_sl[i] += fabs(kv) * (lam(w, n) * Sd[c] + ed[c]) + fabs(tb) * U32;
+            o->dk[i * K + c] = dkb[c] * x->beta[i] + t[c] + w->dk1[i * K + c];
+            o->dk_S[i * K + c] = fabs(x->beta[i]) * Sd[c] + St[c] + mag(w->dk1[i * K + c]);
+            o->dk_sl[i * K + c] = fabs(x->beta[i]) * ed[c] + et[c] + w->dk1e[i * K + c];
+            sum_range(w, Sd[c]), sum_range(w, St[c]), sum_range(w, o->dk_S[i * K + c]);
         }
         for (int j = 0; j < n; j++) {
             double a = w->Ug[i * n + j] * w->M[i * n + j], b = w->Ug[j * n + i] * w->M[j * n + i];
@@ -317,7 +379,9 @@ void kv_gdn_chunk_backward_spec(const struct kv_gdn_chunk *x, const double *A, s
     w.KS = p, p += n * D, w.KSe = p, p += n * D, w.VS = p, p += n * D, w.KB = p, p += n * D;
     w.dk1 = p, p += n * D, w.dk1e = p, p += n * D;
     w.dA = p, p += n * n, w.dAe = p, p += n * n, w.T = p, p += n * n, w.Te = p, p += n * n;
-    w.Ug = p, p += n * n, w.Uge = p, p += n * n, w.M = p, p += n * n, w.Me = p;
+    w.Ug = p, p += n * n, w.Uge = p, p += n * n, w.M = p, p += n * n, w.Me = p, p += n * n;
+    w.KSt = p, p += n * K, w.KSet = p, p += n * K, w.VSt = p, p += n * V, w.kt = p, p += n * K, w.At = p, p += n * n;
+    w.acc = p;
     o->flips = 0, o->overflow = 0;
     stage(&w);
     pass1(&w);

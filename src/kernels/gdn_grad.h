@@ -51,7 +51,8 @@ struct kv_gdn_spec {
     size_t flips;
     int overflow; /* some f32 sum's terms add up past f32's range: the device may overflow there */
 };
-/* scratch holds 8 n^2 + 6 n max(K, V) doubles. */
+/* scratch holds kv_gdn_spec_scratch(K, V) doubles (chunks of n <= 64 rows). */
+size_t kv_gdn_spec_scratch(int K, int V);
 void kv_gdn_chunk_backward_spec(const struct kv_gdn_chunk *x, const double *A, struct kv_gdn_spec *o, double *scratch);
 
 #endif

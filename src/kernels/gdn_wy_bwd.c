@@ -308,10 +308,11 @@ static struct chunk_work *work_new(const struct dims *d, int a_bf16, double u_ac
 {
     struct chunk_work *w = calloc(1, sizeof *w);
     const size_t D = (size_t)(d->K > d->V ? d->K : d->V), nK = BT * (size_t)d->K, nV = BT * (size_t)d->V;
-    double *p = w ? malloc(sizeof(double) * (BT * BT + 2 * nK + 2 * nV + 8 * BT * BT + 6 * BT * D + 7 * nK + 3 * nV)) : NULL;
+    const size_t sc = kv_gdn_spec_scratch((int)d->K, (int)d->V), ex = 8 * BT * BT + 6 * BT * D; /* spec, exact */
+    double *p = w ? malloc(sizeof(double) * (BT * BT + 2 * nK + 2 * nV + (sc > ex ? sc : ex) + 7 * nK + 3 * nV)) : NULL;
     if (!p) return free(w), NULL;
     w->A = p, p += BT * BT, w->k = p, p += nK, w->dw = p, p += nK, w->v = p, p += nV, w->du = p, p += nV;
-    w->scratch = p, p += 8 * BT * BT + 6 * BT * D;
+    w->scratch = p, p += sc > ex ? sc : ex;
     w->dk = p, p += nK, w->dk_S = p, p += nK, w->dk_sl = p, p += nK, w->ex_dk = p, p += nK;
     w->sum_y = p, p += nK, w->sum_S = p, p += nK, w->sum_chain = p, p += nK;
     w->dv = p, p += nV, w->dv_S = p, p += nV, w->ex_dv = p;

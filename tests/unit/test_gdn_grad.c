@@ -108,7 +108,7 @@ struct spec_run {
 static struct spec_run *spec_run(const struct chunk *x, const double *A, int round, int a_bf16)
 {
     struct spec_run *r = calloc(1, sizeof *r);
-    double *scratch = calloc(8 * MAXN * MAXN + 6 * MAXN * K, sizeof *scratch);
+    double *scratch = calloc(kv_gdn_spec_scratch(K, V), sizeof *scratch);
     assert_non_null(r), assert_non_null(scratch);
     r->o = (struct kv_gdn_spec){round, a_bf16, 0, r->dk, r->dk_S, r->dk_sl, r->dv, r->dv_S,
                                 r->db, r->db_S, r->db_sl, r->dg, r->dg_S, r->dg_sl, 0, 0};
