@@ -2,8 +2,10 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "core/clones.h"
 #include "core/dtype.h"
 #include "core/rng.h"
 
@@ -12,24 +14,37 @@
 /* The random streams: those of gdn-wu's tensors k, v, beta, g (its enum). */
 enum { R_K, R_V, R_BETA, R_G };
 
-/* A = (I + L)^-1 of one chunk in float64 by forward substitution, L strictly
- * lower, L[i][j] = beta_i (k_i . k_j) exp(g_i - g_j), from the inputs as
- * stored. Columns past the end of a partial chunk are filled with 1: a kernel
+/* The Gram matrix of one chunk's key rows (nv of them, stored in kt
+ * transposed: kt[e * BT + i] = k_i[e] as a double): G[i][j] = k_i . k_j for
+ * j < i, each dot summed over e in order; the rows' dots side by side, in a
+ * loop that vectorizes without reassociating any of them. */
+KV_CLONES static void gram(const double *kt, int64_t nv, int64_t K, double G[BT][BT])
+{
+    for (int64_t i = 0; i < nv; i++) {
+        double *restrict s = G[i];
+        for (int64_t j = 0; j < i; j++) s[j] = 0;
+        for (int64_t e = 0; e < K; e++) {
+            const double a = kt[e * BT + i], *restrict kj = kt + e * BT;
+            for (int64_t j = 0; j < i; j++) s[j] += a * kj[j];
+        }
+    }
+}
+
+/* A = (I + L)^-1 of one chunk and value head h in float64 by forward
+ * substitution, L strictly lower, L[i][j] = beta_i (k_i . k_j) exp(g_i -
+ * g_j), from the inputs as stored and the chunk's Gram matrix G of its key
+ * head. Columns past the end of a partial chunk are filled with 1: a kernel
  * must not use them (their rows do not exist), and one that reads rows past
  * T picks them up. Returns the chunk's inf-norm condition estimate. */
-static double chunk_A(const struct kv_gdn_inputs *d, int64_t b, int64_t ch, int64_t h)
+static double chunk_A(const struct kv_gdn_inputs *d, int64_t b, int64_t ch, int64_t h, const double G[BT][BT])
 {
-    const int64_t t0 = ch * BT, nv = d->T - t0 < BT ? d->T - t0 : BT, kh = h / (d->H / d->Hg);
+    const int64_t t0 = ch * BT, nv = d->T - t0 < BT ? d->T - t0 : BT;
     double L[BT][BT] = {{0}}, X[BT][BT] = {{0}};
     for (int64_t i = 0; i < nv; i++) {
         int64_t ri = (b * d->T + t0 + i) * d->H + h;
-        const uint16_t *ki = d->k + ((b * d->T + t0 + i) * d->Hg + kh) * d->K;
         for (int64_t j = 0; j < i; j++) {
             int64_t rj = (b * d->T + t0 + j) * d->H + h;
-            const uint16_t *kj = d->k + ((b * d->T + t0 + j) * d->Hg + kh) * d->K;
-            double dot = 0;
-            for (int64_t e = 0; e < d->K; e++) dot += (double)kv_bf16_to_f32(ki[e]) * kv_bf16_to_f32(kj[e]);
-            L[i][j] = d->beta[ri] * dot * exp((double)d->g[ri] - (double)d->g[rj]);
+            L[i][j] = d->beta[ri] * G[i][j] * exp((double)d->g[ri] - (double)d->g[rj]);
         }
     }
     double norm_il = 0, norm_x = 0;
@@ -51,6 +66,35 @@ static double chunk_A(const struct kv_gdn_inputs *d, int64_t b, int64_t ch, int6
             kv_store_f64(d->A->dtype, d->A->data, row + (size_t)j, j < nv ? (float)X[i][j] : 1.0f);
     }
     return norm_il * norm_x;
+}
+
+/* Every chunk's A: per key head's chunk, its Gram matrix once, then A for
+ * each value head that shares the key head. The largest condition estimate,
+ * or -1 out of memory. */
+static double all_A(const struct kv_gdn_inputs *d)
+{
+    const int64_t NT = (d->T + BT - 1) / BT, ratio = d->H / d->Hg;
+    double cond = 0;
+    int failed = 0;
+#pragma omp parallel reduction(max : cond) reduction(| : failed)
+    {
+        double *kt = malloc(sizeof(double) * BT * (size_t)d->K), (*G)[BT] = malloc(sizeof(double[BT][BT]));
+        failed |= !kt || !G;
+#pragma omp for schedule(dynamic)
+        for (int64_t item = 0; item < d->B * NT * d->Hg; item++) {
+            if (!kt || !G) continue;
+            const int64_t b = item / (NT * d->Hg), ch = (item / d->Hg) % NT, kh = item % d->Hg;
+            const int64_t t0 = ch * BT, nv = d->T - t0 < BT ? d->T - t0 : BT;
+            for (int64_t i = 0; i < nv; i++) {
+                const uint16_t *ki = d->k + ((b * d->T + t0 + i) * d->Hg + kh) * d->K;
+                for (int64_t e = 0; e < d->K; e++) kt[e * BT + i] = kv_bf16_to_f32(ki[e]);
+            }
+            gram(kt, nv, d->K, G);
+            for (int64_t h = kh * ratio; h < (kh + 1) * ratio; h++) cond = fmax(cond, chunk_A(d, b, ch, h, G));
+        }
+        free(kt), free(G);
+    }
+    return failed ? -1 : cond;
 }
 
 /* --dist nonfinite: after A is made from the finite k, put a NaN, a +Inf and
@@ -124,10 +168,10 @@ static void key_row(const struct kv_gdn_inputs *d, int64_t r, int random)
         for (int64_t e = 0; e < d->K; e++) kr[e] = kv_f32_to_bf16(kv_bf16_to_f32(kr[e]) / (float)sqrt(nrm));
 }
 
-void kv_gdn_make_inputs(const struct kv_gdn_inputs *d, char *note, size_t note_size)
+enum kv_status kv_gdn_make_inputs(const struct kv_gdn_inputs *d, char *note, size_t note_size)
 {
     const int random = d->dist == KV_GDN_RANDOM, dense = d->dist == KV_GDN_DENSE;
-    const int64_t rows = d->B * d->T, NT = (d->T + BT - 1) / BT;
+    const int64_t rows = d->B * d->T;
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < rows * d->Hg; r++) key_row(d, r, random);
     const int64_t nv = rows * d->H * d->V;
@@ -151,17 +195,14 @@ void kv_gdn_make_inputs(const struct kv_gdn_inputs *d, char *note, size_t note_s
             d->g[ri] = (float)fmax(acc, -20.0);
         }
     }
-    double cond = 0;
-#pragma omp parallel for schedule(dynamic) reduction(max : cond)
-    for (int64_t item = 0; item < d->B * NT * d->H; item++) {
-        double k_ = chunk_A(d, item / (NT * d->H), (item / d->H) % NT, item % d->H);
-        cond = fmax(cond, k_);
-    }
+    const double cond = all_A(d);
+    if (cond < 0) return kv_error(KV_EDEVICE, "out of host memory making A");
     if (cond > 1e4 || isnan(cond))
         snprintf(note, note_size, "A = (I+L)^-1 is ill-conditioned (inf-norm condition up to %.3g): "
                  "errors measure the inputs more than the kernel", cond);
     if (d->dist == KV_GDN_NONFINITE) nonfinite(d);
     if (dense) dense_A(d);
+    return KV_OK;
 }
 
 enum kv_status kv_gdn_check_shape(int64_t B, int64_t T, int64_t H, int64_t Hg, int64_t K, int64_t V)

@@ -29,7 +29,8 @@ struct kv_gdn_inputs {
 enum kv_status kv_gdn_check_shape(int64_t B, int64_t T, int64_t H, int64_t Hg, int64_t K, int64_t V);
 
 /* Fill k, v, beta, g and A = (I + L)^-1 per chunk (float64, rounded to A's
- * dtype). A remark for the report goes to note when A is ill-conditioned. */
-void kv_gdn_make_inputs(const struct kv_gdn_inputs *in, char *note, size_t note_size);
+ * dtype). A remark for the report goes to note when A is ill-conditioned.
+ * KV_EDEVICE out of host memory. */
+enum kv_status kv_gdn_make_inputs(const struct kv_gdn_inputs *in, char *note, size_t note_size);
 
 #endif

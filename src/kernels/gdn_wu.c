@@ -179,7 +179,7 @@ static enum kv_status inputs(struct kv_case *c)
     const struct kv_gdn_inputs in = {d.B, d.T, d.H, d.Hg, d.K, d.V, c->seed, (enum kv_gdn_dist)c->p[P_DIST].c, is_cm(c),
                                      c->t[T_K].data, c->t[T_V].data, c->t[T_BETA].data, c->t[T_G].data,
                                      &c->t[a_of(c)]};
-    kv_gdn_make_inputs(&in, c->note, sizeof c->note);
+    KV_TRY_RET(kv_gdn_make_inputs(&in, c->note, sizeof c->note));
     return KV_OK;
 }
 

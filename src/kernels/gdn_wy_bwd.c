@@ -273,7 +273,7 @@ static enum kv_status inputs(struct kv_case *c)
     const int ta = a16(c) ? T_A16 : T_A;
     const struct kv_gdn_inputs in = {d.B, d.T, d.H, d.Hg, d.K, d.V, c->seed, dist_of[c->p[P_DIST].c], 0,
                                      c->t[T_K].data, c->t[T_V].data, c->t[T_BETA].data, c->t[T_G].data, &c->t[ta]};
-    kv_gdn_make_inputs(&in, c->note, sizeof c->note);
+    KV_TRY_RET(kv_gdn_make_inputs(&in, c->note, sizeof c->note));
     /* dw, du ~ N(0, 1/16): upstream gradients, their own streams */
     for (int t = T_DW; t <= T_DU; t++) {
         uint16_t *x = c->t[t].data;
