@@ -13,6 +13,9 @@ void kv_philox4x32(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]
 
 /* Uniform double in [0, 1) with 53 random bits. */
 double kv_rng_uniform(uint64_t seed, uint32_t stream, uint64_t i);
+/* The generator of every generated input, as reports name it: element i of
+ * a tensor's stream depends only on (seed, stream, i). */
+#define KV_RNG_NAME "philox4x32-10 (seed, tensor, index); normals by Marsaglia's polar method"
 /* Standard normal sample (Marsaglia's polar method on Philox draws). */
 double kv_rng_normal(uint64_t seed, uint32_t stream, uint64_t i);
 /* out[k] = kv_rng_normal(seed, stream, i0 + k) for k < n, bit for bit, in

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/files.h"
+#include "core/rng.h"
 #include "core/version.h"
 #include "reports/report.h"
 
@@ -201,6 +202,7 @@ static cJSON *case_json(const struct kv_case_result *c, int multi)
         else cJSON_AddStringToObject(params, c->pname[i], c->pval[i]);
     }
     cJSON_AddNumberToObject(o, "seed", (double)c->seed);
+    cJSON_AddStringToObject(o, "generator", KV_RNG_NAME); /* of the inputs not given by files */
     if (c->inputs[0]) cJSON_AddStringToObject(o, "inputs", c->inputs);
     else cJSON_AddNullToObject(o, "inputs");
     if (c->command[0]) cJSON_AddStringToObject(o, "command", c->command);

@@ -17,6 +17,7 @@ for path in sys.argv[1:]:
         for k in ("name", "kernel", "params", "seed", "status", "error", "outputs", "time_ms"):
             assert k in c, k
         assert c["status"] in ("pass", "fail", "error", "skip")
+        assert c["generator"].startswith("philox4x32-10"), c.get("generator")  # which generator made the inputs
         assert c["name"].startswith("rmsnorm-bwd[") and "seed=" in c["name"]
         for k in ("rows", "dim", "eps"):
             assert isinstance(c["params"][k], (int, float)), k
