@@ -28,15 +28,11 @@ PY
 # count among the sampled elements); a planted bug (u's last row of a chunk left unwritten:
 # the sample's row edges and the random rows) still fails u.
 S=(gdn-wu --seq 100 --heads 2 --kv-heads 1 --dk 64 --dv 36 --dist nonfinite --oracle both --sample 80)
-expect_exit 0 "$KV" "${S[@]}" --json "$TMP/sc.json"
-KVERIFY_TEST_FULL_ORACLE=1 expect_exit 0 "$KV" "${S[@]}" --json "$TMP/sf.json"
-python3 - "$TMP/sc.json" "$TMP/sf.json" <<'PY' || fail "--sample: the compact oracle's report"
+expect_compact_oracle "$KV" "${S[@]}"
+python3 - "$TMP/sc.json" <<'PY' || fail "--sample: w's ambiguous count"
 import json, sys
-a, b = (json.load(open(f))["cases"][0] for f in sys.argv[1:])
-for x in (a, b): x.pop("time_ms", None)
-assert a == b, "compact and whole oracles differ"
-w = [o for o in a["outputs"] if o["name"] == "w"][0]
-assert w["elements"] < w["elements_total"] and 0 < w["ambiguous"] <= w["elements"], w
+w = [o for o in json.load(open(sys.argv[1]))["cases"][0]["outputs"] if o["name"] == "w"][0]
+assert 0 < w["ambiguous"] <= w["elements"], w
 PY
 mkdir -p "$TMP/mutu" && cp "$KV_SRC"/shaders/gdn_wu* "$TMP/mutu/"
 sed -i 's/if (i < nv \&\& col0/if (i + 1u < nv \&\& col0/' "$TMP/mutu/gdn_wu.glsl"

@@ -34,3 +34,18 @@ expect_error() {
   ls "$TMP" | grep -q 'report.json.tmp' && fail "'$*': left a temporary report behind"
   return 0
 }
+
+# expect_compact_oracle CMD...: a --sample case (exit 0) whose oracle holds only
+# the sampled elements reports exactly what the whole oracle reports on the same
+# sample (KVERIFY_TEST_FULL_ORACLE=1); the report is left in $TMP/sc.json.
+expect_compact_oracle() {
+  expect_exit 0 "$@" --json "$TMP/sc.json"
+  KVERIFY_TEST_FULL_ORACLE=1 expect_exit 0 "$@" --json "$TMP/sf.json"
+  python3 - "$TMP/sc.json" "$TMP/sf.json" <<'PY' || fail "'$*': the compact oracle's report differs from the whole oracle's"
+import json, sys
+a, b = (json.load(open(f))["cases"][0] for f in sys.argv[1:])
+for x in (a, b): x.pop("time_ms", None)
+assert a == b
+assert all(o["elements"] < o["elements_total"] for o in a["outputs"]), "an output not sampled"
+PY
+}
