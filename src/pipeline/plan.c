@@ -436,8 +436,8 @@ const void *kv_plan_download(const struct kv_plan *p, int t, int ch)
 }
 
 enum kv_status kv_plan_run(struct kv_runner *r, struct kv_case *c, struct kv_plan *p, const int *run_stage,
-                           const int *chain_stage, uint32_t cap, int variant, double *stage_ms, double *upload_ms,
-                           double *download_ms)
+                           const int *chain_stage, uint32_t cap, int variant, double *stage_ms, double *chained_ms,
+                           double *upload_ms, double *download_ms)
 {
     enum kv_status st = KV_OK;
     const struct kv_kernel *k = r->k;
@@ -453,8 +453,9 @@ enum kv_status kv_plan_run(struct kv_runner *r, struct kv_case *c, struct kv_pla
     if (variant == KV_VARIANT_SANITIZED) KV_TRY(san_upload(r, c, p, cap, &b));
     kv_vk_batch_barrier(&b, KV_BARRIER_TRANSFER_TO_COMPUTE);
     int t_prev = kv_vk_batch_stamp(&b), t_uploaded = t_prev;
-    int stamp_before[KV_MAX_STAGES], stamp_after[KV_MAX_STAGES];
+    int stamp_before[KV_MAX_STAGES], stamp_after[KV_MAX_STAGES], t_chain = -1;
     for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1) t_chain = t_prev;
         for (int s = 0; s < k->n_stages; s++) {
             if (!run_stage[s] || (pass == 1 && !chain_stage[s])) continue;
             struct kv_vk_range bind[KV_VK_MAX_BINDINGS];
@@ -494,6 +495,7 @@ enum kv_status kv_plan_run(struct kv_runner *r, struct kv_case *c, struct kv_pla
     if (variant == KV_VARIANT_SANITIZED) KV_TRY(kv_vk_buffer_invalidate(d, &p->san_down));
     for (int s = 0; s < k->n_stages; s++)
         stage_ms[s] = run_stage[s] ? kv_vk_batch_ms(&b, stamp_before[s], stamp_after[s]) : 0;
+    if (chained_ms) *chained_ms = kv_vk_batch_ms(&b, t_chain, t_computed);
     *upload_ms = kv_vk_batch_ms(&b, t_start, t_uploaded);
     *download_ms = kv_vk_batch_ms(&b, t_computed, t_end);
     if (!staged(p)) { /* the transfers, timed on the host */

@@ -66,10 +66,11 @@ enum kv_status kv_plan_make(struct kv_runner *r, struct kv_case *c, const int *c
 /* Record and run the stages once, each dispatch capped at cap workgroups
  * (0: none), on the variant's pipelines (KV_VARIANT_*) where the runner has
  * them (the sanitized ones with their record buffers); times per isolated
- * stage, upload, download. */
+ * stage, of the chained reruns together (chained_ms, may be NULL), upload,
+ * download. */
 enum kv_status kv_plan_run(struct kv_runner *r, struct kv_case *c, struct kv_plan *p, const int *run_stage,
-                           const int *chain_stage, uint32_t cap, int variant, double *stage_ms, double *upload_ms,
-                           double *download_ms);
+                           const int *chain_stage, uint32_t cap, int variant, double *stage_ms, double *chained_ms,
+                           double *upload_ms, double *download_ms);
 /* --bench: keep the device busy with the first stage for warmup_s seconds
  * (a GPU leaves its idle clocks only under sustained load), then run each
  * stage in run_stage 3 times untimed and n times timed back to back (each

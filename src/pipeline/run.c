@@ -275,11 +275,13 @@ static enum kv_status run_device(struct case_run *x)
     x->first_mapped = repeat == 1 && !x->o->stress && !x->o->sanitize && x->o->bench <= 0;
     for (int rep = 0; rep < repeat; rep++) {
         double up_ms, down_ms;
+        double chained_ms;
         KV_TRY(kv_plan_run(x->r, x->c, &x->p, x->run_stage, x->chain_stage, x->o->max_groups, 0, stage_runs[rep],
-                           &up_ms, &down_ms));
+                           &chained_ms, &up_ms, &down_ms));
         double t1 = kv_now_ms();
         KV_TRY(keep_downloads(x, rep));
-        if (rep == 0) res->ms.upload = up_ms, res->ms.download = down_ms + (kv_now_ms() - t1);
+        if (rep == 0)
+            res->ms.upload = up_ms, res->ms.download = down_ms + (kv_now_ms() - t1), res->ms.chained = chained_ms;
     }
     if (x->o->bench > 0) KV_TRY(bench_stages(x));
     for (int s = 0; s < k->n_stages; s++) {
@@ -425,7 +427,7 @@ static enum kv_status stress_run(struct case_run *x, const struct kv_stress_run 
     struct kv_plan *p = &x->p;
     struct kv_case_result *res = x->res;
     double ms[KV_MAX_STAGES], up, down;
-    KV_TRY(kv_plan_run(x->r, c, p, x->run_stage, x->chain_stage, sr->cap, sr->variant, ms, &up, &down));
+    KV_TRY(kv_plan_run(x->r, c, p, x->run_stage, x->chain_stage, sr->cap, sr->variant, ms, NULL, &up, &down));
     size_t used = strlen(res->stress);
     snprintf(res->stress + used, sizeof res->stress - used, "%s%s", used ? "," : "", sr->tag + 1);
     if (sr->variant == KV_VARIANT_SANITIZED && !kv_sanitize_rows(x->r, c, p, x->run_stage, x->chain_stage, res))

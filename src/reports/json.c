@@ -224,6 +224,7 @@ static cJSON *case_json(const struct kv_case_result *c, int multi)
     add_num(t, "inputs", c->ms.inputs);
     add_num(t, "upload", c->ms.upload);
     add_num(t, "device", c->ms.device);
+    add_num(t, "chained", c->ms.chained);
     add_num(t, "download", c->ms.download);
     add_num(t, "oracle", c->ms.oracle);
     add_num(t, "compare", c->ms.compare);

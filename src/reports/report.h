@@ -71,6 +71,7 @@ struct kv_case_result {
     struct {
         double inputs, upload, device, download, oracle, compare;
         double buffers, teardown; /* the device buffers' creation; freeing the case */
+        double chained;           /* the chained reruns on the device (not in device) */
     } ms;
     char inputs[1024];     /* --inputs path, or "" when generated */
     char command[2048];    /* the kernel command that reproduces this case's verdict, or "" */

@@ -21,8 +21,9 @@ for path in sys.argv[1:]:
         assert c["name"].startswith("rmsnorm-bwd[") and "seed=" in c["name"]
         for k in ("rows", "dim", "eps"):
             assert isinstance(c["params"][k], (int, float)), k
-        for k in ("upload", "device", "download", "oracle", "compare"):
+        for k in ("upload", "device", "chained", "download", "oracle", "compare"):
             assert isinstance(c["time_ms"][k], (int, float)), k
+        assert c["time_ms"]["chained"] > 0, "rmsnorm-bwd's chained reruns (dx and dw on the device's r) not timed"
         names = [o["name"] for o in c["outputs"]]
         assert names == ["r", "dx", "dw", "dx.chained", "dw.chained"], names
         for o in c["outputs"]:
