@@ -159,6 +159,7 @@ struct spec_work {
     struct kv_gdn_spec *o;
     int n, K, V;
     double ua;                      /* the intermediates' accumulation unit */
+    double lam_n, lam_K, lam_KV;    /* lam of n, K and K + V terms, made once per chunk */
     double ge[64], bg[64], rbg[64]; /* exp(g), beta exp(g) and its relative error on the device */
     double *KS, *KSe, *VS, *KB;     /* staged bf16(k bg), bf16(v beta), bf16(k beta): n x D */
     double *dk1, *dk1e;             /* dk after pass 1 (bf16) and its error, n x K */
@@ -245,7 +246,7 @@ KV_CLONES static void pass1(struct spec_work *w)
         for (int c = 0; c < K; c++) {
             double s = sk[c], S = Sk[c];
             sum_range(w, S), sum_range(w, fabs(s * w->bg[i]));
-            double e = lam(w, n) * S, z = s * w->bg[i], kv = x->k[i * K + c];
+            double e = w->lam_n * S, z = s * w->bg[i], kv = x->k[i * K + c];
             w->dk1[i * K + c] = cast16(z, fabs(w->bg[i]) * e + fabs(z) * (w->rbg[i] + U32), o->round, &w->dk1e[i * K + c], &o->flips);
             double tb = s * kv * w->ge[i], kbg = kv * w->bg[i], tg = s * kbg;
             db += tb, dbS += mag(tb), dbsl += fabs(kv * w->ge[i]) * e + fabs(tb) * (rexp(x->g[i]) + 2 * U32);
@@ -258,7 +259,7 @@ KV_CLONES static void pass1(struct spec_work *w)
             sum_range(w, S), sum_range(w, S * fabs(x->beta[i]));
             o->dv[i * V + c] = s * x->beta[i], o->dv_S[i * V + c] = S * fabs(x->beta[i]);
             double tb = s * x->v[i * V + c];
-            db += tb, dbS += mag(tb), dbsl += fabs(x->v[i * V + c]) * lam(w, n) * S + fabs(tb) * U32;
+            db += tb, dbS += mag(tb), dbsl += fabs(x->v[i * V + c]) * w->lam_n * S + fabs(tb) * U32;
         }
         o->dbeta[i] = db, o->dbeta_S[i] = dbS, o->dbeta_sl[i] = dbsl;
         o->dg[i] = dg, o->dg_S[i] = dgS, o->dg_sl[i] = dgsl;
@@ -267,12 +268,13 @@ KV_CLONES static void pass1(struct spec_work *w)
 }
 
 /* A row's n sums into dst (cast to bf16 where ab, with their errors in
- * dste): value s, terms' magnitudes S and operand error ep, u of n terms. */
-static void put_row(struct spec_work *w, const double *s, const double *S, const double *ep, int terms, int ab,
+ * dste): value s, terms' magnitudes S and operand error ep, lam_t the lam of
+ * their number of terms. */
+static void put_row(struct spec_work *w, const double *s, const double *S, const double *ep, double lam_t, int ab,
                     double *dst, double *dste)
 {
     for (int j = 0; j < w->n; j++) {
-        double e = lam(w, terms) * S[j] + ep[j];
+        double e = lam_t * S[j] + ep[j];
         sum_range(w, S[j]);
         dst[j] = ab ? cast16(s[j], e, 1, &dste[j], &w->o->flips) : s[j];
         if (!ab) dste[j] = e;
@@ -295,7 +297,7 @@ KV_CLONES static void through_A(struct spec_work *w)
         for (int c = 0; c < K; c++)
             axpy3(s, S, ep, x->dw[i * K + c], w->KSt + c * n, fabs(x->dw[i * K + c]), w->KSet + c * n, i);
         for (int c = 0; c < V; c++) axpy2(s, S, x->du[i * V + c], w->VSt + c * n, i);
-        put_row(w, s, S, ep, K + V, ab, w->dA + i * n, w->dAe + i * n);
+        put_row(w, s, S, ep, w->lam_KV, ab, w->dA + i * n, w->dAe + i * n);
     }
     for (int i = 0; i < n; i++) { /* T[i][j] = sum_{m < i} dA[i][m] A[j][m] */
         memset(s, 0, row), memset(S, 0, row), memset(ep, 0, row);
@@ -306,7 +308,7 @@ KV_CLONES static void through_A(struct spec_work *w)
                 s[j] += t, S[j] += mag(t), ep[j] += fabs(a[j]) * de;
             }
         }
-        put_row(w, s, S, ep, n, ab, w->T + i * n, w->Te + i * n);
+        put_row(w, s, S, ep, w->lam_n, ab, w->T + i * n, w->Te + i * n);
     }
     for (int i = 0; i < n; i++) { /* Ug[i][j], j < i: sum_m A[m][i] T[m][j], gated */
         memset(s, 0, row), memset(S, 0, row), memset(ep, 0, row);
@@ -317,7 +319,7 @@ KV_CLONES static void through_A(struct spec_work *w)
             if (j >= i) continue;
             double d = x->g[i] - x->g[j], gate = exp(d), z = -s[j] * gate;
             sum_range(w, S[j]), sum_range(w, S[j] * gate);
-            double e = gate * (lam(w, n) * S[j] + ep[j]) + fabs(z) * (rexp(d) + U32 * fabs(d) + U32);
+            double e = gate * (w->lam_n * S[j] + ep[j]) + fabs(z) * (rexp(d) + U32 * fabs(d) + U32);
             w->Ug[i * n + j] = cast16(z, e, o->round, &w->Uge[i * n + j], &o->flips);
         }
     }
@@ -338,7 +340,7 @@ KV_CLONES static void pass2(struct spec_work *w)
         for (int j = 0; j < n; j++) {
             w->M[i * n + j] = s[j] * x->beta[i];
             sum_range(w, S[j]), sum_range(w, S[j] * fabs(x->beta[i]));
-            w->Me[i * n + j] = fabs(x->beta[i]) * lam(w, K) * S[j] + U32 * fabs(w->M[i * n + j]);
+            w->Me[i * n + j] = fabs(x->beta[i]) * w->lam_K * S[j] + U32 * fabs(w->M[i * n + j]);
         }
     }
     double *dkb = w->acc, *Sd = dkb + K, *ed = Sd + K, *t = ed + K, *St = t + K, *et = St + K;
@@ -355,7 +357,7 @@ KV_CLONES static void pass2(struct spec_work *w)
         }
         for (int c = 0; c < K; c++) {
             double kv = x->k[i * K + c], tb = dkb[c] * kv;
-            o->dbeta[i] += tb, o->dbeta_S[i] += mag(tb), o->dbeta_sl[i] += fabs(kv) * (lam(w, n) * Sd[c] + ed[c]) + fabs(tb) * U32;
+            o->dbeta[i] += tb, o->dbeta_S[i] += mag(tb), o->dbeta_sl[i] += fabs(kv) * (w->lam_n * Sd[c] + ed[c]) + fabs(tb) * U32;
             o->dk[i * K + c] = dkb[c] * x->beta[i] + t[c] + w->dk1[i * K + c];
             o->dk_S[i * K + c] = fabs(x->beta[i]) * Sd[c] + St[c] + mag(w->dk1[i * K + c]);
             o->dk_sl[i * K + c] = fabs(x->beta[i]) * ed[c] + et[c] + w->dk1e[i * K + c];
@@ -382,6 +384,7 @@ void kv_gdn_chunk_backward_spec(const struct kv_gdn_chunk *x, const double *A, s
     w.Ug = p, p += n * n, w.Uge = p, p += n * n, w.M = p, p += n * n, w.Me = p, p += n * n;
     w.KSt = p, p += n * K, w.KSet = p, p += n * K, w.VSt = p, p += n * V, w.kt = p, p += n * K, w.At = p, p += n * n;
     w.acc = p;
+    w.lam_n = lam(&w, n), w.lam_K = lam(&w, K), w.lam_KV = lam(&w, K + V);
     o->flips = 0, o->overflow = 0;
     stage(&w);
     pass1(&w);
