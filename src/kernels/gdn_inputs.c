@@ -211,7 +211,8 @@ enum kv_status kv_gdn_check_shape(int64_t B, int64_t T, int64_t H, int64_t Hg, i
         return kv_error(KV_EUSAGE, "--heads %lld is not a multiple of --kv-heads %lld", (long long)H, (long long)Hg);
     int64_t rows = B * T, d = K > V ? K : V;
     if (d < BT) d = BT;
-    if (B > INT32_MAX / T || rows > INT32_MAX / H || rows * H > INT32_MAX / d)
-        return kv_error(KV_EUSAGE, "--batch x --seq x --heads x max(--dk, --dv, 64) is more than 2^31-1 elements");
+    const int64_t most = (int64_t)1 << 40;
+    if (B > most / T || rows > most / H || rows * H > most / d)
+        return kv_error(KV_EUSAGE, "--batch x --seq x --heads x max(--dk, --dv, 64) is more than 2^40 elements");
     return KV_OK;
 }

@@ -24,7 +24,9 @@ struct kv_gdn_inputs {
 
 /* The shape rules both gdn kernels share (their first six parameters are
  * batch, seq, heads, kv-heads, dk, dv): heads a multiple of kv-heads, and
- * every tensor below 2^31 elements (the shaders index with 32 bits).
+ * every tensor at most 2^40 elements. The shaders index with 32 bits: a
+ * tensor longer than a binding reaches is bound a window of the sequence at
+ * a time (kernel.h, window_chunk).
  * KV_EUSAGE with the message naming the flags. */
 enum kv_status kv_gdn_check_shape(int64_t B, int64_t T, int64_t H, int64_t Hg, int64_t K, int64_t V);
 

@@ -355,4 +355,5 @@ const struct kv_kernel kv_kernel_gdn_wu = {
     .inputs = inputs,
     .oracle = oracle,
     .sample_outputs = 1ull << T_W | 1ull << T_U | 1ull << T_W_CM | 1ull << T_U_CM | 1ull << T_W_AB | 1ull << T_U_AB,
+    .window_batch = P_B, .window_seq = P_T, .window_chunk = BT,
 };

@@ -540,4 +540,5 @@ const struct kv_kernel kv_kernel_gdn_wy_bwd = {
     .inputs = inputs,
     .oracle = oracle,
     .sample_outputs = (1ull << T_DKH | 1ull << T_DV | 1ull << T_DB | 1ull << T_DG | 1ull << T_DK) * (1ull | 1ull << (T_DKH_AB - T_DKH) | 1ull << 2 * (T_DKH_AB - T_DKH)),
+    .window_batch = P_B, .window_seq = P_T, .window_chunk = BT,
 };

@@ -175,6 +175,15 @@ struct kv_kernel {
      * c->iso[t], its whole oracle in its dtype, for the next stage's isolated
      * run (the oracle fills it instead of y there). */
     uint64_t sample_outputs;
+    /* Optional: the stages may run in windows of the sequence where a
+     * tensor is longer than a binding reaches (maxStorageBufferRange). Every
+     * tensor a stage binds is laid out [batch, seq, ...] (the parameters at
+     * window_batch and window_seq), and each stage's work is local to chunks
+     * of window_chunk rows of one sequence: so a window of whole sequences, or
+     * of whole chunks of one, runs as the case with that batch and seq, every
+     * tensor bound from the window's first row (pipeline/window.h).
+     * window_chunk 0: whole tensors only. */
+    int window_batch, window_seq, window_chunk;
     /* A spec kernel read from a folder: the folder (a case's command repeats
      * it as --kernels); NULL for the built-ins and the embedded specs. */
     const char *origin;

@@ -34,17 +34,6 @@ static size_t round4(size_t n) { return (n + 3) & ~(size_t)3; }
 /* Whether every tensor is staged whole in up and down (neither streamed nor direct). */
 static int staged(const struct kv_plan *p) { return !p->streamed && !p->direct; }
 
-size_t kv_poison_bytes(size_t bytes)
-{
-    size_t n = round4(bytes);
-    return n < KV_GUARD_BYTES ? KV_GUARD_BYTES : n > KV_POISON_MAX ? KV_POISON_MAX : n;
-}
-
-size_t kv_bound_bytes(const struct kv_tensor_def *td, size_t bytes)
-{
-    return round4(bytes) + (td->role == KV_OUTPUT ? KV_GUARD_BYTES : kv_poison_bytes(bytes));
-}
-
 void kv_plan_free(struct kv_vk_device *d, struct kv_plan *p)
 {
     for (int t = 0; t < KV_MAX_TENSORS; t++) {
@@ -124,6 +113,21 @@ cleanup:
     return st;
 }
 
+/* Each active stage's windows (binding.h); --abi stages bind whole tensors. */
+static enum kv_status plan_windows(const struct kv_runner *r, const struct kv_case *c, struct kv_plan *p)
+{
+    const struct kv_vk_info *dev = &r->d->info;
+    for (int s = 0; s < r->k->n_stages; s++) {
+        p->win[s].n = 1;
+        if (!kv_stage_on(c, s)) continue;
+        KV_TRY_RET(kv_windows_plan(c, s, dev->max_storage_range, dev->min_storage_align, &p->win[s]));
+        if (r->abi[s] && p->win[s].n > 1)
+            return kv_error(KV_EUSAGE, "%s: stage %s runs with an --abi file, which binds whole tensors, and one "
+                            "of its tensors is longer than maxStorageBufferRange", c->name, r->k->stages[s].name);
+    }
+    return KV_OK;
+}
+
 enum kv_status kv_plan_make(struct kv_runner *r, struct kv_case *c, const int *chain_stage, struct kv_plan *p)
 {
     enum kv_status st = KV_OK;
@@ -132,6 +136,7 @@ enum kv_status kv_plan_make(struct kv_runner *r, struct kv_case *c, const int *c
     struct kv_tensor *prod = calloc(KV_MAX_STAGES * KV_ABI_MAX, sizeof *prod);
     KV_CHECK(prod, KV_EDEVICE, "out of host memory");
     size_t up = 0, down = 0;
+    KV_TRY(plan_windows(r, c, p));
     for (int t = 0; t < k->n_tensors; t++)
         if (k->tensors[t].role == KV_OUTPUT && chain_stage[k->tensors[t].stage]) p->has_chain[t] = 1;
     for (int t = 0; t < k->n_tensors; t++) {
@@ -241,20 +246,23 @@ static void abi_bindings(const struct kv_abi *a, const struct kv_kernel *k, stru
     }
 }
 
-static void stage_bindings(const struct kv_kernel *k, struct kv_case *c, struct kv_plan *p, int s, int pass,
-                           struct kv_vk_range *bind)
+/* Window wc's bindings from row row0 (the whole case: wc == c, row0 0). */
+static void stage_bindings(const struct kv_kernel *k, const struct kv_case *c, const struct kv_case *wc,
+                           int64_t row0, struct kv_plan *p, int s, int pass, struct kv_vk_range *bind)
 {
     const struct kv_stage_def *sd = &k->stages[s];
     for (int i = 0; i < sd->n_bindings; i++) {
         int t = sd->bindings[i];
-        size_t bytes = kv_tensor_bytes(&c->t[t]);
-        const struct kv_tensor_def *td = &k->tensors[t];
-        const struct kv_vk_buffer *buf = &p->dev[t];
-        if (td->role == KV_OUTPUT && td->stage != s) buf = pass == 0 ? &p->iso[t] : &p->dev[t];
-        else if (td->role == KV_OUTPUT && pass == 1) buf = &p->chain[t];
+        size_t bytes = kv_tensor_bytes(&c->t[t]), off = 0;
+        if (wc != c) {
+            size_t row = (size_t)kv_window_row_bytes(c, t);
+            off = (size_t)row0 * row;
+            bytes = (size_t)(wc->p[k->window_batch].i * wc->p[k->window_seq].i) * row;
+        }
         /* Whole words (f16 and u8 tensors are read as packed uints), and the
-         * guard words or poisoned tail after them (kv_bound_bytes). */
-        bind[i] = whole(buf, kv_bound_bytes(td, bytes));
+         * guard words or poisoned tail after them (kv_bound_bytes): in a
+         * window, the next window's rows where it is not the last. */
+        bind[i] = (struct kv_vk_range){tensor_buffer(k, p, t, s, pass), off, kv_bound_bytes(&k->tensors[t], bytes)};
     }
 }
 
@@ -273,7 +281,8 @@ static void group_limits(const struct kv_runner *r, int s, uint32_t cap, uint32_
 /* Stage s's bindings, push constants and group counts for case c: its own
  * launch rule, or its --abi file's (which --max-groups cannot cap). */
 static enum kv_status stage_launch(struct kv_runner *r, struct kv_case *c, struct kv_plan *p, int s, int pass,
-                                   uint32_t cap, struct kv_vk_range *bind, void *push, uint32_t groups[3])
+                                   uint32_t cap, int64_t window, struct kv_vk_range *bind, void *push,
+                                   uint32_t groups[3])
 {
     if (r->abi[s]) {
         abi_bindings(r->abi[s], r->k, c, p, pass, bind);
@@ -281,8 +290,18 @@ static enum kv_status stage_launch(struct kv_runner *r, struct kv_case *c, struc
     }
     uint32_t max[3];
     group_limits(r, s, cap, max);
-    stage_bindings(r->k, c, p, s, pass, bind);
-    r->k->stages[s].launch(c, r->local[s], max, push, groups);
+    if (p->win[s].n == 1) {
+        stage_bindings(r->k, c, c, 0, p, s, pass, bind);
+        r->k->stages[s].launch(c, r->local[s], max, push, groups);
+        return KV_OK;
+    }
+    struct kv_case *wc = malloc(sizeof *wc);
+    if (!wc) return kv_error(KV_EDEVICE, "out of host memory");
+    int64_t row0;
+    kv_window_case(c, &p->win[s], window, wc, &row0);
+    stage_bindings(r->k, c, wc, row0, p, s, pass, bind);
+    r->k->stages[s].launch(wc, r->local[s], max, push, groups);
+    free(wc);
     return KV_OK;
 }
 
@@ -354,7 +373,7 @@ static enum kv_status san_shadow(struct kv_runner *r, struct kv_case *c, struct 
             struct kv_vk_range bind[KV_VK_MAX_BINDINGS];
             unsigned char push[256] = {0};
             uint32_t g[3];
-            KV_TRY_RET(stage_launch(r, c, p, s, pass, cap, bind, push, g));
+            KV_TRY_RET(stage_launch(r, c, p, s, pass, cap, 0, bind, push, g));
             uint64_t bytes = (uint64_t)g[0] * g[1] * g[2] * m->shadow_units * 8;
             need = bytes > need ? bytes : need;
         }
@@ -435,6 +454,26 @@ const void *kv_plan_download(const struct kv_plan *p, int t, int ch)
     return p->streamed ? p->host_down[t][ch] : (const char *)p->down.map + p->down_off[ch][t];
 }
 
+enum kv_status kv_plan_dispatch(struct kv_runner *r, struct kv_case *c, struct kv_plan *p, int s, int pass,
+                                uint32_t cap, int variant, struct kv_vk_batch *b)
+{
+    for (int64_t w = 0; w < p->win[s].n; w++) { /* windows touch different rows: no barrier between */
+        struct kv_vk_range bind[KV_VK_MAX_BINDINGS];
+        unsigned char push[256] = {0};
+        uint32_t groups[3];
+        KV_TRY_RET(stage_launch(r, c, p, s, pass, cap, w, bind, push, groups));
+        const struct kv_vk_pipeline *pipe = kv_runner_pipe(r, c, s, variant);
+        if (pipe == &r->san[s]) {
+            bind[r->san_mod[s]->binding] = (struct kv_vk_range){&p->san_dev, (size_t)(2 * s + pass) * KV_SAN_SLOT,
+                                                                KV_SAN_SLOT};
+            if (r->san_mod[s]->shadow_binding)
+                bind[r->san_mod[s]->shadow_binding] = whole(&p->san_shadow, p->san_shadow.size);
+        }
+        KV_TRY_RET(kv_vk_batch_dispatch(b, pipe, bind, push, groups));
+    }
+    return KV_OK;
+}
+
 enum kv_status kv_plan_run(struct kv_runner *r, struct kv_case *c, struct kv_plan *p, const int *run_stage,
                            const int *chain_stage, uint32_t cap, int variant, double *stage_ms, double *chained_ms,
                            double *upload_ms, double *download_ms)
@@ -443,11 +482,17 @@ enum kv_status kv_plan_run(struct kv_runner *r, struct kv_case *c, struct kv_pla
     const struct kv_kernel *k = r->k;
     struct kv_vk_device *d = r->d;
     struct kv_vk_batch b;
-    int n_disp = 2 * k->n_stages;
+    int64_t n_disp = 0;
+    for (int s = 0; s < k->n_stages; s++) n_disp += 2 * p->win[s].n;
+    KV_CHECK(variant != KV_VARIANT_SANITIZED || n_disp == 2 * k->n_stages, KV_EUSAGE,
+             "%s: the sanitizer checks whole bindings, and a stage here runs in windows (a tensor is longer than "
+             "maxStorageBufferRange)", c->name);
+    KV_CHECK(n_disp < UINT32_MAX - 4, KV_EUSAGE, "%s: %lld dispatches of windows are too many", c->name,
+             (long long)n_disp);
     double t_host = kv_now_ms();
     if (!staged(p)) KV_TRY(stream_uploads(d, c, p));
     double streamed_up = kv_now_ms() - t_host;
-    KV_TRY(kv_vk_batch_begin(d, (uint32_t)n_disp, (uint32_t)n_disp + 4, &b));
+    KV_TRY(kv_vk_batch_begin(d, (uint32_t)n_disp, 2 * (uint32_t)k->n_stages + 4, &b));
     int t_start = kv_vk_batch_stamp(&b);
     record_upload(k, c, p, &b);
     if (variant == KV_VARIANT_SANITIZED) KV_TRY(san_upload(r, c, p, cap, &b));
@@ -458,17 +503,7 @@ enum kv_status kv_plan_run(struct kv_runner *r, struct kv_case *c, struct kv_pla
         if (pass == 1) t_chain = t_prev;
         for (int s = 0; s < k->n_stages; s++) {
             if (!run_stage[s] || (pass == 1 && !chain_stage[s])) continue;
-            struct kv_vk_range bind[KV_VK_MAX_BINDINGS];
-            unsigned char push[256] = {0};
-            uint32_t groups[3];
-            KV_TRY(stage_launch(r, c, p, s, pass, cap, bind, push, groups));
-            const struct kv_vk_pipeline *pipe = kv_runner_pipe(r, c, s, variant);
-            if (pipe == &r->san[s]) {
-                bind[r->san_mod[s]->binding] = (struct kv_vk_range){&p->san_dev, (size_t)(2 * s + pass) * KV_SAN_SLOT,
-                                                                    KV_SAN_SLOT};
-                if (r->san_mod[s]->shadow_binding) bind[r->san_mod[s]->shadow_binding] = whole(&p->san_shadow, p->san_shadow.size);
-            }
-            KV_TRY(kv_vk_batch_dispatch(&b, pipe, bind, push, groups));
+            KV_TRY(kv_plan_dispatch(r, c, p, s, pass, cap, variant, &b));
             kv_vk_batch_barrier(&b, KV_BARRIER_COMPUTE_TO_COMPUTE);
             if (pass == 0) stamp_before[s] = t_prev;
             t_prev = kv_vk_batch_stamp(&b);
@@ -506,68 +541,6 @@ enum kv_status kv_plan_run(struct kv_runner *r, struct kv_case *c, struct kv_pla
     }
 cleanup:
     kv_vk_batch_destroy(&b);
-    return st;
-}
-
-/* Stage s dispatched `runs` times between barriers in one submission; with
- * stamps non-NULL, a timestamp before the first and after each. */
-static enum kv_status bench_batch(struct kv_runner *r, struct kv_case *c, struct kv_plan *p, int s, int runs,
-                                  uint32_t cap, struct kv_vk_batch *b, int *stamps)
-{
-    enum kv_status st = KV_OK;
-    KV_TRY(kv_vk_batch_begin(r->d, (uint32_t)runs, stamps ? (uint32_t)runs + 2 : 0, b));
-    struct kv_vk_range bind[KV_VK_MAX_BINDINGS];
-    unsigned char push[256] = {0};
-    uint32_t groups[3];
-    KV_TRY(stage_launch(r, c, p, s, 0, cap, bind, push, groups));
-    if (stamps) stamps[0] = kv_vk_batch_stamp(b);
-    for (int i = 0; i < runs; i++) {
-        KV_TRY(kv_vk_batch_dispatch(b, kv_runner_pipe(r, c, s, 0), bind, push, groups));
-        kv_vk_batch_barrier(b, KV_BARRIER_COMPUTE_TO_COMPUTE);
-        if (stamps) stamps[i + 1] = kv_vk_batch_stamp(b);
-    }
-    st = kv_vk_batch_submit(b);
-cleanup:
-    return st;
-}
-
-enum kv_status kv_plan_bench(struct kv_runner *r, struct kv_case *c, struct kv_plan *p, const int *run_stage, int n,
-                             double warmup_s, uint32_t cap, double *min_ms, double *median_ms)
-{
-    enum kv_status st = KV_OK;
-    const struct kv_kernel *k = r->k;
-    enum { WARMUP = 3 };
-    double *t = malloc((size_t)n * sizeof *t);
-    KV_CHECK(t, KV_EDEVICE, "out of host memory for --bench");
-    /* Batches of the first stage until the device has been busy warmup_s
-     * seconds: each batch twice the last (at most 256 dispatches), or what
-     * the time left needs at the rate seen so far, if fewer. */
-    int first = 0;
-    while (first < k->n_stages && !run_stage[first]) first++;
-    double t0 = kv_now_ms(), done = 0;
-    for (int runs = 1; first < k->n_stages && kv_now_ms() - t0 < warmup_s * 1e3;) {
-        struct kv_vk_batch b;
-        st = bench_batch(r, c, p, first, runs, cap, &b, NULL);
-        kv_vk_batch_destroy(&b);
-        if (st) goto cleanup;
-        done += runs;
-        const double el = kv_now_ms() - t0, need = ceil((warmup_s * 1e3 - el) * done / el);
-        runs = need < 2 * runs ? (need < 1 ? 1 : (int)need) : (2 * runs < 256 ? 2 * runs : 256);
-    }
-    for (int s = 0; s < k->n_stages; s++) {
-        min_ms[s] = median_ms[s] = 0;
-        if (!run_stage[s]) continue;
-        struct kv_vk_batch b;
-        int stamps[1024 + WARMUP + 2];
-        st = bench_batch(r, c, p, s, n + WARMUP, cap, &b, stamps);
-        for (int i = 0; !st && i < n; i++) t[i] = kv_vk_batch_ms(&b, stamps[WARMUP + i], stamps[WARMUP + i + 1]);
-        kv_vk_batch_destroy(&b);
-        if (st) goto cleanup;
-        median_ms[s] = kv_quantile(t, (size_t)n, 0.5);
-        min_ms[s] = kv_quantile(t, (size_t)n, 0.0);
-    }
-cleanup:
-    free(t);
     return st;
 }
 

@@ -7,6 +7,7 @@
 
 #include "pipeline/runner.h"
 #include "pipeline/stream.h"
+#include "pipeline/binding.h"
 
 /* Unwritten outputs read as NaN in f32, f16 and bf16 alike; the guard words
  * after each output keep the same pattern unless something writes past the end. */
@@ -17,11 +18,6 @@
  * f32, f16 and bf16; as u8 codes 0xD3 and 0x7F, which no quantization below
  * 7 bits makes. */
 #define KV_POISON 0x7FD37FD3u
-#define KV_GUARD_BYTES 64
-/* Inputs (and the oracle's intermediates fed to later stages) are followed by
- * a poisoned tail of NaN words as long as the tensor, between 64 bytes and
- * 64 KiB: a read past the end of one reaches an output as NaN. */
-#define KV_POISON_MAX ((size_t)64 << 10)
 
 /* The slot of one stage's (and pass's) sanitizer record buffer in the plan's. */
 #define KV_SAN_SLOT 1024
@@ -54,6 +50,9 @@ struct kv_plan {
      * uploads are copies into the device's buffers, downloads read there. */
     int direct;
     struct kv_tensor prod_host[KV_MAX_STAGES][KV_ABI_MAX];
+    /* Each stage's windows: one dispatch per window where a tensor is longer
+     * than a binding reaches (pipeline/binding.h) */
+    struct kv_windows win[KV_MAX_STAGES];
     void *host_down[KV_MAX_TENSORS][2];
 };
 
@@ -71,18 +70,10 @@ enum kv_status kv_plan_make(struct kv_runner *r, struct kv_case *c, const int *c
 enum kv_status kv_plan_run(struct kv_runner *r, struct kv_case *c, struct kv_plan *p, const int *run_stage,
                            const int *chain_stage, uint32_t cap, int variant, double *stage_ms, double *chained_ms,
                            double *upload_ms, double *download_ms);
-/* --bench: keep the device busy with the first stage for warmup_s seconds
- * (a GPU leaves its idle clocks only under sustained load), then run each
- * stage in run_stage 3 times untimed and n times timed back to back (each
- * between barriers, on the isolated inputs), and give each stage's fastest
- * and median time. */
-enum kv_status kv_plan_bench(struct kv_runner *r, struct kv_case *c, struct kv_plan *p, const int *run_stage, int n,
-                             double warmup_s, uint32_t cap, double *min_ms, double *median_ms);
-/* The poisoned tail of an input of `bytes`. */
-size_t kv_poison_bytes(size_t bytes);
-/* The range a stage's binding of tensor td sees: its whole words, then the
- * guard words of an output or the poisoned tail of an input (list --abi). */
-size_t kv_bound_bytes(const struct kv_tensor_def *td, size_t bytes);
+/* Record stage s (pass 0 isolated, 1 chained) into batch b: one dispatch
+ * per window, on the variant's pipeline with its record buffers. */
+enum kv_status kv_plan_dispatch(struct kv_runner *r, struct kv_case *c, struct kv_plan *p, int s, int pass,
+                                uint32_t cap, int variant, struct kv_vk_batch *b);
 /* Where run 0's download of output t landed (ch 0 isolated, 1 chained). */
 const void *kv_plan_download(const struct kv_plan *p, int t, int ch);
 /* Guard words changed after an output of `bytes` in a buffer of `padded`;

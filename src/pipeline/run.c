@@ -8,6 +8,7 @@
 #include "core/clock.h"
 #include "formats/save.h"
 #include "pipeline/hostmem.h"
+#include "pipeline/bench.h"
 #include "pipeline/plan.h"
 #include "pipeline/row.h"
 #include "pipeline/sanitize.h"
@@ -25,10 +26,20 @@ enum kv_status kv_case_check(struct kv_case *c, const struct kv_vk_info *dev)
         st = kv_shape_count(k->tensors[t].name, c->t[t].dtype, c->t[t].ndim, c->t[t].shape, &n);
         if (st) return st;
         size_t bytes = n * kv_dtype_info(c->t[t].dtype)->size;
-        if (dev && bytes > dev->max_storage_range)
+        /* the stages of a kernel with windows bind a longer tensor in parts (pipeline/window.h) */
+        if (dev && bytes > dev->max_storage_range && !k->window_chunk)
             return kv_error(KV_EUSAGE, "%s: tensor %s needs %zu bytes, more than this device's "
                             "maxStorageBufferRange (%llu bytes)", c->name, k->tensors[t].name, bytes,
                             (unsigned long long)dev->max_storage_range);
+        if (dev && dev->max_alloc && bytes + 2 * KV_POISON_MAX + 4 > dev->max_alloc)
+            return kv_error(KV_EUSAGE, "%s: tensor %s needs a buffer of %zu bytes or more, more than this "
+                            "device's largest buffer (%llu bytes)", c->name, k->tensors[t].name, bytes,
+                            (unsigned long long)dev->max_alloc);
+    }
+    /* a stage that must run in windows and cannot (binding.h) */
+    for (int s = 0; dev && s < k->n_stages; s++) {
+        struct kv_windows w;
+        if (kv_stage_on(c, s)) KV_TRY_RET(kv_windows_plan(c, s, dev->max_storage_range, dev->min_storage_align, &w));
     }
     /* refused in one line rather than killed for memory half-way */
     uint64_t need = dev ? kv_case_host_floor(c, dev) : 0, avail = need ? kv_host_available() : 0;
@@ -268,6 +279,7 @@ static enum kv_status run_device(struct case_run *x)
     double t0 = kv_now_ms();
     KV_TRY(kv_plan_make(x->r, x->c, x->chain_stage, &x->p));
     res->ms.buffers = kv_now_ms() - t0;
+    for (int s = 0; s < k->n_stages; s++) res->windows[s] = x->p.win[s].n;
     double stage_runs[64][KV_MAX_STAGES];
     int repeat = x->o->repeat < 1 ? 1 : x->o->repeat > 64 ? 64 : x->o->repeat;
     /* one run and nothing after it: the outputs are judged where they were
@@ -471,6 +483,13 @@ static enum kv_status stress(struct case_run *x)
         any_rev |= x->run_stage[s] && x->r->rev[s].pipeline;
         any_san |= x->run_stage[s] && (x->r->san[s].pipeline || x->r->san_missing[s][0]);
     }
+    for (int s = 0; any_san && s < x->c->k->n_stages; s++)
+        if (x->run_stage[s] && x->p.win[s].n > 1) { /* its record buffer's header holds whole bindings */
+            snprintf(x->res->sanitize, sizeof x->res->sanitize, "not run: stage %s runs in %lld windows (a tensor "
+                     "is longer than a binding reaches), and the sanitizer checks whole bindings only",
+                     x->c->k->stages[s].name, (long long)x->p.win[s].n);
+            any_san = 0;
+        }
     for (int v = 0; v < KV_STRESS_RUNS; v++) {
         int variant = kv_stress_runs[v].variant;
         if ((variant == KV_VARIANT_REVERSED && !any_rev) || (variant == KV_VARIANT_SANITIZED && !any_san) ||

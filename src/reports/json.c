@@ -189,6 +189,31 @@ static cJSON *output_json(const struct kv_output_result *x)
     return o;
 }
 
+/* A case's "time_ms", and "windows" where a stage ran in windows. */
+static void time_json(cJSON *o, const struct kv_case_result *c)
+{
+    cJSON *t = cJSON_AddObjectToObject(o, "time_ms");
+    add_num(t, "inputs", c->ms.inputs);
+    add_num(t, "upload", c->ms.upload);
+    add_num(t, "device", c->ms.device);
+    add_num(t, "chained", c->ms.chained);
+    add_num(t, "download", c->ms.download);
+    add_num(t, "oracle", c->ms.oracle);
+    add_num(t, "compare", c->ms.compare);
+    add_num(t, "buffers", c->ms.buffers);
+    add_num(t, "teardown", c->ms.teardown);
+    cJSON *st = cJSON_AddObjectToObject(t, "stages");
+    for (int i = 0; i < c->n_stages; i++) add_num(st, c->stage_name[i], c->stage_ms[i]);
+    cJSON *sm = cJSON_AddObjectToObject(t, "stages_min");
+    for (int i = 0; i < c->n_stages; i++) add_num(sm, c->stage_name[i], c->stage_min_ms[i]);
+    cJSON *win = NULL; /* only where a stage ran in windows: its dispatches */
+    for (int i = 0; i < c->n_stages; i++)
+        if (c->windows[i] > 1) {
+            if (!win) win = cJSON_AddObjectToObject(o, "windows");
+            cJSON_AddNumberToObject(win, c->stage_name[i], (double)c->windows[i]);
+        }
+}
+
 static cJSON *case_json(const struct kv_case_result *c, int multi)
 {
     cJSON *o = cJSON_CreateObject();
@@ -220,20 +245,7 @@ static cJSON *case_json(const struct kv_case_result *c, int multi)
     else cJSON_AddNullToObject(o, "error");
     cJSON *outs = cJSON_AddArrayToObject(o, "outputs");
     for (int i = 0; i < c->n_outputs; i++) cJSON_AddItemToArray(outs, output_json(&c->out[i]));
-    cJSON *t = cJSON_AddObjectToObject(o, "time_ms");
-    add_num(t, "inputs", c->ms.inputs);
-    add_num(t, "upload", c->ms.upload);
-    add_num(t, "device", c->ms.device);
-    add_num(t, "chained", c->ms.chained);
-    add_num(t, "download", c->ms.download);
-    add_num(t, "oracle", c->ms.oracle);
-    add_num(t, "compare", c->ms.compare);
-    add_num(t, "buffers", c->ms.buffers);
-    add_num(t, "teardown", c->ms.teardown);
-    cJSON *st = cJSON_AddObjectToObject(t, "stages");
-    for (int i = 0; i < c->n_stages; i++) add_num(st, c->stage_name[i], c->stage_ms[i]);
-    cJSON *sm = cJSON_AddObjectToObject(t, "stages_min");
-    for (int i = 0; i < c->n_stages; i++) add_num(sm, c->stage_name[i], c->stage_min_ms[i]);
+    time_json(o, c);
     if (c->bench_runs) {
         cJSON *b = cJSON_AddObjectToObject(o, "bench");
         cJSON_AddNumberToObject(b, "runs", c->bench_runs);

@@ -81,6 +81,7 @@ struct kv_case_result {
     const char *stage_name[KV_MAX_STAGES];
     double stage_ms[KV_MAX_STAGES];     /* median device time per stage */
     double stage_min_ms[KV_MAX_STAGES]; /* and the fastest of the --repeat runs */
+    int64_t windows[KV_MAX_STAGES];     /* dispatches per stage: > 1 where it ran in windows (pipeline/binding.h) */
     int bench_runs;                     /* --bench N, or 0 */
     double bench_warmup_s;              /* --bench-warmup S */
     struct kv_bench_stage {

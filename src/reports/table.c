@@ -31,6 +31,14 @@ void kv_table_case(FILE *f, const struct kv_case_result *c)
     }
     if (c->note[0]) fprintf(f, "  note: %s\n", c->note);
     if (c->sanitize[0]) fprintf(f, "  sanitizer: %s\n", c->sanitize);
+    int windowed = 0;
+    for (int i = 0; i < c->n_stages; i++) windowed |= c->windows[i] > 1;
+    if (windowed) { /* dispatches per stage bound in windows (pipeline/binding.h) */
+        fprintf(f, "  windows (tensors longer than a binding reaches):");
+        for (int i = 0; i < c->n_stages; i++)
+            if (c->windows[i] > 1) fprintf(f, " %s %lld", c->stage_name[i], (long long)c->windows[i]);
+        fputc('\n', f);
+    }
     for (int i = 0; i < c->n_outputs; i++) {
         const struct kv_output_result *o = &c->out[i];
         const struct kv_metrics *m = &o->m;

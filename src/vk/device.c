@@ -237,6 +237,12 @@ static int describe(VkInstance inst, VkPhysicalDevice p, uint32_t index, struct 
     snprintf(o->api, sizeof o->api, "%u.%u.%u", VK_API_VERSION_MAJOR(props.apiVersion),
              VK_API_VERSION_MINOR(props.apiVersion), VK_API_VERSION_PATCH(props.apiVersion));
     o->max_storage_range = props.limits.maxStorageBufferRange;
+    o->min_storage_align = props.limits.minStorageBufferOffsetAlignment;
+    /* For the tests: a smaller range in place of the device's, so that the
+     * windows of tensors longer than a binding run at small shapes. */
+    const char *range = getenv("KVERIFY_TEST_MAX_STORAGE_RANGE");
+    if (range && *range && strtoull(range, NULL, 10) && strtoull(range, NULL, 10) < o->max_storage_range)
+        o->max_storage_range = strtoull(range, NULL, 10);
     memcpy(o->max_groups, props.limits.maxComputeWorkGroupCount, sizeof o->max_groups);
     o->max_invocations = props.limits.maxComputeWorkGroupInvocations;
     o->max_shared = props.limits.maxComputeSharedMemorySize;
@@ -248,8 +254,15 @@ static int describe(VkInstance inst, VkPhysicalDevice p, uint32_t index, struct 
     VkPhysicalDeviceDriverProperties drv = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
     int v12 = props.apiVersion >= VK_API_VERSION_1_2;
     if (v12) sg.pNext = &drv;
+    VkPhysicalDeviceMaintenance3Properties m3 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
+    VkPhysicalDeviceMaintenance4Properties m4 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_PROPERTIES};
+    drv.pNext = &m3;
+    if (props.apiVersion >= VK_API_VERSION_1_3) m3.pNext = &m4;
+    if (!v12) sg.pNext = &m3;
     VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &sg};
     vkGetPhysicalDeviceProperties2(p, &p2);
+    o->max_alloc = m3.maxMemoryAllocationSize;
+    if (m4.maxBufferSize && m4.maxBufferSize < o->max_alloc) o->max_alloc = m4.maxBufferSize;
     o->subgroup_size = sg.subgroupSize;
     o->subgroup_arith = (sg.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
                         (sg.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT) &&

@@ -33,6 +33,8 @@ struct kv_vk_info {
                              element layout that KV_CM_EL builds are written for (kv_vk_cm_layout) */
     int exec_stats;       /* VK_KHR_pipeline_executable_properties: the compiler's statistics per pipeline */
     uint64_t max_storage_range;
+    uint64_t min_storage_align;  /* minStorageBufferOffsetAlignment */
+    uint64_t max_alloc;          /* the largest buffer: maxMemoryAllocationSize, and maxBufferSize where known */
     uint32_t max_groups[3];
     uint32_t max_invocations;
     uint32_t max_shared;

@@ -82,7 +82,7 @@ expect_error 2 "--heads 6 is not a multiple of --kv-heads 4" "$KV" gdn-wu --head
 expect_error 2 "--seq: 0 is out of range" "$KV" gdn-wu --seq 0 "${J[@]}"
 expect_error 2 "--dk: 0 is out of range" "$KV" gdn-wu --dk 0 "${J[@]}"
 expect_error 2 "--batch: 70000 is out of range" "$KV" gdn-wu --batch 70000 "${J[@]}"
-expect_error 2 "more than 2\^31-1 elements" "$KV" gdn-wu --batch 4096 --seq 1048576 "${J[@]}"
+expect_error 2 "more than 2\^40 elements" "$KV" gdn-wu --batch 4096 --seq 1048576 "${J[@]}"
 expect_error 2 "--dist: 'uniform' is not one of" "$KV" gdn-wu --dist uniform "${J[@]}"
 expect_error 2 "--variant: 'f16' is not one of fma\|bf16-coopmat" "$KV" gdn-wu --variant f16 "${J[@]}"
 

@@ -129,7 +129,7 @@ grep -q '^  dg .*FAIL  (candidate)' "$TMP/out" || fail "a wrong dg candidate pas
 expect_error 2 "--heads 6 is not a multiple of --kv-heads 4" "$KV" gdn-wy-bwd --heads 6 --kv-heads 4 "${J[@]}"
 expect_error 2 "--seq: 0 is out of range" "$KV" gdn-wy-bwd --seq 0 "${J[@]}"
 expect_error 2 "--dv: 0 is out of range" "$KV" gdn-wy-bwd --dv 0 "${J[@]}"
-expect_error 2 "more than 2\^31-1 elements" "$KV" gdn-wy-bwd --batch 4096 --seq 1048576 "${J[@]}"
+expect_error 2 "more than 2\^40 elements" "$KV" gdn-wy-bwd --batch 4096 --seq 1048576 "${J[@]}"
 expect_error 2 "--dist: 'uniform' is not one of realistic\|random\|dense\|nonfinite" "$KV" gdn-wy-bwd --dist uniform "${J[@]}"
 expect_error 2 "--variant: 'f16' is not one of fma\|a-bf16\|bf16-coopmat" "$KV" gdn-wy-bwd --variant f16 "${J[@]}"
 mkdir -p "$TMP/bad" && cp "$d"/inputs/* "$TMP/bad/" && cp "$d/inputs/du.npy" "$TMP/bad/dw.npy"

@@ -1,0 +1,133 @@
+#include "pipeline/binding.h"
+
+#include <string.h>
+
+static size_t round4(size_t n) { return (n + 3) & ~(size_t)3; }
+
+size_t kv_poison_bytes(size_t bytes)
+{
+    size_t n = round4(bytes);
+    return n < KV_GUARD_BYTES ? KV_GUARD_BYTES : n > KV_POISON_MAX ? KV_POISON_MAX : n;
+}
+
+size_t kv_bound_bytes(const struct kv_tensor_def *td, size_t bytes)
+{
+    return round4(bytes) + (td->role == KV_OUTPUT ? KV_GUARD_BYTES : kv_poison_bytes(bytes));
+}
+
+
+uint64_t kv_window_row_bytes(const struct kv_case *c, int t)
+{
+    const struct kv_kernel *k = c->k;
+    uint64_t rows = (uint64_t)c->p[k->window_batch].i * (uint64_t)c->p[k->window_seq].i;
+    return (uint64_t)kv_tensor_bytes(&c->t[t]) / rows;
+}
+
+/* The most bytes a binding of `bytes` of tensor td takes: the tensor, its
+ * last word and the guard words or poisoned tail (kv_bound_bytes). */
+static uint64_t bound_of(const struct kv_tensor_def *td, uint64_t bytes)
+{
+    return kv_bound_bytes(td, (size_t)bytes);
+}
+
+/* Whether every binding of stage s fits max_range when each holds `rows`
+ * rows. */
+static int fits(const struct kv_case *c, int s, uint64_t rows, uint64_t max_range)
+{
+    const struct kv_stage_def *sd = &c->k->stages[s];
+    for (int i = 0; i < sd->n_bindings; i++) {
+        int t = sd->bindings[i];
+        if (bound_of(&c->k->tensors[t], rows * kv_window_row_bytes(c, t)) > max_range) return 0;
+    }
+    return 1;
+}
+
+void kv_window_case(const struct kv_case *c, const struct kv_windows *w, int64_t i, struct kv_case *wc, int64_t *row0)
+{
+    const struct kv_kernel *k = c->k;
+    const int64_t B = c->p[k->window_batch].i, T = c->p[k->window_seq].i;
+    *wc = *c;
+    if (w->n == 1) {
+        *row0 = 0;
+        return;
+    }
+    if (w->batches > 0) {
+        int64_t b0 = i * w->batches;
+        wc->p[k->window_batch].i = B - b0 < w->batches ? B - b0 : w->batches;
+        *row0 = b0 * T;
+        return;
+    }
+    int64_t per = (T + w->rows - 1) / w->rows, b = i / per, t0 = (i % per) * w->rows;
+    wc->p[k->window_batch].i = 1;
+    wc->p[k->window_seq].i = T - t0 < w->rows ? T - t0 : w->rows;
+    *row0 = b * T + t0;
+}
+
+/* Every window's binding offsets are multiples of align. */
+static enum kv_status check_offsets(const struct kv_case *c, int s, const struct kv_windows *w, uint64_t align)
+{
+    const struct kv_stage_def *sd = &c->k->stages[s];
+    for (int64_t i = 0; i < w->n; i++) {
+        struct kv_case wc;
+        int64_t row0;
+        kv_window_case(c, w, i, &wc, &row0);
+        for (int j = 0; j < sd->n_bindings; j++) {
+            int t = sd->bindings[j];
+            uint64_t off = (uint64_t)row0 * kv_window_row_bytes(c, t);
+            if (align && off % align)
+                return kv_error(KV_EUSAGE, "%s: stage %s would bind %s from byte %llu, not a multiple of this "
+                                "device's minStorageBufferOffsetAlignment (%llu): a sequence length that is a "
+                                "multiple of %d binds it", c->name, sd->name, c->k->tensors[t].name,
+                                (unsigned long long)off, (unsigned long long)align, c->k->window_chunk);
+        }
+    }
+    return KV_OK;
+}
+
+enum kv_status kv_windows_plan(const struct kv_case *c, int s, uint64_t max_range, uint64_t align,
+                               struct kv_windows *w)
+{
+    const struct kv_kernel *k = c->k;
+    const struct kv_stage_def *sd = &k->stages[s];
+    memset(w, 0, sizeof *w);
+    w->n = 1;
+    uint64_t worst = 0;
+    int worst_t = sd->bindings[0];
+    for (int i = 0; i < sd->n_bindings; i++) {
+        int t = sd->bindings[i];
+        uint64_t b = bound_of(&k->tensors[t], kv_tensor_bytes(&c->t[t]));
+        if (b > worst) worst = b, worst_t = t;
+    }
+    if (worst <= max_range) return KV_OK;
+    if (!k->window_chunk)
+        return kv_error(KV_EUSAGE, "%s: tensor %s needs %llu bytes bound, more than this device's "
+                        "maxStorageBufferRange (%llu bytes), and stage %s cannot run in windows", c->name,
+                        k->tensors[worst_t].name, (unsigned long long)worst, (unsigned long long)max_range,
+                        sd->name);
+    const int64_t B = c->p[k->window_batch].i, T = c->p[k->window_seq].i, chunk = k->window_chunk;
+    /* whole sequences where one fits, else runs of chunks within each; the
+     * most that fit (fits is monotone in the rows) */
+    const int whole = fits(c, s, (uint64_t)T, max_range);
+    int64_t lo = 0, hi = whole ? B : (T + chunk - 1) / chunk;
+    const int64_t unit = whole ? T : chunk;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo + 1) / 2;
+        if (fits(c, s, (uint64_t)mid * (uint64_t)unit, max_range)) lo = mid;
+        else hi = mid - 1;
+    }
+    for (int i = 0; lo == 0 && i < sd->n_bindings; i++) {
+        int t = sd->bindings[i];
+        if (bound_of(&k->tensors[t], (uint64_t)chunk * kv_window_row_bytes(c, t)) > max_range)
+            return kv_error(KV_EUSAGE, "%s: one chunk of %lld rows of tensor %s, with its tail, passes this "
+                            "device's maxStorageBufferRange (%llu bytes)", c->name, (long long)chunk,
+                            k->tensors[t].name, (unsigned long long)max_range);
+    }
+    if (whole) {
+        w->batches = lo;
+        w->n = (B + lo - 1) / lo;
+    } else {
+        w->rows = lo * chunk;
+        w->n = B * ((T + w->rows - 1) / w->rows);
+    }
+    return check_offsets(c, s, w, align);
+}

@@ -1,0 +1,42 @@
+/* What a stage's binding of a tensor covers: the tensor's whole words, then
+ * the guard words of an output or the poisoned tail of an input; and, for
+ * tensors longer than a binding can reach (maxStorageBufferRange), windows
+ * of the sequence: each window a dispatch of the stage's own launch rule on
+ * a smaller case (kernel.h, window_chunk), with every tensor bound from the
+ * window's first row. The shader is unchanged. */
+#ifndef KV_BINDING_H
+#define KV_BINDING_H
+
+#include "kernels/kernel.h"
+
+#define KV_GUARD_BYTES 64
+/* Inputs (and the oracle's intermediates fed to later stages) are followed by
+ * a poisoned tail of NaN words as long as the tensor, between 64 bytes and
+ * 64 KiB: a read past the end of one reaches an output as NaN. */
+#define KV_POISON_MAX ((size_t)64 << 10)
+
+/* The poisoned tail of an input of `bytes`. */
+size_t kv_poison_bytes(size_t bytes);
+/* The range a stage's binding of tensor td sees: its whole words, then the
+ * guard words of an output or the poisoned tail of an input (list --abi). */
+size_t kv_bound_bytes(const struct kv_tensor_def *td, size_t bytes);
+
+struct kv_windows {
+    int64_t n;       /* dispatches; 1: the whole tensors are bound (no windows) */
+    int64_t batches; /* > 0: windows of this many whole sequences */
+    int64_t rows;    /* else: windows of this many sequence rows (a multiple of the chunk) within one sequence */
+};
+
+/* The windows of stage s of case c where a binding reaches max_range bytes
+ * from an offset that is a multiple of align: KV_EUSAGE in one line where
+ * the stage cannot run so (no window rule, a row too long, an offset the
+ * device cannot bind at). */
+enum kv_status kv_windows_plan(const struct kv_case *c, int s, uint64_t max_range, uint64_t align,
+                               struct kv_windows *w);
+/* Window i: the case it launches as (a copy of c with the window's batch and
+ * sequence length), and the row (of batch x seq) its tensors start at. */
+void kv_window_case(const struct kv_case *c, const struct kv_windows *w, int64_t i, struct kv_case *wc, int64_t *row0);
+/* The bytes of tensor t that one row (one batch and sequence position) holds. */
+uint64_t kv_window_row_bytes(const struct kv_case *c, int t);
+
+#endif
