@@ -31,10 +31,13 @@ enum kv_status kv_case_check(struct kv_case *c, const struct kv_vk_info *dev)
             return kv_error(KV_EUSAGE, "%s: tensor %s needs %zu bytes, more than this device's "
                             "maxStorageBufferRange (%llu bytes)", c->name, k->tensors[t].name, bytes,
                             (unsigned long long)dev->max_storage_range);
-        if (dev && dev->max_alloc && bytes + 2 * KV_POISON_MAX + 4 > dev->max_alloc)
+        /* a buffer past maxMemoryAllocationSize is tried (drivers that report
+         * 4 GiB there make larger ones): one that fails is a device error */
+        uint64_t most = dev ? (dev->max_buffer ? dev->max_buffer : dev->max_alloc) : 0;
+        if (most && bytes + 2 * KV_POISON_MAX + 4 > most)
             return kv_error(KV_EUSAGE, "%s: tensor %s needs a buffer of %zu bytes or more, more than this "
-                            "device's largest buffer (%llu bytes)", c->name, k->tensors[t].name, bytes,
-                            (unsigned long long)dev->max_alloc);
+                            "device's largest buffer (%s %llu bytes)", c->name, k->tensors[t].name, bytes,
+                            dev->max_buffer ? "maxBufferSize" : "maxMemoryAllocationSize", (unsigned long long)most);
     }
     /* a stage that must run in windows and cannot (binding.h) */
     for (int s = 0; dev && s < k->n_stages; s++) {

@@ -44,7 +44,13 @@ enum kv_status kv_vk_buffer_create(struct kv_vk_device *d, VkDeviceSize size,
     out->coherent = (d->mem.memoryTypes[type].propertyFlags & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT) != 0;
     VkMemoryAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
                                .allocationSize = req.size, .memoryTypeIndex = (uint32_t)type};
-    VK_TRY(vkAllocateMemory(d->dev, &ai, NULL, &out->mem));
+    VkResult ar = vkAllocateMemory(d->dev, &ai, NULL, &out->mem);
+    if (ar != VK_SUCCESS && d->info.max_alloc && req.size > d->info.max_alloc) {
+        st = kv_error(KV_EDEVICE, "allocating %llu bytes, past this device's maxMemoryAllocationSize (%llu): %s",
+                      (unsigned long long)req.size, (unsigned long long)d->info.max_alloc, kv_vk_result_str(ar));
+        goto cleanup;
+    }
+    VK_TRY(ar);
     VK_TRY(vkBindBufferMemory(d->dev, out->buf, out->mem, 0));
     out->size = size;
     /* device memory that the host can read fast and without flushes (a CPU

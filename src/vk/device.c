@@ -262,7 +262,7 @@ static int describe(VkInstance inst, VkPhysicalDevice p, uint32_t index, struct 
     VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &sg};
     vkGetPhysicalDeviceProperties2(p, &p2);
     o->max_alloc = m3.maxMemoryAllocationSize;
-    if (m4.maxBufferSize && m4.maxBufferSize < o->max_alloc) o->max_alloc = m4.maxBufferSize;
+    o->max_buffer = m4.maxBufferSize;
     o->subgroup_size = sg.subgroupSize;
     o->subgroup_arith = (sg.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
                         (sg.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT) &&

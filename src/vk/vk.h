@@ -34,7 +34,8 @@ struct kv_vk_info {
     int exec_stats;       /* VK_KHR_pipeline_executable_properties: the compiler's statistics per pipeline */
     uint64_t max_storage_range;
     uint64_t min_storage_align;  /* minStorageBufferOffsetAlignment */
-    uint64_t max_alloc;          /* the largest buffer: maxMemoryAllocationSize, and maxBufferSize where known */
+    uint64_t max_alloc;          /* maxMemoryAllocationSize: allocations past it may fail (some drivers make them) */
+    uint64_t max_buffer;         /* maxBufferSize (Vulkan 1.3), or 0 where the device does not say */
     uint32_t max_groups[3];
     uint32_t max_invocations;
     uint32_t max_shared;
