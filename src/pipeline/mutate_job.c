@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <omp.h>
 #include <unistd.h>
@@ -141,7 +142,7 @@ static void sweep(struct kv_mut_job *j, struct worker_state *w, struct kv_runner
     }
 }
 
-static void process(struct kv_mut_job *j, struct worker_state *w, long idx, struct kv_mut_result *out)
+static void process(struct kv_mut_job *j, struct worker_state *w, int slot, long idx, struct kv_mut_result *out)
 {
     double t0 = kv_now_ms();
     memset(out, 0, sizeof *out);
@@ -185,6 +186,7 @@ static void process(struct kv_mut_job *j, struct worker_state *w, long idx, stru
             out->status = KV_MUT_STILLBORN;
             snprintf(out->why, sizeof out->why, "%s", kv_error_msg());
         } else {
+            j->sweep_at[slot] = kv_now_ms(); /* the timeout runs from here */
             sweep(j, w, &r, s, &o, out);
         }
         kv_vk_pipeline_destroy(r.d, &r.pipe[s]);
@@ -218,7 +220,7 @@ static int write_full(int fd, const void *buf, size_t n)
     return 0;
 }
 
-static void worker_main(struct kv_mut_job *j, int in, int out)
+static void worker_main(struct kv_mut_job *j, int slot, int in, int out)
 {
     struct worker_state w;
     memset(&w, 0, sizeof w);
@@ -235,7 +237,7 @@ static void worker_main(struct kv_mut_job *j, int in, int out)
     long idx;
     while (!code && read_full(in, &idx, sizeof idx) == 0) {
         struct kv_mut_result r;
-        process(j, &w, idx, &r);
+        process(j, &w, slot, idx, &r);
         if (write_full(out, &r, sizeof r) || r.status == KV_MUT_LOST) break; /* a lost device is of no more use */
     }
     kv_runner_free(&w.base);
@@ -247,6 +249,9 @@ static void worker_main(struct kv_mut_job *j, int in, int out)
 }
 
 /* --- the pool --- */
+
+/* How long a mutant may compile before its timeout starts to count. */
+#define KV_MUT_COMPILE_MS 600e3
 
 struct worker {
     pid_t pid;
@@ -268,7 +273,7 @@ static enum kv_status spawn(struct kv_mut_job *j, struct worker *wk, struct work
          * from seeing the end of its input. */
         for (int i = 0; i < n_all; i++)
             if (all[i].pid > 0) close(all[i].to), close(all[i].from);
-        worker_main(j, a[0], b[1]);
+        worker_main(j, (int)(wk - all), a[0], b[1]);
     }
     close(a[0]), close(b[1]);
     wk->pid = pid, wk->to = a[1], wk->from = b[0], wk->idx = LONG_MIN;
@@ -308,6 +313,7 @@ static enum kv_status pool(struct kv_mut_job *j, const long *items, size_t n, st
                 long it = items[next];
                 wk[i].idx = it;
                 wk[i].started = kv_now_ms();
+                j->sweep_at[i] = 0;
                 int sti = it < 0 ? (int)(-it - 1) : j->m_stage[it];
                 wk[i].limit_ms = it < 0 ? 3600e3 : limit_ms_of_stage[sti];
                 if (write_full(wk[i].to, &it, sizeof it)) {
@@ -326,7 +332,10 @@ static enum kv_status pool(struct kv_mut_job *j, const long *items, size_t n, st
             if (wk[i].idx == LONG_MIN) continue;
             long it = wk[i].idx;
             struct kv_mut_result *r = &res[it < 0 ? (size_t)(-it - 1) : (size_t)it];
-            double el = kv_now_ms() - wk[i].started;
+            /* a mutant's sweep (its compilation not counted, up to 10 minutes of it) */
+            const double now = kv_now_ms(), at = j->sweep_at[i];
+            double el = it >= 0 && at > 0 ? now - at : now - wk[i].started;
+            if (it >= 0 && at <= 0) el = el > KV_MUT_COMPILE_MS ? el - KV_MUT_COMPILE_MS : 0;
             if (rc > 0 && (pf[i].revents & (POLLIN | POLLHUP | POLLERR))) {
                 if (read_full(wk[i].from, r, sizeof *r) != 0) { /* died: a crash of the run counts against it */
                     int ws = 0;
@@ -368,6 +377,9 @@ enum kv_status kv_mut_run(struct kv_mut_job *j)
     memset(wk, 0, sizeof wk);
     long *items = malloc((j->n_m + KV_MAX_STAGES) * sizeof *items);
     struct kv_mut_result orig[KV_MAX_STAGES];
+    void *shared = mmap(NULL, 64 * sizeof(double), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    KV_CHECK(shared != MAP_FAILED, KV_EDEVICE, "mmap: %s", strerror(errno));
+    j->sweep_at = shared;
     double limit[KV_MAX_STAGES];
     size_t n = 0;
     KV_CHECK(items, KV_EDEVICE, "out of memory");
@@ -413,6 +425,8 @@ enum kv_status kv_mut_run(struct kv_mut_job *j)
     }
 cleanup:
     for (int i = 0; i < nw; i++) stop(&wk[i], 0);
+    if (j->sweep_at) munmap((void *)j->sweep_at, 64 * sizeof(double));
+    j->sweep_at = NULL;
     free(items);
     return st;
 }

@@ -45,9 +45,13 @@ struct kv_mut_job {
     int *m_stage;                      /* index into st of each mutant */
     struct kv_mut_result *res;
     int workers;
-    double timeout_s;                  /* 0: 30 s + 10x the unmutated sweep */
+    double timeout_s;                  /* 0: 10 s + 3x the unmutated sweep */
     int verbose;
     int respawns;                      /* workers started again after dying */
+    /* Per worker, in memory shared with the workers: when its mutant's sweep
+     * began (0 while its shader compiles), so that the timeout counts the
+     * sweep alone: a driver compiling a large shader cold is no hang. */
+    volatile double *sweep_at;
 };
 
 /* Read stage s's sources (o->shader[s] or the built-in), find its live
