@@ -15,19 +15,11 @@ size_t kv_bound_bytes(const struct kv_tensor_def *td, size_t bytes)
     return round4(bytes) + (td->role == KV_OUTPUT ? KV_GUARD_BYTES : kv_poison_bytes(bytes));
 }
 
-
 uint64_t kv_window_row_bytes(const struct kv_case *c, int t)
 {
     const struct kv_kernel *k = c->k;
     uint64_t rows = (uint64_t)c->p[k->window_batch].i * (uint64_t)c->p[k->window_seq].i;
     return (uint64_t)kv_tensor_bytes(&c->t[t]) / rows;
-}
-
-/* The most bytes a binding of `bytes` of tensor td takes: the tensor, its
- * last word and the guard words or poisoned tail (kv_bound_bytes). */
-static uint64_t bound_of(const struct kv_tensor_def *td, uint64_t bytes)
-{
-    return kv_bound_bytes(td, (size_t)bytes);
 }
 
 /* Whether every binding of stage s fits max_range when each holds `rows`
@@ -37,30 +29,26 @@ static int fits(const struct kv_case *c, int s, uint64_t rows, uint64_t max_rang
     const struct kv_stage_def *sd = &c->k->stages[s];
     for (int i = 0; i < sd->n_bindings; i++) {
         int t = sd->bindings[i];
-        if (bound_of(&c->k->tensors[t], rows * kv_window_row_bytes(c, t)) > max_range) return 0;
+        if (kv_bound_bytes(&c->k->tensors[t], (size_t)(rows * kv_window_row_bytes(c, t))) > max_range) return 0;
     }
     return 1;
 }
 
-void kv_window_case(const struct kv_case *c, const struct kv_windows *w, int64_t i, struct kv_case *wc, int64_t *row0)
+int64_t kv_window_at(const struct kv_case *c, const struct kv_windows *w, int64_t i, int64_t *batch, int64_t *seq)
 {
     const struct kv_kernel *k = c->k;
     const int64_t B = c->p[k->window_batch].i, T = c->p[k->window_seq].i;
-    *wc = *c;
-    if (w->n == 1) {
-        *row0 = 0;
-        return;
-    }
+    *batch = B, *seq = T;
+    if (w->n == 1) return 0;
     if (w->batches > 0) {
         int64_t b0 = i * w->batches;
-        wc->p[k->window_batch].i = B - b0 < w->batches ? B - b0 : w->batches;
-        *row0 = b0 * T;
-        return;
+        *batch = B - b0 < w->batches ? B - b0 : w->batches;
+        return b0 * T;
     }
     int64_t per = (T + w->rows - 1) / w->rows, b = i / per, t0 = (i % per) * w->rows;
-    wc->p[k->window_batch].i = 1;
-    wc->p[k->window_seq].i = T - t0 < w->rows ? T - t0 : w->rows;
-    *row0 = b * T + t0;
+    *batch = 1;
+    *seq = T - t0 < w->rows ? T - t0 : w->rows;
+    return b * T + t0;
 }
 
 /* Every window's binding offsets are multiples of align. */
@@ -68,9 +56,7 @@ static enum kv_status check_offsets(const struct kv_case *c, int s, const struct
 {
     const struct kv_stage_def *sd = &c->k->stages[s];
     for (int64_t i = 0; i < w->n; i++) {
-        struct kv_case wc;
-        int64_t row0;
-        kv_window_case(c, w, i, &wc, &row0);
+        int64_t batch, seq, row0 = kv_window_at(c, w, i, &batch, &seq);
         for (int j = 0; j < sd->n_bindings; j++) {
             int t = sd->bindings[j];
             uint64_t off = (uint64_t)row0 * kv_window_row_bytes(c, t);
@@ -95,7 +81,7 @@ enum kv_status kv_windows_plan(const struct kv_case *c, int s, uint64_t max_rang
     int worst_t = sd->bindings[0];
     for (int i = 0; i < sd->n_bindings; i++) {
         int t = sd->bindings[i];
-        uint64_t b = bound_of(&k->tensors[t], kv_tensor_bytes(&c->t[t]));
+        uint64_t b = kv_bound_bytes(&k->tensors[t], kv_tensor_bytes(&c->t[t]));
         if (b > worst) worst = b, worst_t = t;
     }
     if (worst <= max_range) return KV_OK;
@@ -117,7 +103,7 @@ enum kv_status kv_windows_plan(const struct kv_case *c, int s, uint64_t max_rang
     }
     for (int i = 0; lo == 0 && i < sd->n_bindings; i++) {
         int t = sd->bindings[i];
-        if (bound_of(&k->tensors[t], (uint64_t)chunk * kv_window_row_bytes(c, t)) > max_range)
+        if (kv_bound_bytes(&k->tensors[t], (size_t)((uint64_t)chunk * kv_window_row_bytes(c, t))) > max_range)
             return kv_error(KV_EUSAGE, "%s: one chunk of %lld rows of tensor %s, with its tail, passes this "
                             "device's maxStorageBufferRange (%llu bytes)", c->name, (long long)chunk,
                             k->tensors[t].name, (unsigned long long)max_range);

@@ -33,9 +33,9 @@ struct kv_windows {
  * device cannot bind at). */
 enum kv_status kv_windows_plan(const struct kv_case *c, int s, uint64_t max_range, uint64_t align,
                                struct kv_windows *w);
-/* Window i: the case it launches as (a copy of c with the window's batch and
- * sequence length), and the row (of batch x seq) its tensors start at. */
-void kv_window_case(const struct kv_case *c, const struct kv_windows *w, int64_t i, struct kv_case *wc, int64_t *row0);
+/* Window i: the batch and sequence length it launches as, and (returned)
+ * the row of the case's batch x seq its tensors start at. */
+int64_t kv_window_at(const struct kv_case *c, const struct kv_windows *w, int64_t i, int64_t *batch, int64_t *seq);
 /* The bytes of tensor t that one row (one batch and sequence position) holds. */
 uint64_t kv_window_row_bytes(const struct kv_case *c, int t);
 

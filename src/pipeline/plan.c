@@ -246,18 +246,18 @@ static void abi_bindings(const struct kv_abi *a, const struct kv_kernel *k, stru
     }
 }
 
-/* Window wc's bindings from row row0 (the whole case: wc == c, row0 0). */
-static void stage_bindings(const struct kv_kernel *k, const struct kv_case *c, const struct kv_case *wc,
-                           int64_t row0, struct kv_plan *p, int s, int pass, struct kv_vk_range *bind)
+/* The bindings of a window of `rows` rows from row row0 (rows 0: the whole tensors). */
+static void stage_bindings(const struct kv_kernel *k, const struct kv_case *c, int64_t row0, int64_t rows,
+                           struct kv_plan *p, int s, int pass, struct kv_vk_range *bind)
 {
     const struct kv_stage_def *sd = &k->stages[s];
     for (int i = 0; i < sd->n_bindings; i++) {
         int t = sd->bindings[i];
         size_t bytes = kv_tensor_bytes(&c->t[t]), off = 0;
-        if (wc != c) {
+        if (rows) {
             size_t row = (size_t)kv_window_row_bytes(c, t);
             off = (size_t)row0 * row;
-            bytes = (size_t)(wc->p[k->window_batch].i * wc->p[k->window_seq].i) * row;
+            bytes = (size_t)rows * row;
         }
         /* Whole words (f16 and u8 tensors are read as packed uints), and the
          * guard words or poisoned tail after them (kv_bound_bytes): in a
@@ -291,15 +291,16 @@ static enum kv_status stage_launch(struct kv_runner *r, struct kv_case *c, struc
     uint32_t max[3];
     group_limits(r, s, cap, max);
     if (p->win[s].n == 1) {
-        stage_bindings(r->k, c, c, 0, p, s, pass, bind);
+        stage_bindings(r->k, c, 0, 0, p, s, pass, bind);
         r->k->stages[s].launch(c, r->local[s], max, push, groups);
         return KV_OK;
     }
+    /* the window launches as the case of its batch and length */
     struct kv_case *wc = malloc(sizeof *wc);
     if (!wc) return kv_error(KV_EDEVICE, "out of host memory");
-    int64_t row0;
-    kv_window_case(c, &p->win[s], window, wc, &row0);
-    stage_bindings(r->k, c, wc, row0, p, s, pass, bind);
+    *wc = *c;
+    int64_t row0 = kv_window_at(c, &p->win[s], window, &wc->p[r->k->window_batch].i, &wc->p[r->k->window_seq].i);
+    stage_bindings(r->k, c, row0, wc->p[r->k->window_batch].i * wc->p[r->k->window_seq].i, p, s, pass, bind);
     r->k->stages[s].launch(wc, r->local[s], max, push, groups);
     free(wc);
     return KV_OK;
