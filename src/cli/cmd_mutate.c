@@ -31,8 +31,9 @@ static void usage(FILE *f)
                                                       kv_mutate_ops[i].name, kv_mutate_ops[i].doc);
     fprintf(f, "  --seeds N                    seeds per sweep shape [default: the kernel's]\n"
                "  --jobs N                     worker processes [default: the number of CPUs]\n"
-               "  --timeout S                  a mutant still running after S seconds is killed by a hang\n"
-               "                               [default: 10 + 3x the unmutated sweep]\n"
+               "  --timeout S                  a mutant whose sweep runs longer than S seconds is killed by\n"
+               "                               a hang (its shader's compilation not counted, up to 10\n"
+               "                               minutes of it) [default: 10 + 3x the unmutated sweep]\n"
                "  --no-sanitize                no sanitized run: only what reaches an output kills\n"
                "  --list                       list the mutants, run nothing\n"
                "  --min-score PCT              exit 1 when the score is below PCT [default: 0]\n"
