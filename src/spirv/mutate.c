@@ -63,6 +63,15 @@ static void mark_context(const char *text, struct tok *t, size_t n)
     for (size_t j = 0; j < n; j++) {
         struct tok *k = &t[j];
         if (k->dir) continue; /* a directive is no part of the statements around it */
+        if (is(text, k, "[") && j + 1 < n && is(text, &t[j + 1], "[")) {
+            /* an attribute ([[unroll]]): no index in it, and the statement it
+             * heads starts after it */
+            size_t e = j + 2;
+            while (e + 1 < n && !(is(text, &t[e], "]") && is(text, &t[e + 1], "]"))) e++;
+            for (size_t q = j; q <= e + 1 && q < n; q++) t[q].skip = 1;
+            j = e + 1;
+            continue;
+        }
         if (stmt_start) stmt_decl = k->kind == T_IDENT && in_list(text, k, TYPES), stmt_start = 0;
         if (is(text, k, "=") || is(text, k, "(")) {
             if (is(text, k, "=")) stmt_decl = 0;

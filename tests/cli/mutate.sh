@@ -102,4 +102,9 @@ printf '#version 450\nvoid main() { undeclared = 1; }\n' > "$TMP/bad.comp"
 expect_error 3 "bad.comp: does not compile" "$KV" mutate rmsnorm-bwd --shader r="$TMP/bad.comp" --json "$TMP/report.json"
 printf '\x03\x02\x23\x07' > "$TMP/r.spv"
 expect_error 3 "no source to mutate" "$KV" mutate rmsnorm-bwd --shader r="$TMP/r.spv" --json "$TMP/report.json"
+# An attribute ([[unroll]]) holds no index to mutate; the loop it heads keeps
+# its mutants (its bound among them).
+expect_exit 0 "$KV" mutate gemm-bwd --stage dA16cm --list --lines gemm_bwd_dA16cm.comp:84
+grep -q "gemm_bwd_dA16cm.comp:84:42 bound '2u' -> '2u - 1'" "$TMP/out" || fail "[[unroll]]'s loop lost its bound mutant"
+if grep -q " index " "$TMP/out"; then fail "an index mutant in [[unroll]]"; fi
 exit 0
