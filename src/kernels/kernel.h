@@ -181,7 +181,7 @@ struct kv_kernel {
      * window_batch and window_seq), and each stage's work is local to chunks
      * of window_chunk rows of one sequence: so a window of whole sequences, or
      * of whole chunks of one, runs as the case with that batch and seq, every
-     * tensor bound from the window's first row (pipeline/window.h).
+     * tensor bound from the window's first row (pipeline/binding.h).
      * window_chunk 0: whole tensors only. */
     int window_batch, window_seq, window_chunk;
     /* A spec kernel read from a folder: the folder (a case's command repeats

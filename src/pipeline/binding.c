@@ -86,8 +86,8 @@ enum kv_status kv_windows_plan(const struct kv_case *c, int s, uint64_t max_rang
     }
     if (worst <= max_range) return KV_OK;
     if (!k->window_chunk)
-        return kv_error(KV_EUSAGE, "%s: tensor %s needs %llu bytes bound, more than this device's "
-                        "maxStorageBufferRange (%llu bytes), and stage %s cannot run in windows", c->name,
+        return kv_error(KV_EUSAGE, "%s: tensor %s needs %llu bytes, more than this device's "
+                        "maxStorageBufferRange (%llu bytes), and stage %s cannot bind it in windows", c->name,
                         k->tensors[worst_t].name, (unsigned long long)worst, (unsigned long long)max_range,
                         sd->name);
     const int64_t B = c->p[k->window_batch].i, T = c->p[k->window_seq].i, chunk = k->window_chunk;
