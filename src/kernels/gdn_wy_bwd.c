@@ -432,6 +432,28 @@ static void scatter_dk(struct kv_case *c, const struct dims *d, const struct chu
     }
 }
 
+/* With every output compact (--sample), the key heads' chunks (items of the
+ * oracle's loop) that hold a sampled element of some output: need[item] = 1.
+ * *need stays NULL (every item) where an output is whole. */
+static enum kv_status needed_items(const struct kv_case *c, const struct dims *d, unsigned char **need)
+{
+    *need = NULL;
+    for (int t = T_DKH; t <= T_DK; t++)
+        if (!c->compact[out_of(c, t)]) return KV_OK;
+    if (!(*need = calloc((size_t)(d->B * d->NT * d->Hg), 1))) return kv_error(KV_EDEVICE, "out of host memory for the oracle");
+    for (int t = T_DKH; t <= T_DK; t++) {
+        const int o = out_of(c, t);
+        const size_t inner = c->t[o].count / (size_t)(d->B * d->T);
+        const size_t per_head = t == T_DKH || t == T_DK ? (size_t)d->K : t == T_DV ? (size_t)d->V : 1;
+        for (size_t q = 0; q < c->n_sample[o]; q++) {
+            const size_t e = c->sample[o][q], bt = e / inner, h = e % inner / per_head;
+            const int64_t b = (int64_t)bt / d->T, ch = (int64_t)bt % d->T / BT;
+            (*need)[(b * d->NT + ch) * d->Hg + (int64_t)h / (t == T_DK ? 1 : d->ratio)] = 1;
+        }
+    }
+    return KV_OK;
+}
+
 static enum kv_status alloc_allow(struct kv_case *c, double **p, int t)
 {
     free(*p); /* --oracle both calls the oracle twice */
@@ -463,6 +485,8 @@ static enum kv_status oracle(struct kv_case *c)
         c->ovf[o] = calloc(kv_oracle_len(c, o), 1);
         if (!c->ovf[o]) return kv_error(KV_EDEVICE, "out of host memory for the oracle");
     }
+    unsigned char *need;
+    KV_TRY_RET(needed_items(c, &d, &need));
     size_t ambiguous = 0;
     int failed = 0;
     /* the tensor cores' f32 accumulation truncates: u = 2^-23 there */
@@ -475,7 +499,7 @@ static enum kv_status oracle(struct kv_case *c)
         /* a key head's chunk: its group of value heads, then their dk */
 #pragma omp for schedule(dynamic)
         for (int64_t item = 0; item < d.B * d.NT * d.Hg; item++) {
-            if (!w) continue;
+            if (!w || (need && !need[item])) continue;
             int64_t b = item / (d.NT * d.Hg), ch = (item / d.Hg) % d.NT, kh = item % d.Hg;
             memset(w->sum_y, 0, 3 * nK * sizeof(double));
             w->sum_ovf = 0;
@@ -492,6 +516,7 @@ static enum kv_status oracle(struct kv_case *c)
         }
         work_free(w);
     }
+    free(need);
     if (failed) return kv_error(KV_EDEVICE, "out of host memory for the oracle");
     c->ambiguous[tk] = ambiguous;
     const double u = 0x1p-24, K = (double)d.K;

@@ -7,45 +7,6 @@
 #include <string.h>
 
 #include "core/judge.h"
-#include "core/rng.h"
-
-static int cmp_size(const void *a, const void *b)
-{
-    size_t x = *(const size_t *)a, y = *(const size_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* The sample of output t: its whole last row and last column (and first
- * ones), rows and columns on 16-element tile boundaries, and n random
- * elements, a third of them on boundaries. Deterministic in the seed. */
-enum kv_status kv_make_sample(struct kv_case *c, int t, int64_t n)
-{
-    const struct kv_tensor *x = &c->t[t];
-    size_t cols = x->ndim >= 2 ? (size_t)x->shape[x->ndim - 1] : x->count, rows = x->count / cols;
-    size_t cap = 2 * rows + 2 * cols + (size_t)n + 2, k = 0;
-    size_t *idx = malloc(cap * sizeof *idx);
-    if (!idx) return kv_error(KV_EDEVICE, "out of host memory for the sample");
-    for (size_t j = 0; j < cols; j++) idx[k++] = (rows - 1) * cols + j, idx[k++] = j;
-    for (size_t i = 0; i < rows; i++) idx[k++] = i * cols + cols - 1, idx[k++] = i * cols;
-    for (int64_t s = 0; s < n; s++) {
-        size_t pick[2];
-        size_t ext[2] = {rows, cols};
-        for (int d = 0; d < 2; d++) {
-            double u = kv_rng_uniform(c->seed ^ 0x5a3c9e17u, 1000u + (uint32_t)(2 * t + d), (uint64_t)s);
-            size_t v = (size_t)(u * (double)ext[d]);
-            if (s % 3 == 0 && ext[d] > 16) v = (v / 16) * 16 + ((s / 3) % 2 ? 15 : 0); /* a tile edge */
-            pick[d] = v < ext[d] ? v : ext[d] - 1;
-        }
-        idx[k++] = pick[0] * cols + pick[1];
-    }
-    qsort(idx, k, sizeof *idx, cmp_size);
-    size_t u = 0;
-    for (size_t i = 0; i < k; i++)
-        if (u == 0 || idx[i] != idx[u - 1]) idx[u++] = idx[i];
-    c->sample[t] = idx;
-    c->n_sample[t] = u;
-    return KV_OK;
-}
 
 int kv_test_full_oracle(void)
 {

@@ -13,8 +13,6 @@ struct kv_oracle_ref {
     const char *name; /* "spec" or "exact" */
 };
 
-/* The sample of output t (--sample N): n element indices in c->sample[t]. */
-enum kv_status kv_make_sample(struct kv_case *c, int t, int64_t n);
 /* KVERIFY_TEST_FULL_ORACLE=1: no oracle holds only the sampled elements
  * (tests compare the two). */
 int kv_test_full_oracle(void);

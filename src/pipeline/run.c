@@ -11,6 +11,7 @@
 #include "pipeline/bench.h"
 #include "pipeline/plan.h"
 #include "pipeline/row.h"
+#include "pipeline/sample.h"
 #include "pipeline/sanitize.h"
 #include "spirv/shader.h"
 #include "spirv/spirv.h"

@@ -44,6 +44,32 @@ o = {x["name"]: x for x in json.load(open(sys.argv[1]))["cases"][0]["outputs"]}
 assert not o["dk"]["pass"] and o["dk_head"]["pass"] and o["dv"]["pass"], [(n, x["pass"]) for n, x in o.items()]
 PY
 
+# --sample on a chunk-local kernel: every output's random elements lie in one pool of
+# max(8, N/256) chunks (here 8 of 32, the first and last chunks of both sequences among
+# them), so the oracle computes only those chunks' items; its report is the one the whole
+# oracle gives, and each output holds at most N + 2 rows of elements. The saved oracle
+# (NaN outside the sample) shows the chunks.
+S=(gdn-wy-bwd --batch 2 --seq 1000 --heads 4 --kv-heads 2 --dk 40 --dv 33 --sample 60)
+expect_compact_oracle "$KV" "${S[@]}"
+expect_exit 0 "$KV" "${S[@]}" --save "$TMP/pool"
+python3 - "$TMP/sc.json" "$TMP"/pool/*/oracle <<'PY' || fail "--sample: the pool of chunks"
+import array, ast, json, math, os, sys
+cols = {"dk_head": 40, "dv": 33, "dbeta": 4, "dg": 4, "dk": 40}
+for o in json.load(open(sys.argv[1]))["cases"][0]["outputs"]:
+    n = o["name"].split(".")[0]
+    assert o["elements"] <= 60 + 2 * cols[n], (o["name"], o["elements"])
+chunks = set()
+for n, w in cols.items():
+    raw = open(os.path.join(sys.argv[2], n + ".npy"), "rb").read()
+    hl = int.from_bytes(raw[8:10], "little")
+    hdr = ast.literal_eval(raw[10:10 + hl].decode())
+    assert hdr["descr"] == "<f8", hdr
+    a = array.array("d", raw[10 + hl:])
+    inner = len(a) // 2000
+    chunks |= {(i // inner // 1000, i // inner % 1000 // 64) for i, v in enumerate(a) if not math.isnan(v)}
+assert len(chunks) <= 8 and {(0, 0), (1, 15), (0, 15), (1, 0)} <= chunks, sorted(chunks)
+PY
+
 # --dist nonfinite: a NaN in beta, +Inf in dw, -Inf, +Inf and a NaN in du. Every output of
 # the chunks they reach is NaN or Inf where the oracle's is (matches counted, no
 # mismatch), and the outputs of the other chunks stay finite and within bounds.
