@@ -95,22 +95,22 @@ double kv_rng_normal(uint64_t seed, uint32_t stream, uint64_t i)
  * vector width. Rejected lanes queue for their next draw, redrawn BLK at a
  * time. kv_philox4x32 and kv_rng_log stay the reference: unit.rng checks
  * the lanes against kv_rng_normal bit for bit. */
-#define BLK 16
+#define BLK 32
 
 /* Lane l: element idx[l]'s draw number att[l] (its counter). */
 KV_CLONES static void normal_lanes(uint64_t seed, uint32_t stream, const uint64_t *idx, const uint32_t *att,
                                    double *out, unsigned char *bad)
 {
-    uint32_t c0[BLK], c1[BLK], c2[BLK], c3[BLK];
-    for (int l = 0; l < BLK; l++) c0[l] = (uint32_t)idx[l], c1[l] = (uint32_t)(idx[l] >> 32), c2[l] = stream, c3[l] = att[l];
-    uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+    /* the 32-bit words in 64-bit lanes, so that the widening products vectorize */
+    uint64_t c0[BLK], c1[BLK], c2[BLK], c3[BLK], k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+    for (int l = 0; l < BLK; l++) c0[l] = (uint32_t)idx[l], c1[l] = idx[l] >> 32, c2[l] = stream, c3[l] = att[l];
     for (int r = 0; r < 10; r++) {
         for (int l = 0; l < BLK; l++) {
-            uint64_t p0 = (uint64_t)PHILOX_M0 * c0[l], p1 = (uint64_t)PHILOX_M1 * c2[l];
-            uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1[l] ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3[l] ^ k1;
-            c0[l] = n0, c1[l] = (uint32_t)p1, c2[l] = n2, c3[l] = (uint32_t)p0;
+            uint64_t p0 = (uint64_t)PHILOX_M0 * (c0[l] & 0xffffffffu), p1 = (uint64_t)PHILOX_M1 * (c2[l] & 0xffffffffu);
+            c0[l] = (p1 >> 32) ^ c1[l] ^ k0, c1[l] = p1 & 0xffffffffu;
+            c2[l] = (p0 >> 32) ^ c3[l] ^ k1, c3[l] = p0 & 0xffffffffu;
         }
-        k0 += PHILOX_W0, k1 += PHILOX_W1;
+        k0 = (k0 + PHILOX_W0) & 0xffffffffu, k1 = (k1 + PHILOX_W1) & 0xffffffffu;
     }
     const double ln2_hi = 6.93147180369123816490e-01, ln2_lo = 1.90821492927058770002e-10;
     double u[BLK], v[BLK], sv[BLK];
