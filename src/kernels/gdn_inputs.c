@@ -30,6 +30,23 @@ KV_CLONES static void gram(const double *kt, int64_t nv, int64_t K, double G[BT]
     }
 }
 
+/* X = (I + L)^-1 by forward substitution, row by row: X[i][j] = -sum over
+ * m = j .. i-1 of L[i][m] X[m][j], each sum in that order from 0 (the
+ * columns of a row side by side, in a loop that vectorizes). */
+KV_CLONES static void solve_rows(const double L[BT][BT], int64_t nv, double X[BT][BT])
+{
+    for (int64_t i = 0; i < nv; i++) {
+        double *restrict acc = X[i];
+        for (int64_t j = 0; j < i; j++) acc[j] = 0;
+        for (int64_t m = 0; m < i; m++) {
+            const double a = L[i][m], *restrict xm = X[m];
+            for (int64_t j = 0; j <= m; j++) acc[j] += a * xm[j];
+        }
+        for (int64_t j = 0; j < i; j++) acc[j] = -acc[j];
+        acc[i] = 1;
+    }
+}
+
 /* A = (I + L)^-1 of one chunk and value head h in float64 by forward
  * substitution, L strictly lower, L[i][j] = beta_i (k_i . k_j) exp(g_i -
  * g_j), from the inputs as stored and the chunk's Gram matrix G of its key
@@ -47,15 +64,8 @@ static double chunk_A(const struct kv_gdn_inputs *d, int64_t b, int64_t ch, int6
             L[i][j] = d->beta[ri] * G[i][j] * exp((double)d->g[ri] - (double)d->g[rj]);
         }
     }
+    solve_rows(L, nv, X);
     double norm_il = 0, norm_x = 0;
-    for (int64_t j = 0; j < nv; j++) {
-        X[j][j] = 1;
-        for (int64_t i = j + 1; i < nv; i++) {
-            double s = 0;
-            for (int64_t m = j; m < i; m++) s += L[i][m] * X[m][j];
-            X[i][j] = -s;
-        }
-    }
     for (int64_t i = 0; i < nv; i++) {
         double ri = 1, rx = 0;
         for (int64_t j = 0; j < nv; j++) ri += fabs(L[i][j]), rx += fabs(X[i][j]);
