@@ -440,7 +440,8 @@ static enum kv_status needed_items(const struct kv_case *c, const struct dims *d
     *need = NULL;
     for (int t = T_DKH; t <= T_DK; t++)
         if (!c->compact[out_of(c, t)]) return KV_OK;
-    if (!(*need = calloc((size_t)(d->B * d->NT * d->Hg), 1))) return kv_error(KV_EDEVICE, "out of host memory for the oracle");
+    *need = calloc((size_t)(d->B * d->NT * d->Hg), 1);
+    if (!*need) return kv_error(KV_EDEVICE, "out of host memory for the oracle");
     for (int t = T_DKH; t <= T_DK; t++) {
         const int o = out_of(c, t);
         const size_t inner = c->t[o].count / (size_t)(d->B * d->T);

@@ -22,11 +22,18 @@ static void keep(struct kv_case *c, int t, size_t *idx, size_t k)
     c->n_sample[t] = u;
 }
 
-/* A pick's coordinate in [0, ext): uniform, a third of the picks on a
+/* Pick s's coordinate in [0, ext), uniform. */
+static size_t below(const struct kv_case *c, uint32_t stream, int64_t s, size_t ext)
+{
+    size_t v = (size_t)(kv_rng_uniform(c->seed ^ 0x5a3c9e17u, stream, (uint64_t)s) * (double)ext);
+    return v < ext ? v : ext - 1;
+}
+
+/* Pick s's coordinate in [0, ext): uniform, a third of the picks on a
  * 16-element tile edge where ext > 16. */
 static size_t pick(const struct kv_case *c, uint32_t stream, int64_t s, size_t ext)
 {
-    size_t v = (size_t)(kv_rng_uniform(c->seed ^ 0x5a3c9e17u, stream, (uint64_t)s) * (double)ext);
+    size_t v = below(c, stream, s, ext);
     if (s % 3 == 0 && ext > 16) v = (v / 16) * 16 + ((s / 3) % 2 ? 15 : 0); /* a tile edge */
     return v < ext ? v : ext - 1;
 }
@@ -70,14 +77,13 @@ static enum kv_status chunked(struct kv_case *c, int t, int64_t n, int64_t B, in
     for (size_t j = 0; j < cols; j++) idx[k++] = j, idx[k++] = last_row + j;
     for (int64_t s = 0; s < n; s++) {
         int64_t b, ch;
-        const int64_t i = (int64_t)(kv_rng_uniform(c->seed ^ 0x5a3c9e17u, 2000u + (uint32_t)t, (uint64_t)s) * (double)P);
-        pool_chunk(c, i < P ? i : P - 1, B, NT, &b, &ch);
+        pool_chunk(c, (int64_t)below(c, 2000u + (uint32_t)t, s, (size_t)P), B, NT, &b, &ch);
         const int64_t t0 = ch * chunk, nv = T - t0 < chunk ? T - t0 : chunk;
         int64_t row = s % 4 == 3 ? nv - 1 : (int64_t)pick(c, 3000u + (uint32_t)t, s, (size_t)nv);
         size_t col = pick(c, 4000u + (uint32_t)t, s, cols);
         if (s % 3 == 1) col = (s / 3) % 2 ? cols - 1 : 0;
-        const size_t m = mid > 1 ? (size_t)(kv_rng_uniform(c->seed ^ 0x5a3c9e17u, 5000u + (uint32_t)t, (uint64_t)s) * (double)mid) : 0;
-        idx[k++] = (size_t)(b * T + t0 + row) * inner + (m < mid ? m : mid - 1) * cols + col;
+        const size_t m = mid > 1 ? below(c, 5000u + (uint32_t)t, s, mid) : 0;
+        idx[k++] = (size_t)(b * T + t0 + row) * inner + m * cols + col;
     }
     keep(c, t, idx, k);
     return KV_OK;
