@@ -59,7 +59,7 @@ for o in json.load(open(sys.argv[1]))["cases"][0]["outputs"]:
     n = o["name"].split(".")[0]
     assert o["elements"] <= 60 + 2 * cols[n], (o["name"], o["elements"])
 chunks = set()
-for n, w in cols.items():
+for n in cols:
     raw = open(os.path.join(sys.argv[2], n + ".npy"), "rb").read()
     hl = int.from_bytes(raw[8:10], "little")
     hdr = ast.literal_eval(raw[10:10 + hl].decode())
