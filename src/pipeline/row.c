@@ -40,6 +40,17 @@ static enum kv_status block_fill(void *ctx, size_t lo, size_t hi, double *y, dou
     return b->c->k->oracle_block(b->c, b->t, lo, hi, y, S);
 }
 
+/* A blocked output's oracle at its n sampled elements idx (sorted), into y
+ * and S: the kernel's blocks, one per run of consecutive indices. */
+static enum kv_status sample_blocks(const struct kv_case *c, int t, const size_t *idx, size_t n, double *y, double *S)
+{
+    for (size_t q = 0, r; q < n; q = r) {
+        for (r = q + 1; r < n && idx[r] == idx[r - 1] + 1;) r++;
+        KV_TRY_RET(c->k->oracle_block(c, t, idx[q], idx[r - 1] + 1, y + q, S + q));
+    }
+    return KV_OK;
+}
+
 /* Output t's sampled elements (gathered, or the compact oracle's own)
  * judged; the worst mapped back to its index. An output whose oracle counts
  * ambiguous elements (c->ambiguous: those with a slack of their own) has
@@ -54,7 +65,10 @@ static enum kv_status judge_sample(const struct kv_case *c, int t, const struct 
     const size_t *idx = c->sample[t], *ri = c->compact[t] ? NULL : idx; /* the oracle's own, or gathered */
     int oom = 0;
     char *cand = gather(data, idx, n, es, &oom);
-    double *y = gather(ref->y, ri, n, sizeof *y, &oom), *S = gather(ref->S, ri, n, sizeof *S, &oom);
+    const int blocked = !ref->y && c->blocked[t]; /* made here, at the sampled elements alone */
+    double *y = blocked ? malloc(n * sizeof *y + 1) : gather(ref->y, ri, n, sizeof *y, &oom);
+    double *S = blocked ? malloc(n * sizeof *S + 1) : gather(ref->S, ri, n, sizeof *S, &oom);
+    oom |= blocked && (!y || !S);
     struct kv_allow a = {gather(ref->allow.slack, ri, n, sizeof(double), &oom),
                          gather(ref->allow.tie, ri, n, sizeof(int16_t), &oom),
                          gather(ref->allow.flush, ri, n, sizeof(int16_t), &oom),
@@ -63,7 +77,8 @@ static enum kv_status judge_sample(const struct kv_case *c, int t, const struct 
                          gather(ref->allow.lam, ri, n, sizeof(double), &oom),
                          gather(ref->allow.fix, ri, n, sizeof(double), &oom)};
     if (oom) st = kv_error(KV_EDEVICE, "out of host memory comparing a sample");
-    else {
+    else st = blocked ? sample_blocks(c, t, idx, n, y, S) : KV_OK;
+    if (st == KV_OK) {
         st = kv_judge(c->t[t].dtype, cand, y, S, n, idx, c->t[t].ndim, c->t[t].shape, bound, &a, &o->crit, &out->m,
                       out->dist);
         if (!st && out->m.has_worst) out->m.worst_index = idx[out->m.worst_index];
@@ -73,8 +88,8 @@ static enum kv_status judge_sample(const struct kv_case *c, int t, const struct 
         }
     }
     free(cand);
+    if (ri || blocked) free(y), free(S);
     if (ri) {
-        free(y), free(S);
         free((void *)a.slack), free((void *)a.tie), free((void *)a.flush), free((void *)a.alt);
         free((void *)a.ovf), free((void *)a.lam), free((void *)a.fix);
     }

@@ -144,11 +144,13 @@ static enum kv_status make_inputs(struct case_run *x)
     struct kv_case *c = x->c;
     const struct kv_kernel *k = c->k;
     /* outputs judged against an oracle made block by block: the float64
-     * oracle of a whole output is not held (not saved, sampled or exact) */
+     * oracle of a whole output is not held (not saved or exact); sampled,
+     * only the sampled elements are made (pipeline/row.c) */
+    const int sampled = x->o->sample > 0;
     for (int t = 0; k->oracle_block && t < k->n_tensors; t++)
         c->blocked[t] = (k->block_outputs >> t & 1) && kv_tensor_on(c, t) && !kv_is_intermediate(c, t) &&
                         x->o->oracle == KV_ORACLE_SPEC && !x->o->save_dir &&
-                        !(x->o->sample > 0 && (size_t)x->o->sample < c->t[t].count);
+                        !(sampled && (size_t)x->o->sample < c->t[t].count && kv_test_full_oracle());
     /* --sample: every output's sample, intermediates included; an oracle
      * that can holds only the sampled elements (compact) */
     for (int t = 0; x->o->sample > 0 && t < k->n_tensors; t++)

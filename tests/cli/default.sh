@@ -16,4 +16,23 @@ cmp -s "$TMP/a" "$TMP/b" || fail "two runs of the same case differ"
 # --seeds A..B runs exactly those seeds.
 expect_exit 0 "$KV" rmsnorm-bwd --rows 3 --dim 5 --seeds 7..9
 [ "$(grep -c '^rmsnorm-bwd\[rows=3,dim=5,eps=1e-06,seed=[789]\]  pass' "$TMP/out")" = 3 ] || fail "--seeds 7..9"
+# --sample on an output whose oracle is made block by block (dx): the oracle makes the
+# sampled elements alone, and the report is the one the whole oracle gives on the same
+# sample; a dx that skips each row's last element still fails.
+S=(rmsnorm-bwd --rows 300 --dim 701 --sample 200)
+expect_exit 0 "$KV" "${S[@]}" --json "$TMP/sb.json"
+KVERIFY_TEST_FULL_ORACLE=1 expect_exit 0 "$KV" "${S[@]}" --json "$TMP/sw.json"
+python3 - "$TMP/sb.json" "$TMP/sw.json" <<'PY' || fail "--sample: the blocked oracle's report differs from the whole oracle's"
+import json, sys
+a, b = (json.load(open(f))["cases"][0] for f in sys.argv[1:])
+for x in (a, b): x.pop("time_ms", None)
+assert a == b
+dx = [o for o in a["outputs"] if o["name"] == "dx"][0]
+assert dx["elements"] < dx["elements_total"], dx
+PY
+mkdir -p "$TMP/mutdx" && cp "$KV_SRC"/shaders/* "$TMP/mutdx/"
+sed -i 's/k < p.dim; k += KV_WG)$/k + 1u < p.dim; k += KV_WG)/' "$TMP/mutdx/rmsnorm_bwd_dx.comp"
+grep -q 'k + 1u < p.dim' "$TMP/mutdx/rmsnorm_bwd_dx.comp" || fail "planting the dx bug"
+expect_exit 1 "$KV" "${S[@]}" --shader dx="$TMP/mutdx/rmsnorm_bwd_dx.comp"
+grep -Eq '^  dx +.* FAIL' "$TMP/out" || fail "--sample: the dx bug does not fail dx"
 exit 0
