@@ -308,7 +308,9 @@ static void dot(const struct kv_tensor *X, size_t x0, size_t sx, const struct kv
  * dC16 (f16 cast): y is the RNE cast itself, exact in f16: n = 0, k_op = 0, so
  *   the allowed error is half an f16 ulp and any other rounding fails.
  * The exact oracle skips the casts (dC16 = dC, dA from the f32 dC).
- * With --sample, dA and dB are computed only at the sampled elements. */
+ * With --sample, dA and dB are computed only at the sampled elements, and
+ * every output's oracle holds only those (compact; dC16's whole cast goes
+ * to its isolated input, c->iso). */
 static enum kv_status oracle(struct kv_case *c)
 {
     enum kv_status st = KV_OK;
@@ -320,8 +322,8 @@ static enum kv_status oracle(struct kv_case *c)
     if (c->sample[tda]) {
 #pragma omp parallel for schedule(dynamic, 64)
         for (size_t s = 0; s < c->n_sample[tda]; s++) {
-            size_t e = c->sample[tda][s], i = e / (size_t)k, kk = e % (size_t)k;
-            dot(DC, i * (size_t)n, 1, B, kk * (size_t)n, 1, n, cast, &c->y[tda][e], &c->S[tda][e]);
+            size_t e = c->sample[tda][s], i = e / (size_t)k, kk = e % (size_t)k, q = c->compact[tda] ? s : e;
+            dot(DC, i * (size_t)n, 1, B, kk * (size_t)n, 1, n, cast, &c->y[tda][q], &c->S[tda][q]);
         }
     } else {
         KV_TRY(widen(DC, cast, 0, &dc, &dca));
@@ -333,8 +335,8 @@ static enum kv_status oracle(struct kv_case *c)
     if (c->sample[T_DB]) {
 #pragma omp parallel for schedule(dynamic, 64)
         for (size_t s = 0; s < c->n_sample[T_DB]; s++) {
-            size_t e = c->sample[T_DB][s], kk = e / (size_t)n, j = e % (size_t)n;
-            dot(A, kk, (size_t)k, DC, j, (size_t)n, m, 0, &c->y[T_DB][e], &c->S[T_DB][e]);
+            size_t e = c->sample[T_DB][s], kk = e / (size_t)n, j = e % (size_t)n, q = c->compact[T_DB] ? s : e;
+            dot(A, kk, (size_t)k, DC, j, (size_t)n, m, 0, &c->y[T_DB][q], &c->S[T_DB][q]);
         }
     } else {
         /* dB reads the f32 dC: the dA operands serve unless they were cast;
@@ -356,18 +358,26 @@ static enum kv_status oracle(struct kv_case *c)
     c->bound[T_DB] = (struct kv_bound){.n = m, .k_op = 1, .u_acc = u, .rho = 1};
     if (is_acc(c)) {
         const float *din = c->t[T_DAIN].data;
-        for (size_t i = 0; i < (size_t)m * k; i++) {
-            c->y[tda][i] += din[i];
-            c->S[tda][i] += fabs((double)din[i]);
+        for (size_t q = 0; q < kv_oracle_len(c, tda); q++) {
+            const size_t i = c->compact[tda] ? c->sample[tda][q] : q;
+            c->y[tda][q] += din[i];
+            c->S[tda][q] += fabs((double)din[i]);
         }
         c->bound[tda].k_op = 2;
     }
     if (f16) {
         const float *d = DC->data;
+        struct kv_tensor *iso = c->compact[T_DC16] ? &c->iso[T_DC16] : NULL; /* the next stage's whole input */
 #pragma omp parallel for schedule(static)
         for (size_t i = 0; i < (size_t)m * n; i++) {
             double v = cast ? kv_f16_to_f32(kv_f32_to_f16(d[i])) : d[i];
-            c->y[T_DC16][i] = v, c->S[T_DC16][i] = fabs(v);
+            if (iso) kv_store_f64(KV_F16, iso->data, i, v);
+            else c->y[T_DC16][i] = v, c->S[T_DC16][i] = fabs(v);
+        }
+        for (size_t q = 0; iso && q < c->n_sample[T_DC16]; q++) {
+            const size_t i = c->sample[T_DC16][q];
+            double v = cast ? kv_f16_to_f32(kv_f32_to_f16(d[i])) : d[i];
+            c->y[T_DC16][q] = v, c->S[T_DC16][q] = fabs(v);
         }
         c->bound[T_DC16] = (struct kv_bound){.n = 0, .k_op = 0, .u_acc = u, .rho = 1};
     }
@@ -409,4 +419,5 @@ const struct kv_kernel kv_kernel_gemm_bwd = {
     .validate = validate,
     .inputs = inputs,
     .oracle = oracle,
+    .sample_outputs = 1ull << T_DA | 1ull << T_DA_ACC | 1ull << T_DA16 | 1ull << T_DA_CM | 1ull << T_DB | 1ull << T_DC16,
 };

@@ -46,6 +46,11 @@ mkdir -p "$TMP/mut" && cp "$KV_SRC"/shaders/* "$TMP/mut/"
 patch -s -p1 -d "$TMP/mut" < "$KV_SRC/tests/mutants/gemm-tile-tail-dropped.patch" || fail "patch"
 expect_exit 1 "$KV" gemm-bwd --m 1000 --n 333 --k 77 --sample 50 --shader dA="$TMP/mut/gemm_bwd_dA.comp"
 expect_error 2 "--sample: 0 is out of range" "$KV" gemm-bwd --sample 0 "${J[@]}"
+# --sample: every output's oracle holds only its sampled elements (dC16's whole cast goes to
+# dA16's isolated input), and the report is the one the whole oracle gives on the same sample.
+for v in f32 accumulate f16; do
+  expect_compact_oracle "$KV" gemm-bwd --m 100 --n 33 --k 40 --sample 50 --variant $v --dist special --oracle both
+done
 for f in "$KV_SRC"/fixtures/gemm-bwd/*.json; do expect_exit 0 "$KV" gemm-bwd --inputs "$f"; done
 
 # Several cases in one process: the oracle's concurrent dgemms must not share
