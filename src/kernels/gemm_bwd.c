@@ -298,6 +298,9 @@ static void dot(const struct kv_tensor *X, size_t x0, size_t sx, const struct kv
     *y = acc, *S = abs_acc;
 }
 
+/* dC16's oracle value for dC element d: its f16 cast (the exact oracle: d). */
+static double dc16_of(float d, int cast) { return cast ? kv_f16_to_f32(kv_f32_to_f16(d)) : d; }
+
 /* Tolerances (metrics.md: allowed = lambda*sqrt(n)*u*S + k_op*u*S + 0.5*ulp(y)).
  * dA, dB: dot products of length n (N for dA, M for dB) accumulated in f32:
  *   S = |dC| |B|^T or |A|^T |dC| (OpenBLAS dgemm on the magnitudes); each
@@ -370,13 +373,12 @@ static enum kv_status oracle(struct kv_case *c)
         struct kv_tensor *iso = c->compact[T_DC16] ? &c->iso[T_DC16] : NULL; /* the next stage's whole input */
 #pragma omp parallel for schedule(static)
         for (size_t i = 0; i < (size_t)m * n; i++) {
-            double v = cast ? kv_f16_to_f32(kv_f32_to_f16(d[i])) : d[i];
+            const double v = dc16_of(d[i], cast);
             if (iso) kv_store_f64(KV_F16, iso->data, i, v);
             else c->y[T_DC16][i] = v, c->S[T_DC16][i] = fabs(v);
         }
         for (size_t q = 0; iso && q < c->n_sample[T_DC16]; q++) {
-            const size_t i = c->sample[T_DC16][q];
-            double v = cast ? kv_f16_to_f32(kv_f32_to_f16(d[i])) : d[i];
+            const double v = dc16_of(d[c->sample[T_DC16][q]], cast);
             c->y[T_DC16][q] = v, c->S[T_DC16][q] = fabs(v);
         }
         c->bound[T_DC16] = (struct kv_bound){.n = 0, .k_op = 0, .u_acc = u, .rho = 1};
