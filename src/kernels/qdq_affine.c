@@ -305,6 +305,28 @@ static enum kv_status alloc_d(double **p, size_t n)
     return *p ? KV_OK : kv_error(KV_EDEVICE, "out of host memory for the oracle");
 }
 
+/* Where a group's elements go in output t's oracle arrays, walked in order
+ * (kv_oracle_pos): every element, or where t is compact (--sample) its
+ * sampled ones alone. */
+struct place {
+    const size_t *idx;
+    size_t n, at;
+    int compact;
+};
+
+static struct place place_from(const struct kv_case *c, int t, size_t i0)
+{
+    return (struct place){c->sample[t], c->n_sample[t], kv_oracle_pos(c, t, i0), c->compact[t]};
+}
+
+/* Element i (the next of the walk): 1 and its place in *p where it is held. */
+static int place_next(struct place *pl, size_t i, size_t *p)
+{
+    if (!pl->compact) return *p = i, 1;
+    if (pl->at < pl->n && pl->idx[pl->at] == i) return *p = pl->at++, 1;
+    return 0;
+}
+
 /* Tolerances (metrics.md), with u = 2^-24:
  * scales: y = (hi - lo)/N exact, S = y; the device rounds hi - lo (1u) and
  *   divides (2.5 ulp <= 5u): n = 1, k_op = 6. A non-normal scale is 1.
@@ -339,8 +361,11 @@ static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check
     c->alt[T_S][g] = !e.poison && !f.poison && f.one && !e.one ? 1.0 : NAN;
     c->slack[T_B][g] = FMIN;
     double ds = 0, dsa = 0, db = 0, dba = 0, chain_ds = 0;
+    struct place pq = place_from(c, T_Q, (size_t)(g * gs)), pd = place_from(c, T_QDQ, (size_t)(g * gs));
+    struct kv_tensor *iso = c->compact[T_Q] ? &c->iso[T_Q] : NULL; /* the forward's whole input */
     for (int64_t j = 0; j < gs; j++) {
-        int64_t i = g * gs + j;
+        const size_t i = (size_t)(g * gs + j);
+        size_t a;
         int q = 0, alt = -1, fq = 0;
         if (!e.poison) {
             double z = quotient(wg[j], &e, 0);
@@ -350,31 +375,30 @@ static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check
                 alt = q == (int)floor(z) + 1 ? (int)floor(z) : (int)floor(z) + 1;
         }
         if (!f.poison) fq = code_of(quotient(wg[j], &f, 1), N);
-        c->y[T_Q][i] = q;
-        c->S[T_Q][i] = 0;
-        c->tie[T_Q][i] = (int16_t)alt;
-        c->flush[T_Q][i] = (int16_t)(fq != q && f.poison == e.poison ? fq : -1);
+        const int fl = fq != q && f.poison == e.poison ? fq : -1; /* the flushed model's other code */
+        if (iso) kv_store_f64(KV_U8, iso->data, i, q);
+        if (place_next(&pq, i, &a))
+            c->y[T_Q][a] = q, c->S[T_Q][a] = 0, c->tie[T_Q][a] = (int16_t)alt, c->flush[T_Q][a] = (int16_t)fl;
         /* forward, from the float32 (q, s, b) */
-        double y = (double)q * s_in + b_in;
-        c->y[T_QDQ][i] = y;
-        c->S[T_QDQ][i] = fabs((double)q * s_in) + fabs((double)b_in);
-        c->slack[T_QDQ][i] = 3 * FMIN;
+        const double y = (double)q * s_in + b_in, Sy = fabs((double)q * s_in) + fabs((double)b_in), sl = 3 * FMIN;
         /* chained: the device's own codes may sit across a tie, or be the flushed model's */
-        double sc = c->slack[T_QDQ][i] + (alt >= 0 ? fabs((double)s_in) : 0);
-        if (c->flush[T_Q][i] >= 0) sc += fabs((double)fq * f.s + f.lo - y);
-        c->slack_chain[T_QDQ][i] = sc;
-        /* round trip on the composed result */
-        int clipped = isinf(wg[j]) || e.poison;
-        rt->y[i] = e.poison ? NAN : clipped ? y : (double)wg[j];
-        rt->S[i] = c->S[T_QDQ][i];
-        rt->slack[i] = clipped ? sc
-                               : c->slack[T_QDQ][i] + 0.5 * fmax(fabs((double)s_in), f.s) * (1 + 16 * U * N) +
-                                     fabs((double)f.lo - e.lo);
+        double sc = sl + (alt >= 0 ? fabs((double)s_in) : 0);
+        if (fl >= 0) sc += fabs((double)fq * f.s + f.lo - y);
+        if (place_next(&pd, i, &a)) {
+            c->y[T_QDQ][a] = y, c->S[T_QDQ][a] = Sy, c->slack[T_QDQ][a] = sl, c->slack_chain[T_QDQ][a] = sc;
+            /* round trip on the composed result */
+            const int clipped = isinf(wg[j]) || e.poison;
+            rt->y[a] = e.poison ? NAN : clipped ? y : (double)wg[j];
+            rt->S[a] = Sy;
+            rt->slack[a] = clipped ? sc
+                                   : sl + 0.5 * fmax(fabs((double)s_in), f.s) * (1 + 16 * U * N) +
+                                         fabs((double)f.lo - e.lo);
+        }
         /* backward */
         double t = (double)q * dyg[j];
         ds += t, dsa += fabs(t), db += dyg[j], dba += fabs((double)dyg[j]);
         if (alt >= 0) chain_ds += fabs((double)dyg[j]);
-        if (c->flush[T_Q][i] >= 0) chain_ds += fabs((double)(fq - q) * dyg[j]);
+        if (fl >= 0) chain_ds += fabs((double)(fq - q) * dyg[j]);
     }
     c->y[T_DS][g] = ds, c->S[T_DS][g] = dsa;
     c->y[T_DB][g] = db, c->S[T_DB][g] = dba;
@@ -384,21 +408,22 @@ static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check
 
 static enum kv_status oracle(struct kv_case *c)
 {
-    const int64_t groups = c->p[P_GROUPS].i, gs = c->p[P_GS].i, n = groups * gs;
+    const int64_t groups = c->p[P_GROUPS].i, gs = c->p[P_GS].i;
     const double N = ldexp(1, (int)c->p[P_BITS].i) - 1;
     enum kv_status st = KV_OK;
+    const size_t nq = kv_oracle_len(c, T_Q), nd = kv_oracle_len(c, T_QDQ); /* n, or the samples (compact) */
     for (int t = T_S; t <= T_DB; t++)
-        if (t != T_Q) KV_TRY(alloc_d(&c->slack[t], c->t[t].count));
-    KV_TRY(alloc_d(&c->slack_chain[T_QDQ], (size_t)n));
+        if (t != T_Q) KV_TRY(alloc_d(&c->slack[t], kv_oracle_len(c, t)));
+    KV_TRY(alloc_d(&c->slack_chain[T_QDQ], nd));
     KV_TRY(alloc_d(&c->slack_chain[T_DS], (size_t)groups));
     KV_TRY(alloc_d(&c->alt[T_S], (size_t)groups));
-    c->tie[T_Q] = malloc((size_t)n * sizeof(int16_t));
-    c->flush[T_Q] = malloc((size_t)n * sizeof(int16_t));
+    c->tie[T_Q] = malloc(nq * sizeof(int16_t));
+    c->flush[T_Q] = malloc(nq * sizeof(int16_t));
     KV_CHECK(c->tie[T_Q] && c->flush[T_Q], KV_EDEVICE, "out of host memory for the oracle");
     struct kv_check_ref *rt = &c->chk[0];
-    KV_TRY(alloc_d(&rt->y, (size_t)n));
-    KV_TRY(alloc_d(&rt->S, (size_t)n));
-    KV_TRY(alloc_d(&rt->slack, (size_t)n));
+    KV_TRY(alloc_d(&rt->y, nd));
+    KV_TRY(alloc_d(&rt->S, nd));
+    KV_TRY(alloc_d(&rt->slack, nd));
 
 #pragma omp parallel for schedule(static)
     for (int64_t g = 0; g < groups; g++) oracle_group(c, g, N, rt);
@@ -451,4 +476,5 @@ const struct kv_kernel kv_kernel_qdq_affine = {
     .validate = validate,
     .inputs = inputs,
     .oracle = oracle,
+    .sample_outputs = 1ull << T_Q | 1ull << T_QDQ,
 };

@@ -89,10 +89,24 @@ static enum kv_status chunked(struct kv_case *c, int t, int64_t n, int64_t B, in
     return KV_OK;
 }
 
+/* The sample of a 1-D output: its first and last 16 elements and n picks,
+ * a third of them on 16-element tile edges. */
+static enum kv_status flat(struct kv_case *c, int t, int64_t n)
+{
+    const size_t count = c->t[t].count, edge = count < 16 ? count : 16;
+    size_t *idx = malloc(((size_t)n + 2 * edge) * sizeof *idx), k = 0;
+    if (!idx) return kv_error(KV_EDEVICE, "out of host memory for the sample");
+    for (size_t j = 0; j < edge; j++) idx[k++] = j, idx[k++] = count - 1 - j;
+    for (int64_t s = 0; s < n; s++) idx[k++] = pick(c, 1000u + (uint32_t)(2 * t), s, count);
+    keep(c, t, idx, k);
+    return KV_OK;
+}
+
 /* The sample of output t: its whole last row and last column (and first
  * ones), rows and columns on 16-element tile boundaries, and n random
  * elements, a third of them on boundaries; chunked where the kernel's work
- * is local to chunks (above). Deterministic in the seed. */
+ * is local to chunks, flat for a 1-D output (above). Deterministic in the
+ * seed. */
 enum kv_status kv_make_sample(struct kv_case *c, int t, int64_t n)
 {
     const struct kv_tensor *x = &c->t[t];
@@ -101,7 +115,8 @@ enum kv_status kv_make_sample(struct kv_case *c, int t, int64_t n)
         const int64_t B = c->p[kn->window_batch].i, T = c->p[kn->window_seq].i;
         if (x->shape[0] == B && x->shape[1] == T && B > 0 && T > 0) return chunked(c, t, n, B, T);
     }
-    size_t cols = x->ndim >= 2 ? (size_t)x->shape[x->ndim - 1] : x->count, rows = x->count / cols;
+    if (x->ndim < 2) return flat(c, t, n);
+    size_t cols = (size_t)x->shape[x->ndim - 1], rows = x->count / cols;
     size_t cap = 2 * rows + 2 * cols + (size_t)n + 2, k = 0;
     size_t *idx = malloc(cap * sizeof *idx);
     if (!idx) return kv_error(KV_EDEVICE, "out of host memory for the sample");

@@ -10,7 +10,8 @@
  * [batch, seq, ...], its random elements lie in a pool of chunks that every
  * output of the case shares (kv_sample_pool), so that an oracle computes
  * only those chunks: at most 2 rows + n elements. Elsewhere: the first and
- * last rows and columns whole, and n random elements. */
+ * last rows and columns whole (a 1-D output: its first and last 16
+ * elements), and n random elements. */
 enum kv_status kv_make_sample(struct kv_case *c, int t, int64_t n);
 /* The number of chunks in the pool of a sample of n elements out of
  * `chunks`: max(8, n / 256), at most all of them. */
