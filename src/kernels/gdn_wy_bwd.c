@@ -352,13 +352,6 @@ static void gather(const struct kv_case *c, const struct dims *d, struct chunk_w
 /* The element at place q of output t's oracle arrays (kv_oracle_pos). */
 static size_t elem(const struct kv_case *c, int t, size_t q) { return c->compact[t] ? c->sample[t][q] : q; }
 
-/* Where element e of output t goes in its oracle arrays; 0: nowhere (not sampled). */
-static int place_of(const struct kv_case *c, int t, size_t e, size_t *q)
-{
-    *q = kv_oracle_pos(c, t, e);
-    return !c->compact[t] || (*q < c->n_sample[t] && c->sample[t][*q] == e);
-}
-
 /* The slack of dk_head's element s of the chunk: a flipped intermediate may
  * carry the value across a power of two, where the final rounding's step
  * doubles. */
@@ -383,14 +376,15 @@ static size_t scatter(struct kv_case *c, const struct dims *d, struct chunk_work
     const int tk = out_of(c, T_DKH), tv = out_of(c, T_DV), tb = out_of(c, T_DB), tg = out_of(c, T_DG);
     const unsigned char ovf = (unsigned char)w->o.overflow; /* the chunk's f32 sums may overflow */
     struct kv_tensor *iso = c->iso[tk].data ? &c->iso[tk] : NULL;
-    size_t amb = 0, q;
+    size_t amb = 0, q, r0 = (size_t)((b * d->T + t0) * d->H + h);
+    struct kv_oracle_walk wb = kv_oracle_walk(c, tb, r0), wg = kv_oracle_walk(c, tg, r0);
     w->sum_ovf |= ovf;
     for (int64_t i = 0; i < n; i++) {
         const size_t r = (size_t)((b * d->T + t0 + i) * d->H + h);
-        if (place_of(c, tb, r, &q))
+        if (kv_oracle_next(&wb, r, &q))
             c->ovf[tb][q] = ovf, c->y[tb][q] = c->exact ? w->ex_db[i] : w->db[i], c->S[tb][q] = w->db_S[i],
             c->slack[tb][q] = w->db_sl[i];
-        if (place_of(c, tg, r, &q))
+        if (kv_oracle_next(&wg, r, &q))
             c->ovf[tg][q] = ovf, c->y[tg][q] = c->exact ? w->ex_dg[i] : w->dg[i], c->S[tg][q] = w->dg_S[i],
             c->slack[tg][q] = w->dg_sl[i];
         for (int64_t e = 0; e < K; e++) {

@@ -277,6 +277,23 @@ enum kv_status kv_case_alloc(struct kv_case *c);
  * the first sampled element >= e (n_sample past the last). */
 size_t kv_oracle_len(const struct kv_case *c, int t);
 size_t kv_oracle_pos(const struct kv_case *c, int t, size_t e);
+/* A walk over output t's elements in ascending order from e0: where each
+ * goes in the oracle arrays. kv_oracle_next(w, e, &q): 1 and q where
+ * element e's oracle is held (every element, or where t is compact its
+ * sampled ones alone); e may skip elements, never go back. */
+struct kv_oracle_walk {
+    const size_t *idx;
+    size_t n, at;
+    int compact;
+};
+struct kv_oracle_walk kv_oracle_walk(const struct kv_case *c, int t, size_t e0);
+static inline int kv_oracle_next(struct kv_oracle_walk *w, size_t e, size_t *q)
+{
+    if (!w->compact) return *q = e, 1;
+    while (w->at < w->n && w->idx[w->at] < e) w->at++;
+    if (w->at < w->n && w->idx[w->at] == e) return *q = w->at++, 1;
+    return 0;
+}
 /* "[rows, dim]" for documentation. */
 void kv_dims_doc(const struct kv_tensor_def *t, char *buf, size_t size);
 /* The built-in source file of stage s ("rmsnorm_bwd_dx.comp"). */

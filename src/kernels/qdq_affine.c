@@ -305,28 +305,6 @@ static enum kv_status alloc_d(double **p, size_t n)
     return *p ? KV_OK : kv_error(KV_EDEVICE, "out of host memory for the oracle");
 }
 
-/* Where a group's elements go in output t's oracle arrays, walked in order
- * (kv_oracle_pos): every element, or where t is compact (--sample) its
- * sampled ones alone. */
-struct place {
-    const size_t *idx;
-    size_t n, at;
-    int compact;
-};
-
-static struct place place_from(const struct kv_case *c, int t, size_t i0)
-{
-    return (struct place){c->sample[t], c->n_sample[t], kv_oracle_pos(c, t, i0), c->compact[t]};
-}
-
-/* Element i (the next of the walk): 1 and its place in *p where it is held. */
-static int place_next(struct place *pl, size_t i, size_t *p)
-{
-    if (!pl->compact) return *p = i, 1;
-    if (pl->at < pl->n && pl->idx[pl->at] == i) return *p = pl->at++, 1;
-    return 0;
-}
-
 /* Tolerances (metrics.md), with u = 2^-24:
  * scales: y = (hi - lo)/N exact, S = y; the device rounds hi - lo (1u) and
  *   divides (2.5 ulp <= 5u): n = 1, k_op = 6. A non-normal scale is 1.
@@ -361,7 +339,8 @@ static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check
     c->alt[T_S][g] = !e.poison && !f.poison && f.one && !e.one ? 1.0 : NAN;
     c->slack[T_B][g] = FMIN;
     double ds = 0, dsa = 0, db = 0, dba = 0, chain_ds = 0;
-    struct place pq = place_from(c, T_Q, (size_t)(g * gs)), pd = place_from(c, T_QDQ, (size_t)(g * gs));
+    const size_t i0 = (size_t)(g * gs);
+    struct kv_oracle_walk pq = kv_oracle_walk(c, T_Q, i0), pd = kv_oracle_walk(c, T_QDQ, i0);
     struct kv_tensor *iso = c->compact[T_Q] ? &c->iso[T_Q] : NULL; /* the forward's whole input */
     for (int64_t j = 0; j < gs; j++) {
         const size_t i = (size_t)(g * gs + j);
@@ -377,14 +356,14 @@ static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check
         if (!f.poison) fq = code_of(quotient(wg[j], &f, 1), N);
         const int fl = fq != q && f.poison == e.poison ? fq : -1; /* the flushed model's other code */
         if (iso) kv_store_f64(KV_U8, iso->data, i, q);
-        if (place_next(&pq, i, &a))
+        if (kv_oracle_next(&pq, i, &a))
             c->y[T_Q][a] = q, c->S[T_Q][a] = 0, c->tie[T_Q][a] = (int16_t)alt, c->flush[T_Q][a] = (int16_t)fl;
         /* forward, from the float32 (q, s, b) */
         const double y = (double)q * s_in + b_in, Sy = fabs((double)q * s_in) + fabs((double)b_in), sl = 3 * FMIN;
         /* chained: the device's own codes may sit across a tie, or be the flushed model's */
         double sc = sl + (alt >= 0 ? fabs((double)s_in) : 0);
         if (fl >= 0) sc += fabs((double)fq * f.s + f.lo - y);
-        if (place_next(&pd, i, &a)) {
+        if (kv_oracle_next(&pd, i, &a)) {
             c->y[T_QDQ][a] = y, c->S[T_QDQ][a] = Sy, c->slack[T_QDQ][a] = sl, c->slack_chain[T_QDQ][a] = sc;
             /* round trip on the composed result */
             const int clipped = isinf(wg[j]) || e.poison;

@@ -274,6 +274,11 @@ size_t kv_oracle_pos(const struct kv_case *c, int t, size_t e)
     return lo;
 }
 
+struct kv_oracle_walk kv_oracle_walk(const struct kv_case *c, int t, size_t e0)
+{
+    return (struct kv_oracle_walk){c->sample[t], c->n_sample[t], kv_oracle_pos(c, t, e0), c->compact[t]};
+}
+
 void kv_dims_doc(const struct kv_tensor_def *t, char *buf, size_t size)
 {
     size_t o = (size_t)snprintf(buf, size, "[");
