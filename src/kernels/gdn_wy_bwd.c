@@ -349,9 +349,6 @@ static void gather(const struct kv_case *c, const struct dims *d, struct chunk_w
     w->x = (struct kv_gdn_chunk){(int)n, (int)d->K, (int)d->V, w->k, w->v, w->beta, w->g, w->dw, w->du};
 }
 
-/* The element at place q of output t's oracle arrays (kv_oracle_pos). */
-static size_t elem(const struct kv_case *c, int t, size_t q) { return c->compact[t] ? c->sample[t][q] : q; }
-
 /* The slack of dk_head's element s of the chunk: a flipped intermediate may
  * carry the value across a power of two, where the final rounding's step
  * doubles. */
@@ -397,12 +394,12 @@ static size_t scatter(struct kv_case *c, const struct dims *d, struct chunk_work
             w->sum_chain[s] += (8 * sqrt(BT) + 3) * u_acc * w->dk_S[s] + 0.5 * kv_ulp(KV_BF16, yi) + sl + fabs(fed - yi);
         }
         for (size_t q = kv_oracle_pos(c, tk, r * K), e = kv_oracle_pos(c, tk, r * K + K); q < e; q++) {
-            const size_t s = (size_t)i * K + elem(c, tk, q) - r * K;
+            const size_t s = (size_t)i * K + kv_oracle_elem(c, tk, q) - r * K;
             c->ovf[tk][q] = ovf, c->y[tk][q] = c->exact ? w->ex_dk[s] : w->dk[s], c->S[tk][q] = w->dk_S[s];
             c->slack[tk][q] = dk_slack(w, s);
         }
         for (size_t q = kv_oracle_pos(c, tv, r * V), e = kv_oracle_pos(c, tv, r * V + V); q < e; q++) {
-            const size_t s = (size_t)i * V + elem(c, tv, q) - r * V;
+            const size_t s = (size_t)i * V + kv_oracle_elem(c, tv, q) - r * V;
             c->ovf[tv][q] = ovf, c->y[tv][q] = c->exact ? w->ex_dv[s] : w->dv[s], c->S[tv][q] = w->dv_S[s];
         }
     }
@@ -419,7 +416,7 @@ static void scatter_dk(struct kv_case *c, const struct dims *d, const struct chu
     for (int64_t i = 0; i < n; i++) {
         const size_t r = (size_t)((b * d->T + t0 + i) * d->Hg + kh);
         for (size_t q = kv_oracle_pos(c, to, r * K), e = kv_oracle_pos(c, to, r * K + K); q < e; q++) {
-            const size_t s = (size_t)i * K + elem(c, to, q) - r * K;
+            const size_t s = (size_t)i * K + kv_oracle_elem(c, to, q) - r * K;
             c->y[to][q] = w->sum_y[s], c->S[to][q] = w->sum_S[s], c->slack_chain[to][q] = w->sum_chain[s];
             c->ovf[to][q] = w->sum_ovf;
         }

@@ -362,7 +362,7 @@ static enum kv_status oracle(struct kv_case *c)
     if (is_acc(c)) {
         const float *din = c->t[T_DAIN].data;
         for (size_t q = 0; q < kv_oracle_len(c, tda); q++) {
-            const size_t i = c->compact[tda] ? c->sample[tda][q] : q;
+            const size_t i = kv_oracle_elem(c, tda, q);
             c->y[tda][q] += din[i];
             c->S[tda][q] += fabs((double)din[i]);
         }

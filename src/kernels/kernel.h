@@ -277,6 +277,12 @@ enum kv_status kv_case_alloc(struct kv_case *c);
  * the first sampled element >= e (n_sample past the last). */
 size_t kv_oracle_len(const struct kv_case *c, int t);
 size_t kv_oracle_pos(const struct kv_case *c, int t, size_t e);
+/* The element whose oracle is at place q of output t's arrays (the inverse
+ * of kv_oracle_pos): q, or the q-th sampled element where compact. */
+static inline size_t kv_oracle_elem(const struct kv_case *c, int t, size_t q)
+{
+    return c->compact[t] ? c->sample[t][q] : q;
+}
 /* A walk over output t's elements in ascending order from e0: where each
  * goes in the oracle arrays. kv_oracle_next(w, e, &q): 1 and q where
  * element e's oracle is held (every element, or where t is compact its

@@ -153,7 +153,7 @@ static enum kv_status make_inputs(struct case_run *x)
                         !(sampled && (size_t)x->o->sample < c->t[t].count && kv_test_full_oracle());
     /* --sample: every output's sample, intermediates included; an oracle
      * that can holds only the sampled elements (compact) */
-    for (int t = 0; x->o->sample > 0 && t < k->n_tensors; t++)
+    for (int t = 0; sampled && t < k->n_tensors; t++)
         if (k->tensors[t].role == KV_OUTPUT && kv_tensor_on(c, t) && (size_t)x->o->sample < c->t[t].count) {
             KV_TRY(kv_make_sample(c, t, x->o->sample));
             c->compact[t] = (k->sample_outputs >> t & 1) && !x->o->save_dir && !kv_test_full_oracle();

@@ -74,7 +74,6 @@ expect_exit 1 "$KV" qdq-affine --inputs "$d/inputs" --candidate q="$TMP/q2.npy"
 grep -Eq '^  q .*1 unexplained.*FAIL' "$TMP/out" || fail "an unexplained code must fail"
 for f in "$KV_SRC"/fixtures/qdq-affine/*.json; do expect_exit 0 "$KV" qdq-affine --inputs "$f"; done
 
-# Bad input: one line, exit 2, nothing written.
 # --sample: q and qdq (1-D) are sampled like any output, their oracle (codes with tie and
 # flush alternatives, the forward, the round trip) holds only the sampled elements, q's
 # whole codes going to the forward's isolated input; the report is the whole oracle's on
@@ -88,6 +87,7 @@ grep -q 'float(q.w) \* s1)' "$TMP/mutf/qdq_affine_forward.comp" || fail "plantin
 expect_exit 1 "$KV" qdq-affine --groups 300 --group-size 64 --sample 100 --shader forward="$TMP/mutf/qdq_affine_forward.comp"
 grep -Eq '^  qdq +.* FAIL  \([0-9]+ of 19200 elements sampled' "$TMP/out" || { cat "$TMP/out"; fail "--sample: the forward bug does not fail qdq"; }
 
+# Bad input: one line, exit 2, nothing written.
 expect_error 2 "--group-size 48 is not a power of two" "$KV" qdq-affine --group-size 48 "${J[@]}"
 expect_error 2 "--group-size: 2048 is out of range" "$KV" qdq-affine --group-size 2048 "${J[@]}"
 expect_error 2 "--group-size: 1 is out of range" "$KV" qdq-affine --group-size 1 "${J[@]}"
