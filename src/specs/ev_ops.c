@@ -51,7 +51,17 @@ int kv_ev_ctx_init(struct kv_ev_ctx *c, const struct kv_ev *x, const struct kv_s
     c->pool = malloc((size_t)(KV_SX_MAX_VARS + 1) * KV_SX_MAX_VARS * LANES * sizeof(int64_t));
     for (int v = 0; c->pool && v < KV_SX_MAX_VARS; v++) c->var[v] = c->pool + (size_t)v * LANES;
     c->depth = 1;
-    if (!c->scr || !c->pool) {
+    /* a context for each virtual temp the statement reads, made here */
+    const struct kv_spec *s = x->s;
+    int bad = !c->scr || !c->pool;
+    for (int y = 0; y < s->n_syms && !bad; y++) {
+        if (!s->sym[y].virt || !kv_sx_reads(st->rhs, y)) continue;
+        if (!c->sub && !(c->sub = calloc((size_t)s->n_syms, sizeof *c->sub))) bad = 1;
+        else if (!(c->sub[y] = malloc(sizeof *c->sub[y]))) bad = 1;
+        else if (kv_ev_ctx_init(c->sub[y], x, &s->stmt[s->sym[y].stmt], s->sym[y].stmt, x->arr[y].stage))
+            bad = 1, free(c->sub[y]), c->sub[y] = NULL;
+    }
+    if (bad) {
         kv_ev_ctx_free(c);
         c->failed = 1;
         return -1;
@@ -61,6 +71,10 @@ int kv_ev_ctx_init(struct kv_ev_ctx *c, const struct kv_ev *x, const struct kv_s
 
 void kv_ev_ctx_free(struct kv_ev_ctx *c)
 {
+    for (int y = 0; c->sub && y < c->x->s->n_syms; y++)
+        if (c->sub[y]) kv_ev_ctx_free(c->sub[y]), free(c->sub[y]);
+    free(c->sub);
+    c->sub = NULL;
     free(c->scr);
     free(c->pool);
     c->scr = NULL;

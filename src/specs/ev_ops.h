@@ -24,6 +24,8 @@ struct kv_ev_arr {
     int stage;                    /* outputs: the producing stage; temps: the stage that reads them; -1 */
     int output;                   /* a kernel output (another stage reads it isolated) */
     int owned;                    /* part[] allocated here (else borrowed from the case) */
+    const size_t *at;             /* a compact output: part[] holds the flat elements at[0..n_at) alone */
+    size_t n_at;
 };
 
 struct kv_ev {
@@ -50,6 +52,7 @@ struct kv_ev_ctx {
     unsigned uni;                 /* the variables whose value is the same on every lane (bit per slot) */
     int depth;
     const int64_t *flat;          /* the target's flat index per lane */
+    struct kv_ev_ctx **sub;       /* per symbol: the context computing a virtual temp where it is read */
     char err[1600];
     int failed;
 };

@@ -65,11 +65,41 @@ static int access_index(struct kv_ev_ctx *c, const struct kv_sx *e, const struct
     return 0;
 }
 
+/* A virtual temp (spec.h, sym.virt) at the flat elements of e's lanes: its
+ * statement evaluated there, in a context of its own, as a whole-array
+ * evaluation would at those elements (the same operations, the same values). */
+static int eval_virtual(struct kv_ev_ctx *c, const struct kv_sx *e, const struct kv_ev_arr *a, int nl,
+                        const int64_t *flat)
+{
+    const struct kv_spec *s = c->x->s;
+    const struct kv_spec_stmt *st = &s->stmt[s->sym[e->ref].stmt];
+    struct kv_ev_ctx *v = c->sub[e->ref]; /* made with c (kv_ev_ctx_init) */
+    for (int l = 0; l < nl; l++) {
+        int64_t i = flat[l];
+        for (int d = a->ndim - 1; d >= 0; d--) v->var[d][l] = i % a->shape[d], i /= a->shape[d];
+    }
+    v->flat = flat;
+    v->uni = 0;
+    for (int d = 0; d < a->ndim; d++) {
+        int same = 1;
+        for (int l = 1; l < nl && same; l++) same = v->var[d][l] == v->var[d][0];
+        v->uni |= (unsigned)same << d;
+    }
+    if (kv_ev_node(v, st->rhs, nl)) {
+        snprintf(c->err, sizeof c->err, "%s", v->err);
+        v->failed = 0;
+        return c->failed = 1, -1;
+    }
+    for (int k = 0; k < KV_EV_PARTS; k++) memcpy(kv_ev_part(c, e, k), kv_ev_part(v, st->rhs, k), (size_t)nl * sizeof(double));
+    return 0;
+}
+
 static int eval_access(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
 {
     const struct kv_ev_arr *a = &c->x->arr[e->ref];
     int64_t flat[LANES];
     if (access_index(c, e, a, nl, flat)) return -1;
+    if (c->x->s->sym[e->ref].virt) return eval_virtual(c, e, a, nl, flat);
     double *p[KV_EV_PARTS];
     for (int k = 0; k < KV_EV_PARTS; k++) p[k] = kv_ev_part(c, e, k);
     if (a->raw) { /* an input: exact as the device sees it */
@@ -313,7 +343,7 @@ static int eval_block(struct kv_ev_ctx *c, const struct kv_ev_arr *t, size_t lo,
     const int nl = (int)(hi - lo);
     int64_t flat[LANES];
     for (int l = 0; l < nl; l++) {
-        size_t i = lo + (size_t)l;
+        size_t i = t->at ? t->at[lo + (size_t)l] : lo + (size_t)l;
         flat[l] = (int64_t)i;
         for (int d = t->ndim - 1; d >= 0; d--) {
             c->var[d][l] = (int64_t)(i % (size_t)t->shape[d]);
@@ -339,14 +369,15 @@ enum kv_status kv_ev_stmt(struct kv_ev *x, int i)
     const struct kv_ev_arr *t = &x->arr[st->sym];
     /* at least 64 blocks where the array allows (the threads share them);
      * a value does not depend on its block: a lane's reductions run in order */
-    size_t per = (t->count + 63) / 64;
+    const size_t count = t->at ? t->n_at : t->count; /* a compact output: its sampled elements */
+    size_t per = (count + 63) / 64;
     per = per < 32 ? 32 : per > LANES ? LANES : (per + 31) / 32 * 32;
-    const size_t nblocks = (t->count + per - 1) / per;
+    const size_t nblocks = (count + per - 1) / per;
     size_t first_bad = (size_t)-1;
     char err[1600] = "";
     int oom = 0;
     enum kv_status fast;
-    if (kv_ev_contract(x, i, &fast)) return fast;
+    if (!t->at && kv_ev_contract(x, i, &fast)) return fast;
 #pragma omp parallel
     {
         struct kv_ev_ctx c;
@@ -357,7 +388,7 @@ enum kv_status kv_ev_stmt(struct kv_ev *x, int i)
 #pragma omp for schedule(dynamic, 4)
         for (size_t b = 0; b < nblocks; b++) {
             if (c.failed || oom) continue;
-            size_t lo = b * per, hi = lo + per < t->count ? lo + per : t->count;
+            size_t lo = b * per, hi = lo + per < count ? lo + per : count;
             if (eval_block(&c, t, lo, hi)) {
 #pragma omp critical(kv_ev_error)
                 if (b < first_bad) first_bad = b, snprintf(err, sizeof err, "%s", c.err);

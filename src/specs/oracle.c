@@ -214,22 +214,24 @@ static void ev_free(struct kv_ev *x)
 static enum kv_status alloc_parts(struct kv_ev *x, int y, double *const borrowed[KV_EV_PARTS])
 {
     struct kv_ev_arr *a = &x->arr[y];
+    const size_t n = a->at ? (a->n_at ? a->n_at : 1) : a->count;
     for (int k = 0; k < KV_EV_PARTS; k++) {
-        a->part[k] = borrowed && borrowed[k] ? borrowed[k] : malloc(a->count * sizeof(double));
+        a->part[k] = borrowed && borrowed[k] ? borrowed[k] : malloc(n * sizeof(double));
         if (!a->part[k]) return kv_error(KV_EDEVICE, "out of host memory for \"%s\"", x->s->sym[y].name);
         if (!borrowed || !borrowed[k]) a->owned |= 1 << k;
     }
     return KV_OK;
 }
 
-/* Output t's per-element bound arrays, kept by the case (freed with it). */
+/* Output t's per-element bound arrays, kept by the case (freed with it),
+ * of its oracle's length (its sampled elements alone where compact). */
 static enum kv_status case_arrays(struct kv_case *c, int t)
 {
     double **p[3] = {&c->lam[t], &c->fix[t], &c->slack_chain[t]};
     for (int k = 0; k < 3; k++)
-        if (!*p[k] && !(*p[k] = malloc(c->t[t].count * sizeof(double))))
+        if (!*p[k] && !(*p[k] = malloc(kv_oracle_len(c, t) * sizeof(double))))
             return kv_error(KV_EDEVICE, "out of host memory for the bound of %s", c->k->tensors[t].name);
-    if (!c->ovf[t] && !(c->ovf[t] = malloc(c->t[t].count)))
+    if (!c->ovf[t] && !(c->ovf[t] = malloc(kv_oracle_len(c, t))))
         return kv_error(KV_EDEVICE, "out of host memory for the bound of %s", c->k->tensors[t].name);
     return KV_OK;
 }
@@ -286,7 +288,9 @@ static enum kv_status run_list(struct kv_ev *x, int prepare)
         const struct kv_spec_stmt *st = &s->stmt[i];
         if (st->prepare != prepare) continue;
         const int t = s->sym[st->sym].tensor;
+        if (s->sym[st->sym].virt) continue; /* computed where it is read */
         if (t >= 0 && !prepare) {
+            if (c->compact[t]) x->arr[st->sym].at = c->sample[t], x->arr[st->sym].n_at = c->n_sample[t];
             KV_TRY_RET(case_arrays(c, t));
             double *const parts[KV_EV_PARTS] = {c->y[t], c->S[t], c->lam[t], c->fix[t], c->slack_chain[t], NULL};
             KV_TRY_RET(alloc_parts(x, st->sym, parts));
@@ -324,7 +328,7 @@ static void finish_output(struct kv_case *c, const struct kv_ev_arr *a, int t)
     const double *pk = a->part[KV_EV_PK];
     /* an intermediate past f32's range (with room for its rounding) overflows
      * on the device, and what follows is not the float64 value: any result */
-    for (size_t e = 0; e < c->t[t].count; e++) {
+    for (size_t e = 0, n = c->compact[t] ? c->n_sample[t] : c->t[t].count; e < n; e++) {
         c->ovf[t][e] = !(pk[e] <= 0x1.fffcp127) && !isnan(pk[e]);
         if (c->ovf[t][e]) c->lam[t][e] = c->fix[t][e] = INFINITY;
     }
@@ -350,6 +354,7 @@ cleanup:
 
 enum kv_status kv_spec_check(struct kv_spec *s)
 {
+    kv_spec_storage(s);
     s->k.sweep = s->sweep;
     s->k.validate = kv_spec_validate;
     s->k.inputs = kv_spec_inputs;

@@ -35,6 +35,7 @@ struct kv_spec_sym {
     int stmt;    /* defining statement, or -1 for an input */
     int ndim;    /* its index count */
     int stage;   /* outputs: the producing stage; math temps: the first stage reading them; else -1 */
+    int virt;    /* a math temp computed where it is read, never stored (kv_spec_storage) */
 };
 
 /* "target[i, j] = expr": the target's index variables are var slots
@@ -97,6 +98,14 @@ void kv_spec_free(struct kv_spec *s);
 
 /* The spec of a kernel made by kv_spec_parse, or NULL for a built-in. */
 const struct kv_spec *kv_spec_of(const struct kv_kernel *k);
+
+/* Which arrays the evaluator stores (storage.c): marks the math temps that
+ * are computed where they are read (sym.virt: computed element by element,
+ * their arrays indexed by plain variables, no explicit extent, and no
+ * statement reading an element of theirs repeatedly along a variable that
+ * does not index them), and sets k.sample_outputs to the outputs that no
+ * statement reads (with --sample, their oracle holds the sample alone). */
+void kv_spec_storage(struct kv_spec *s);
 
 /* The kernel callbacks (oracle.c) and their helpers. */
 enum kv_status kv_spec_validate(struct kv_case *c);

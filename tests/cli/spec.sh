@@ -59,6 +59,32 @@ grep -Eq '^  bench dx +min' "$TMP/out" || fail "--bench"
 expect_exit 0 "$KV" mutate softmax-bwd --operators bound,step,index,drop --seeds 1
 grep -Eq '^mutation score 100.0%' "$TMP/out" || fail "mutate softmax-bwd"
 
+# What a spec oracle holds. Intermediates computed where they are read (layernorm-bwd's
+# xh and g, never stored) give the report that stored ones give, and keep a case to its
+# outputs' arrays: 2 x 48 bytes an element less than stored (here 1M elements, so more
+# than 70 MB less at the peak). With --sample, an output no statement reads holds and
+# computes its sampled elements alone, and reports what the whole oracle reports on the
+# same sample (dw and db are sampled too).
+L=(layernorm-bwd --rows 256 --dim 4096 --no-stress)
+python3 - "$TMP" "$KV" "${L[@]}" <<'PY'
+import json, os, resource, subprocess, sys
+tmp, cmd = sys.argv[1], sys.argv[2:]
+def run(name, env):
+    r = subprocess.run(cmd + ["--json", f"{tmp}/{name}.json"], env=dict(os.environ, **env), capture_output=True)
+    if r.returncode == 77: sys.exit(77)
+    assert r.returncode == 0, (name, r.returncode, r.stderr)
+    case = json.load(open(f"{tmp}/{name}.json"))["cases"][0]
+    case.pop("time_ms", None)
+    return case, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+virt, peak_virt = run("virt", {})
+stored, peak_stored = run("stored", {"KVERIFY_TEST_STORE_TEMPS": "1"})  # the larger peak, run second
+assert virt == stored, "the reports differ"
+assert peak_stored - peak_virt > 70 * 1024, (peak_virt, peak_stored)
+PY
+rc=$?; [ $rc = 77 ] && exit 77; [ $rc = 0 ] || fail "spec temps computed where read"
+expect_compact_oracle "$KV" layernorm-bwd --rows 300 --dim 1000 --sample 500
+expect_compact_oracle "$KV" layernorm-bwd --rows 300 --dim 1000 --sample 500 --dist nonfinite
+
 # A user's folder: a spec and its shader, found with --kernels and with
 # KVERIFY_KERNELS; a case's command repeats --kernels.
 mkdir "$TMP/mine"
