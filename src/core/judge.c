@@ -30,7 +30,6 @@ struct jin {
     double edge[KV_DIST_RATIO_BINS + 1];
     signed char bin_of_exp[128];      /* the ratio bin of 2^(k-64) */
     const struct kv_error_dist *grid; /* NULL: no distribution */
-    const int *colcell;               /* each column's cell column (whole outputs) */
 };
 
 /* The sums, whose value depends on the order of the additions: one per chunk,
@@ -134,20 +133,29 @@ static void nonfinite(const struct jin *x, struct jthr *th, size_t i, double c, 
 }
 
 /* The map cells of elements lo, lo + 1, ...: walked by row and column over a
- * whole output (no division per element), looked up for a sample's indices. */
+ * whole output (a division only where a cell column or a row starts), looked
+ * up for a sample's indices. */
 struct cells {
     const struct kv_error_dist *d;
     const struct jin *x;
-    int whole, rowcell;
-    int64_t r, col;
+    int whole, rowcell, cc;
+    int64_t r, col, next; /* next: the first column of cell column cc + 1 */
 };
+
+/* The first column of cell column k: the least c with c * cell_cols / cols >= k. */
+static inline int64_t cell_edge(const struct kv_error_dist *d, int64_t k)
+{
+    return (k * d->cols + d->cell_cols - 1) / d->cell_cols;
+}
 
 static inline void cells_at(struct cells *w, const struct jin *x, const struct kv_error_dist *d, size_t lo)
 {
-    *w = (struct cells){d, x, d && !x->idx && x->colcell, 0, 0, 0};
+    *w = (struct cells){d, x, d && !x->idx && d->cols > 0, 0, 0, 0, 0, 0};
     if (!w->whole) return;
-    w->r = d->cols ? (int64_t)lo / d->cols : 0, w->col = d->cols ? (int64_t)lo % d->cols : 0;
+    w->r = (int64_t)lo / d->cols, w->col = (int64_t)lo % d->cols;
     w->rowcell = (int)(w->r * d->cell_rows / (d->rows ? d->rows : 1)) * d->cell_cols;
+    w->cc = (int)(w->col * d->cell_cols / d->cols);
+    w->next = cell_edge(d, w->cc + 1);
 }
 
 /* Element i's cell (i goes up by one from lo); 0 without a distribution. */
@@ -156,10 +164,12 @@ static inline int cells_next(struct cells *w, size_t i)
     const struct kv_error_dist *d = w->d;
     if (!d) return 0;
     if (!w->whole) return kv_dist_cell(d, w->x->idx ? w->x->idx[i] : i);
-    int cell = w->rowcell + w->x->colcell[w->col];
+    int cell = w->rowcell + w->cc;
     if (++w->col == d->cols) {
-        w->col = 0, w->r++;
+        w->col = 0, w->r++, w->cc = 0, w->next = cell_edge(d, 1);
         w->rowcell = (int)(w->r * d->cell_rows / (d->rows ? d->rows : 1)) * d->cell_cols;
+    } else if (w->col == w->next) {
+        w->cc++, w->next = cell_edge(d, w->cc + 1);
     }
     return cell;
 }
@@ -446,21 +456,13 @@ enum kv_status kv_judge_src(enum kv_dtype t, const void *cand, const struct kv_o
                     crit->lambda, crit->lambda * sqrt(b->n) * b->u_acc, b->k_op * b->u_acc, b->rho,
                     ldexp(1.0, ti->emin), crit->rtol > 0 ? crit->rtol : 0, crit->atol > 0 ? crit->atol : 0,
                     crit->rtol >= 0 || crit->atol >= 0, ti->emin, ti->precision, n <= KV_JUDGE_EXACT_P99,
-                    {0}, {0}, d, NULL};
+                    {0}, {0}, d};
     for (int i = 1; i < KV_DIST_RATIO_BINS; i++) x.edge[i] = kv_dist_ratio_edge(i);
     x.edge[KV_DIST_RATIO_BINS] = INFINITY;
     for (int k = 0; k < 128; k++) x.bin_of_exp[k] = (signed char)kv_dist_ratio_bin(ldexp(1.0, k - 64), x.edge);
     memset(m, 0, sizeof *m);
     m->elements = n;
-    int *colcell = NULL;
-    if (d) {
-        kv_dist_init(d, ndim, shape);
-        if (!idx && d->cols <= ((int64_t)1 << 26)) {
-            colcell = malloc((size_t)(d->cols ? d->cols : 1) * sizeof *colcell);
-            for (int64_t c = 0; colcell && c < d->cols; c++) colcell[c] = (int)(c * d->cell_cols / d->cols);
-        }
-        x.colcell = colcell;
-    }
+    if (d) kv_dist_init(d, ndim, shape);
     const int integer = kv_dtype_is_integer(t);
     chunk_fn *fn = t == KV_F32 ? chunk_f32 : t == KV_F64 ? chunk_f64 : t == KV_BF16 ? chunk_bf16 : chunk_other;
     size_t nchunks = (n + CHUNK - 1) / CHUNK;
@@ -498,7 +500,7 @@ enum kv_status kv_judge_src(enum kv_dtype t, const void *cand, const struct kv_o
         }
     }
     if (oom || fill_st) {
-        free_thr(th, nt), free(sums), free(hist), free(colcell);
+        free_thr(th, nt), free(sums), free(hist);
         return fill_st ? fill_st : kv_error(KV_EDEVICE, "out of host memory comparing %zu elements", n);
     }
     struct jthr all = {.worst_ratio = -1, .worst = (size_t)-1, .first_mismatch = (size_t)-1};
@@ -506,7 +508,7 @@ enum kv_status kv_judge_src(enum kv_dtype t, const void *cand, const struct kv_o
     for (int k = 0; k < nt; k++) merge_thr(m, &all, &th[k], hist, d, &fails_bound, &fails_tol);
     finish(t, cand, src, n, crit, integer, &all, sums, nchunks, x.exact_p99 ? th[0].ulps : NULL, hist, fails_bound,
            fails_tol, m);
-    free_thr(th, nt), free(sums), free(hist), free(colcell);
+    free_thr(th, nt), free(sums), free(hist);
     return KV_OK;
 }
 
