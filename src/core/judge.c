@@ -32,6 +32,14 @@ struct jin {
     const struct kv_error_dist *grid; /* NULL: no distribution */
 };
 
+/* A chunk's oracle and allowances, indexed from its first element (j = i - lo):
+ * the whole arrays' from lo, or a block the source made for the chunk. */
+struct jrow {
+    const double *y, *S, *slack, *alt, *lam, *fix;
+    const unsigned char *ovf;
+    const int16_t *tie, *flush;
+};
+
 /* The sums, whose value depends on the order of the additions: one per chunk,
  * added in index order at the end. */
 struct jsum {
@@ -50,6 +58,8 @@ struct jthr {
     uint64_t filled; /* counted into hist since its last flush */
     double *ulps;    /* the ULP errors, for an exact p99 of a small output */
     double *yb, *Sb; /* a chunk of the oracle, where it is made block by block */
+    double *slb, *lamb, *fixb; /* and of its allowances, where the source makes them */
+    unsigned char *ovfb;
     struct kv_error_dist *d;
 };
 
@@ -118,10 +128,11 @@ static void mismatch(const struct jin *x, struct jthr *th, size_t i, double c, d
 }
 
 /* A pair with a non-finite member: a legal match, or a mismatch. */
-static void nonfinite(const struct jin *x, struct jthr *th, size_t i, double c, double y, double Si, int cell)
+static void nonfinite(const struct jin *x, struct jthr *th, size_t i, const struct jrow *r, size_t j, double c,
+                      double y, double Si, int cell)
 {
-    double err = (x->lam ? x->lambda * x->lam[i] + x->fix[i] : (x->c1 + x->c2) * Si) + (x->slack ? x->slack[i] : 0);
-    switch (kv_nonfinite_match(x->t, x->b, c, y, Si, err, x->ovf && x->ovf[i])) {
+    double err = (r->lam ? x->lambda * r->lam[j] + r->fix[j] : (x->c1 + x->c2) * Si) + (r->slack ? r->slack[j] : 0);
+    switch (kv_nonfinite_match(x->t, x->b, c, y, Si, err, r->ovf && r->ovf[j])) {
     case KV_NF_NAN: th->nan_match++; return;
     case KV_NF_INF: th->inf_match++; return;
     case KV_NF_OVERFLOW: th->overflow_ok++; return;
@@ -213,14 +224,14 @@ static inline void dist_note(const struct jin *x, struct kv_error_dist *d, int c
  * constant in each caller, so the load is one instruction; what the loop
  * reads and counts is held in locals. */
 static inline __attribute__((always_inline)) void chunk_float(const struct jin *x, enum kv_dtype t, size_t lo,
-                                                              size_t hi, const double *y_lo, const double *S_lo,
-                                                              struct jthr *th, struct jsum *s)
+                                                              size_t hi, const struct jrow *r, struct jthr *th,
+                                                              struct jsum *s)
 {
     struct kv_error_dist *d = th->d;
     struct cells cw;
     cells_at(&cw, x, d, lo);
     const void *cand = x->cand;
-    const double *slack = x->slack, *alt = x->alt, *lam = x->lam, *fix = x->fix;
+    const double *y_lo = r->y, *S_lo = r->S, *slack = r->slack, *alt = r->alt, *lam = r->lam, *fix = r->fix;
     const double c1 = x->c1, c2 = x->c2, half_rho = 0.5 * x->rho, lambda = x->lambda, floor_rel = x->floor_rel;
     const double rt = x->rt, at = x->at;
     const int tol = x->tol, emin = x->emin, prec = x->prec, exact = x->exact_p99;
@@ -233,16 +244,16 @@ static inline __attribute__((always_inline)) void chunk_float(const struct jin *
         const int cell = cells_next(&cw, i);
         double c = load(t, cand, i), y = y_lo[i - lo], Si = S_lo[i - lo];
         if (__builtin_expect(!isfinite(c) || !isfinite(y), 0)) {
-            nonfinite(x, th, i, c, y, Si, cell);
+            nonfinite(x, th, i, r, i - lo, c, y, Si, cell);
             continue;
         }
         double e = fabs(c - y);
-        if (alt && e > 0 && c == alt[i]) e = 0, slack_used++; /* the other legal value */
+        if (alt && e > 0 && c == alt[i - lo]) e = 0, slack_used++; /* the other legal value */
         double ulp = kv_ulp_finite(y, emin, prec);
-        double base = lam ? lambda * lam[i] + fix[i] + half_rho * ulp : c1 * Si + c2 * Si + half_rho * ulp;
+        double base = lam ? lambda * lam[i - lo] + fix[i - lo] + half_rho * ulp : c1 * Si + c2 * Si + half_rho * ulp;
         double ratio = e / base;
         if (slack && ratio > 1.0) {
-            base += slack[i];
+            base += slack[i - lo];
             ratio = e / base;
             if (ratio <= 1.0) slack_used++;
         }
@@ -282,24 +293,25 @@ static inline __attribute__((always_inline)) void chunk_float(const struct jin *
 
 /* Elements [lo, hi) of an integer output (codes): exact, the other side of
  * a tie within reach, or the flushed model's code. */
-static void chunk_codes(const struct jin *x, size_t lo, size_t hi, const double *y_lo, struct jthr *th)
+static void chunk_codes(const struct jin *x, size_t lo, size_t hi, const struct jrow *r, struct jthr *th)
 {
     struct kv_error_dist *d = th->d;
     struct cells cw;
     cells_at(&cw, x, d, lo);
     for (size_t i = lo; i < hi; i++) {
         const int cell = cells_next(&cw, i);
-        double c = load(x->t, x->cand, i), dd = fabs(c - y_lo[i - lo]);
-        int has_tie = x->tie && x->tie[i] >= 0;
+        const size_t j = i - lo;
+        double c = load(x->t, x->cand, i), dd = fabs(c - r->y[j]);
+        int has_tie = r->tie && r->tie[j] >= 0;
         th->ambiguous += (size_t)has_tie;
         th->compared++;
         if (dd > th->max_abs) th->max_abs = dd;
         if (dd == 0) th->exact++;
-        else if (has_tie && c == x->tie[i]) th->tie_explained++;
-        else if (x->flush && x->flush[i] >= 0 && c == x->flush[i]) th->flush_explained++;
+        else if (has_tie && c == r->tie[j]) th->tie_explained++;
+        else if (r->flush && r->flush[j] >= 0 && c == r->flush[j]) th->flush_explained++;
         else {
             th->unexplained++;
-            mismatch(x, th, i, c, y_lo[i - lo], cell);
+            mismatch(x, th, i, c, r->y[j], cell);
             continue;
         }
         if (!d) continue;
@@ -310,41 +322,57 @@ static void chunk_codes(const struct jin *x, size_t lo, size_t hi, const double 
     }
 }
 
-typedef void chunk_fn(const struct jin *, size_t, size_t, const double *, const double *, struct jthr *, struct jsum *);
-static void chunk_f32(const struct jin *x, size_t lo, size_t hi, const double *y, const double *S, struct jthr *th,
-                      struct jsum *s)
+typedef void chunk_fn(const struct jin *, size_t, size_t, const struct jrow *, struct jthr *, struct jsum *);
+static void chunk_f32(const struct jin *x, size_t lo, size_t hi, const struct jrow *r, struct jthr *th, struct jsum *s)
 {
-    chunk_float(x, KV_F32, lo, hi, y, S, th, s);
+    chunk_float(x, KV_F32, lo, hi, r, th, s);
 }
-static void chunk_f64(const struct jin *x, size_t lo, size_t hi, const double *y, const double *S, struct jthr *th,
-                      struct jsum *s)
+static void chunk_f64(const struct jin *x, size_t lo, size_t hi, const struct jrow *r, struct jthr *th, struct jsum *s)
 {
-    chunk_float(x, KV_F64, lo, hi, y, S, th, s);
+    chunk_float(x, KV_F64, lo, hi, r, th, s);
 }
-static void chunk_bf16(const struct jin *x, size_t lo, size_t hi, const double *y, const double *S, struct jthr *th,
-                       struct jsum *s)
+static void chunk_bf16(const struct jin *x, size_t lo, size_t hi, const struct jrow *r, struct jthr *th, struct jsum *s)
 {
-    chunk_float(x, KV_BF16, lo, hi, y, S, th, s);
+    chunk_float(x, KV_BF16, lo, hi, r, th, s);
 }
-static void chunk_other(const struct jin *x, size_t lo, size_t hi, const double *y, const double *S, struct jthr *th,
-                        struct jsum *s)
+static void chunk_other(const struct jin *x, size_t lo, size_t hi, const struct jrow *r, struct jthr *th, struct jsum *s)
 {
-    chunk_float(x, x->t, lo, hi, y, S, th, s);
+    chunk_float(x, x->t, lo, hi, r, th, s);
+}
+
+/* Chunk lo's oracle and allowances: the block made for it, or the whole arrays from lo. */
+static struct jrow row_at(const struct jin *x, size_t lo, const struct kv_oracle_block *b)
+{
+#define AT(p) ((p) ? (p) + lo : NULL)
+    struct jrow r = {AT(x->y), AT(x->S), AT(x->slack), AT(x->alt), AT(x->lam), AT(x->fix), AT(x->ovf), AT(x->tie),
+                     AT(x->flush)};
+#undef AT
+    if (b) r.y = b->y, r.S = b->S;
+    if (b && b->lam) r.slack = b->slack, r.lam = b->lam, r.fix = b->fix, r.ovf = b->ovf;
+    return r;
 }
 
 static void free_thr(struct jthr *th, int nt)
 {
-    for (int k = 0; th && k < nt; k++) free(th[k].hist), free(th[k].ulps), free(th[k].d), free(th[k].yb), free(th[k].Sb);
+    for (int k = 0; th && k < nt; k++) {
+        free(th[k].hist), free(th[k].ulps), free(th[k].d), free(th[k].yb), free(th[k].Sb);
+        free(th[k].slb), free(th[k].lamb), free(th[k].fixb), free(th[k].ovfb);
+    }
     free(th);
 }
 
 /* A thread's first chunk: its histogram (or ULP buffer) and distribution. */
-static int init_thr(const struct jin *x, struct jthr *th, size_t n, int blocks)
+static int init_thr(const struct jin *x, struct jthr *th, size_t n, int blocks, int allow)
 {
     th->used = 1;
     if (blocks) {
         th->yb = malloc(CHUNK * sizeof *th->yb), th->Sb = malloc(CHUNK * sizeof *th->Sb);
         if (!th->yb || !th->Sb) return -1;
+    }
+    if (blocks && allow) {
+        th->slb = malloc(CHUNK * sizeof *th->slb), th->lamb = malloc(CHUNK * sizeof *th->lamb);
+        th->fixb = malloc(CHUNK * sizeof *th->fixb), th->ovfb = malloc(CHUNK);
+        if (!th->slb || !th->lamb || !th->fixb || !th->ovfb) return -1;
     }
     th->worst_ratio = -1;
     th->worst = th->first_mismatch = (size_t)-1;
@@ -408,9 +436,12 @@ static void merge_thr(struct kv_metrics *m, struct jthr *all, const struct jthr 
 /* The element a row shows: the first mismatch, else the worst. */
 static void note_shown(enum kv_dtype t, const void *cand, const struct kv_oracle_src *src, size_t i, struct kv_metrics *m)
 {
-    double y = NAN, S;
+    double y = NAN, S, sl, lam, fix;
+    unsigned char ovf;
+    const struct kv_oracle_block b = {&y, &S, src->allow ? &sl : NULL, src->allow ? &lam : NULL,
+                                      src->allow ? &fix : NULL, src->allow ? &ovf : NULL};
     if (src->y) y = src->y[i];
-    else if (src->fill(src->ctx, i, i + 1, &y, &S)) y = NAN;
+    else if (src->fill(src->ctx, i, i + 1, &b)) y = NAN;
     m->worst_index = i, m->worst_c = load(t, cand, i), m->worst_y = y, m->has_worst = 1;
 }
 
@@ -473,12 +504,13 @@ enum kv_status kv_judge_src(enum kv_dtype t, const void *cand, const struct kv_o
     int oom = !th || !sums || (!x.exact_p99 && !integer && !hist);
     const int blocks = !src->y;
     enum kv_status fill_st = KV_OK;
-    if (!oom && nt == 1 && init_thr(&x, &th[0], n, blocks)) oom = 1;
+    const int own_allow = blocks && src->allow;
+    if (!oom && nt == 1 && init_thr(&x, &th[0], n, blocks, own_allow)) oom = 1;
     if (!oom) {
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
         for (size_t k = 0; k < nchunks; k++) {
             struct jthr *me = &th[omp_get_thread_num()];
-            if (!me->used && init_thr(&x, me, n, blocks)) {
+            if (!me->used && init_thr(&x, me, n, blocks, own_allow)) {
 #pragma omp atomic write
                 oom = 1;
             }
@@ -487,15 +519,16 @@ enum kv_status kv_judge_src(enum kv_dtype t, const void *cand, const struct kv_o
             failed = oom;
             if (failed) continue;
             size_t lo = k * CHUNK, hi = lo + CHUNK < n ? lo + CHUNK : n;
-            const double *ylo = blocks ? me->yb : src->y + lo, *Slo = blocks ? me->Sb : src->S + lo;
-            enum kv_status fs = blocks ? src->fill(src->ctx, lo, hi, me->yb, me->Sb) : KV_OK;
+            const struct kv_oracle_block b = {me->yb, me->Sb, me->slb, me->lamb, me->fixb, me->ovfb};
+            enum kv_status fs = blocks ? src->fill(src->ctx, lo, hi, &b) : KV_OK;
             if (fs) {
 #pragma omp critical(kv_judge_fill)
                 fill_st = fill_st ? fill_st : fs;
                 continue;
             }
-            if (integer) chunk_codes(&x, lo, hi, ylo, me);
-            else fn(&x, lo, hi, ylo, Slo, me, &sums[k]);
+            const struct jrow r = row_at(&x, lo, blocks ? &b : NULL);
+            if (integer) chunk_codes(&x, lo, hi, &r, me);
+            else fn(&x, lo, hi, &r, me, &sums[k]);
             if (me->hist && (me->filled += hi - lo) > Q_FLUSH) flush_hist(me, hist);
         }
     }
@@ -517,7 +550,7 @@ enum kv_status kv_judge(enum kv_dtype t, const void *cand, const double *y, cons
                         const struct kv_allow *allow, const struct kv_criteria *crit, struct kv_metrics *m,
                         struct kv_error_dist *d)
 {
-    const struct kv_oracle_src src = {y, S, NULL, NULL};
+    const struct kv_oracle_src src = {y, S, NULL, NULL, 0};
     return kv_judge_src(t, cand, &src, n, idx, ndim, shape, b, allow, crit, m, d);
 }
 

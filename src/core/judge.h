@@ -28,13 +28,20 @@ enum kv_status kv_judge(enum kv_dtype t, const void *cand, const double *y, cons
                         struct kv_error_dist *d);
 
 /* The oracle of an output: whole arrays y and S, or (y NULL) made block by
- * block as the judge goes: fill(ctx, lo, hi, y, S) writes elements [lo, hi)
- * into y[0..hi-lo) and S, called from several threads at once and once more
- * for the element a row shows. Memory then stays a chunk per thread. */
+ * block as the judge goes: fill(ctx, lo, hi, b) writes elements [lo, hi)
+ * into b->y[0..hi-lo) and b->S, and where allow is set, their allowances
+ * into b->slack, b->lam, b->fix and b->ovf (those of kv_allow are then not
+ * read); called from several threads at once and once more for the element
+ * a row shows. Memory then stays a chunk per thread. */
+struct kv_oracle_block {
+    double *y, *S, *slack, *lam, *fix;
+    unsigned char *ovf;
+};
 struct kv_oracle_src {
     const double *y, *S;
-    enum kv_status (*fill)(void *ctx, size_t lo, size_t hi, double *y, double *S);
+    enum kv_status (*fill)(void *ctx, size_t lo, size_t hi, const struct kv_oracle_block *b);
     void *ctx;
+    int allow;
 };
 enum kv_status kv_judge_src(enum kv_dtype t, const void *cand, const struct kv_oracle_src *src, size_t n,
                             const size_t *idx, int ndim, const int64_t *shape, const struct kv_bound *b,

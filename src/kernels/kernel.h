@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "core/compare.h"
+#include "core/judge.h"
 #include "core/status.h"
 #include "core/tensor.h"
 #include "spirv/glsl.h"
@@ -159,15 +160,19 @@ struct kv_kernel {
      * runner feeds that rounded value to the device (stage isolation). */
     enum kv_status (*oracle)(struct kv_case *c);
     /* Optional: output t's oracle for the flat elements [lo, hi) into
-     * y[0..hi-lo) and S, the same values oracle() would give, from the case
-     * as oracle() left it (it may keep what the blocks need in c->aux[t]);
-     * called from several threads at once, for the outputs in block_outputs.
-     * There, the pipeline may
-     * mark t in c->blocked before oracle(), which then leaves c->y[t] and
-     * c->S[t] (NULL) alone, and judges t block by block: the float64 oracle
-     * of a whole output is never held. */
-    enum kv_status (*oracle_block)(const struct kv_case *c, int t, size_t lo, size_t hi, double *y, double *S);
+     * b->y[0..hi-lo) and b->S, the same values oracle() would give, from the
+     * case as oracle() left it (it may keep what the blocks need in c->aux[t]
+     * or c->state); called from several threads at once, for the outputs in
+     * block_outputs. There, the pipeline may mark t in c->blocked before
+     * oracle(), which then leaves c->y[t] and c->S[t] (NULL) and t's
+     * allowances alone, and judges t block by block: the float64 oracle of a
+     * whole output is never held. For the outputs in block_allow, the block
+     * holds the allowances too (b->slack, lam, fix, ovf: those oracle() would
+     * put in c->slack or, chained, c->slack_chain, and c->lam, fix, ovf). */
+    enum kv_status (*oracle_block)(const struct kv_case *c, int t, size_t lo, size_t hi, int chained,
+                                   const struct kv_oracle_block *b);
     uint64_t block_outputs; /* the outputs (bit t) oracle_block makes */
+    uint64_t block_allow;   /* those of them whose blocks hold the allowances too */
     /* The outputs (bit t) whose oracle, with --sample, holds only the sampled
      * elements: the runner marks them in c->compact and sizes y, S and every
      * allowance the oracle allocates by c->n_sample[t] (kv_oracle_len), in
@@ -210,6 +215,8 @@ struct kv_case {
      * kernel keeps for them (freed with the case). */
     int blocked[KV_MAX_TENSORS];
     double *aux[KV_MAX_TENSORS];
+    void *state;                    /* what oracle() keeps for the blocks beyond aux, or NULL */
+    void (*state_free)(void *state); /* frees it with the case */
     struct kv_bound bound[KV_MAX_TENSORS];
     int exact;                           /* the oracle call is for the exact oracle */
     /* --sample: the flat indices (sorted, unique) of output t to verify, or

@@ -289,6 +289,8 @@ void kv_dims_doc(const struct kv_tensor_def *t, char *buf, size_t size)
 
 void kv_case_free(struct kv_case *c)
 {
+    if (c->state && c->state_free) c->state_free(c->state);
+    c->state = NULL;
     for (int i = 0; i < KV_MAX_TENSORS; i++) {
         kv_tensor_free(&c->t[i]);
         free(c->y[i]);

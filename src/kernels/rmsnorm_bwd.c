@@ -172,9 +172,12 @@ static void dx_elems(const struct kv_case *c, int64_t b, int64_t k0, int64_t k1,
 }
 
 /* dx's oracle for the flat elements [lo, hi), block by block (oracle_block). */
-static enum kv_status oracle_block(const struct kv_case *c, int t, size_t lo, size_t hi, double *y, double *S)
+static enum kv_status oracle_block(const struct kv_case *c, int t, size_t lo, size_t hi, int chained,
+                                   const struct kv_oracle_block *blk)
 {
+    (void)chained; /* dx's chained allowance is the bound's (k_chain) */
     if (t != T_DX) return kv_error(KV_EDEVICE, "rmsnorm-bwd: no block oracle for %s", c->k->tensors[t].name);
+    double *y = blk->y, *S = blk->S;
     const size_t dim = (size_t)c->p[P_DIM].i;
     for (size_t i = lo; i < hi;) {
         const size_t b = i / dim, k0 = i % dim, k1 = hi - b * dim < dim ? hi - b * dim : dim;

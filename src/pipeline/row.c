@@ -31,23 +31,27 @@ static void *gather(const void *src, const size_t *idx, size_t n, size_t es, int
 /* An output whose oracle is made in blocks (c->blocked): the kernel's. */
 struct block_ctx {
     const struct kv_case *c;
-    int t;
+    int t, chained;
 };
 
-static enum kv_status block_fill(void *ctx, size_t lo, size_t hi, double *y, double *S)
+static enum kv_status block_fill(void *ctx, size_t lo, size_t hi, const struct kv_oracle_block *b)
 {
-    const struct block_ctx *b = ctx;
-    return b->c->k->oracle_block(b->c, b->t, lo, hi, y, S);
+    const struct block_ctx *x = ctx;
+    return x->c->k->oracle_block(x->c, x->t, lo, hi, x->chained, b);
 }
 
-/* A blocked output's oracle at its n sampled elements idx (sorted), into y
- * and S: the kernel's blocks, one per run of consecutive indices. */
-static enum kv_status sample_blocks(const struct kv_case *c, int t, const size_t *idx, size_t n, double *y, double *S)
+/* A blocked output's oracle at its n sampled elements idx (sorted), into b
+ * (from element 0): the kernel's blocks, one per run of consecutive indices. */
+static enum kv_status sample_blocks(const struct kv_case *c, int t, int chained, const size_t *idx, size_t n,
+                                    const struct kv_oracle_block *b)
 {
+#define AT(p) ((p) ? (p) + q : NULL)
     for (size_t q = 0, r; q < n; q = r) {
         for (r = q + 1; r < n && idx[r] == idx[r - 1] + 1;) r++;
-        KV_TRY_RET(c->k->oracle_block(c, t, idx[q], idx[r - 1] + 1, y + q, S + q));
+        const struct kv_oracle_block at = {AT(b->y), AT(b->S), AT(b->slack), AT(b->lam), AT(b->fix), AT(b->ovf)};
+        KV_TRY_RET(c->k->oracle_block(c, t, idx[q], idx[r - 1] + 1, chained, &at));
     }
+#undef AT
     return KV_OK;
 }
 
@@ -57,7 +61,7 @@ static enum kv_status sample_blocks(const struct kv_case *c, int t, const size_t
  * them counted among the sampled ones, so that the count is the same
  * whether the oracle holds the sample or the whole. */
 static enum kv_status judge_sample(const struct kv_case *c, int t, const struct kv_oracle_ref *ref, const void *data,
-                                   const struct kv_bound *bound, const struct kv_run_opts *o,
+                                   int chained, const struct kv_bound *bound, const struct kv_run_opts *o,
                                    struct kv_output_result *out, size_t *ambiguous)
 {
     enum kv_status st;
@@ -76,8 +80,17 @@ static enum kv_status judge_sample(const struct kv_case *c, int t, const struct 
                          gather(ref->allow.ovf, ri, n, 1, &oom),
                          gather(ref->allow.lam, ri, n, sizeof(double), &oom),
                          gather(ref->allow.fix, ri, n, sizeof(double), &oom)};
+    /* blocks that hold their allowances: those of the sample, made with y and S */
+    const int allow = blocked && (c->k->block_allow >> t & 1);
+    struct kv_oracle_block b = {y, S, NULL, NULL, NULL, NULL};
+    if (allow) {
+        b.slack = malloc(n * sizeof(double) + 1), b.lam = malloc(n * sizeof(double) + 1);
+        b.fix = malloc(n * sizeof(double) + 1), b.ovf = malloc(n + 1);
+        oom |= !b.slack || !b.lam || !b.fix || !b.ovf;
+        a.slack = b.slack, a.lam = b.lam, a.fix = b.fix, a.ovf = b.ovf;
+    }
     if (oom) st = kv_error(KV_EDEVICE, "out of host memory comparing a sample");
-    else st = blocked ? sample_blocks(c, t, idx, n, y, S) : KV_OK;
+    else st = blocked ? sample_blocks(c, t, chained, idx, n, &b) : KV_OK;
     if (st == KV_OK) {
         st = kv_judge(c->t[t].dtype, cand, y, S, n, idx, c->t[t].ndim, c->t[t].shape, bound, &a, &o->crit, &out->m,
                       out->dist);
@@ -89,6 +102,7 @@ static enum kv_status judge_sample(const struct kv_case *c, int t, const struct 
     }
     free(cand);
     if (ri || blocked) free(y), free(S);
+    if (allow) free(b.slack), free(b.lam), free(b.fix), free(b.ovf);
     if (ri) {
         free((void *)a.slack), free((void *)a.tie), free((void *)a.flush), free((void *)a.alt);
         free((void *)a.ovf), free((void *)a.lam), free((void *)a.fix);
@@ -127,10 +141,11 @@ enum kv_status kv_compare_row(struct kv_case *c, int t, const struct kv_oracle_r
     enum kv_status st;
     size_t ambiguous = c->ambiguous[t];
     if (c->sample[t]) {
-        st = judge_sample(c, t, ref, data, &bound, o, out, &ambiguous);
+        st = judge_sample(c, t, ref, data, chained, &bound, o, out, &ambiguous);
     } else {
-        struct block_ctx bc = {c, t};
-        const struct kv_oracle_src src = {ref->y, ref->S, ref->y ? NULL : block_fill, &bc};
+        struct block_ctx bc = {c, t, chained};
+        const struct kv_oracle_src src = {ref->y, ref->S, ref->y ? NULL : block_fill, &bc,
+                                          !ref->y && (k->block_allow >> t & 1)};
         st = kv_judge_src(c->t[t].dtype, data, &src, c->t[t].count, NULL, c->t[t].ndim, c->t[t].shape, &bound,
                           &ref->allow, &o->crit, &out->m, out->dist);
     }
