@@ -13,8 +13,8 @@ struct kv_oracle_ref {
     const char *name; /* "spec" or "exact" */
 };
 
-/* KVERIFY_TEST_FULL_ORACLE=1: no oracle holds only the sampled elements
- * (tests compare the two). */
+/* KVERIFY_TEST_FULL_ORACLE=1: every oracle whole, none made block by block
+ * or holding only the sampled elements (tests compare the two). */
 int kv_test_full_oracle(void);
 /* Compare data (output t, from `source`) against ref and append a row named
  * <output><suffix> to res. chained adds the allowance for device intermediates. */

@@ -145,12 +145,13 @@ static enum kv_status make_inputs(struct case_run *x)
     const struct kv_kernel *k = c->k;
     /* outputs judged against an oracle made block by block: the float64
      * oracle of a whole output is not held (not saved or exact); sampled,
-     * only the sampled elements are made (pipeline/row.c) */
+     * only the sampled elements are made (pipeline/row.c), unless the oracle
+     * can hold them alone (compact, below: one pass over the sample) */
     const int sampled = x->o->sample > 0;
     for (int t = 0; k->oracle_block && t < k->n_tensors; t++)
         c->blocked[t] = (k->block_outputs >> t & 1) && kv_tensor_on(c, t) && !kv_is_intermediate(c, t) &&
-                        x->o->oracle == KV_ORACLE_SPEC && !x->o->save_dir &&
-                        !(sampled && (size_t)x->o->sample < c->t[t].count && kv_test_full_oracle());
+                        x->o->oracle == KV_ORACLE_SPEC && !x->o->save_dir && !kv_test_full_oracle() &&
+                        !(sampled && (size_t)x->o->sample < c->t[t].count && (k->sample_outputs >> t & 1));
     /* --sample: every output's sample, intermediates included; an oracle
      * that can holds only the sampled elements (compact) */
     for (int t = 0; sampled && t < k->n_tensors; t++)

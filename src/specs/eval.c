@@ -337,8 +337,8 @@ static int kv_ev_reduce(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
     return reduce_inner(c, e, nl, lo, hi);
 }
 
-/* Elements [lo, hi) of statement st's target, one block. */
-static int eval_block(struct kv_ev_ctx *c, const struct kv_ev_arr *t, size_t lo, size_t hi)
+/* Elements [lo, hi) of statement st's target, one block, into dst[k][0..hi-lo). */
+static int eval_block(struct kv_ev_ctx *c, const struct kv_ev_arr *t, size_t lo, size_t hi, double *const dst[KV_EV_PARTS])
 {
     const int nl = (int)(hi - lo);
     int64_t flat[LANES];
@@ -358,8 +358,7 @@ static int eval_block(struct kv_ev_ctx *c, const struct kv_ev_arr *t, size_t lo,
         c->uni |= (unsigned)same << v;
     }
     if (kv_ev_node(c, c->st->rhs, nl)) return -1;
-    for (int k = 0; k < KV_EV_PARTS; k++)
-        memcpy(t->part[k] + lo, kv_ev_part(c, c->st->rhs, k), (size_t)nl * sizeof(double));
+    for (int k = 0; k < KV_EV_PARTS; k++) memcpy(dst[k], kv_ev_part(c, c->st->rhs, k), (size_t)nl * sizeof(double));
     return 0;
 }
 
@@ -389,7 +388,9 @@ enum kv_status kv_ev_stmt(struct kv_ev *x, int i)
         for (size_t b = 0; b < nblocks; b++) {
             if (c.failed || oom) continue;
             size_t lo = b * per, hi = lo + per < count ? lo + per : count;
-            if (eval_block(&c, t, lo, hi)) {
+            double *const dst[KV_EV_PARTS] = {t->part[0] + lo, t->part[1] + lo, t->part[2] + lo,
+                                              t->part[3] + lo, t->part[4] + lo, t->part[5] + lo};
+            if (eval_block(&c, t, lo, hi, dst)) {
 #pragma omp critical(kv_ev_error)
                 if (b < first_bad) first_bad = b, snprintf(err, sizeof err, "%s", c.err);
             }
@@ -399,6 +400,27 @@ enum kv_status kv_ev_stmt(struct kv_ev *x, int i)
     if (oom) return kv_error(KV_EDEVICE, "out of host memory evaluating %s", x->s->path);
     if (first_bad != (size_t)-1) return kv_error(KV_EDATA, "%s", err);
     return KV_OK;
+}
+
+enum kv_status kv_ev_range(const struct kv_ev *x, int i, size_t lo, size_t hi,
+                           void (*out)(void *ctx, size_t at, size_t n, double *const part[KV_EV_PARTS]), void *ctx)
+{
+    const struct kv_spec_stmt *st = &x->s->stmt[i];
+    const struct kv_ev_arr *t = &x->arr[st->sym];
+    struct kv_ev_ctx c;
+    if (kv_ev_ctx_init(&c, x, st, i, t->stage)) return kv_error(KV_EDEVICE, "out of host memory evaluating %s", x->s->path);
+    double *buf = malloc((size_t)KV_EV_PARTS * LANES * sizeof *buf);
+    enum kv_status st_ = buf ? KV_OK : kv_error(KV_EDEVICE, "out of host memory evaluating %s", x->s->path);
+    double *const part[KV_EV_PARTS] = {buf, buf + LANES, buf + 2 * LANES, buf + 3 * LANES, buf + 4 * LANES,
+                                       buf + 5 * LANES};
+    for (size_t b = lo; !st_ && b < hi; b += LANES) {
+        const size_t e = hi - b < LANES ? hi : b + LANES;
+        if (eval_block(&c, t, b, e, part)) st_ = kv_error(KV_EDATA, "%s", c.err);
+        else out(ctx, b - lo, e - b, part);
+    }
+    free(buf);
+    kv_ev_ctx_free(&c);
+    return st_;
 }
 
 enum kv_status kv_ev_isolate(struct kv_ev_arr *a)

@@ -22,6 +22,13 @@
  * statement, the column and the element. */
 enum kv_status kv_ev_stmt(struct kv_ev *x, int i);
 
+/* Elements [lo, hi) of statement i's target from one thread, LANES at a
+ * time: each handed to out(ctx, at, n, part) with its parts (part[k][0..n)
+ * for elements lo + at ..), the values kv_ev_stmt gives them. For a target
+ * made block by block (oracle_block) while x holds every array it reads. */
+enum kv_status kv_ev_range(const struct kv_ev *x, int i, size_t lo, size_t hi,
+                           void (*out)(void *ctx, size_t at, size_t n, double *const part[KV_EV_PARTS]), void *ctx);
+
 /* Array a (an output) as a later stage reads it: a->iso (allocated here,
  * freed by the caller). */
 enum kv_status kv_ev_isolate(struct kv_ev_arr *a);

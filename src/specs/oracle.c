@@ -289,6 +289,7 @@ static enum kv_status run_list(struct kv_ev *x, int prepare)
         if (st->prepare != prepare) continue;
         const int t = s->sym[st->sym].tensor;
         if (s->sym[st->sym].virt) continue; /* computed where it is read */
+        if (t >= 0 && !prepare && c->blocked[t]) continue; /* made block by block as it is judged */
         if (t >= 0 && !prepare) {
             if (c->compact[t]) x->arr[st->sym].at = c->sample[t], x->arr[st->sym].n_at = c->n_sample[t];
             KV_TRY_RET(case_arrays(c, t));
@@ -322,34 +323,85 @@ cleanup:
     return st;
 }
 
+/* An element overflows where an intermediate passes f32's range (with room
+ * for its rounding): on the device what follows is not the float64 value,
+ * any result. */
+static inline int overflows(double pk)
+{
+    return !(pk <= 0x1.fffcp127) && !isnan(pk);
+}
+
 /* Output t's verdict inputs: overflow flags from the peaks, the bound. */
 static void finish_output(struct kv_case *c, const struct kv_ev_arr *a, int t)
 {
-    const double *pk = a->part[KV_EV_PK];
-    /* an intermediate past f32's range (with room for its rounding) overflows
-     * on the device, and what follows is not the float64 value: any result */
-    for (size_t e = 0, n = c->compact[t] ? c->n_sample[t] : c->t[t].count; e < n; e++) {
-        c->ovf[t][e] = !(pk[e] <= 0x1.fffcp127) && !isnan(pk[e]);
-        if (c->ovf[t][e]) c->lam[t][e] = c->fix[t][e] = INFINITY;
-    }
     /* the bound is per element (lam, fix); these fields are for the reports */
     c->bound[t] = (struct kv_bound){.n = 1, .k_op = 0, .u_acc = 0x1p-24, .rho = 1};
+    if (c->blocked[t]) return; /* kv_spec_block */
+    const double *pk = a->part[KV_EV_PK];
+    for (size_t e = 0, n = c->compact[t] ? c->n_sample[t] : c->t[t].count; e < n; e++) {
+        c->ovf[t][e] = (unsigned char)overflows(pk[e]);
+        if (c->ovf[t][e]) c->lam[t][e] = c->fix[t][e] = INFINITY;
+    }
+}
+
+static void state_free(void *state)
+{
+    ev_free(state);
+    free(state);
 }
 
 enum kv_status kv_spec_oracle(struct kv_case *c)
 {
     enum kv_status st = KV_OK;
-    struct kv_ev x;
-    ev_init(&x, c, c->exact);
-    KV_TRY(bind(&x));
+    struct kv_ev *x = malloc(sizeof *x);
+    if (!x) return kv_error(KV_EDEVICE, "out of host memory for the oracle");
+    ev_init(x, c, c->exact);
+    KV_TRY(bind(x));
     for (int t = 0; t < c->k->n_tensors; t++)
-        if (c->k->tensors[t].role == KV_INPUT) x.arr[t].raw = c->t[t].data;
-    KV_TRY(run_list(&x, 0));
+        if (c->k->tensors[t].role == KV_INPUT) x->arr[t].raw = c->t[t].data;
+    KV_TRY(run_list(x, 0));
+    int blocked = 0;
     for (int t = 0; t < c->k->n_tensors; t++)
-        if (c->k->tensors[t].role == KV_OUTPUT) finish_output(c, &x.arr[t], t);
+        if (c->k->tensors[t].role == KV_OUTPUT) finish_output(c, &x->arr[t], t), blocked |= c->blocked[t];
+    if (blocked) { /* what the blocks read, kept with the case */
+        if (c->state && c->state_free) c->state_free(c->state);
+        c->state = x, c->state_free = state_free;
+        x = NULL;
+    }
 cleanup:
-    ev_free(&x);
+    if (x) state_free(x);
     return st;
+}
+
+/* Where kv_ev_range's lanes go: an output's block for the judge. */
+struct block_out {
+    const struct kv_oracle_block *b;
+    int chained;
+};
+
+static void block_lanes(void *ctx, size_t at, size_t n, double *const part[KV_EV_PARTS])
+{
+    const struct block_out *o = ctx;
+    const struct kv_oracle_block *b = o->b;
+    for (size_t j = 0; j < n; j++) {
+        const size_t q = at + j;
+        const int ovf = overflows(part[KV_EV_PK][j]);
+        b->y[q] = part[KV_EV_V][j], b->S[q] = part[KV_EV_S][j];
+        if (!b->lam) continue;
+        b->lam[q] = ovf ? INFINITY : part[KV_EV_LAM][j];
+        b->fix[q] = ovf ? INFINITY : part[KV_EV_FIX][j];
+        b->ovf[q] = (unsigned char)ovf;
+        b->slack[q] = o->chained ? part[KV_EV_CHN][j] : 0; /* the chained row's allowance (c->slack_chain) */
+    }
+}
+
+enum kv_status kv_spec_block(const struct kv_case *c, int t, size_t lo, size_t hi, int chained,
+                             const struct kv_oracle_block *b)
+{
+    const struct kv_ev *x = c->state;
+    if (!x || !c->blocked[t]) return kv_error(KV_EDEVICE, "%s: output %s is not made in blocks", c->k->name, c->k->tensors[t].name);
+    const struct block_out o = {b, chained};
+    return kv_ev_range(x, x->s->sym[t].stmt, lo, hi, block_lanes, (void *)&o);
 }
 
 enum kv_status kv_spec_check(struct kv_spec *s)
@@ -359,6 +411,8 @@ enum kv_status kv_spec_check(struct kv_spec *s)
     s->k.validate = kv_spec_validate;
     s->k.inputs = kv_spec_inputs;
     s->k.oracle = kv_spec_oracle;
+    s->k.oracle_block = kv_spec_block;
+    s->k.block_outputs = s->k.block_allow = s->k.sample_outputs; /* the outputs no statement reads */
     for (int i = -1; i < 0 || s->sweep[i]; i++) {
         struct kv_case c;
         enum kv_status st = kv_case_init(&c, &s->k, 1);

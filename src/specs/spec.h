@@ -111,6 +111,10 @@ void kv_spec_storage(struct kv_spec *s);
 enum kv_status kv_spec_validate(struct kv_case *c);
 enum kv_status kv_spec_inputs(struct kv_case *c);
 enum kv_status kv_spec_oracle(struct kv_case *c);
+/* An output no statement reads, made block by block (kernel.oracle_block)
+ * from what kv_spec_oracle kept in c->state. */
+enum kv_status kv_spec_block(const struct kv_case *c, int t, size_t lo, size_t hi, int chained,
+                             const struct kv_oracle_block *b);
 void kv_spec_launch(const struct kv_case *c, const uint32_t local[3], const uint32_t max_groups[3], void *push,
                     uint32_t groups[3]);
 double kv_spec_flops(const struct kv_case *c);

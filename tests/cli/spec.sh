@@ -83,6 +83,30 @@ assert peak_stored - peak_virt > 70 * 1024, (peak_virt, peak_stored)
 PY
 rc=$?; [ $rc = 77 ] && exit 77; [ $rc = 0 ] || fail "spec temps computed where read"
 expect_compact_oracle "$KV" layernorm-bwd --rows 300 --dim 1000 --sample 500
+# Unsampled, an output no statement reads is made block by block as it is judged, never
+# held whole: the same report as the whole oracle's, its chained rows included (in
+# layernorm-bwd-recompute dx, dw and db read the stats stage's mean and rstd), with the
+# stress runs and --dist nonfinite.
+expect_whole_oracle_report "$KV" layernorm-bwd-recompute --rows 33 --dim 1000 --seeds 2 --stress
+expect_whole_oracle_report "$KV" layernorm-bwd-recompute --rows 9 --dim 333 --dist nonfinite
+# A stats stage whose rstd is off by 1.2e-5 relative, within its bound: the chained rows
+# pass by the allowance for it (elements within bound by a legal upstream choice), made
+# block by block as the whole oracle makes it.
+cp "$S/reduce.glsl" "$TMP/"
+sed 's|rstd\[row\] = inversesqrt(var + p.eps);|rstd[row] = inversesqrt(var + p.eps) * (1.0 + ((row \& 1u) == 0u ? 1.2e-5 : -1.2e-5));|' \
+  "$S/layernorm_bwd_stats.comp" > "$TMP/stats.comp"
+grep -q '1.2e-5' "$TMP/stats.comp" || fail "planting the rstd offset"
+expect_whole_oracle_report "$KV" layernorm-bwd-recompute --rows 33 --dim 1000 --shader stats="$TMP/stats.comp"
+python3 - "$TMP/sc.json" <<'PY' || fail "the chained allowance of a spec kernel's blocks"
+import json, sys
+o = {x["name"]: x for x in json.load(open(sys.argv[1]))["cases"][0]["outputs"]}
+assert o["rstd"]["pass"] and o["rstd"]["max_bound_ratio"] > 0.5, o["rstd"]["max_bound_ratio"]
+for n in ("dx.chained", "dw.chained"):
+    assert o[n]["pass"] and o[n]["slack_used"] > 100, (n, o[n]["pass"], o[n]["slack_used"])
+PY
+# Blocks carry the legal overflows (gelu-bwd's terms past f32's range) as the whole does.
+expect_whole_oracle_report "$KV" gelu-bwd --scale 1e30 --n 1000 --no-stress
+grep -q '"overflow_ok":.1000' "$TMP/sc.json" || fail "gelu-bwd --scale 1e30: no legal overflow"
 expect_compact_oracle "$KV" layernorm-bwd --rows 300 --dim 1000 --sample 500 --dist nonfinite
 
 # A user's folder: a spec and its shader, found with --kernels and with
