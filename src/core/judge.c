@@ -475,11 +475,54 @@ static void finish(enum kv_dtype t, const void *cand, const struct kv_oracle_src
     }
 }
 
+/* An output of fewer chunks than threads, made block by block: its blocks
+ * made on every thread at once, in pieces, into whole arrays (no larger than
+ * the threads' chunks would be), then judged as whole arrays. The values do
+ * not depend on the pieces (kv_oracle_src), so neither does the report. */
+static enum kv_status judge_filled(enum kv_dtype t, const void *cand, const struct kv_oracle_src *src, size_t n,
+                                   const size_t *idx, int ndim, const int64_t *shape, const struct kv_bound *b,
+                                   const struct kv_allow *allow, const struct kv_criteria *crit, struct kv_metrics *m,
+                                   struct kv_error_dist *d, int nt)
+{
+    const int al = src->allow;
+    double *y = malloc(n * sizeof *y), *S = malloc(n * sizeof *S), *sl = al ? malloc(n * sizeof *sl) : NULL;
+    double *lam = al ? malloc(n * sizeof *lam) : NULL, *fix = al ? malloc(n * sizeof *fix) : NULL;
+    unsigned char *ovf = al ? malloc(n) : NULL;
+    enum kv_status st = KV_OK;
+    if (!y || !S || (al && (!sl || !lam || !fix || !ovf)))
+        st = kv_error(KV_EDEVICE, "out of host memory comparing %zu elements", n);
+    const size_t piece = n / (4 * (size_t)nt) > 256 ? n / (4 * (size_t)nt) : 256, np = (n + piece - 1) / piece;
+    enum kv_status fill_st = KV_OK;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
+    for (size_t q = 0; q < (st ? 0 : np); q++) { /* st: not yet allocated */
+        const size_t lo = q * piece, hi = lo + piece < n ? lo + piece : n;
+        const struct kv_oracle_block blk = {y + lo, S + lo, al ? sl + lo : NULL, al ? lam + lo : NULL,
+                                            al ? fix + lo : NULL, al ? ovf + lo : NULL};
+        enum kv_status fs = src->fill(src->ctx, lo, hi, &blk);
+        if (fs) {
+#pragma omp critical(kv_judge_fill)
+            fill_st = fill_st ? fill_st : fs;
+        }
+    }
+    if (!st) st = fill_st;
+    if (!st) {
+        const struct kv_oracle_src whole = {y, S, NULL, NULL, 0};
+        struct kv_allow a = allow ? *allow : (struct kv_allow){0};
+        if (al) a.slack = sl, a.lam = lam, a.fix = fix, a.ovf = ovf;
+        st = kv_judge_src(t, cand, &whole, n, idx, ndim, shape, b, &a, crit, m, d);
+    }
+    free(y), free(S), free(sl), free(lam), free(fix), free(ovf);
+    return st;
+}
+
 enum kv_status kv_judge_src(enum kv_dtype t, const void *cand, const struct kv_oracle_src *src, size_t n,
                             const size_t *idx, int ndim, const int64_t *shape, const struct kv_bound *b,
                         const struct kv_allow *allow, const struct kv_criteria *crit, struct kv_metrics *m,
                         struct kv_error_dist *d)
 {
+    const int threads = omp_get_max_threads();
+    if (!src->y && n > 0 && threads > 1 && n <= CHUNK * (size_t)(threads - 1))
+        return judge_filled(t, cand, src, n, idx, ndim, shape, b, allow, crit, m, d, threads);
     const struct kv_allow none = {0};
     const struct kv_allow *a = allow ? allow : &none;
     const struct kv_dtype_info *ti = kv_dtype_info(t);
