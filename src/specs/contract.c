@@ -38,17 +38,25 @@ static int widen(const struct kv_ev_arr *a, int k_slot, double **val, double **m
     return 0;
 }
 
-int kv_ev_contract(struct kv_ev *x, int i, enum kv_status *st)
+int kv_ev_contract_form(const struct kv_spec *sp, const struct kv_spec_stmt *s)
 {
-    const struct kv_spec_stmt *s = &x->s->stmt[i];
     const struct kv_sx *e = s->rhs;
     if (s->n_target != 2 || e->op != KV_SX_SUM || e->kid[0]->op != KV_SX_NUM || e->kid[0]->num != 0) return 0;
     const struct kv_sx *m = e->kid[2];
     if (m->op != KV_SX_MUL) return 0;
     const struct kv_sx *X = m->kid[0], *Y = m->kid[1];
+    if (slot_of(X, e->ref) < 0 || slot_of(Y, e->ref) < 0) return 0;
+    const int tx = sp->sym[X->ref].tensor, ty = sp->sym[Y->ref].tensor;
+    return tx >= 0 && ty >= 0 && sp->tensors[tx].role == KV_INPUT && sp->tensors[ty].role == KV_INPUT;
+}
+
+int kv_ev_contract(struct kv_ev *x, int i, enum kv_status *st)
+{
+    const struct kv_spec_stmt *s = &x->s->stmt[i];
+    if (!kv_ev_contract_form(x->s, s)) return 0;
+    const struct kv_sx *e = s->rhs, *X = e->kid[2]->kid[0], *Y = e->kid[2]->kid[1];
     const int kv = e->ref;
     int xk = slot_of(X, kv), yk = slot_of(Y, kv);
-    if (xk < 0 || yk < 0) return 0;
     const struct kv_ev_arr *ax = &x->arr[X->ref], *ay = &x->arr[Y->ref];
     if (!ax->raw || !ay->raw || !kv_dtype_info(ax->dtype)->is_float || !kv_dtype_info(ay->dtype)->is_float) return 0;
     /* X holds target index 0, Y target index 1 (or the other way round) */

@@ -9,4 +9,9 @@
  * such a statement (nothing done). */
 int kv_ev_contract(struct kv_ev *x, int i, enum kv_status *st);
 
+/* Whether statement s has the form kv_ev_contract evaluates: a sum over k
+ * from 0 of a product of two 2-D inputs indexed by the target's indices and
+ * k (whether it applies also takes their dtypes and extents). */
+int kv_ev_contract_form(const struct kv_spec *sp, const struct kv_spec_stmt *s);
+
 #endif

@@ -74,15 +74,17 @@ static int eval_virtual(struct kv_ev_ctx *c, const struct kv_sx *e, const struct
     const struct kv_spec *s = c->x->s;
     const struct kv_spec_stmt *st = &s->stmt[s->sym[e->ref].stmt];
     struct kv_ev_ctx *v = c->sub[e->ref]; /* made with c (kv_ev_ctx_init) */
-    for (int l = 0; l < nl; l++) {
-        int64_t i = flat[l];
-        for (int d = a->ndim - 1; d >= 0; d--) v->var[d][l] = i % a->shape[d], i /= a->shape[d];
-    }
     v->flat = flat;
     v->uni = 0;
     for (int d = 0; d < a->ndim; d++) {
+        if (e->kid[d]->op == KV_SX_VAR) { /* a plain index: the reader's variable, lane by lane */
+            memcpy(v->var[d], c->var[e->kid[d]->ref], (size_t)nl * sizeof(int64_t));
+            v->uni |= (c->uni >> e->kid[d]->ref & 1u) << d;
+            continue;
+        }
+        const int64_t stride = a->stride[d], ext = a->shape[d];
         int same = 1;
-        for (int l = 1; l < nl && same; l++) same = v->var[d][l] == v->var[d][0];
+        for (int l = 0; l < nl; l++) v->var[d][l] = flat[l] / stride % ext, same &= v->var[d][l] == v->var[d][0];
         v->uni |= (unsigned)same << d;
     }
     if (kv_ev_node(v, st->rhs, nl)) {
@@ -345,6 +347,13 @@ static int eval_block(struct kv_ev_ctx *c, const struct kv_ev_arr *t, size_t lo,
     for (int l = 0; l < nl; l++) {
         size_t i = t->at ? t->at[lo + (size_t)l] : lo + (size_t)l;
         flat[l] = (int64_t)i;
+        if (!t->at && l > 0) { /* the next element: the last index up by one, carried */
+            int d = t->ndim - 1;
+            for (; d >= 0 && c->var[d][l - 1] + 1 == t->shape[d]; d--) c->var[d][l] = 0;
+            if (d >= 0) c->var[d][l] = c->var[d][l - 1] + 1;
+            for (d--; d >= 0; d--) c->var[d][l] = c->var[d][l - 1];
+            continue;
+        }
         for (int d = t->ndim - 1; d >= 0; d--) {
             c->var[d][l] = (int64_t)(i % (size_t)t->shape[d]);
             i /= (size_t)t->shape[d];

@@ -104,7 +104,8 @@ const struct kv_spec *kv_spec_of(const struct kv_kernel *k);
  * their arrays indexed by plain variables, no explicit extent, and no
  * statement reading an element of theirs repeatedly along a variable that
  * does not index them), and sets k.sample_outputs to the outputs that no
- * statement reads (with --sample, their oracle holds the sample alone). */
+ * statement reads and BLAS does not make (made block by block as they are
+ * judged, or with --sample holding the sample alone). */
 void kv_spec_storage(struct kv_spec *s);
 
 /* The kernel callbacks (oracle.c) and their helpers. */

@@ -1,10 +1,12 @@
 /* Which of a spec's arrays the evaluator stores (spec.h, kv_spec_storage):
  * a math temp computed element by element and read only where each of its
  * elements is read about once is computed where it is read instead (no
- * array of it is held); an output no statement reads may hold only the
- * elements --sample verifies. */
+ * array of it is held); an output no statement reads is made block by block
+ * as it is judged, or holds only the elements --sample verifies, unless BLAS
+ * makes it whole (a product of two inputs). */
 #include <stdlib.h>
 
+#include "specs/contract.h"
 #include "specs/spec.h"
 
 /* e holds no reduction, and every array it reads is indexed by plain
@@ -51,6 +53,8 @@ void kv_spec_storage(struct kv_spec *s)
     for (int t = 0; t < s->k.n_tensors; t++) {
         int read = 0;
         for (int i = 0; i < s->n_stmts && !read; i++) read = kv_sx_reads(s->stmt[i].rhs, t);
-        if (s->tensors[t].role == KV_OUTPUT && !read) s->k.sample_outputs |= 1ull << t;
+        /* a product of two inputs stays whole: BLAS makes it (contract.h) */
+        const int blas = s->sym[t].stmt >= 0 && kv_ev_contract_form(s, &s->stmt[s->sym[t].stmt]);
+        if (s->tensors[t].role == KV_OUTPUT && !read && !blas) s->k.sample_outputs |= 1ull << t;
     }
 }

@@ -89,6 +89,9 @@ expect_compact_oracle "$KV" layernorm-bwd --rows 300 --dim 1000 --sample 500
 # stress runs and --dist nonfinite.
 expect_whole_oracle_report "$KV" layernorm-bwd-recompute --rows 33 --dim 1000 --stress
 expect_whole_oracle_report "$KV" layernorm-bwd-recompute --rows 9 --dim 333 --dist nonfinite
+# A product of two inputs stays whole, made by BLAS (its sums in BLAS's order, not the
+# lanes'): gemm-bwd written as a spec reports what the whole oracle reports.
+expect_whole_oracle_report "$KV" --kernels "$KV_SRC/tests/specs" gemm-bwd-spec --m 40 --n 33 --k 300
 # A stats stage whose rstd is off by 1.2e-5 relative, within its bound: the chained rows
 # pass by the allowance for it (elements within bound by a legal upstream choice), made
 # block by block as the whole oracle makes it.
