@@ -35,13 +35,16 @@ CASES = {
     "gemm-4096": (["gemm-bwd", "--m", "4096", "--n", "4096", "--k", "4096"], ("gemm", 4096, 4096, 4096)),
     "qdq-256Kx64": (["qdq-affine", "--groups", "262144", "--group-size", "64"], ("qdq", 262144, 64, 4)),
     "qdq-1Mx64": (["qdq-affine", "--groups", "1048576", "--group-size", "64"], ("qdq", 1048576, 64, 4)),
+    "layernorm-16384x8192": (["layernorm-bwd", "--rows", "16384", "--dim", "8192"], ("layernorm", 16384, 8192)),
+    "layernorm-32768x16384": (["layernorm-bwd", "--rows", "32768", "--dim", "16384"], ("layernorm", 32768, 16384)),
     "gdn-wy-bwd-B8-T4096": (["gdn-wy-bwd", "--batch", "8", "--seq", "4096", "--heads", "16", "--kv-heads", "4",
                              "--variant", "bf16-coopmat"], None),
     "gdn-wy-bwd-T262144-sample": (["gdn-wy-bwd", "--batch", "1", "--seq", "262144", "--heads", "32", "--kv-heads", "8",
                                    "--variant", "bf16-coopmat", "--sample", "100000"], None),
 }
 SETS = {"small": ["rmsnorm-2048x8192", "gemm-1024", "qdq-256Kx64"],
-        "production": ["rmsnorm-16384x8192", "rmsnorm-32768x16384", "gemm-4096", "qdq-1Mx64", "gdn-wy-bwd-B8-T4096"]}
+        "production": ["rmsnorm-16384x8192", "rmsnorm-32768x16384", "gemm-4096", "qdq-1Mx64", "gdn-wy-bwd-B8-T4096",
+                       "layernorm-16384x8192"]}
 
 
 def run_kverify(kv, args):
@@ -91,6 +94,21 @@ def numpy_peer(math):
             dw = (dy * x * r[:, None]).sum(axis=0)
             return {"r": r, "dx": dx, "dw": dw}
         cand, ref = bwd(x, w, dy, np.float32), bwd(x, w, dy, np.float64)
+    elif math[0] == "layernorm":
+        _, rows, dim = math
+        x = rng.standard_normal((rows, dim), dtype=np.float32)
+        w = (1 + 0.1 * rng.standard_normal(dim)).astype(np.float32)
+        dy = rng.standard_normal((rows, dim), dtype=np.float32)
+        mean = x.astype(np.float64).mean(axis=1).astype(np.float32)
+        rstd = (1 / np.sqrt(((x - mean[:, None]).astype(np.float64) ** 2).mean(axis=1) + 1e-5)).astype(np.float32)
+
+        def bwd(x, w, dy, mean, rstd, dt):
+            x, w, dy, mean, rstd = (v.astype(dt) for v in (x, w, dy, mean, rstd))
+            xh = (x - mean[:, None]) * rstd[:, None]
+            g = dy * w
+            dx = rstd[:, None] * (g - g.mean(axis=1)[:, None] - xh * (g * xh).mean(axis=1)[:, None])
+            return {"dx": dx, "dw": (dy * xh).sum(axis=0), "db": dy.sum(axis=0)}
+        cand, ref = bwd(x, w, dy, mean, rstd, np.float32), bwd(x, w, dy, mean, rstd, np.float64)
     elif math[0] == "qdq":
         _, groups, gs, bits = math
         w = rng.standard_normal((groups, gs), dtype=np.float32)
@@ -141,6 +159,20 @@ def torch_peer(math):
             dx = r[:, None] * (dy * w - x * (s * r * r / dim)[:, None])
             return r, dx, (dy * x * r[:, None]).sum(dim=0)
         cand, ref = bwd(x, w, dy), bwd(x.double(), w.double(), dy.double())
+    elif math[0] == "layernorm":
+        _, rows, dim = math
+        x = torch.randn(rows, dim, device=dev, generator=g)
+        w = 1 + 0.1 * torch.randn(dim, device=dev, generator=g)
+        dy = torch.randn(rows, dim, device=dev, generator=g)
+        mean = x.mean(dim=1)
+        rstd = torch.rsqrt(((x - mean[:, None]) ** 2).mean(dim=1) + 1e-5)
+
+        def bwd(x, w, dy, mean, rstd):
+            xh = (x - mean[:, None]) * rstd[:, None]
+            gg = dy * w
+            dx = rstd[:, None] * (gg - gg.mean(dim=1)[:, None] - xh * (gg * xh).mean(dim=1)[:, None])
+            return dx, (dy * xh).sum(dim=0), dy.sum(dim=0)
+        cand, ref = bwd(x, w, dy, mean, rstd), bwd(x.double(), w.double(), dy.double(), mean.double(), rstd.double())
     elif math[0] == "qdq":
         _, groups, gs, bits = math
         w = torch.randn(groups, gs, device=dev, generator=g)
