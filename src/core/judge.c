@@ -335,7 +335,8 @@ static void chunk_bf16(const struct jin *x, size_t lo, size_t hi, const struct j
 {
     chunk_float(x, KV_BF16, lo, hi, r, th, s);
 }
-static void chunk_other(const struct jin *x, size_t lo, size_t hi, const struct jrow *r, struct jthr *th, struct jsum *s)
+static void chunk_other(const struct jin *x, size_t lo, size_t hi, const struct jrow *r, struct jthr *th,
+                        struct jsum *s)
 {
     chunk_float(x, x->t, lo, hi, r, th, s);
 }
@@ -348,7 +349,8 @@ static struct jrow row_at(const struct jin *x, size_t lo, const struct kv_oracle
                      AT(x->flush)};
 #undef AT
     if (b) r.y = b->y, r.S = b->S;
-    if (b && b->lam) r.slack = b->slack, r.lam = b->lam, r.fix = b->fix, r.ovf = b->ovf;
+    if (b && b->slack) r.slack = b->slack;
+    if (b && b->lam) r.lam = b->lam, r.fix = b->fix, r.ovf = b->ovf;
     return r;
 }
 
@@ -369,10 +371,11 @@ static int init_thr(const struct jin *x, struct jthr *th, size_t n, int blocks, 
         th->yb = malloc(CHUNK * sizeof *th->yb), th->Sb = malloc(CHUNK * sizeof *th->Sb);
         if (!th->yb || !th->Sb) return -1;
     }
-    if (blocks && allow) {
-        th->slb = malloc(CHUNK * sizeof *th->slb), th->lamb = malloc(CHUNK * sizeof *th->lamb);
-        th->fixb = malloc(CHUNK * sizeof *th->fixb), th->ovfb = malloc(CHUNK);
-        if (!th->slb || !th->lamb || !th->fixb || !th->ovfb) return -1;
+    if (blocks && (allow & KV_BLOCK_SLACK) && !(th->slb = malloc(CHUNK * sizeof *th->slb))) return -1;
+    if (blocks && (allow & KV_BLOCK_BOUND)) {
+        th->lamb = malloc(CHUNK * sizeof *th->lamb), th->fixb = malloc(CHUNK * sizeof *th->fixb);
+        th->ovfb = malloc(CHUNK);
+        if (!th->lamb || !th->fixb || !th->ovfb) return -1;
     }
     th->worst_ratio = -1;
     th->worst = th->first_mismatch = (size_t)-1;
@@ -438,8 +441,8 @@ static void note_shown(enum kv_dtype t, const void *cand, const struct kv_oracle
 {
     double y = NAN, S, sl, lam, fix;
     unsigned char ovf;
-    const struct kv_oracle_block b = {&y, &S, src->allow ? &sl : NULL, src->allow ? &lam : NULL,
-                                      src->allow ? &fix : NULL, src->allow ? &ovf : NULL};
+    const int sl_on = src->allow & KV_BLOCK_SLACK, bd = src->allow & KV_BLOCK_BOUND;
+    const struct kv_oracle_block b = {&y, &S, sl_on ? &sl : NULL, bd ? &lam : NULL, bd ? &fix : NULL, bd ? &ovf : NULL};
     if (src->y) y = src->y[i];
     else if (src->fill(src->ctx, i, i + 1, &b)) y = NAN;
     m->worst_index = i, m->worst_c = load(t, cand, i), m->worst_y = y, m->has_worst = 1;
@@ -484,19 +487,19 @@ static enum kv_status judge_filled(enum kv_dtype t, const void *cand, const stru
                                    const struct kv_allow *allow, const struct kv_criteria *crit, struct kv_metrics *m,
                                    struct kv_error_dist *d, int nt)
 {
-    const int al = src->allow;
-    double *y = malloc(n * sizeof *y), *S = malloc(n * sizeof *S), *sl = al ? malloc(n * sizeof *sl) : NULL;
+    const int sl_on = src->allow & KV_BLOCK_SLACK, al = src->allow & KV_BLOCK_BOUND;
+    double *y = malloc(n * sizeof *y), *S = malloc(n * sizeof *S), *sl = sl_on ? malloc(n * sizeof *sl) : NULL;
     double *lam = al ? malloc(n * sizeof *lam) : NULL, *fix = al ? malloc(n * sizeof *fix) : NULL;
     unsigned char *ovf = al ? malloc(n) : NULL;
     enum kv_status st = KV_OK;
-    if (!y || !S || (al && (!sl || !lam || !fix || !ovf)))
+    if (!y || !S || (sl_on && !sl) || (al && (!lam || !fix || !ovf)))
         st = kv_error(KV_EDEVICE, "out of host memory comparing %zu elements", n);
     const size_t piece = n / (4 * (size_t)nt) > 256 ? n / (4 * (size_t)nt) : 256, np = (n + piece - 1) / piece;
     enum kv_status fill_st = KV_OK;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
     for (size_t q = 0; q < (st ? 0 : np); q++) { /* st: not yet allocated */
         const size_t lo = q * piece, hi = lo + piece < n ? lo + piece : n;
-        const struct kv_oracle_block blk = {y + lo, S + lo, al ? sl + lo : NULL, al ? lam + lo : NULL,
+        const struct kv_oracle_block blk = {y + lo, S + lo, sl_on ? sl + lo : NULL, al ? lam + lo : NULL,
                                             al ? fix + lo : NULL, al ? ovf + lo : NULL};
         enum kv_status fs = src->fill(src->ctx, lo, hi, &blk);
         if (fs) {
@@ -508,7 +511,8 @@ static enum kv_status judge_filled(enum kv_dtype t, const void *cand, const stru
     if (!st) {
         const struct kv_oracle_src whole = {y, S, NULL, NULL, 0};
         struct kv_allow a = allow ? *allow : (struct kv_allow){0};
-        if (al) a.slack = sl, a.lam = lam, a.fix = fix, a.ovf = ovf;
+        if (sl_on) a.slack = sl;
+        if (al) a.lam = lam, a.fix = fix, a.ovf = ovf;
         st = kv_judge_src(t, cand, &whole, n, idx, ndim, shape, b, &a, crit, m, d);
     }
     free(y), free(S), free(sl), free(lam), free(fix), free(ovf);
@@ -547,7 +551,7 @@ enum kv_status kv_judge_src(enum kv_dtype t, const void *cand, const struct kv_o
     int oom = !th || !sums || (!x.exact_p99 && !integer && !hist);
     const int blocks = !src->y;
     enum kv_status fill_st = KV_OK;
-    const int own_allow = blocks && src->allow;
+    const int own_allow = blocks ? src->allow : 0;
     if (!oom && nt == 1 && init_thr(&x, &th[0], n, blocks, own_allow)) oom = 1;
     if (!oom) {
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)

@@ -29,10 +29,12 @@ enum kv_status kv_judge(enum kv_dtype t, const void *cand, const double *y, cons
 
 /* The oracle of an output: whole arrays y and S, or (y NULL) made block by
  * block as the judge goes: fill(ctx, lo, hi, b) writes elements [lo, hi)
- * into b->y[0..hi-lo) and b->S, and where allow is set, their allowances
- * into b->slack, b->lam, b->fix and b->ovf (those of kv_allow are then not
- * read); called from several threads at once and once more for the element
- * a row shows. Memory then stays a chunk per thread. */
+ * into b->y[0..hi-lo) and b->S, and their allowances where allow says
+ * (KV_BLOCK_SLACK: b->slack; KV_BLOCK_BOUND: b->lam, b->fix and b->ovf;
+ * kv_allow's are then not read); called from several threads at once and
+ * once more for the element a row shows. Memory then stays a chunk per
+ * thread. */
+enum { KV_BLOCK_SLACK = 1, KV_BLOCK_BOUND = 2 };
 struct kv_oracle_block {
     double *y, *S, *slack, *lam, *fix;
     unsigned char *ovf;

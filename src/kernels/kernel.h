@@ -166,13 +166,14 @@ struct kv_kernel {
      * block_outputs. There, the pipeline may mark t in c->blocked before
      * oracle(), which then leaves c->y[t] and c->S[t] (NULL) and t's
      * allowances alone, and judges t block by block: the float64 oracle of a
-     * whole output is never held. For the outputs in block_allow, the block
-     * holds the allowances too (b->slack, lam, fix, ovf: those oracle() would
-     * put in c->slack or, chained, c->slack_chain, and c->lam, fix, ovf). */
+     * whole output is never held. For the outputs in block_slack, the block
+     * holds the slack too (b->slack: what oracle() would put in c->slack or,
+     * chained, c->slack_chain), and in block_bound the per-element bound
+     * (b->lam, fix, ovf: c->lam, fix, ovf). */
     enum kv_status (*oracle_block)(const struct kv_case *c, int t, size_t lo, size_t hi, int chained,
                                    const struct kv_oracle_block *b);
     uint64_t block_outputs; /* the outputs (bit t) oracle_block makes */
-    uint64_t block_allow;   /* those of them whose blocks hold the allowances too */
+    uint64_t block_slack, block_bound; /* those of them whose blocks hold their slack, their bound */
     /* The outputs (bit t) whose oracle, with --sample, holds only the sampled
      * elements: the runner marks them in c->compact and sizes y, S and every
      * allowance the oracle allocates by c->n_sample[t] (kv_oracle_len), in

@@ -81,13 +81,17 @@ static enum kv_status judge_sample(const struct kv_case *c, int t, const struct 
                          gather(ref->allow.lam, ri, n, sizeof(double), &oom),
                          gather(ref->allow.fix, ri, n, sizeof(double), &oom)};
     /* blocks that hold their allowances: those of the sample, made with y and S */
-    const int allow = blocked && (c->k->block_allow >> t & 1);
+    const int sl_on = blocked && (c->k->block_slack >> t & 1), bd = blocked && (c->k->block_bound >> t & 1);
     struct kv_oracle_block b = {y, S, NULL, NULL, NULL, NULL};
-    if (allow) {
-        b.slack = malloc(n * sizeof(double) + 1), b.lam = malloc(n * sizeof(double) + 1);
-        b.fix = malloc(n * sizeof(double) + 1), b.ovf = malloc(n + 1);
-        oom |= !b.slack || !b.lam || !b.fix || !b.ovf;
-        a.slack = b.slack, a.lam = b.lam, a.fix = b.fix, a.ovf = b.ovf;
+    if (sl_on) {
+        b.slack = malloc(n * sizeof(double) + 1);
+        oom |= !b.slack;
+        a.slack = b.slack;
+    }
+    if (bd) {
+        b.lam = malloc(n * sizeof(double) + 1), b.fix = malloc(n * sizeof(double) + 1), b.ovf = malloc(n + 1);
+        oom |= !b.lam || !b.fix || !b.ovf;
+        a.lam = b.lam, a.fix = b.fix, a.ovf = b.ovf;
     }
     if (oom) st = kv_error(KV_EDEVICE, "out of host memory comparing a sample");
     else st = blocked ? sample_blocks(c, t, chained, idx, n, &b) : KV_OK;
@@ -102,7 +106,7 @@ static enum kv_status judge_sample(const struct kv_case *c, int t, const struct 
     }
     free(cand);
     if (ri || blocked) free(y), free(S);
-    if (allow) free(b.slack), free(b.lam), free(b.fix), free(b.ovf);
+    free(b.slack), free(b.lam), free(b.fix), free(b.ovf);
     if (ri) {
         free((void *)a.slack), free((void *)a.tie), free((void *)a.flush), free((void *)a.alt);
         free((void *)a.ovf), free((void *)a.lam), free((void *)a.fix);
@@ -145,7 +149,9 @@ enum kv_status kv_compare_row(struct kv_case *c, int t, const struct kv_oracle_r
     } else {
         struct block_ctx bc = {c, t, chained};
         const struct kv_oracle_src src = {ref->y, ref->S, ref->y ? NULL : block_fill, &bc,
-                                          !ref->y && (k->block_allow >> t & 1)};
+                                          ref->y ? 0
+                                                 : (k->block_slack >> t & 1 ? KV_BLOCK_SLACK : 0) |
+                                                       (k->block_bound >> t & 1 ? KV_BLOCK_BOUND : 0)};
         st = kv_judge_src(c->t[t].dtype, data, &src, c->t[t].count, NULL, c->t[t].ndim, c->t[t].shape, &bound,
                           &ref->allow, &o->crit, &out->m, out->dist);
     }

@@ -387,11 +387,12 @@ static void block_lanes(void *ctx, size_t at, size_t n, double *const part[KV_EV
         const size_t q = at + j;
         const int ovf = overflows(part[KV_EV_PK][j]);
         b->y[q] = part[KV_EV_V][j], b->S[q] = part[KV_EV_S][j];
+        /* the chained row's allowance (c->slack_chain), none on the others */
+        if (b->slack) b->slack[q] = o->chained ? part[KV_EV_CHN][j] : 0;
         if (!b->lam) continue;
         b->lam[q] = ovf ? INFINITY : part[KV_EV_LAM][j];
         b->fix[q] = ovf ? INFINITY : part[KV_EV_FIX][j];
         b->ovf[q] = (unsigned char)ovf;
-        b->slack[q] = o->chained ? part[KV_EV_CHN][j] : 0; /* the chained row's allowance (c->slack_chain) */
     }
 }
 
@@ -399,7 +400,8 @@ enum kv_status kv_spec_block(const struct kv_case *c, int t, size_t lo, size_t h
                              const struct kv_oracle_block *b)
 {
     const struct kv_ev *x = c->state;
-    if (!x || !c->blocked[t]) return kv_error(KV_EDEVICE, "%s: output %s is not made in blocks", c->k->name, c->k->tensors[t].name);
+    if (!x || !c->blocked[t])
+        return kv_error(KV_EDEVICE, "%s: output %s is not made in blocks", c->k->name, c->k->tensors[t].name);
     const struct block_out o = {b, chained};
     return kv_ev_range(x, x->s->sym[t].stmt, lo, hi, block_lanes, (void *)&o);
 }
@@ -412,7 +414,7 @@ enum kv_status kv_spec_check(struct kv_spec *s)
     s->k.inputs = kv_spec_inputs;
     s->k.oracle = kv_spec_oracle;
     s->k.oracle_block = kv_spec_block;
-    s->k.block_outputs = s->k.block_allow = s->k.sample_outputs; /* the outputs no statement reads */
+    s->k.block_outputs = s->k.block_slack = s->k.block_bound = s->k.sample_outputs; /* the outputs no statement reads */
     for (int i = -1; i < 0 || s->sweep[i]; i++) {
         struct kv_case c;
         enum kv_status st = kv_case_init(&c, &s->k, 1);
