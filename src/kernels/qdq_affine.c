@@ -326,6 +326,8 @@ static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check
     const float *w = c->t[T_W].data, *dy = c->t[T_DY].data;
     const float *wg = w + g * gs, *dyg = dy + g * gs;
     struct enc e = encode_group(wg, gs, N, 0), f = encode_group(wg, gs, N, 1);
+    const int blocked = c->blocked[T_QDQ];
+    if (blocked) c->aux[T_QDQ][2 * g] = f.s, c->aux[T_QDQ][2 * g + 1] = f.lo; /* for qdq's blocks */
     double s_exact = e.one ? 1.0 : ((double)e.hi - (double)e.lo) / N;
     c->y[T_S][g] = e.poison ? NAN : s_exact;
     c->S[T_S][g] = fabs(c->y[T_S][g]);
@@ -364,7 +366,7 @@ static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check
         double sc = sl + (alt >= 0 ? fabs((double)s_in) : 0);
         if (fl >= 0) sc += fabs((double)fq * f.s + f.lo - y);
         if (kv_oracle_next(&pd, i, &a)) {
-            c->y[T_QDQ][a] = y, c->S[T_QDQ][a] = Sy, c->slack[T_QDQ][a] = sl, c->slack_chain[T_QDQ][a] = sc;
+            if (!blocked) c->y[T_QDQ][a] = y, c->S[T_QDQ][a] = Sy, c->slack[T_QDQ][a] = sl, c->slack_chain[T_QDQ][a] = sc;
             /* round trip on the composed result */
             const int clipped = isinf(wg[j]) || e.poison;
             rt->y[a] = e.poison ? NAN : clipped ? y : (double)wg[j];
@@ -385,6 +387,27 @@ static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check
     c->slack_chain[T_DS][g] = c->slack[T_DS][g] + chain_ds;
 }
 
+/* qdq's oracle for the flat elements [lo, hi) (oracle_block), as
+ * oracle_group makes it, from the codes with their tie and flushed
+ * alternatives, the scales and biases, and each group's flushed s and lo. */
+static enum kv_status oracle_block(const struct kv_case *c, int t, size_t lo, size_t hi, int chained,
+                                   const struct kv_oracle_block *b)
+{
+    if (t != T_QDQ) return kv_error(KV_EDEVICE, "qdq-affine: no block oracle for %s", c->k->tensors[t].name);
+    const size_t gs = (size_t)c->p[P_GS].i;
+    for (size_t i = lo; i < hi; i++) {
+        const size_t g = i / gs;
+        const float s_in = (float)c->y[T_S][g], b_in = (float)c->y[T_B][g];
+        const double q = c->y[T_Q][i], y = q * s_in + b_in, sl = 3 * FMIN;
+        const int alt = c->tie[T_Q][i], fl = c->flush[T_Q][i];
+        double sc = sl + (alt >= 0 ? fabs((double)s_in) : 0);
+        if (fl >= 0) sc += fabs((double)fl * c->aux[T_QDQ][2 * g] + c->aux[T_QDQ][2 * g + 1] - y);
+        b->y[i - lo] = y, b->S[i - lo] = fabs(q * s_in) + fabs((double)b_in);
+        if (b->slack) b->slack[i - lo] = chained ? sc : sl;
+    }
+    return KV_OK;
+}
+
 static enum kv_status oracle(struct kv_case *c)
 {
     const int64_t groups = c->p[P_GROUPS].i, gs = c->p[P_GS].i;
@@ -392,8 +415,9 @@ static enum kv_status oracle(struct kv_case *c)
     enum kv_status st = KV_OK;
     const size_t nq = kv_oracle_len(c, T_Q), nd = kv_oracle_len(c, T_QDQ); /* n, or the samples (compact) */
     for (int t = T_S; t <= T_DB; t++)
-        if (t != T_Q) KV_TRY(alloc_d(&c->slack[t], kv_oracle_len(c, t)));
-    KV_TRY(alloc_d(&c->slack_chain[T_QDQ], nd));
+        if (t != T_Q && !(t == T_QDQ && c->blocked[t])) KV_TRY(alloc_d(&c->slack[t], kv_oracle_len(c, t)));
+    if (c->blocked[T_QDQ]) KV_TRY(alloc_d(&c->aux[T_QDQ], 2 * (size_t)groups)); /* each group's flushed s, lo */
+    else KV_TRY(alloc_d(&c->slack_chain[T_QDQ], nd));
     KV_TRY(alloc_d(&c->slack_chain[T_DS], (size_t)groups));
     KV_TRY(alloc_d(&c->alt[T_S], (size_t)groups));
     c->tie[T_Q] = malloc(nq * sizeof(int16_t));
@@ -456,4 +480,7 @@ const struct kv_kernel kv_kernel_qdq_affine = {
     .inputs = inputs,
     .oracle = oracle,
     .sample_outputs = 1ull << T_Q | 1ull << T_QDQ,
+    .oracle_block = oracle_block,
+    .block_outputs = 1ull << T_QDQ,
+    .block_slack = 1ull << T_QDQ,
 };

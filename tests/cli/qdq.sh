@@ -53,6 +53,14 @@ flushed = sum({o["name"]: o for o in c["outputs"]}["q"]["codes"]["flush_explaine
 slack = sum({o["name"]: o for o in c["outputs"]}["biases"]["slack_used"] for c in cases)
 assert flushed > 0 and slack > 0, (flushed, slack)
 PY
+# qdq's oracle is made block by block as it is judged (never held whole): the same report
+# as the whole oracle's, its chained row passing by the flushed codes' allowance.
+expect_whole_oracle_report "$KV" qdq-affine --groups 64 --group-size 32 --dist subnormal --shader init="$TMP/ftz_init.comp"
+python3 - "$TMP/sc.json" <<'PY' || fail "qdq.chained: the flushed codes' allowance in blocks"
+import json, sys
+o = {o["name"]: o for o in json.load(open(sys.argv[1]))["cases"][0]["outputs"]}
+assert o["qdq.chained"]["pass"] and o["qdq.chained"]["slack_used"] > 100, o["qdq.chained"]["slack_used"]
+PY
 
 # --save, then the saved inputs and device outputs as candidates, no device.
 expect_exit 0 "$KV" qdq-affine --groups 6 --group-size 2 --bits 3 --seed 4 --save "$TMP/s"
