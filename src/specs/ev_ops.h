@@ -53,6 +53,8 @@ struct kv_ev_ctx {
     int depth;
     const int64_t *flat;          /* the target's flat index per lane */
     struct kv_ev_ctx **sub;       /* per symbol: the context computing a virtual temp where it is read */
+    int memo_n;                   /* a virtual temp's context: the elements its scratch holds, */
+    int64_t memo[KV_EV_LANES];    /* by flat index (a read of the same elements again is a copy) */
     char err[1600];
     int failed;
 };
