@@ -80,18 +80,20 @@ static enum kv_status judge_sample(const struct kv_case *c, int t, const struct 
                          gather(ref->allow.ovf, ri, n, 1, &oom),
                          gather(ref->allow.lam, ri, n, sizeof(double), &oom),
                          gather(ref->allow.fix, ri, n, sizeof(double), &oom)};
-    /* blocks that hold their allowances: those of the sample, made with y and S */
+    /* blocks that hold their allowances: those of the sample, made with y
+     * and S, in place of the gathered ones (freed below as a's) */
     const int sl_on = blocked && (c->k->block_slack >> t & 1), bd = blocked && (c->k->block_bound >> t & 1);
     struct kv_oracle_block b = {y, S, NULL, NULL, NULL, NULL};
     if (sl_on) {
-        b.slack = malloc(n * sizeof(double) + 1);
+        if (ri) free((void *)a.slack);
+        a.slack = b.slack = malloc(n * sizeof(double) + 1);
         oom |= !b.slack;
-        a.slack = b.slack;
     }
     if (bd) {
-        b.lam = malloc(n * sizeof(double) + 1), b.fix = malloc(n * sizeof(double) + 1), b.ovf = malloc(n + 1);
+        if (ri) free((void *)a.lam), free((void *)a.fix), free((void *)a.ovf);
+        a.lam = b.lam = malloc(n * sizeof(double) + 1), a.fix = b.fix = malloc(n * sizeof(double) + 1);
+        a.ovf = b.ovf = malloc(n + 1);
         oom |= !b.lam || !b.fix || !b.ovf;
-        a.lam = b.lam, a.fix = b.fix, a.ovf = b.ovf;
     }
     if (oom) st = kv_error(KV_EDEVICE, "out of host memory comparing a sample");
     else st = blocked ? sample_blocks(c, t, chained, idx, n, &b) : KV_OK;
@@ -106,10 +108,11 @@ static enum kv_status judge_sample(const struct kv_case *c, int t, const struct 
     }
     free(cand);
     if (ri || blocked) free(y), free(S);
-    free(b.slack), free(b.lam), free(b.fix), free(b.ovf);
     if (ri) {
         free((void *)a.slack), free((void *)a.tie), free((void *)a.flush), free((void *)a.alt);
         free((void *)a.ovf), free((void *)a.lam), free((void *)a.fix);
+    } else {
+        free(b.slack), free(b.lam), free(b.fix), free(b.ovf);
     }
     return st;
 }
