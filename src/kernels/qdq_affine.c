@@ -366,7 +366,8 @@ static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check
         double sc = sl + (alt >= 0 ? fabs((double)s_in) : 0);
         if (fl >= 0) sc += fabs((double)fq * f.s + f.lo - y);
         if (kv_oracle_next(&pd, i, &a)) {
-            if (!blocked) c->y[T_QDQ][a] = y, c->S[T_QDQ][a] = Sy, c->slack[T_QDQ][a] = sl, c->slack_chain[T_QDQ][a] = sc;
+            if (!blocked) /* else made by oracle_block */
+                c->y[T_QDQ][a] = y, c->S[T_QDQ][a] = Sy, c->slack[T_QDQ][a] = sl, c->slack_chain[T_QDQ][a] = sc;
             /* round trip on the composed result */
             const int clipped = isinf(wg[j]) || e.poison;
             rt->y[a] = e.poison ? NAN : clipped ? y : (double)wg[j];

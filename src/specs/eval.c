@@ -97,7 +97,8 @@ static int eval_virtual(struct kv_ev_ctx *c, const struct kv_sx *e, const struct
     v->memo_n = nl;
     memcpy(v->memo, flat, (size_t)nl * sizeof *flat);
 copy:
-    for (int k = 0; k < KV_EV_PARTS; k++) memcpy(kv_ev_part(c, e, k), kv_ev_part(v, st->rhs, k), (size_t)nl * sizeof(double));
+    for (int k = 0; k < KV_EV_PARTS; k++)
+        memcpy(kv_ev_part(c, e, k), kv_ev_part(v, st->rhs, k), (size_t)nl * sizeof(double));
     return 0;
 }
 
@@ -345,7 +346,8 @@ static int kv_ev_reduce(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
 }
 
 /* Elements [lo, hi) of statement st's target, one block, into dst[k][0..hi-lo). */
-static int eval_block(struct kv_ev_ctx *c, const struct kv_ev_arr *t, size_t lo, size_t hi, double *const dst[KV_EV_PARTS])
+static int eval_block(struct kv_ev_ctx *c, const struct kv_ev_arr *t, size_t lo, size_t hi,
+                      double *const dst[KV_EV_PARTS])
 {
     const int nl = (int)(hi - lo);
     int64_t flat[LANES];
@@ -422,19 +424,20 @@ enum kv_status kv_ev_range(const struct kv_ev *x, int i, size_t lo, size_t hi,
     const struct kv_spec_stmt *st = &x->s->stmt[i];
     const struct kv_ev_arr *t = &x->arr[st->sym];
     struct kv_ev_ctx c;
-    if (kv_ev_ctx_init(&c, x, st, i, t->stage)) return kv_error(KV_EDEVICE, "out of host memory evaluating %s", x->s->path);
+    if (kv_ev_ctx_init(&c, x, st, i, t->stage))
+        return kv_error(KV_EDEVICE, "out of host memory evaluating %s", x->s->path);
     double *buf = malloc((size_t)KV_EV_PARTS * LANES * sizeof *buf);
-    enum kv_status st_ = buf ? KV_OK : kv_error(KV_EDEVICE, "out of host memory evaluating %s", x->s->path);
+    enum kv_status rc = buf ? KV_OK : kv_error(KV_EDEVICE, "out of host memory evaluating %s", x->s->path);
     double *const part[KV_EV_PARTS] = {buf, buf + LANES, buf + 2 * LANES, buf + 3 * LANES, buf + 4 * LANES,
                                        buf + 5 * LANES};
-    for (size_t b = lo; !st_ && b < hi; b += LANES) {
+    for (size_t b = lo; !rc && b < hi; b += LANES) {
         const size_t e = hi - b < LANES ? hi : b + LANES;
-        if (eval_block(&c, t, b, e, part)) st_ = kv_error(KV_EDATA, "%s", c.err);
+        if (eval_block(&c, t, b, e, part)) rc = kv_error(KV_EDATA, "%s", c.err);
         else out(ctx, b - lo, e - b, part);
     }
     free(buf);
     kv_ev_ctx_free(&c);
-    return st_;
+    return rc;
 }
 
 enum kv_status kv_ev_isolate(struct kv_ev_arr *a)

@@ -46,7 +46,8 @@ void kv_spec_storage(struct kv_spec *s)
         const struct kv_spec_stmt *st = &s->stmt[sy->stmt];
         int ok = !st->prepare && pointwise(st->rhs);
         for (int v = 0; ok && v < st->n_target; v++) ok = !st->ext[v][0];
-        for (int i = 0; ok && i < s->n_stmts; i++) ok = read_unbroadcast(s->stmt[i].rhs, y, s->stmt[i].n_target, sy->ndim);
+        for (int i = 0; ok && i < s->n_stmts; i++)
+            ok = read_unbroadcast(s->stmt[i].rhs, y, s->stmt[i].n_target, sy->ndim);
         sy->virt = ok;
     }
     s->k.sample_outputs = 0;
