@@ -35,19 +35,27 @@ expect_error() {
   return 0
 }
 
-# expect_whole_oracle_report CMD...: a case (exit 0) reports exactly what it
-# reports with every oracle made whole (KVERIFY_TEST_FULL_ORACLE=1: none made
-# block by block or holding only the sampled elements); the report is left in
-# $TMP/sc.json.
-expect_whole_oracle_report() {
-  expect_exit 0 "$@" --json "$TMP/sc.json"
-  KVERIFY_TEST_FULL_ORACLE=1 expect_exit 0 "$@" --json "$TMP/sf.json"
-  python3 - "$TMP/sc.json" "$TMP/sf.json" <<'PY' || fail "'$*': the report differs from the whole oracle's"
+# expect_same_report CODE VAR CMD...: CMD exits CODE, and reports exactly the
+# same cases (times aside) with VAR=1 in its environment; the reports are left
+# in $TMP/sc.json (without) and $TMP/sf.json (with).
+expect_same_report() {
+  local code=$1 var=$2; shift 2
+  expect_exit "$code" "$@" --json "$TMP/sc.json"
+  (export "$var=1"; expect_exit "$code" "$@" --json "$TMP/sf.json") || exit $?
+  python3 - "$TMP/sc.json" "$TMP/sf.json" <<'PY' || fail "'$*': the report differs with $var=1"
 import json, sys
 a, b = (json.load(open(f))["cases"] for f in sys.argv[1:])
 for x in a + b: x.pop("time_ms", None)
 assert a == b
 PY
+}
+
+# expect_whole_oracle_report CMD...: a case (exit 0) reports exactly what it
+# reports with every oracle made whole (KVERIFY_TEST_FULL_ORACLE=1: none made
+# block by block or holding only the sampled elements); the report is left in
+# $TMP/sc.json.
+expect_whole_oracle_report() {
+  expect_same_report 0 KVERIFY_TEST_FULL_ORACLE "$@"
 }
 
 # expect_compact_oracle CMD...: a --sample case (exit 0) whose oracle holds only
