@@ -64,4 +64,42 @@ int kv_dist_cell(const struct kv_error_dist *d, size_t flat); /* the map cell of
 void kv_dist_note_worst(struct kv_error_dist *d, const struct kv_worst_elem *w);
 void kv_dist_merge(struct kv_error_dist *d, const struct kv_error_dist *p);
 
+/* The map cells of flat elements lo, lo + 1, ... of a whole output, walked
+ * by row and column: a division only where a cell column or a row starts
+ * (kv_dist_cell's cells, for the loops over every element). */
+struct kv_dist_walk {
+    const struct kv_error_dist *d;
+    int rowcell, cc;
+    int64_t r, col, next; /* next: the first column of cell column cc + 1 */
+};
+
+/* The first column of cell column k: the least c with c * cell_cols / cols >= k. */
+static inline int64_t kv_dist_cell_edge(const struct kv_error_dist *d, int64_t k)
+{
+    return (k * d->cols + d->cell_cols - 1) / d->cell_cols;
+}
+
+static inline void kv_dist_walk_at(struct kv_dist_walk *w, const struct kv_error_dist *d, size_t lo)
+{
+    w->d = d;
+    w->r = (int64_t)lo / d->cols, w->col = (int64_t)lo % d->cols;
+    w->rowcell = (int)(w->r * d->cell_rows / (d->rows ? d->rows : 1)) * d->cell_cols;
+    w->cc = (int)(w->col * d->cell_cols / d->cols);
+    w->next = kv_dist_cell_edge(d, w->cc + 1);
+}
+
+/* The walk's element's cell, then a step to the next element. */
+static inline int kv_dist_walk_next(struct kv_dist_walk *w)
+{
+    const struct kv_error_dist *d = w->d;
+    int cell = w->rowcell + w->cc;
+    if (++w->col == d->cols) {
+        w->col = 0, w->r++, w->cc = 0, w->next = kv_dist_cell_edge(d, 1);
+        w->rowcell = (int)(w->r * d->cell_rows / (d->rows ? d->rows : 1)) * d->cell_cols;
+    } else if (w->col == w->next) {
+        w->cc++, w->next = kv_dist_cell_edge(d, w->cc + 1);
+    }
+    return cell;
+}
+
 #endif

@@ -143,46 +143,26 @@ static void nonfinite(const struct jin *x, struct jthr *th, size_t i, const stru
     mismatch(x, th, i, c, y, cell);
 }
 
-/* The map cells of elements lo, lo + 1, ...: walked by row and column over a
- * whole output (a division only where a cell column or a row starts), looked
- * up for a sample's indices. */
+/* The map cells of elements lo, lo + 1, ...: walked over a whole output
+ * (kv_dist_walk), looked up for a sample's indices. */
 struct cells {
-    const struct kv_error_dist *d;
     const struct jin *x;
-    int whole, rowcell, cc;
-    int64_t r, col, next; /* next: the first column of cell column cc + 1 */
+    int whole;
+    struct kv_dist_walk w;
 };
 
-/* The first column of cell column k: the least c with c * cell_cols / cols >= k. */
-static inline int64_t cell_edge(const struct kv_error_dist *d, int64_t k)
+static inline void cells_at(struct cells *c, const struct jin *x, const struct kv_error_dist *d, size_t lo)
 {
-    return (k * d->cols + d->cell_cols - 1) / d->cell_cols;
-}
-
-static inline void cells_at(struct cells *w, const struct jin *x, const struct kv_error_dist *d, size_t lo)
-{
-    *w = (struct cells){d, x, d && !x->idx && d->cols > 0, 0, 0, 0, 0, 0};
-    if (!w->whole) return;
-    w->r = (int64_t)lo / d->cols, w->col = (int64_t)lo % d->cols;
-    w->rowcell = (int)(w->r * d->cell_rows / (d->rows ? d->rows : 1)) * d->cell_cols;
-    w->cc = (int)(w->col * d->cell_cols / d->cols);
-    w->next = cell_edge(d, w->cc + 1);
+    *c = (struct cells){x, d && !x->idx && d->cols > 0, {d, 0, 0, 0, 0, 0}};
+    if (c->whole) kv_dist_walk_at(&c->w, d, lo);
 }
 
 /* Element i's cell (i goes up by one from lo); 0 without a distribution. */
-static inline int cells_next(struct cells *w, size_t i)
+static inline int cells_next(struct cells *c, size_t i)
 {
-    const struct kv_error_dist *d = w->d;
-    if (!d) return 0;
-    if (!w->whole) return kv_dist_cell(d, w->x->idx ? w->x->idx[i] : i);
-    int cell = w->rowcell + w->cc;
-    if (++w->col == d->cols) {
-        w->col = 0, w->r++, w->cc = 0, w->next = cell_edge(d, 1);
-        w->rowcell = (int)(w->r * d->cell_rows / (d->rows ? d->rows : 1)) * d->cell_cols;
-    } else if (w->col == w->next) {
-        w->cc++, w->next = cell_edge(d, w->cc + 1);
-    }
-    return cell;
+    if (!c->w.d) return 0;
+    if (!c->whole) return kv_dist_cell(c->w.d, c->x->idx ? c->x->idx[i] : i);
+    return kv_dist_walk_next(&c->w);
 }
 
 /* Ratio bin of r > 0 (kv_dist_ratio_bin): the bin of r's power of two, or
