@@ -82,8 +82,8 @@ assert virt == stored, "the reports differ"
 assert peak_stored - peak_virt > 35 * 1024, (peak_virt, peak_stored)
 PY
 rc=$?; [ $rc = 77 ] && exit 77; [ $rc = 0 ] || fail "spec temps computed where read"
-# gelu-bwd reads its temp t three times in gt, at the same elements: computed once per
-# block of them, the same report as stored.
+# gelu-bwd reads its temp t three times in gt, at the same elements (computed once per
+# block of them): the same report as stored.
 expect_same_report 0 KVERIFY_TEST_STORE_TEMPS "$KV" gelu-bwd --n 5000 --no-stress
 expect_compact_oracle "$KV" layernorm-bwd --rows 300 --dim 1000 --sample 500
 # Unsampled, an output no statement reads is made block by block as it is judged, never
