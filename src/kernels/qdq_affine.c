@@ -318,6 +318,21 @@ static enum kv_status alloc_d(double **p, size_t n)
  *   a tie adds |dy| (slack_chain). d_biases: n = group_size, S = sum |dy|.
  * Subnormals: every float output gets an absolute slack of 2^-126 per
  *   operation that could meet one (a flush changes a result by less). */
+/* The forward of code q from the float32 scale and bias (stage isolation),
+ * its scale, and its chained slack: the device's own code may sit across a
+ * tie (alt >= 0), or be the flushed model's code fl (with that model's scale
+ * fs and low value flo). */
+struct fwd {
+    double y, S, sc;
+};
+static struct fwd forward(int q, float s_in, float b_in, int alt, int fl, double fs, double flo)
+{
+    struct fwd r = {(double)q * s_in + b_in, fabs((double)q * s_in) + fabs((double)b_in),
+                    3 * FMIN + (alt >= 0 ? fabs((double)s_in) : 0)};
+    if (fl >= 0) r.sc += fabs((double)fl * fs + flo - r.y);
+    return r;
+}
+
 /* Group g of every output: scale, bias, codes (with their tie and flushed
  * alternatives), the forward, the round-trip check and the gradients. */
 static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check_ref *rt)
@@ -361,10 +376,8 @@ static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check
         if (kv_oracle_next(&pq, i, &a))
             c->y[T_Q][a] = q, c->S[T_Q][a] = 0, c->tie[T_Q][a] = (int16_t)alt, c->flush[T_Q][a] = (int16_t)fl;
         /* forward, from the float32 (q, s, b) */
-        const double y = (double)q * s_in + b_in, Sy = fabs((double)q * s_in) + fabs((double)b_in), sl = 3 * FMIN;
-        /* chained: the device's own codes may sit across a tie, or be the flushed model's */
-        double sc = sl + (alt >= 0 ? fabs((double)s_in) : 0);
-        if (fl >= 0) sc += fabs((double)fq * f.s + f.lo - y);
+        const struct fwd o = forward(q, s_in, b_in, alt, fl, f.s, f.lo);
+        const double y = o.y, Sy = o.S, sl = 3 * FMIN, sc = o.sc;
         if (kv_oracle_next(&pd, i, &a)) {
             if (!blocked) /* else made by oracle_block */
                 c->y[T_QDQ][a] = y, c->S[T_QDQ][a] = Sy, c->slack[T_QDQ][a] = sl, c->slack_chain[T_QDQ][a] = sc;
@@ -398,13 +411,10 @@ static enum kv_status oracle_block(const struct kv_case *c, int t, size_t lo, si
     const size_t gs = (size_t)c->p[P_GS].i;
     for (size_t i = lo; i < hi; i++) {
         const size_t g = i / gs;
-        const float s_in = (float)c->y[T_S][g], b_in = (float)c->y[T_B][g];
-        const double q = c->y[T_Q][i], y = q * s_in + b_in, sl = 3 * FMIN;
-        const int alt = c->tie[T_Q][i], fl = c->flush[T_Q][i];
-        double sc = sl + (alt >= 0 ? fabs((double)s_in) : 0);
-        if (fl >= 0) sc += fabs((double)fl * c->aux[T_QDQ][2 * g] + c->aux[T_QDQ][2 * g + 1] - y);
-        b->y[i - lo] = y, b->S[i - lo] = fabs(q * s_in) + fabs((double)b_in);
-        if (b->slack) b->slack[i - lo] = chained ? sc : sl;
+        const struct fwd o = forward((int)c->y[T_Q][i], (float)c->y[T_S][g], (float)c->y[T_B][g], c->tie[T_Q][i],
+                                     c->flush[T_Q][i], c->aux[T_QDQ][2 * g], c->aux[T_QDQ][2 * g + 1]);
+        b->y[i - lo] = o.y, b->S[i - lo] = o.S;
+        if (b->slack) b->slack[i - lo] = chained ? o.sc : 3 * FMIN;
     }
     return KV_OK;
 }
