@@ -30,10 +30,10 @@ static void philox_known_answers(void **s)
 }
 
 /* The vector block gives kv_rng_normal's values bit for bit: every lane,
- * the rejected ones (redone one at a time) included, at any start and length. */
-static void normal_block_is_the_scalar(void **s)
+ * the rejected ones (redone one at a time) included, at any start and length;
+ * with the AVX-512 lanes where the CPU has them, then with the portable ones. */
+static void block_is_the_scalar(void)
 {
-    (void)s;
     enum { N = 20011 };
     double *v = malloc(N * sizeof *v);
     assert_non_null(v);
@@ -61,6 +61,19 @@ static void normal_block_is_the_scalar(void **s)
     assert_true(rejected > 2000 && rejected < 3200); /* 12000 lanes, 21.5% expected */
     kv_rng_normal_block(1, 0, 0, 0, v); /* nothing */
     free(v);
+}
+
+static void normal_block_is_the_scalar(void **s)
+{
+    (void)s;
+    if (kv_rng_avx512(-1)) {
+        block_is_the_scalar();
+        kv_rng_avx512(0);
+        assert_false(kv_rng_avx512(-1));
+    } else {
+        print_message("no AVX-512 here: the portable lanes only\n");
+    }
+    block_is_the_scalar();
 }
 
 static void pinned_samples(void **s)
