@@ -1,4 +1,5 @@
 #include "core/judge.h"
+#include "core/tensor.h"
 
 #include <math.h>
 #include <omp.h>
@@ -468,8 +469,9 @@ static enum kv_status judge_filled(enum kv_dtype t, const void *cand, const stru
                                    struct kv_error_dist *d, int nt)
 {
     const int sl_on = src->allow & KV_BLOCK_SLACK, al = src->allow & KV_BLOCK_BOUND;
-    double *y = malloc(n * sizeof *y), *S = malloc(n * sizeof *S), *sl = sl_on ? malloc(n * sizeof *sl) : NULL;
-    double *lam = al ? malloc(n * sizeof *lam) : NULL, *fix = al ? malloc(n * sizeof *fix) : NULL;
+    double *y = kv_malloc_big(n * sizeof *y), *S = kv_malloc_big(n * sizeof *S);
+    double *sl = sl_on ? kv_malloc_big(n * sizeof *sl) : NULL;
+    double *lam = al ? kv_malloc_big(n * sizeof *lam) : NULL, *fix = al ? kv_malloc_big(n * sizeof *fix) : NULL;
     unsigned char *ovf = al ? malloc(n) : NULL;
     enum kv_status st = KV_OK;
     if (!y || !S || (sl_on && !sl) || (al && (!lam || !fix || !ovf)))

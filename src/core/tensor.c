@@ -3,6 +3,32 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+
+#define HUGE_PAGE ((uintptr_t)2 << 20)
+
+/* The huge pages wholly inside [p, p + bytes); nothing there written yet
+ * (a large calloc is fresh mmap'd memory), or the advice only waits. */
+static void *advise_huge(void *p, size_t bytes)
+{
+#ifdef MADV_HUGEPAGE
+    if (p && bytes >= 4 * HUGE_PAGE) {
+        uintptr_t lo = ((uintptr_t)p + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1), hi = ((uintptr_t)p + bytes) & ~(HUGE_PAGE - 1);
+        if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE); /* advice: a refusal changes nothing */
+    }
+#endif
+    return p;
+}
+
+void *kv_calloc_big(size_t n, size_t size)
+{
+    return advise_huge(calloc(n, size), n * size); /* calloc checks n * size */
+}
+
+void *kv_malloc_big(size_t bytes)
+{
+    return advise_huge(malloc(bytes), bytes);
+}
 
 enum kv_status kv_shape_count(const char *name, enum kv_dtype t, int ndim,
                               const int64_t *shape, size_t *count)
@@ -28,7 +54,7 @@ enum kv_status kv_tensor_alloc(struct kv_tensor *t, const char *name,
     size_t n;
     enum kv_status st = kv_shape_count(name, dtype, ndim, shape, &n);
     if (st) return st;
-    void *p = calloc(n, kv_dtype_info(dtype)->size);
+    void *p = kv_calloc_big(n, kv_dtype_info(dtype)->size);
     if (!p)
         return kv_error(KV_EDEVICE, "%s: out of host memory (%zu elements)", name, n);
     free(t->data);

@@ -247,8 +247,8 @@ enum kv_status kv_case_alloc(struct kv_case *c)
         enum kv_status st = kv_tensor_alloc(&c->t[t], k->tensors[t].name, shape.dtype, shape.ndim, shape.shape);
         if (st) return st;
         if (k->tensors[t].role != KV_OUTPUT || c->blocked[t]) continue;
-        c->y[t] = calloc(kv_oracle_len(c, t), sizeof(double));
-        c->S[t] = calloc(kv_oracle_len(c, t), sizeof(double));
+        c->y[t] = kv_calloc_big(kv_oracle_len(c, t), sizeof(double));
+        c->S[t] = kv_calloc_big(kv_oracle_len(c, t), sizeof(double));
         if (!c->y[t] || !c->S[t])
             return kv_error(KV_EDEVICE, "out of host memory for the oracle of %s", k->tensors[t].name);
     }

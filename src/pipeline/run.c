@@ -192,8 +192,8 @@ static enum kv_status run_oracles(struct case_run *x)
             if (k->tensors[t].role != KV_OUTPUT || !kv_tensor_on(c, t)) continue;
             c->y_exact[t] = c->y[t], c->S_exact[t] = c->S[t], c->bound_exact[t] = c->bound[t];
             c->bound_exact[t].exact = 1;
-            c->y[t] = calloc(kv_oracle_len(c, t), sizeof(double));
-            c->S[t] = calloc(kv_oracle_len(c, t), sizeof(double));
+            c->y[t] = kv_calloc_big(kv_oracle_len(c, t), sizeof(double));
+            c->S[t] = kv_calloc_big(kv_oracle_len(c, t), sizeof(double));
             KV_CHECK(c->y[t] && c->S[t], KV_EDEVICE, "out of host memory for the oracle of %s", k->tensors[t].name);
         }
     }
@@ -231,7 +231,7 @@ static enum kv_status keep_downloads(struct case_run *x, int rep)
             if (rep == 0 && x->first_mapped) {
                 x->first[t][ch] = (void *)src;
             } else if (rep == 0) {
-                x->first[t][ch] = malloc(padded);
+                x->first[t][ch] = kv_malloc_big(padded);
                 KV_CHECK(x->first[t][ch], KV_EDEVICE, "out of host memory");
                 memcpy(x->first[t][ch], src, padded);
             } else {
