@@ -174,6 +174,14 @@ struct kv_kernel {
                                    const struct kv_oracle_block *b);
     uint64_t block_outputs; /* the outputs (bit t) oracle_block makes */
     uint64_t block_slack, block_bound; /* those of them whose blocks hold their slack, their bound */
+    /* Optional: check j's reference (what oracle() would put in c->chk[j]:
+     * b->y, b->S and b->slack) for the flat elements [lo, hi) of its output,
+     * for the checks in block_checks (bit j), made where the check's output
+     * is made in blocks (kv_check_blocked): oracle() then leaves c->chk[j]
+     * alone. Called from several threads at once. */
+    enum kv_status (*check_block)(const struct kv_case *c, int j, size_t lo, size_t hi,
+                                  const struct kv_oracle_block *b);
+    uint64_t block_checks;
     /* The outputs (bit t) whose oracle, with --sample, holds only the sampled
      * elements: the runner marks them in c->compact and sizes y, S and every
      * allowance the oracle allocates by c->n_sample[t] (kv_oracle_len), in
@@ -266,6 +274,8 @@ int kv_tensor_index(const struct kv_kernel *k, const char *name);
 /* Whether tensor t / stage s exists for case c, and the active tensor named
  * name (-1 if none). */
 int kv_tensor_on(const struct kv_case *c, int t);
+/* Whether check j's reference is made in blocks (kernel.check_block). */
+int kv_check_blocked(const struct kv_case *c, int j);
 int kv_stage_on(const struct kv_case *c, int s);
 int kv_case_tensor(const struct kv_case *c, const char *name);
 /* Set parameter i of c from text (range-checked); KV_EUSAGE names --flag. */

@@ -333,6 +333,19 @@ static struct fwd forward(int q, float s_in, float b_in, int alt, int fl, double
     return r;
 }
 
+/* The round-trip check's reference at one element of w (group poisoned or
+ * not), from the forward o of its code: w itself within half a step of
+ * either model's scale and the two models' low values apart, or where w is
+ * infinite or its group poisoned, the forward with its chained slack. */
+static void roundtrip(float w, int poison, const struct fwd *o, float s_in, double fs, double flo, double elo,
+                      double N, double *y, double *S, double *slack)
+{
+    const int clipped = isinf(w) || poison;
+    *y = poison ? NAN : clipped ? o->y : (double)w;
+    *S = o->S;
+    *slack = clipped ? o->sc : 3 * FMIN + 0.5 * fmax(fabs((double)s_in), fs) * (1 + 16 * U * N) + fabs(flo - elo);
+}
+
 /* Group g of every output: scale, bias, codes (with their tie and flushed
  * alternatives), the forward, the round-trip check and the gradients. */
 static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check_ref *rt)
@@ -381,13 +394,8 @@ static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check
         if (kv_oracle_next(&pd, i, &a)) {
             if (!blocked) /* else made by oracle_block */
                 c->y[T_QDQ][a] = y, c->S[T_QDQ][a] = Sy, c->slack[T_QDQ][a] = sl, c->slack_chain[T_QDQ][a] = sc;
-            /* round trip on the composed result */
-            const int clipped = isinf(wg[j]) || e.poison;
-            rt->y[a] = e.poison ? NAN : clipped ? y : (double)wg[j];
-            rt->S[a] = Sy;
-            rt->slack[a] = clipped ? sc
-                                   : sl + 0.5 * fmax(fabs((double)s_in), f.s) * (1 + 16 * U * N) +
-                                         fabs((double)f.lo - e.lo);
+            if (rt->y) /* else made by check_block */
+                roundtrip(wg[j], e.poison, &o, s_in, f.s, f.lo, e.lo, N, rt->y + a, rt->S + a, rt->slack + a);
         }
         /* backward */
         double t = (double)q * dyg[j];
@@ -435,9 +443,11 @@ static enum kv_status oracle(struct kv_case *c)
     c->flush[T_Q] = malloc(nq * sizeof(int16_t));
     KV_CHECK(c->tie[T_Q] && c->flush[T_Q], KV_EDEVICE, "out of host memory for the oracle");
     struct kv_check_ref *rt = &c->chk[0];
-    KV_TRY(alloc_d(&rt->y, nd));
-    KV_TRY(alloc_d(&rt->S, nd));
-    KV_TRY(alloc_d(&rt->slack, nd));
+    if (!kv_check_blocked(c, 0)) { /* else made by check_block */
+        KV_TRY(alloc_d(&rt->y, nd));
+        KV_TRY(alloc_d(&rt->S, nd));
+        KV_TRY(alloc_d(&rt->slack, nd));
+    }
 
 #pragma omp parallel for schedule(static)
     for (int64_t g = 0; g < groups; g++) oracle_group(c, g, N, rt);
@@ -452,6 +462,25 @@ static enum kv_status oracle(struct kv_case *c)
     rt->bound.k_op += 8;
 cleanup:
     return st;
+}
+
+/* The round-trip check's reference for the flat elements [lo, hi)
+ * (check_block), as oracle_group makes it: from the codes, the scales and
+ * biases (NaN where the group is poisoned) and each group's flushed s and lo. */
+static enum kv_status check_block(const struct kv_case *c, int j, size_t lo, size_t hi, const struct kv_oracle_block *b)
+{
+    if (j != 0) return kv_error(KV_EDEVICE, "qdq-affine: no block reference for check %d", j);
+    const size_t gs = (size_t)c->p[P_GS].i;
+    const double N = ldexp(1, (int)c->p[P_BITS].i) - 1;
+    const float *w = c->t[T_W].data;
+    for (size_t i = lo; i < hi; i++) {
+        const size_t g = i / gs;
+        const double fs = c->aux[T_QDQ][2 * g], flo = c->aux[T_QDQ][2 * g + 1], elo = c->y[T_B][g];
+        const float s_in = (float)c->y[T_S][g];
+        const struct fwd o = forward((int)c->y[T_Q][i], s_in, (float)elo, c->tie[T_Q][i], c->flush[T_Q][i], fs, flo);
+        roundtrip(w[i], isnan(elo), &o, s_in, fs, flo, elo, N, &b->y[i - lo], &b->S[i - lo], &b->slack[i - lo]);
+    }
+    return KV_OK;
 }
 
 static const char *const sweep[] = {
@@ -494,4 +523,6 @@ const struct kv_kernel kv_kernel_qdq_affine = {
     .oracle_block = oracle_block,
     .block_outputs = 1ull << T_QDQ,
     .block_slack = 1ull << T_QDQ,
+    .check_block = check_block,
+    .block_checks = 1,
 };

@@ -71,6 +71,11 @@ int kv_tensor_on(const struct kv_case *c, int t)
     return !c->k->tensors[t].active || c->k->tensors[t].active(c);
 }
 
+int kv_check_blocked(const struct kv_case *c, int j)
+{
+    return c->k->check_block && (c->k->block_checks >> j & 1) && c->blocked[c->k->checks[j].output];
+}
+
 int kv_stage_on(const struct kv_case *c, int s)
 {
     return !c->k->stages[s].active || c->k->stages[s].active(c);

@@ -28,28 +28,36 @@ static void *gather(const void *src, const size_t *idx, size_t n, size_t es, int
     return d;
 }
 
-/* An output whose oracle is made in blocks (c->blocked): the kernel's. */
+/* An output whose oracle is made in blocks (c->blocked), or a check's
+ * reference (ref->check): the kernel's. */
 struct block_ctx {
     const struct kv_case *c;
-    int t, chained;
+    int t, chained, check;
 };
 
 static enum kv_status block_fill(void *ctx, size_t lo, size_t hi, const struct kv_oracle_block *b)
 {
     const struct block_ctx *x = ctx;
+    if (x->check) return x->c->k->check_block(x->c, x->check - 1, lo, hi, b);
     return x->c->k->oracle_block(x->c, x->t, lo, hi, x->chained, b);
 }
 
-/* A blocked output's oracle at its n sampled elements idx (sorted), into b
- * (from element 0): the kernel's blocks, one per run of consecutive indices. */
-static enum kv_status sample_blocks(const struct kv_case *c, int t, int chained, const size_t *idx, size_t n,
-                                    const struct kv_oracle_block *b)
+/* What the blocks of ref hold beside y and S (KV_BLOCK_*): a check's, its slack. */
+static int block_allow(const struct kv_case *c, int t, const struct kv_oracle_ref *ref)
+{
+    if (ref->check) return KV_BLOCK_SLACK;
+    return (c->k->block_slack >> t & 1 ? KV_BLOCK_SLACK : 0) | (c->k->block_bound >> t & 1 ? KV_BLOCK_BOUND : 0);
+}
+
+/* A blocked oracle at its n sampled elements idx (sorted), into b (from
+ * element 0): the kernel's blocks, one per run of consecutive indices. */
+static enum kv_status sample_blocks(struct block_ctx *x, const size_t *idx, size_t n, const struct kv_oracle_block *b)
 {
 #define AT(p) ((p) ? (p) + q : NULL)
     for (size_t q = 0, r; q < n; q = r) {
         for (r = q + 1; r < n && idx[r] == idx[r - 1] + 1;) r++;
         const struct kv_oracle_block at = {AT(b->y), AT(b->S), AT(b->slack), AT(b->lam), AT(b->fix), AT(b->ovf)};
-        KV_TRY_RET(c->k->oracle_block(c, t, idx[q], idx[r - 1] + 1, chained, &at));
+        KV_TRY_RET(block_fill(x, idx[q], idx[r - 1] + 1, &at));
     }
 #undef AT
     return KV_OK;
@@ -69,7 +77,7 @@ static enum kv_status judge_sample(const struct kv_case *c, int t, const struct 
     const size_t *idx = c->sample[t], *ri = c->compact[t] ? NULL : idx; /* the oracle's own, or gathered */
     int oom = 0;
     char *cand = gather(data, idx, n, es, &oom);
-    const int blocked = !ref->y && c->blocked[t]; /* made here, at the sampled elements alone */
+    const int blocked = !ref->y && (ref->check || c->blocked[t]); /* made here, at the sampled elements alone */
     double *y = blocked ? malloc(n * sizeof *y + 1) : gather(ref->y, ri, n, sizeof *y, &oom);
     double *S = blocked ? malloc(n * sizeof *S + 1) : gather(ref->S, ri, n, sizeof *S, &oom);
     oom |= blocked && (!y || !S);
@@ -82,7 +90,9 @@ static enum kv_status judge_sample(const struct kv_case *c, int t, const struct 
                          gather(ref->allow.fix, ri, n, sizeof(double), &oom)};
     /* blocks that hold their allowances: those of the sample, made with y
      * and S, in place of the gathered ones (freed below as a's) */
-    const int sl_on = blocked && (c->k->block_slack >> t & 1), bd = blocked && (c->k->block_bound >> t & 1);
+    const int allow = blocked ? block_allow(c, t, ref) : 0;
+    const int sl_on = allow & KV_BLOCK_SLACK, bd = allow & KV_BLOCK_BOUND;
+    struct block_ctx bc = {c, t, chained, ref->check};
     struct kv_oracle_block b = {y, S, NULL, NULL, NULL, NULL};
     if (sl_on) {
         if (ri) free((void *)a.slack);
@@ -96,7 +106,7 @@ static enum kv_status judge_sample(const struct kv_case *c, int t, const struct 
         oom |= !b.lam || !b.fix || !b.ovf;
     }
     if (oom) st = kv_error(KV_EDEVICE, "out of host memory comparing a sample");
-    else st = blocked ? sample_blocks(c, t, chained, idx, n, &b) : KV_OK;
+    else st = blocked ? sample_blocks(&bc, idx, n, &b) : KV_OK;
     if (st == KV_OK) {
         st = kv_judge(c->t[t].dtype, cand, y, S, n, idx, c->t[t].ndim, c->t[t].shape, bound, &a, &o->crit, &out->m,
                       out->dist);
@@ -150,11 +160,9 @@ enum kv_status kv_compare_row(struct kv_case *c, int t, const struct kv_oracle_r
     if (c->sample[t]) {
         st = judge_sample(c, t, ref, data, chained, &bound, o, out, &ambiguous);
     } else {
-        struct block_ctx bc = {c, t, chained};
+        struct block_ctx bc = {c, t, chained, ref->check};
         const struct kv_oracle_src src = {ref->y, ref->S, ref->y ? NULL : block_fill, &bc,
-                                          ref->y ? 0
-                                                 : (k->block_slack >> t & 1 ? KV_BLOCK_SLACK : 0) |
-                                                       (k->block_bound >> t & 1 ? KV_BLOCK_BOUND : 0)};
+                                          ref->y ? 0 : block_allow(c, t, ref)};
         st = kv_judge_src(c->t[t].dtype, data, &src, c->t[t].count, NULL, c->t[t].ndim, c->t[t].shape, &bound,
                           &ref->allow, &o->crit, &out->m, out->dist);
     }

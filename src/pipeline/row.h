@@ -11,6 +11,7 @@ struct kv_oracle_ref {
     struct kv_bound bound;
     struct kv_allow allow;
     const char *name; /* "spec" or "exact" */
+    int check;        /* 1 + j: check j's reference, made in blocks (y and S NULL: kernel.check_block) */
 };
 
 /* KVERIFY_TEST_FULL_ORACLE=1: every oracle whole, none made block by block
