@@ -386,8 +386,8 @@ static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check
         if (!f.poison) fq = code_of(quotient(wg[j], &f, 1), N);
         const int fl = fq != q && f.poison == e.poison ? fq : -1; /* the flushed model's other code */
         if (iso) kv_store_f64(KV_U8, iso->data, i, q);
-        if (kv_oracle_next(&pq, i, &a))
-            c->y[T_Q][a] = q, c->S[T_Q][a] = 0, c->tie[T_Q][a] = (int16_t)alt, c->flush[T_Q][a] = (int16_t)fl;
+        /* a code's scale is 0: S[T_Q] keeps calloc's zeros, never written (so never resident) */
+        if (kv_oracle_next(&pq, i, &a)) c->y[T_Q][a] = q, c->tie[T_Q][a] = (int16_t)alt, c->flush[T_Q][a] = (int16_t)fl;
         /* forward, from the float32 (q, s, b) */
         const struct fwd o = forward(q, s_in, b_in, alt, fl, f.s, f.lo);
         const double y = o.y, Sy = o.S, sl = 3 * FMIN, sc = o.sc;
