@@ -165,7 +165,9 @@ enum kv_status kv_plan_make(struct kv_runner *r, struct kv_case *c, const int *c
                 memset(&c->iso[t], 0, sizeof c->iso[t]);
             } else {
                 KV_TRY(kv_tensor_alloc(h, k->tensors[t].name, c->t[t].dtype, c->t[t].ndim, c->t[t].shape));
-                for (size_t i = 0; i < h->count; i++) kv_store_f64(h->dtype, h->data, i, c->y[t][i]);
+                const double *y = c->y[t];
+#pragma omp parallel for schedule(static)
+                for (size_t i = 0; i < h->count; i++) kv_store_f64(h->dtype, h->data, i, y[i]);
             }
             KV_TRY(kv_vk_buffer_create(d, round4(bytes) + 2 * kv_poison_bytes(bytes), KV_MEM_DEVICE, &p->iso[t]));
             p->up_off[1][t] = up;
