@@ -166,8 +166,9 @@ KV_CLONES static void normal_lanes(uint64_t seed, uint32_t stream, const uint64_
  * (vpmullq, three uops on Intel) and 32-bit conversions where one widening
  * product (vpmuludq) and one exact 64-bit conversion (vcvtuqq2pd) serve. */
 #define V 8
-__attribute__((target("avx512f,avx512dq"))) static void normal_lanes_avx512(
-    uint64_t seed, uint32_t stream, const uint64_t *idx, const uint32_t *att, double *out, unsigned char *bad)
+static __attribute__((target("avx512f,avx512dq"))) void normal_lanes_avx512(uint64_t seed, uint32_t stream,
+                                                                             const uint64_t *idx, const uint32_t *att,
+                                                                             double *out, unsigned char *bad)
 {
     const __m512i lo32 = _mm512_set1_epi64(0xffffffff), m0 = _mm512_set1_epi64(PHILOX_M0),
                   m1 = _mm512_set1_epi64(PHILOX_M1);

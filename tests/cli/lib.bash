@@ -50,6 +50,33 @@ assert a == b
 PY
 }
 
+# expect_lower_peak VAR KB CMD...: a case (exit 0) reports the same with VAR=1
+# in its environment and peaks more than KB kilobytes lower without it (each
+# run's peak resident memory, the larger run second: getrusage's children's
+# peak is the largest so far); the report without VAR is left in $TMP/sc.json.
+expect_lower_peak() {
+  local var=$1 kb=$2; shift 2
+  python3 - "$TMP" "$var" "$kb" "$@" <<'PY'
+import json, os, resource, shutil, subprocess, sys
+tmp, var, kb, cmd = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
+def run(name, env):
+    r = subprocess.run(cmd + ["--json", f"{tmp}/{name}.json"], env=dict(os.environ, **env), capture_output=True)
+    if r.returncode == 77: sys.exit(77)
+    assert r.returncode == 0, (name, r.returncode, r.stderr[-2000:])
+    case = json.load(open(f"{tmp}/{name}.json"))["cases"][0]
+    case.pop("time_ms", None)
+    return case, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+low, peak_low = run("low", {})
+high, peak_high = run("high", {var: "1"})
+assert low == high, "the reports differ"
+assert peak_high - peak_low > kb, (peak_low, peak_high)
+shutil.copy(f"{tmp}/low.json", f"{tmp}/sc.json")
+PY
+  local rc=$?
+  [ $rc = 77 ] && { echo "skipped: no Vulkan device"; exit 77; }
+  [ $rc = 0 ] || fail "'$*': not the same report, or not $kb KB lower at the peak, than with $var=1"
+}
+
 # expect_whole_oracle_report CMD...: a case (exit 0) reports exactly what it
 # reports with every oracle made whole (KVERIFY_TEST_FULL_ORACLE=1: none made
 # block by block or holding only the sampled elements); the report is left in
