@@ -258,7 +258,9 @@ static void lanes(uint64_t seed, uint32_t stream, const uint64_t *idx, const uin
 /* Rejected lanes waiting for their next draw. Lanes join without a branch
  * (each is written at the end, and the count moves by its flag): which lanes
  * are rejected is random, and a branch on it is mispredicted a fifth of the
- * time. At most 2 BLK - 1 wait, so the slot written at the end is in range. */
+ * time. Fewer than BLK wait when a block joins (lanes are redone while BLK
+ * or more wait), and a redo takes BLK and puts back at most BLK: at most
+ * 2 BLK - 1 ever wait, so the slot written at the end is in range. */
 struct redo {
     uint64_t idx[2 * BLK];
     uint32_t att[2 * BLK];
@@ -309,7 +311,7 @@ void kv_rng_normal_block(uint64_t seed, uint32_t stream, uint64_t i0, size_t n, 
             r.idx[r.n] = idx[l], r.att[r.n] = 1, r.pos[r.n] = o + l;
             r.n += bad[l];
         }
-        if (r.n >= BLK) redo_lanes(seed, stream, &r, out);
+        while (r.n >= BLK) redo_lanes(seed, stream, &r, out);
     }
     while (r.n > 0) redo_lanes(seed, stream, &r, out);
 }

@@ -104,7 +104,7 @@ static enum kv_status bounded_staging(struct kv_vk_device *d, const struct kv_ke
         for (int ch = 0; ch < 2; ch++) {
             const struct kv_vk_buffer *b = ch ? &p->chain[t] : &p->dev[t];
             if (k->tensors[t].role != KV_OUTPUT || !b->buf) continue;
-            p->host_down[t][ch] = malloc(b->size);
+            p->host_down[t][ch] = kv_malloc_big(b->size);
             KV_CHECK(p->host_down[t][ch], KV_EDEVICE, "out of host memory for the download of %s", k->tensors[t].name);
         }
     memcpy(p->prod_host, prod, KV_MAX_STAGES * KV_ABI_MAX * sizeof *prod);
@@ -175,7 +175,7 @@ enum kv_status kv_plan_make(struct kv_runner *r, struct kv_case *c, const int *c
         }
         if (p->has_chain[t]) {
             KV_TRY(kv_vk_buffer_create(d, padded, KV_MEM_DEVICE, &p->chain[t]));
-            p->chained[t] = malloc(bytes ? bytes : 1);
+            p->chained[t] = kv_malloc_big(bytes ? bytes : 1);
             KV_CHECK(p->chained[t], KV_EDEVICE, "out of host memory");
             p->down_off[1][t] = down;
             down += padded;

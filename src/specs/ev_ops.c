@@ -199,8 +199,8 @@ static void compare(const struct kv_sx *e, struct parts *o, const struct parts *
 
 /* + - * / %, part by part over the lanes (loops the compiler vectorises):
  * the value, the derivatives, then each error part and the magnitudes. */
-KV_CLONES static void arith(const struct kv_ev_ctx *c, const struct kv_sx *e, struct parts *o, const struct parts *a,
-                  const struct parts *b, int nl)
+KV_CLONES static void arith(const struct kv_ev_ctx *c, const struct kv_sx *e, struct parts *o,
+                            const struct parts *a, const struct parts *b, int nl)
 {
     const double u = c->x->u, *x = a->p[KV_EV_V], *y = b->p[KV_EV_V], *Sa = a->p[KV_EV_S], *Sb = b->p[KV_EV_S];
     double *r = o->p[KV_EV_V], *S = o->p[KV_EV_S], da[LANES], db[LANES], own[LANES];
