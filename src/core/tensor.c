@@ -13,7 +13,8 @@ static void *advise_huge(void *p, size_t bytes)
 {
 #ifdef MADV_HUGEPAGE
     if (p && bytes >= 4 * HUGE_PAGE) {
-        uintptr_t lo = ((uintptr_t)p + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1), hi = ((uintptr_t)p + bytes) & ~(HUGE_PAGE - 1);
+        const uintptr_t lo = ((uintptr_t)p + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+        const uintptr_t hi = ((uintptr_t)p + bytes) & ~(HUGE_PAGE - 1);
         if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE); /* advice: a refusal changes nothing */
     }
 #endif

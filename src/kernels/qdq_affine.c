@@ -319,31 +319,32 @@ static enum kv_status alloc_d(double **p, size_t n)
  * Subnormals: every float output gets an absolute slack of 2^-126 per
  *   operation that could meet one (a flush changes a result by less). */
 /* The forward of code q from the float32 scale and bias (stage isolation),
- * its scale, and its chained slack: the device's own code may sit across a
- * tie (alt >= 0), or be the flushed model's code fl (with that model's scale
- * fs and low value flo). */
+ * its scale, its slack (three operations that may meet a subnormal) and its
+ * chained slack: the device's own code may sit across a tie (alt >= 0), or be
+ * the flushed model's code fl (with that model's scale fs and low value flo). */
 struct fwd {
-    double y, S, sc;
+    double y, S, sl, sc;
 };
 static struct fwd forward(int q, float s_in, float b_in, int alt, int fl, double fs, double flo)
 {
-    struct fwd r = {(double)q * s_in + b_in, fabs((double)q * s_in) + fabs((double)b_in),
-                    3 * FMIN + (alt >= 0 ? fabs((double)s_in) : 0)};
+    struct fwd r = {(double)q * s_in + b_in, fabs((double)q * s_in) + fabs((double)b_in), 3 * FMIN, 0};
+    r.sc = r.sl + (alt >= 0 ? fabs((double)s_in) : 0);
     if (fl >= 0) r.sc += fabs((double)fl * fs + flo - r.y);
     return r;
 }
 
-/* The round-trip check's reference at one element of w (group poisoned or
- * not), from the forward o of its code: w itself within half a step of
- * either model's scale and the two models' low values apart, or where w is
- * infinite or its group poisoned, the forward with its chained slack. */
+/* The round-trip check's reference at one element of w, from the forward o
+ * of its code: w itself, with half a step of the larger of the two models'
+ * scales and the distance between their low values allowed; where w is
+ * infinite, the forward with its chained slack (NaN where the group is
+ * poisoned). */
 static void roundtrip(float w, int poison, const struct fwd *o, float s_in, double fs, double flo, double elo,
                       double N, double *y, double *S, double *slack)
 {
     const int clipped = isinf(w) || poison;
     *y = poison ? NAN : clipped ? o->y : (double)w;
     *S = o->S;
-    *slack = clipped ? o->sc : 3 * FMIN + 0.5 * fmax(fabs((double)s_in), fs) * (1 + 16 * U * N) + fabs(flo - elo);
+    *slack = clipped ? o->sc : o->sl + 0.5 * fmax(fabs((double)s_in), fs) * (1 + 16 * U * N) + fabs(flo - elo);
 }
 
 /* Group g of every output: scale, bias, codes (with their tie and flushed
@@ -390,10 +391,10 @@ static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check
         if (kv_oracle_next(&pq, i, &a)) c->y[T_Q][a] = q, c->tie[T_Q][a] = (int16_t)alt, c->flush[T_Q][a] = (int16_t)fl;
         /* forward, from the float32 (q, s, b) */
         const struct fwd o = forward(q, s_in, b_in, alt, fl, f.s, f.lo);
-        const double y = o.y, Sy = o.S, sl = 3 * FMIN, sc = o.sc;
         if (kv_oracle_next(&pd, i, &a)) {
             if (!blocked) /* else made by oracle_block */
-                c->y[T_QDQ][a] = y, c->S[T_QDQ][a] = Sy, c->slack[T_QDQ][a] = sl, c->slack_chain[T_QDQ][a] = sc;
+                c->y[T_QDQ][a] = o.y, c->S[T_QDQ][a] = o.S, c->slack[T_QDQ][a] = o.sl,
+                c->slack_chain[T_QDQ][a] = o.sc;
             if (rt->y) /* else made by check_block */
                 roundtrip(wg[j], e.poison, &o, s_in, f.s, f.lo, e.lo, N, rt->y + a, rt->S + a, rt->slack + a);
         }
@@ -422,7 +423,7 @@ static enum kv_status oracle_block(const struct kv_case *c, int t, size_t lo, si
         const struct fwd o = forward((int)c->y[T_Q][i], (float)c->y[T_S][g], (float)c->y[T_B][g], c->tie[T_Q][i],
                                      c->flush[T_Q][i], c->aux[T_QDQ][2 * g], c->aux[T_QDQ][2 * g + 1]);
         b->y[i - lo] = o.y, b->S[i - lo] = o.S;
-        if (b->slack) b->slack[i - lo] = chained ? o.sc : 3 * FMIN;
+        if (b->slack) b->slack[i - lo] = chained ? o.sc : o.sl;
     }
     return KV_OK;
 }

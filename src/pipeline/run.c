@@ -420,8 +420,9 @@ static enum kv_status judge_checks(struct case_run *x)
         else if (x->run_stage[s] && x->p.has_chain[t]) data = x->first[t][1], chained = 1;
         else if (x->run_stage[s]) data = x->first[t][0];
         if (!data) continue;
-        struct kv_oracle_ref ref = {c->chk[j].y, c->chk[j].S, c->chk[j].bound, {c->chk[j].slack, NULL, NULL, NULL, NULL, NULL, NULL},
-                                 judging_ref(x, t, 0).name, blocked ? j + 1 : 0};
+        struct kv_oracle_ref ref = {c->chk[j].y, c->chk[j].S, c->chk[j].bound,
+                                    {c->chk[j].slack, NULL, NULL, NULL, NULL, NULL, NULL}, judging_ref(x, t, 0).name,
+                                    blocked ? j + 1 : 0};
         char suffix[64];
         snprintf(suffix, sizeof suffix, ".%s", cd->name);
         KV_TRY_RET(judge(x, t, &ref, data, suffix, 0, source, 0, 0));
