@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "core/version.h"
+#include "kernels/blas_core.h"
 #include "reports/report.h"
 #include "specs/spec.h"
 
@@ -98,6 +99,7 @@ static int take_kernel_dirs(int *argc, char **argv, const char **dirs, int max)
 
 int main(int argc, char **argv)
 {
+    kv_blas_core_fit(argv); /* may run this process again, with BLAS kernels the CPU runs */
     kv_report_set_command(argc, argv);
     const char *dirs[16];
     int n_dirs = take_kernel_dirs(&argc, argv, dirs, 16);

@@ -9,6 +9,7 @@
 #include "core/files.h"
 #include "core/rng.h"
 #include "core/version.h"
+#include "kernels/blas_core.h"
 #include "reports/report.h"
 
 static cJSON *num(double v)
@@ -307,6 +308,7 @@ cJSON *kv_report_json(const struct kv_report *r)
     cJSON *kv = cJSON_AddObjectToObject(root, "kverify");
     cJSON_AddStringToObject(kv, "version", KV_VERSION);
     cJSON_AddNumberToObject(kv, "schema", KV_REPORT_SCHEMA);
+    cJSON_AddStringToObject(kv, "blas", kv_blas_core()); /* the float64 products' BLAS kernels */
     if (kv_report_command()[0]) cJSON_AddStringToObject(kv, "command", kv_report_command());
     cJSON_AddItemToObject(root, "device", device_json(r));
     if (r->n_devices > 1) {

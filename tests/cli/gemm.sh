@@ -6,6 +6,21 @@ J=(--json "$TMP/report.json")
 for v in f32 accumulate f16; do
   expect_exit 0 "$KV" gemm-bwd --m 130 --n 77 --k 33 --variant "$v"
 done
+# OpenBLAS's generic kernels (as Debian 12's OpenBLAS picks on Cooper Lake; here a test
+# switch names them) are replaced by ones the CPU runs: the process runs itself again with
+# OPENBLAS_CORETYPE set, and the report names the kernels the products ran on; a user's
+# OPENBLAS_CORETYPE stands.
+if grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo; then
+  KVERIFY_TEST_BLAS_CORE=Prescott expect_exit 0 "$KV" gemm-bwd --m 40 --n 30 --k 20 --json "$TMP/blas.json"
+  python3 - "$TMP/blas.json" <<'PY' || fail "the generic BLAS kernels were not replaced"
+import json, sys
+assert json.load(open(sys.argv[1]))["kverify"]["blas"] in ("SkylakeX (in place of Prescott, OpenBLAS's choice)",
+                                                         "Haswell (in place of Prescott, OpenBLAS's choice)")
+PY
+  KVERIFY_TEST_BLAS_CORE=Prescott OPENBLAS_CORETYPE=Haswell expect_exit 0 "$KV" gemm-bwd --m 40 --n 30 --k 20 --json "$TMP/blas.json"
+  python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["kverify"]["blas"] == "Haswell"' "$TMP/blas.json" \
+    || fail "OPENBLAS_CORETYPE not kept"
+fi
 expect_exit 0 "$KV" gemm-bwd --sweep --seeds 7
 grep -q '^140 cases: 140 passed, 0 failed, 0 errors, 0 skipped' "$TMP/out" || fail "sweep: expected 140 passing cases"
 # f16-coopmat runs on devices with NV cooperative matrices (16x16x16 f16 into

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "kernels/blas_core.h"
 #include "kernels/kernel.h"
 #include "kv_test.h"
 
@@ -113,9 +114,23 @@ static void sampled_matches_full(void **s)
     }
 }
 
+/* OpenBLAS's generic kernels are replaced where the CPU runs better ones,
+ * and only those: a known core, or a CPU without AVX2, keeps its choice. */
+static void blas_core_choice(void **s)
+{
+    (void)s;
+    assert_string_equal(kv_blas_core_instead("Prescott", 1, 1), "SkylakeX");
+    assert_string_equal(kv_blas_core_instead("PRESCOTT", 0, 1), "Haswell");
+    assert_null(kv_blas_core_instead("Prescott", 0, 0));
+    assert_null(kv_blas_core_instead("SkylakeX", 1, 1));
+    assert_null(kv_blas_core_instead("Haswell", 1, 1));
+    assert_null(kv_blas_core_instead(NULL, 1, 1));
+    assert_non_null(kv_blas_core()); /* the kernels this process runs */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(f32), cmocka_unit_test(accumulate), cmocka_unit_test(f16),
-                                       cmocka_unit_test(sampled_matches_full)};
+                                       cmocka_unit_test(sampled_matches_full), cmocka_unit_test(blas_core_choice)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
