@@ -30,7 +30,7 @@ static void philox_known_answers(void **s)
 }
 
 /* The vector block gives kv_rng_normal's values bit for bit: every lane,
- * the rejected ones (redone one at a time) included, at any start and length;
+ * the rejected ones (redrawn 32 at a time, in queue order) included, at any start and length;
  * with the AVX-512 lanes where the CPU has them, then with the portable ones. */
 static void block_is_the_scalar(void)
 {
