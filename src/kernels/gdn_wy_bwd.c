@@ -538,6 +538,9 @@ static const char *const sweep[] = {
     "batch=1,seq=10,heads=8,kv-heads=2,dk=40,dv=33,dist=nonfinite",  /* every NaN and Inf in one partial chunk */
     "batch=1,seq=66,heads=4,kv-heads=2,dk=40,dv=33,dist=nonfinite",  /* a 2-row chunk: the last row's Inf in du stays Inf in T */
     "batch=1,seq=300,heads=2,kv-heads=1,dk=16,dv=8",   /* 600 rows of dbeta and dg: past 512, not a multiple */
+    /* K % 8 == 1 with V % 8 == 0 (the aligned build's test); nv % 8 == 3 with A's upper
+     * triangle filled (its last column in a word's first half, beside a padding column) */
+    "batch=1,seq=27,heads=2,kv-heads=1,dk=17,dv=24,dist=dense",
     NULL,
 };
 

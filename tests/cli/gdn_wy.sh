@@ -1,8 +1,8 @@
-# gdn-wy-bwd: the sweep (T = 1, 63, 64, 65, 130, 70, 40, 128, 66, 50, 20; GQA ratios 1, 2, 4;
-# K and V from 16 to 192, not multiples of 32 or 8 (K = 63: % 7 == % 9 == 0; V = 63 with
-# K = 64); B = 2; a dense A; NaN and Inf inputs) in both variants, both
-# oracles, the conditioning note, the independent fixtures, the round trip through
-# files that judges another backend's outputs, and bad input.
+# gdn-wy-bwd: the sweep (T = 1, 63, 64, 65, 130, 70, 40, 100, 128, 66, 50, 20, 10, 300, 27;
+# GQA ratios 1, 2, 4; K and V from 8 to 192, not multiples of 32 or 8 (K = 63: % 7 == % 9 ==
+# 0; V = 63 with K = 64; K = 17 with V = 24); B = 2; A dense at nv = 36 and 27; NaN and Inf
+# inputs) in both variants, both oracles, the conditioning note, the independent fixtures,
+# the round trip through files that judges another backend's outputs, and bad input.
 . "$(dirname "$0")/lib.bash"
 J=(--json "$TMP/report.json")
 expect_exit 0 "$KV" gdn-wy-bwd --seq 70 --heads 4 --kv-heads 2 --dk 32 --dv 24 --json "$TMP/d.json"
@@ -19,10 +19,10 @@ assert o["dk_head"]["ambiguous"] > 0 and o["dv"]["ambiguous"] == 0
 assert all(x["pass"] for x in c["outputs"])
 PY
 expect_exit 0 "$KV" gdn-wy-bwd --sweep --seeds 1
-grep -q '^17 cases: 17 passed, 0 failed, 0 errors, 0 skipped' "$TMP/out" || fail "sweep: expected 17 passing cases"
+grep -q '^18 cases: 18 passed, 0 failed, 0 errors, 0 skipped' "$TMP/out" || fail "sweep: expected 18 passing cases"
 # (a-bf16 builds from the fma sources, whose sweep above has the sanitized run)
 expect_exit 0 "$KV" gdn-wy-bwd --sweep --seeds 1 --variant a-bf16 --no-sanitize
-grep -q '^17 cases: 17 passed' "$TMP/out" || fail "a-bf16 sweep"
+grep -q '^18 cases: 18 passed' "$TMP/out" || fail "a-bf16 sweep"
 
 # --sample: every output is sampled, the intermediate dk_head too, and the oracle holds
 # only the sampled elements; its report is the one the whole oracle gives on the same
