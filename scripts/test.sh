@@ -23,7 +23,10 @@ cmake -S . -B build -DBUILD_TESTING=ON -DKV_WERROR=ON -DCMAKE_BUILD_TYPE=RelWith
 cmake --build build -j "$jobs"
 (cd build && ctest -j "$jobs" --output-on-failure)
 
-cmake -S . -B build-asan -DBUILD_TESTING=ON -DKV_WERROR=ON -DKV_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
+# -O1, as AddressSanitizer's documentation advises: the host code (oracles, judge) runs
+# 1.5 to 2 times as fast as at -O0, and every access is still checked.
+cmake -S . -B build-asan -DBUILD_TESTING=ON -DKV_WERROR=ON -DKV_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug \
+  -DCMAKE_C_FLAGS_DEBUG="-g -O1"
 cmake --build build-asan -j "$jobs"
 # Mesa's lavapipe leaks a little at instance teardown and is unloaded before
 # LeakSanitizer can name it; preloading keeps it mapped (and quiet), while

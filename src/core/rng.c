@@ -304,10 +304,9 @@ void kv_rng_normal_block(uint64_t seed, uint32_t stream, uint64_t i0, size_t n, 
     for (size_t o = 0; o < n; o += BLK) {
         for (int l = 0; l < BLK; l++) idx[l] = i0 + o + (uint64_t)l;
         size_t m = n - o < BLK ? n - o : BLK;
-        double *dst = m == BLK ? out + o : v; /* a whole block straight into out */
-        lanes(seed, stream, idx, att, dst, bad);
+        lanes(seed, stream, idx, att, m == BLK ? out + o : v, bad); /* a whole block straight into out */
+        if (m < BLK) memcpy(out + o, v, m * sizeof *v);
         for (size_t l = 0; l < m; l++) {
-            out[o + l] = dst[l];
             r.idx[r.n] = idx[l], r.att[r.n] = 1, r.pos[r.n] = o + l;
             r.n += bad[l];
         }

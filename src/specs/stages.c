@@ -181,8 +181,11 @@ static enum kv_status groups(struct kv_spec *s, const cJSON *o, const char *f, i
             i++;
         }
     }
-    snprintf(doc, 1024, "groups = (min(%s, maxComputeWorkGroupCount.x), min(%s, .y), min(%s, .z)); the shader "
-             "grid-strides over what the capped counts leave", s->groups[st][0], s->groups[st][1], s->groups[st][2]);
+    char line[sizeof s->stage_text[st][3]]; /* (written apart: doc and the groups share s) */
+    snprintf(line, sizeof line, "groups = (min(%s, maxComputeWorkGroupCount.x), min(%s, .y), min(%s, .z)); the "
+             "shader grid-strides over what the capped counts leave", s->groups[st][0], s->groups[st][1],
+             s->groups[st][2]);
+    memcpy(doc, line, sizeof line);
     s->stages[st].dispatch_doc = doc;
     return kv_spec_text(s, o, "flops", f, 0, s->flops[st], sizeof s->flops[st]);
 }
