@@ -294,11 +294,12 @@ static enum kv_status inputs(struct kv_case *c)
 
 /* One chunk of one value head as float64 rows, the spec's outputs, and
  * (exact) the exact gradient's; and the chunk's dk: its group's dk_head
- * summed as stage dk sums them (sum_y, sum_S, sum_chain; sum_ovf). */
+ * summed as stage dk sums them (sum_y, sum_S, sum_chain, and sum_lsb, the
+ * smallest ulp of a nonzero term; sum_ovf). */
 struct chunk_work {
     struct kv_gdn_chunk x;
     double beta[BT], g[BT], *A, *k, *v, *dw, *du, *scratch;
-    double *dk, *dk_S, *dk_sl, *dv, *dv_S, *ex_dk, *ex_dv, *sum_y, *sum_S, *sum_chain;
+    double *dk, *dk_S, *dk_sl, *dv, *dv_S, *ex_dk, *ex_dv, *sum_y, *sum_S, *sum_chain, *sum_lsb;
     double db[BT], db_S[BT], db_sl[BT], dg[BT], dg_S[BT], dg_sl[BT], ex_db[BT], ex_dg[BT];
     unsigned char sum_ovf;
     struct kv_gdn_spec o;
@@ -309,12 +310,12 @@ static struct chunk_work *work_new(const struct dims *d, int a_bf16, double u_ac
     struct chunk_work *w = calloc(1, sizeof *w);
     const size_t D = (size_t)(d->K > d->V ? d->K : d->V), nK = BT * (size_t)d->K, nV = BT * (size_t)d->V;
     const size_t sc = kv_gdn_spec_scratch((int)d->K, (int)d->V), ex = 8 * BT * BT + 6 * BT * D; /* spec, exact */
-    double *p = w ? malloc(sizeof(double) * (BT * BT + 2 * nK + 2 * nV + (sc > ex ? sc : ex) + 7 * nK + 3 * nV)) : NULL;
+    double *p = w ? malloc(sizeof(double) * (BT * BT + 2 * nK + 2 * nV + (sc > ex ? sc : ex) + 8 * nK + 3 * nV)) : NULL;
     if (!p) return free(w), NULL;
     w->A = p, p += BT * BT, w->k = p, p += nK, w->dw = p, p += nK, w->v = p, p += nV, w->du = p, p += nV;
     w->scratch = p, p += sc > ex ? sc : ex;
     w->dk = p, p += nK, w->dk_S = p, p += nK, w->dk_sl = p, p += nK, w->ex_dk = p, p += nK;
-    w->sum_y = p, p += nK, w->sum_S = p, p += nK, w->sum_chain = p, p += nK;
+    w->sum_y = p, p += nK, w->sum_S = p, p += nK, w->sum_chain = p, p += nK, w->sum_lsb = p, p += nK;
     w->dv = p, p += nV, w->dv_S = p, p += nV, w->ex_dv = p;
     w->o = (struct kv_gdn_spec){1, a_bf16, u_acc, w->dk, w->dk_S, w->dk_sl, w->dv, w->dv_S,
                                 w->db, w->db_S, w->db_sl, w->dg, w->dg_S, w->dg_sl, 0, 0};
@@ -391,6 +392,8 @@ static size_t scatter(struct kv_case *c, const struct dims *d, struct chunk_work
             amb += sl > 0;
             if (iso) kv_store_f64(iso->dtype, iso->data, r * (size_t)K + (size_t)e, yi);
             w->sum_y[s] += fed, w->sum_S[s] += fabs(fed);
+            if (fed != 0 && (w->sum_lsb[s] == 0 || kv_ulp(KV_BF16, fed) < w->sum_lsb[s]))
+                w->sum_lsb[s] = kv_ulp(KV_BF16, fed);
             w->sum_chain[s] += (8 * sqrt(BT) + 3) * u_acc * w->dk_S[s] + 0.5 * kv_ulp(KV_BF16, yi) + sl + fabs(fed - yi);
         }
         for (size_t q = kv_oracle_pos(c, tk, r * K), e = kv_oracle_pos(c, tk, r * K + K); q < e; q++) {
@@ -406,6 +409,25 @@ static size_t scatter(struct kv_case *c, const struct dims *d, struct chunk_work
     return amb;
 }
 
+/* dk's sum y of bf16 terms (sum_S of their magnitudes, lsb the smallest
+ * ulp of a nonzero one) where stage dk's f32 sum is exact in any order: every
+ * partial sum is a multiple of lsb below 2^24 lsb, and none is subnormal (lsb
+ * >= 2^-126, so a device that flushes them changes nothing). The device's bf16
+ * is then exactly y rounded to nearest even, and at a bf16 midpoint the
+ * bound's half ulp would pass either neighbour: there y becomes the even one
+ * (and the chained run, which sums the device's own dk_head, keeps its reach
+ * in *chain). Elsewhere y stays. */
+static double tie_to_even(double y, double S, double lsb, double *chain)
+{
+    if (!(lsb >= 0x1p-126) || !(S < 0x1p24 * lsb)) return y;
+    const float f = (float)y; /* exact */
+    if ((kv_f32_bits(f) & 0xffffu) != 0x8000u) return y;
+    const double r = kv_bf16_to_f32(kv_f32_to_bf16(f));
+    if (!isfinite(r)) return y;
+    *chain += fabs(r - y);
+    return r;
+}
+
 /* The group's sums (scatter) into dk's rows of the chunk. */
 static void scatter_dk(struct kv_case *c, const struct dims *d, const struct chunk_work *w, int64_t b, int64_t ch,
                        int64_t kh)
@@ -417,7 +439,10 @@ static void scatter_dk(struct kv_case *c, const struct dims *d, const struct chu
         const size_t r = (size_t)((b * d->T + t0 + i) * d->Hg + kh);
         for (size_t q = kv_oracle_pos(c, to, r * K), e = kv_oracle_pos(c, to, r * K + K); q < e; q++) {
             const size_t s = (size_t)i * K + kv_oracle_elem(c, to, q) - r * K;
-            c->y[to][q] = w->sum_y[s], c->S[to][q] = w->sum_S[s], c->slack_chain[to][q] = w->sum_chain[s];
+            double chain = w->sum_chain[s];
+            c->y[to][q] = c->exact || w->sum_ovf ? w->sum_y[s]
+                                                 : tie_to_even(w->sum_y[s], w->sum_S[s], w->sum_lsb[s], &chain);
+            c->S[to][q] = w->sum_S[s], c->slack_chain[to][q] = chain;
             c->ovf[to][q] = w->sum_ovf;
         }
     }
@@ -493,7 +518,7 @@ static enum kv_status oracle(struct kv_case *c)
         for (int64_t item = 0; item < d.B * d.NT * d.Hg; item++) {
             if (!w || (need && !need[item])) continue;
             int64_t b = item / (d.NT * d.Hg), ch = (item / d.Hg) % d.NT, kh = item % d.Hg;
-            memset(w->sum_y, 0, 3 * nK * sizeof(double));
+            memset(w->sum_y, 0, 4 * nK * sizeof(double)); /* sum_y, sum_S, sum_chain, sum_lsb */
             w->sum_ovf = 0;
             for (int64_t h = kh * d.ratio; h < (kh + 1) * d.ratio; h++) {
                 gather(c, &d, w, b, ch, h);
