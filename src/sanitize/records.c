@@ -46,7 +46,7 @@ static void shared_elem(const struct kv_san_module *m, uint32_t unit, char *out,
             rem %= w->stride[d];
             if (ni >= sizeof idx || nd >= sizeof dims) break;
         }
-        /* (each part cut to fit the 128 bytes of a record's reason) */
+        /* (each part cut, so that the whole fits the caller's 128 bytes) */
         snprintf(out, size, "shared %.40s%.36s%s%.36s%s", w->name[0] ? w->name : "variable", idx,
                  w->n_dims ? " (of " : "", dims, w->n_dims ? ")" : "");
         return;
