@@ -1,7 +1,10 @@
 /* The golden fixtures' expected outputs (an independent numpy float64
  * implementation, scripts/gen-fixtures) agree with kverify's oracle to
  * float64 rounding: |y - e| <= 2 (n + 4) 2^-53 S for every element, where the
- * two differ only in summation order. NaN and Inf must match exactly. */
+ * two differ only in summation order. NaN and Inf must match exactly. A bf16
+ * output whose oracle is the even neighbour at an exact bf16 midpoint (gdn-wy-bwd's
+ * dk, where the device's sum is exact: man kverify) matches a fixture value on
+ * that midpoint by that neighbour, exactly. */
 #include <dirent.h>
 #include <math.h>
 #include <setjmp.h>
@@ -13,8 +16,17 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "core/dtype.h"
 #include "formats/fixture.h"
 #include "formats/source.h"
+
+/* y is e's even bf16 neighbour, e an exact bf16 midpoint. */
+static int even_at_midpoint(double y, double e)
+{
+    const float f = (float)e;
+    if ((double)f != e || (kv_f32_bits(f) & 0xffffu) != 0x8000u) return 0;
+    return y == (double)kv_bf16_to_f32(kv_f32_to_bf16(f));
+}
 
 static int check_fixture(const char *path)
 {
@@ -54,7 +66,7 @@ static int check_fixture(const char *path)
                 continue;
             }
             double tol = 2 * (n + 4) * 0x1p-53 * c.S[t][j] + 1e-300;
-            if (fabs(y - e) > tol) {
+            if (fabs(y - e) > tol && !(c.t[t].dtype == KV_BF16 && even_at_midpoint(y, e))) {
                 fprintf(stderr, "%s: %s[%zu]: oracle %.17g, fixture %.17g, tolerance %.3g\n", path, fx.tname[i], j,
                         y, e, tol);
                 fail();
