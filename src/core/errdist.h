@@ -88,17 +88,31 @@ static inline void kv_dist_walk_at(struct kv_dist_walk *w, const struct kv_error
     w->next = kv_dist_cell_edge(d, w->cc + 1);
 }
 
-/* The walk's element's cell, then a step to the next element. */
-static inline int kv_dist_walk_next(struct kv_dist_walk *w)
+/* How many elements from the walk's on lie in its cell: to the end of its
+ * cell column (at least 1, as cell_cols <= cols). */
+static inline int64_t kv_dist_walk_run(const struct kv_dist_walk *w)
+{
+    return w->next - w->col;
+}
+
+/* The walk k elements on, 0 < k <= kv_dist_walk_run(w). */
+static inline void kv_dist_walk_skip(struct kv_dist_walk *w, int64_t k)
 {
     const struct kv_error_dist *d = w->d;
-    int cell = w->rowcell + w->cc;
-    if (++w->col == d->cols) {
+    w->col += k;
+    if (w->col == d->cols) {
         w->col = 0, w->r++, w->cc = 0, w->next = kv_dist_cell_edge(d, 1);
         w->rowcell = (int)(w->r * d->cell_rows / (d->rows ? d->rows : 1)) * d->cell_cols;
     } else if (w->col == w->next) {
         w->cc++, w->next = kv_dist_cell_edge(d, w->cc + 1);
     }
+}
+
+/* The walk's element's cell, then a step to the next element. */
+static inline int kv_dist_walk_next(struct kv_dist_walk *w)
+{
+    int cell = w->rowcell + w->cc;
+    kv_dist_walk_skip(w, 1);
     return cell;
 }
 

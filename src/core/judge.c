@@ -1,4 +1,6 @@
 #include "core/judge.h"
+#include "core/judge_dist.h"
+#include "core/judge_tile.h"
 #include "core/tensor.h"
 
 #include <math.h>
@@ -9,11 +11,9 @@
 
 #define CHUNK ((size_t)1 << 16)
 
-/* The p99's histogram: bin 0 holds u < 2^-Q_OCT (0 included), then 2^Q_SUB
- * bins per octave up to 2^Q_OCT, then one bin for the rest. */
-#define Q_OCT 80
-#define Q_SUB 10
-#define Q_BINS (((size_t)2 * Q_OCT << Q_SUB) + 2)
+#define Q_OCT KV_Q_OCT
+#define Q_SUB KV_Q_SUB
+#define Q_BINS KV_Q_BINS
 /* A thread's 32-bit counts are added into the shared 64-bit ones before they can wrap. */
 #define Q_FLUSH ((uint64_t)UINT32_MAX - 2 * CHUNK)
 
@@ -29,7 +29,7 @@ struct jin {
     double lambda, c1, c2, rho, floor_rel, rt, at;
     int tol, emin, prec, exact_p99;
     double edge[KV_DIST_RATIO_BINS + 1];
-    signed char bin_of_exp[128];      /* the ratio bin of 2^(k-64) */
+    int64_t bin_of_exp[130];          /* the ratio bin of 2^(k-65), k in [1, 128]; 0 and the last below and past */
     const struct kv_error_dist *grid; /* NULL: no distribution */
 };
 
@@ -62,6 +62,7 @@ struct jthr {
     double *slb, *lamb, *fixb; /* and of its allowances, where the source makes them */
     unsigned char *ovfb;
     struct kv_error_dist *d;
+    struct kv_dist_tiles *dt; /* the float loop's share of d, a tile at a time */
 };
 
 static inline double load(enum kv_dtype t, const void *p, size_t i)
@@ -77,27 +78,6 @@ static inline double load(enum kv_dtype t, const void *p, size_t i)
     }
     default: return kv_load_f64(t, p, i);
     }
-}
-
-/* 1/x for a power of two x in [2^-1022, 2^1023]: exact, by its exponent. */
-static inline double inv_pow2(double x)
-{
-    uint64_t bits;
-    memcpy(&bits, &x, sizeof bits);
-    bits = (uint64_t)(2046 - (int)(bits >> 52)) << 52;
-    double r;
-    memcpy(&r, &bits, sizeof r);
-    return r;
-}
-
-static inline size_t q_bin(double u)
-{
-    uint64_t bits;
-    memcpy(&bits, &u, sizeof bits);
-    int e = (int)(bits >> 52) - 1023;
-    if (e < -Q_OCT) return 0;
-    if (e >= Q_OCT) return Q_BINS - 1;
-    return 1 + ((size_t)(e + Q_OCT) << Q_SUB) + (size_t)((bits >> (52 - Q_SUB)) & ((1u << Q_SUB) - 1));
 }
 
 /* The lower edge of histogram bin k (0 < k < Q_BINS - 1). */
@@ -166,104 +146,91 @@ static inline int cells_next(struct cells *c, size_t i)
     return kv_dist_walk_next(&c->w);
 }
 
-/* Ratio bin of r > 0 (kv_dist_ratio_bin): the bin of r's power of two, or
- * the next (a bin spans 1.66 octaves). */
-static inline int ratio_bin(double r, const struct jin *x)
+/* Elements [lo, hi) of a float output, a tile at a time: the tile's
+ * arithmetic vectorized (kv_judge_tile, the same values as element by
+ * element), then its counts, maxima, sums and distribution here, in index
+ * order. t is a constant in each caller; what the loop reads and counts is
+ * held in locals. */
+static inline double of_bits(int64_t b)
 {
-    uint64_t bits;
-    memcpy(&bits, &r, sizeof bits);
-    int e = (int)(bits >> 52) - 1023;
-    if (e < -64) return 0;
-    if (e > 63) return KV_DIST_RATIO_BINS - 1;
-    int i = x->bin_of_exp[e + 64];
-    return i + (r >= x->edge[i + 1]); /* [2^e, 2^(e+1)) holds at most one edge; edge[BINS] is +Inf */
+    double v;
+    memcpy(&v, &b, sizeof v);
+    return v;
 }
 
-/* A compared element's share of the distribution: its bins, its cell, the worst list. */
-static inline void dist_note(const struct jin *x, struct kv_error_dist *d, int cell, size_t at, double c, double y,
-                             double e, double base, double ratio, double u)
-{
-    if (u == 0) d->ulp_zero++;
-    else d->ulp[kv_dist_ulp_bin(u)]++;
-    if (ratio == 0) {
-        d->ratio_zero++;
-        if (d->map[cell] < 0) d->map[cell] = 0;
-        return;
-    }
-    d->ratio[ratio_bin(ratio, x)]++;
-    if ((float)ratio > d->map[cell]) d->map[cell] = (float)ratio;
-    if (d->map[cell] < 0) d->map[cell] = 0;
-    if (d->n_worst == KV_DIST_WORST) {
-        const struct kv_worst_elem *last = &d->worst[KV_DIST_WORST - 1];
-        if (last->mismatch || !better(ratio, at, last->ratio, last->index)) return;
-    }
-    struct kv_worst_elem w = {at, c, y, e, base, ratio, u, 0};
-    kv_dist_note_worst(d, &w);
-}
-
-/* Elements [lo, hi) of a float output: everything in one read. t is a
- * constant in each caller, so the load is one instruction; what the loop
- * reads and counts is held in locals. */
 static inline __attribute__((always_inline)) void chunk_float(const struct jin *x, enum kv_dtype t, size_t lo,
                                                               size_t hi, const struct jrow *r, struct jthr *th,
                                                               struct jsum *s)
 {
     struct kv_error_dist *d = th->d;
-    struct cells cw;
-    cells_at(&cw, x, d, lo);
+    struct kv_dist_tiles *dt = th->dt;
+    if (d) kv_dist_tiles_at(dt, d, x->idx, lo);
     const void *cand = x->cand;
-    const double *y_lo = r->y, *S_lo = r->S, *slack = r->slack, *alt = r->alt, *lam = r->lam, *fix = r->fix;
-    const double c1 = x->c1, c2 = x->c2, half_rho = 0.5 * x->rho, lambda = x->lambda, floor_rel = x->floor_rel;
-    const double rt = x->rt, at = x->at;
-    const int tol = x->tol, emin = x->emin, prec = x->prec, exact = x->exact_p99;
+    const double *y_lo = r->y, *S_lo = r->S, *slack = r->slack;
+    const int exact = x->exact_p99;
+    struct kv_tile_in in = {t,         cand,      NULL,   NULL,   NULL,  NULL, NULL, x->c1, x->c2, 0.5 * x->rho,
+                            x->lambda, x->floor_rel, x->emin, x->prec, x->tol, x->at, x->rt, x->bin_of_exp, x->edge};
+    struct kv_tile tile;
     uint32_t *hist = th->hist;
     double *ulps = th->ulps;
     double sum_ulp = 0, sum_e2 = 0, sum_y2 = 0, max_ulp = th->max_ulp, max_abs = th->max_abs, max_rel = th->max_rel;
     double worst_ratio = th->worst_ratio;
     size_t worst = th->worst, compared = th->compared, rel_skipped = 0, fails_bound = 0, fails_tol = 0, slack_used = 0;
-    for (size_t i = lo; i < hi; i++) {
-        const int cell = cells_next(&cw, i);
-        double c = load(t, cand, i), y = y_lo[i - lo], Si = S_lo[i - lo];
-        if (__builtin_expect(!isfinite(c) || !isfinite(y), 0)) {
-            nonfinite(x, th, i, r, i - lo, c, y, Si, cell);
-            continue;
-        }
-        double e = fabs(c - y);
-        if (alt && e > 0 && c == alt[i - lo]) e = 0, slack_used++; /* the other legal value */
-        double ulp = kv_ulp_finite(y, emin, prec);
-        double base = lam ? lambda * lam[i - lo] + fix[i - lo] + half_rho * ulp : c1 * Si + c2 * Si + half_rho * ulp;
-        double ratio = e / base;
-        if (slack && ratio > 1.0) {
-            base += slack[i - lo];
-            ratio = e / base;
-            if (ratio <= 1.0) slack_used++;
-        }
-        /* ulp is a power of two: times its exact inverse, the same as e / ulp
-         * (which f64's smallest spacings, past 2^-1022, still need) */
-        double u = t == KV_F64 ? e / ulp : e * inv_pow2(ulp);
-        if (exact) ulps[compared] = u;
-        else hist[q_bin(u)]++;
-        compared++;
-        sum_ulp += u;
-        sum_e2 += e * e;
-        sum_y2 += y * y;
-        max_ulp = u > max_ulp ? u : max_ulp;
-        max_abs = e > max_abs ? e : max_abs;
-        if (fabs(y) >= floor_rel) {
-            /* e / |y| is at most max_rel where e < (max_rel |y|)(1 - 2^-50),
-             * the product's rounding included: no division needed there */
-            if (!(e < max_rel * fabs(y) * (1 - 0x1p-50))) {
-                double rel = e / fabs(y);
-                max_rel = rel > max_rel ? rel : max_rel;
+    for (size_t i0 = lo; i0 < hi; i0 += KV_TILE) {
+        const size_t n = hi - i0 < KV_TILE ? hi - i0 : KV_TILE, o = i0 - lo;
+        in.y = y_lo + o, in.S = S_lo + o;
+        in.alt = r->alt ? r->alt + o : NULL;
+        in.lam = r->lam ? r->lam + o : NULL, in.fix = r->lam ? r->fix + o : NULL;
+        kv_judge_tile(&in, i0, n, &tile);
+        int slacked = 0; /* a ratio moved by its slack: the tile's worst is found again */
+        if (slack && tile.over)
+            for (size_t j = 0; j < n; j++) {
+                if (tile.flag[j] & KV_TILE_ODD || !(tile.ratio[j] > 1.0)) continue;
+                tile.base[j] += slack[o + j];
+                tile.ratio[j] = tile.e[j] / tile.base[j];
+                tile.rbin[j] = kv_tile_ratio_bin(&in, tile.ratio[j]);
+                slacked = 1;
+                if (tile.ratio[j] <= 1.0) slack_used++, fails_bound--; /* counted over 1 by the tile */
             }
-        } else {
-            rel_skipped++;
+        /* the histogram and the sums, in index order: a loop without a call,
+         * so that the sums stay in registers */
+        for (size_t j = 0; j < n; j++) {
+            if (tile.odd && tile.flag[j] & KV_TILE_ODD) continue;
+            const double u = tile.u[j];
+            if (exact) ulps[compared] = u;
+            else hist[tile.qbin[j]]++;
+            compared++;
+            sum_ulp += u;
+            sum_e2 += tile.e2[j];
+            sum_y2 += tile.y2[j];
         }
-        fails_bound += ratio > 1.0;
-        if (tol) fails_tol += e > at + rt * fabs(y);
-        if (ratio > worst_ratio) worst_ratio = ratio, worst = i; /* i rises: the first of equals stays */
-        if (d) dist_note(x, d, cell, x->idx ? x->idx[i] : i, c, y, e, base, ratio, u);
+        /* the non-finite pairs and the distribution */
+        /* the non-finite pairs */
+        if (tile.odd)
+            for (size_t j = 0; j < n; j++) {
+                const size_t i = i0 + j;
+                if (!(tile.flag[j] & KV_TILE_ODD)) continue;
+                const int cell = d ? kv_dist_cell(d, x->idx ? x->idx[i] : i) : 0;
+                nonfinite(x, th, i, r, o + j, load(t, cand, i), y_lo[o + j], S_lo[o + j], cell);
+            }
+        if (d) kv_dist_tiles_add(dt, &tile, t, cand, y_lo + o, i0, n);
+        /* the tile's counts and maxima (kv_judge_tile) */
+        max_ulp = of_bits(tile.max_u) > max_ulp ? of_bits(tile.max_u) : max_ulp;
+        max_abs = of_bits(tile.max_e) > max_abs ? of_bits(tile.max_e) : max_abs;
+        max_rel = of_bits(tile.max_rel) > max_rel ? of_bits(tile.max_rel) : max_rel;
+        rel_skipped += tile.rel_skipped, fails_bound += tile.over, fails_tol += tile.fails_tol;
+        slack_used += tile.alt; /* the other legal value */
+        /* the first element of the largest ratio, where it beats the chunk's so far (i rises: the first of equals stays) */
+        if (slacked) {
+            for (size_t j = 0; j < n; j++)
+                if (!(tile.flag[j] & KV_TILE_ODD) && tile.ratio[j] > worst_ratio) worst_ratio = tile.ratio[j], worst = i0 + j;
+        } else if (tile.max_ratio >= 0 && of_bits(tile.max_ratio) > worst_ratio) {
+            size_t j = 0;
+            while (tile.flag[j] & KV_TILE_ODD || memcmp(&tile.ratio[j], &tile.max_ratio, sizeof(double))) j++;
+            worst_ratio = tile.ratio[j], worst = i0 + j;
+        }
     }
+    if (d) kv_dist_tiles_close(dt);
     th->max_ulp = max_ulp, th->max_abs = max_abs, th->max_rel = max_rel;
     if (worst != th->worst && better(worst_ratio, worst, th->worst_ratio, th->worst))
         th->worst_ratio = worst_ratio, th->worst = worst;
@@ -338,7 +305,7 @@ static struct jrow row_at(const struct jin *x, size_t lo, const struct kv_oracle
 static void free_thr(struct jthr *th, int nt)
 {
     for (int k = 0; th && k < nt; k++) {
-        free(th[k].hist), free(th[k].ulps), free(th[k].d), free(th[k].yb), free(th[k].Sb);
+        free(th[k].hist), free(th[k].ulps), free(th[k].d), free(th[k].dt), free(th[k].yb), free(th[k].Sb);
         free(th[k].slb), free(th[k].lamb), free(th[k].fixb), free(th[k].ovfb);
     }
     free(th);
@@ -366,8 +333,8 @@ static int init_thr(const struct jin *x, struct jthr *th, size_t n, int blocks, 
         if (!th->ulps && !th->hist) return -1;
     }
     if (x->grid) {
-        th->d = malloc(sizeof *th->d);
-        if (!th->d) return -1;
+        th->d = malloc(sizeof *th->d), th->dt = malloc(sizeof *th->dt);
+        if (!th->d || !th->dt) return -1;
         kv_dist_init_like(th->d, x->grid);
     }
     return 0;
@@ -519,7 +486,8 @@ enum kv_status kv_judge_src(enum kv_dtype t, const void *cand, const struct kv_o
                     {0}, {0}, d};
     for (int i = 1; i < KV_DIST_RATIO_BINS; i++) x.edge[i] = kv_dist_ratio_edge(i);
     x.edge[KV_DIST_RATIO_BINS] = INFINITY;
-    for (int k = 0; k < 128; k++) x.bin_of_exp[k] = (signed char)kv_dist_ratio_bin(ldexp(1.0, k - 64), x.edge);
+    for (int k = 1; k < 129; k++) x.bin_of_exp[k] = kv_dist_ratio_bin(ldexp(1.0, k - 65), x.edge);
+    x.bin_of_exp[0] = 0, x.bin_of_exp[129] = KV_DIST_RATIO_BINS - 1;
     memset(m, 0, sizeof *m);
     m->elements = n;
     if (d) kv_dist_init(d, ndim, shape);

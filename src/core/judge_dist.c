@@ -1,0 +1,97 @@
+#include "core/judge_dist.h"
+
+#include <stdint.h>
+#include <string.h>
+
+void kv_dist_tiles_at(struct kv_dist_tiles *s, struct kv_error_dist *d, const size_t *idx, size_t lo)
+{
+    memset(s, 0, sizeof *s);
+    s->d = d, s->idx = idx;
+    s->whole = !idx && d->cols > 0;
+    if (s->whole) kv_dist_walk_at(&s->w, d, lo);
+}
+
+/* A tile element's ratio for the map: the bits of a non-negative double,
+ * whose order is its (NaN as 0: compared, as in the map), -1 for a
+ * non-finite pair (not compared). */
+static inline int64_t map_bits(const struct kv_tile *tile, size_t j)
+{
+    int64_t b;
+    memcpy(&b, &tile->ratio[j], sizeof b);
+    b = tile->ratio[j] == tile->ratio[j] ? b : 0;
+    return tile->flag[j] & KV_TILE_ODD ? -1 : b;
+}
+
+/* The largest ratio of some of a cell's elements into the map: the largest
+ * of their (float) ratios, as rounding keeps order; at least 0 where one was
+ * compared (m >= 0). */
+static inline void cell_put(struct kv_error_dist *d, int cell, int64_t m)
+{
+    if (m < 0) return;
+    double r;
+    memcpy(&r, &m, sizeof r);
+    const float f = (float)r;
+    if (f > d->map[cell]) d->map[cell] = f;
+    if (d->map[cell] < 0) d->map[cell] = 0;
+}
+
+/* Whether ratio r at index i comes before the worst list's last entry
+ * (kv_dist_note_worst's order: the larger ratio, then the smaller index). */
+static inline int enters(const struct kv_error_dist *d, double r, size_t i)
+{
+    if (d->n_worst < KV_DIST_WORST) return 1;
+    const struct kv_worst_elem *last = &d->worst[KV_DIST_WORST - 1];
+    return !last->mismatch && (r > last->ratio || (r == last->ratio && i < last->index));
+}
+
+void kv_dist_tiles_add(struct kv_dist_tiles *s, const struct kv_tile *tile, enum kv_dtype t, const void *cand,
+                       const double *y, size_t i0, size_t n)
+{
+    struct kv_error_dist *d = s->d;
+    for (size_t j = 0; j < n; j++) {
+        if (tile->flag[j] & KV_TILE_ODD) continue;
+        s->ulp[j % KV_DIST_WAYS][tile->ubin[j]]++;
+        s->ratio[j % KV_DIST_WAYS][tile->rbin[j]]++;
+    }
+    if (s->whole) {
+        struct kv_dist_walk w = s->w; /* a local walk: its state stays in registers */
+        for (size_t j = 0; j < n;) {
+            const int cell = w.rowcell + w.cc;
+            size_t run = (size_t)kv_dist_walk_run(&w);
+            run = run < n - j ? run : n - j;
+            int64_t m = -1;
+            for (size_t k = j; k < j + run; k++) {
+                const int64_t b = map_bits(tile, k);
+                m = b > m ? b : m;
+            }
+            cell_put(d, cell, m);
+            kv_dist_walk_skip(&w, (int64_t)run);
+            j += run;
+        }
+        s->w = w;
+    } else {
+        for (size_t j = 0; j < n; j++) {
+            const size_t i = i0 + j;
+            cell_put(d, kv_dist_cell(d, s->idx ? s->idx[i] : i), map_bits(tile, j));
+        }
+    }
+    for (size_t j = 0; j < n; j++) {
+        const double ratio = tile->ratio[j];
+        if (tile->flag[j] & KV_TILE_ODD || ratio == 0) continue;
+        const size_t i = i0 + j, at = s->idx ? s->idx[i] : i;
+        if (!enters(d, ratio, at)) continue;
+        struct kv_worst_elem w = {at, kv_load_f64(t, cand, i), y[j], tile->e[j], tile->base[j], ratio, tile->u[j], 0};
+        kv_dist_note_worst(d, &w);
+    }
+}
+
+void kv_dist_tiles_close(struct kv_dist_tiles *s)
+{
+    struct kv_error_dist *d = s->d;
+    for (int w = 0; w < KV_DIST_WAYS; w++) {
+        for (int k = 0; k < KV_DIST_ULP_BINS; k++) d->ulp[k] += s->ulp[w][k];
+        d->ulp_zero += s->ulp[w][KV_DIST_ULP_BINS];
+        for (int k = 0; k < KV_DIST_RATIO_BINS; k++) d->ratio[k] += s->ratio[w][k];
+        d->ratio_zero += s->ratio[w][KV_DIST_RATIO_BINS];
+    }
+}

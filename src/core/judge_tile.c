@@ -1,0 +1,217 @@
+#include "core/judge_tile.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "core/clones.h"
+
+/* 1/x for a power of two x in [2^-1022, 2^1023]: exact, by its exponent. */
+static inline double inv_pow2(double x)
+{
+    uint64_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    bits = (uint64_t)(2046 - (int64_t)(bits >> 52)) << 52;
+    double r;
+    memcpy(&r, &bits, sizeof r);
+    return r;
+}
+
+/* 2^k for k in [-1022, 1024] (1024: Inf). */
+static inline double pow2(int64_t k)
+{
+    uint64_t bits = (uint64_t)(k + 1023) << 52;
+    double r;
+    memcpy(&r, &bits, sizeof r);
+    return r;
+}
+
+/* kv_ulp_finite(y) without a branch or a variable shift: 2^max(e, emin)
+ * times step = 2^(1 - precision), a product of powers of two, exact down to
+ * f64's smallest subnormal. emin >= -1022 for every dtype, so a zero or
+ * subnormal y (exponent field 0) is below it, as there. 64-bit integers
+ * throughout: one lane width with the doubles'. */
+static inline double ulp_of(double y, int64_t emin, double step)
+{
+    uint64_t bits;
+    memcpy(&bits, &y, sizeof bits);
+    int64_t e = (int64_t)((bits >> 52) & 0x7ff) - 1023;
+    e = e < emin ? emin : e;
+    return pow2(e) * step;
+}
+
+/* A double's bits as a signed integer: for non-negative doubles (+Inf
+ * included) in their order. */
+static inline int64_t bits_of(double v)
+{
+    int64_t b;
+    memcpy(&b, &v, sizeof b);
+    return b;
+}
+
+/* u >= 0, not NaN (as u is for a finite pair); the exponent's lanes are
+ * 64-bit, the doubles' width. */
+static inline int64_t exponent(double u)
+{
+    uint64_t bits;
+    memcpy(&bits, &u, sizeof bits);
+    return (int64_t)(bits >> 52) - 1023;
+}
+
+/* u's bin in the p99's histogram, without a branch. */
+static inline uint64_t q_bin(double u)
+{
+    uint64_t bits;
+    memcpy(&bits, &u, sizeof bits);
+    const int64_t e = exponent(u);
+    uint64_t k = 1 + ((uint64_t)(e + KV_Q_OCT) << KV_Q_SUB) + ((bits >> (52 - KV_Q_SUB)) & ((1u << KV_Q_SUB) - 1));
+    k = e < -KV_Q_OCT ? 0 : k;
+    return e >= KV_Q_OCT ? KV_Q_BINS - 1 : k;
+}
+
+/* kv_dist_ulp_bin(u) without a branch; KV_TILE_ULP_ZERO for 0. */
+static inline uint64_t ulp_bin(double u)
+{
+    const int64_t e = exponent(u);
+    int64_t i = e + 5 < 0 ? 0 : e + 5; /* subnormals fall in bin 0 */
+    i = e >= 30 ? KV_DIST_ULP_BINS - 1 : i;
+    return u == 0 ? KV_TILE_ULP_ZERO : (uint64_t)i;
+}
+
+/* The bin of ratio r >= 0 or NaN without a branch: the bin of r's power of
+ * two, or the next (a bin spans 1.66 octaves); below 2^-64 bin 0, from 2^64
+ * (Inf and NaN included) the last; 0 its own slot. */
+static inline uint64_t ratio_bin(double r, const int64_t *bin_of_exp, const double *edge)
+{
+    uint64_t bits;
+    memcpy(&bits, &r, sizeof bits);
+    int64_t e = (int64_t)((bits >> 52) & 0x7ff) - 1023;
+    e = e < -65 ? -65 : e > 64 ? 64 : e;
+    const int64_t i = bin_of_exp[e + 65];
+    /* [2^e, 2^(e+1)) holds at most one edge; past 2^64 none is looked at */
+    const uint64_t k = (uint64_t)i + (uint64_t)((r >= edge[i + 1]) & (e < 64));
+    return r == 0 ? KV_TILE_RATIO_ZERO : k;
+}
+
+uint64_t kv_tile_ratio_bin(const struct kv_tile_in *in, double r)
+{
+    return ratio_bin(r, in->bin_of_exp, in->edge);
+}
+
+static inline double load(enum kv_dtype t, const void *p, size_t i)
+{
+    switch (t) {
+    case KV_F32: return ((const float *)p)[i];
+    case KV_F64: return ((const double *)p)[i];
+    case KV_BF16: {
+        uint32_t u = (uint32_t)((const uint16_t *)p)[i] << 16;
+        float f;
+        memcpy(&f, &u, sizeof f);
+        return f;
+    }
+    default: return kv_load_f64(t, p, i);
+    }
+}
+
+/* A tile's loop (t and the presence of alt and lam are constants in each
+ * caller, so the loop has no branch left). What it reads is held in locals,
+ * restrict: the stores into o alias nothing it reads. */
+static inline __attribute__((always_inline)) void loop(const struct kv_tile_in *in, enum kv_dtype t, int has_alt,
+                                                      int has_lam, size_t at, size_t n, struct kv_tile *restrict o)
+{
+    const void *restrict cand = in->cand;
+    const double *restrict yv = in->y, *restrict Sv = in->S, *restrict alt = in->alt, *restrict lam = in->lam,
+                 *restrict fix = in->fix;
+    const double c1 = in->c1, c2 = in->c2, half_rho = in->half_rho, lambda = in->lambda, floor_rel = in->floor_rel;
+    const int64_t emin = in->emin;
+    const double step = pow2(1 - (int64_t)in->prec);
+    const int tol = in->tol;
+    const double atol = in->at, rtol = in->rt;
+    double *restrict ev = o->e, *restrict uv = o->u, *restrict bv = o->base, *restrict rv = o->ratio,
+                     *restrict e2v = o->e2, *restrict y2v = o->y2;
+    int64_t max_e = 0, max_u = 0, max_rel = 0, max_ratio = -1;
+    uint64_t rel_skipped = 0, over = 0, alts = 0, fails_tol = 0, odds = 0;
+    uint64_t *restrict qv = o->qbin, *restrict ubv = o->ubin, *restrict rbv = o->rbin;
+    /* the ratio's tables copied here: the vectorizer's gathers from them
+     * must be known to alias no store */
+    int64_t bin_of_exp[130];
+    double edge[KV_DIST_RATIO_BINS + 1];
+    memcpy(bin_of_exp, in->bin_of_exp, sizeof bin_of_exp);
+    memcpy(edge, in->edge, sizeof edge);
+    unsigned char *restrict fv = o->flag;
+    for (size_t j = 0; j < n; j++) {
+        const double c = load(t, cand, at + j), y = yv[j];
+        /* bitwise & and |: both sides are cheap, and a branch would stop the vectorizer */
+        const int odd = !(fabs(c) <= DBL_MAX) | !(fabs(y) <= DBL_MAX);
+        double e = fabs(c - y);
+        const int hit = has_alt & (e > 0) & (c == (has_alt ? alt[j] : 0));
+        e = hit ? 0 : e;
+        const double ulp = ulp_of(y, emin, step);
+        const double base = has_lam ? lambda * lam[j] + fix[j] + half_rho * ulp : c1 * Sv[j] + c2 * Sv[j] + half_rho * ulp;
+        /* ulp is a power of two: times its exact inverse, the same as e / ulp
+         * (which f64's smallest spacings, past 2^-1022, still need) */
+        const double ay = fabs(y), q = e / ay; /* made for every element: a division under a select would be a branch */
+        const double u = t == KV_F64 ? e / ulp : e * inv_pow2(ulp);
+        ev[j] = e;
+        uv[j] = u;
+        e2v[j] = e * e;
+        y2v[j] = y * y;
+        qv[j] = q_bin(u);
+        ubv[j] = ulp_bin(u);
+        bv[j] = base;
+        const double ratio = e / base;
+        rv[j] = ratio;
+        rbv[j] = ratio_bin(ratio, bin_of_exp, edge);
+        /* the reductions, over the finite pairs (keep) */
+        const int keep = !odd, normal = ay >= floor_rel;
+        const int64_t be = keep ? bits_of(e) : 0, bu = keep ? bits_of(u) : 0, bq = (keep & normal) ? bits_of(q) : 0;
+        const int64_t br = (keep & (ratio == ratio)) ? bits_of(ratio) : -1;
+        max_e = be > max_e ? be : max_e;
+        max_u = bu > max_u ? bu : max_u;
+        max_rel = bq > max_rel ? bq : max_rel;
+        max_ratio = br > max_ratio ? br : max_ratio;
+        rel_skipped += (uint64_t)(keep & !normal);
+        over += (uint64_t)(keep & (ratio > 1.0));
+        alts += (uint64_t)(keep & hit);
+        fails_tol += (uint64_t)(keep & tol & (e > atol + rtol * ay));
+        odds += (uint64_t)odd;
+        fv[j] = (unsigned char)(odd ? KV_TILE_ODD : hit ? KV_TILE_ALT : 0);
+    }
+    o->max_e = max_e, o->max_u = max_u, o->max_rel = max_rel, o->max_ratio = max_ratio;
+    o->rel_skipped = rel_skipped, o->over = over, o->alt = alts, o->fails_tol = fails_tol, o->odd = odds;
+}
+
+static inline __attribute__((always_inline)) void tile_of(const struct kv_tile_in *in, enum kv_dtype t, size_t at,
+                                                         size_t n, struct kv_tile *o)
+{
+    if (in->alt && in->lam) loop(in, t, 1, 1, at, n, o);
+    else if (in->alt) loop(in, t, 1, 0, at, n, o);
+    else if (in->lam) loop(in, t, 0, 1, at, n, o);
+    else loop(in, t, 0, 0, at, n, o);
+}
+
+KV_CLONES static void tile_f32(const struct kv_tile_in *in, size_t at, size_t n, struct kv_tile *o)
+{
+    tile_of(in, KV_F32, at, n, o);
+}
+
+KV_CLONES static void tile_bf16(const struct kv_tile_in *in, size_t at, size_t n, struct kv_tile *o)
+{
+    tile_of(in, KV_BF16, at, n, o);
+}
+
+KV_CLONES static void tile_f64(const struct kv_tile_in *in, size_t at, size_t n, struct kv_tile *o)
+{
+    tile_of(in, KV_F64, at, n, o);
+}
+
+void kv_judge_tile(const struct kv_tile_in *in, size_t at, size_t n, struct kv_tile *o)
+{
+    switch (in->t) {
+    case KV_F32: tile_f32(in, at, n, o); break;
+    case KV_BF16: tile_bf16(in, at, n, o); break;
+    case KV_F64: tile_f64(in, at, n, o); break;
+    default: tile_of(in, in->t, at, n, o); break;
+    }
+}

@@ -1,0 +1,74 @@
+/* The judge's arithmetic on a float output, a tile of elements at a time:
+ * each element's error, ULP error, bound, bound ratio and relative error, in
+ * loops that vectorize (KV_CLONES). Every value is the one the scalar
+ * expression gives (IEEE operations in the same order, no contraction); the
+ * counts, maxima and sums over them stay in judge.c, in index order. */
+#ifndef KV_CORE_JUDGE_TILE_H
+#define KV_CORE_JUDGE_TILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/dtype.h"
+#include "core/errdist.h"
+
+#define KV_TILE 256
+
+/* The p99's histogram (judge.c): bin 0 holds u < 2^-KV_Q_OCT (0 included),
+ * then 2^KV_Q_SUB bins per octave up to 2^KV_Q_OCT, then one bin for the rest. */
+#define KV_Q_OCT 80
+#define KV_Q_SUB 10
+#define KV_Q_BINS (((size_t)2 * KV_Q_OCT << KV_Q_SUB) + 2)
+/* A zero ULP error's slot in ubin, a zero ratio's in rbin: past the
+ * distribution's bins. */
+#define KV_TILE_ULP_ZERO KV_DIST_ULP_BINS
+#define KV_TILE_RATIO_ZERO KV_DIST_RATIO_BINS
+
+/* Tile element flags. */
+enum {
+    KV_TILE_ODD = 1, /* the device's or the oracle's value is not finite: nothing else is set */
+    KV_TILE_ALT = 2, /* the device's value is the other legal one (kv_allow.alt): e is 0 */
+};
+
+struct kv_tile_in {
+    enum kv_dtype t;
+    const void *cand; /* the device's output, from element 0 */
+    const double *y, *S, *alt, *lam, *fix; /* from the tile's first element; alt and lam NULL where absent */
+    double c1, c2, half_rho, lambda, floor_rel;
+    int emin, prec;
+    int tol;       /* count the pairs past the tolerance atol + rtol |y| */
+    double at, rt; /* atol, rtol */
+    /* the ratio's bins (kv_dist_ratio_bin): the bin of 2^(k-65) for k in
+     * [1, 128], 0 and the last bin at 0 and 129; edge[i] the lower edge of
+     * bin i, edge[KV_DIST_RATIO_BINS] +Inf */
+    const int64_t *bin_of_exp;
+    const double *edge;
+};
+
+struct kv_tile {
+    /* e = |c - y|; u = e / ulp(y); base = the bound (no slack);
+     * ratio = e / base; e2 = e * e, y2 = y * y (the sums' terms) */
+    double e[KV_TILE], u[KV_TILE], base[KV_TILE], ratio[KV_TILE], e2[KV_TILE], y2[KV_TILE];
+    /* qbin: u's bin in the p99's histogram; ubin: its bin in the
+     * distribution's (kv_dist_ulp_bin), KV_TILE_ULP_ZERO where u is 0;
+     * rbin: the ratio's (kv_dist_ratio_bin), KV_TILE_RATIO_ZERO where it is 0 */
+    uint64_t qbin[KV_TILE], ubin[KV_TILE], rbin[KV_TILE];
+    unsigned char flag[KV_TILE];
+    /* Over the tile's finite pairs: the largest e, u and e / |y| (|y| from
+     * the smallest normal; 0 where none) and ratio (NaN left out; -1 where
+     * none), as the bits of these non-negative doubles, whose order is
+     * theirs; how many have |y| below the smallest normal, ratio > 1, the
+     * other legal value, e past the tolerance; and how many pairs are not
+     * finite. */
+    int64_t max_e, max_u, max_rel, max_ratio;
+    uint64_t rel_skipped, over, alt, fails_tol, odd;
+};
+
+/* Elements at, at + 1, ..., at + n - 1 (n <= KV_TILE) of in->cand, the
+ * oracle's arrays read from index 0. */
+void kv_judge_tile(const struct kv_tile_in *in, size_t at, size_t n, struct kv_tile *o);
+
+/* The ratio bin of r (rbin's), from in's tables. */
+uint64_t kv_tile_ratio_bin(const struct kv_tile_in *in, double r);
+
+#endif
