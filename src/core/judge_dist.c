@@ -75,13 +75,23 @@ void kv_dist_tiles_add(struct kv_dist_tiles *s, const struct kv_tile *tile, enum
             cell_put(d, kv_dist_cell(d, s->idx ? s->idx[i] : i), map_bits(tile, j));
         }
     }
+    /* the worst list: once it is full, only a ratio of at least its last
+     * one's can enter, so that one compare passes over most elements */
+    double least = 0;
+    int full = 0;
     for (size_t j = 0; j < n; j++) {
+        if (!full && d->n_worst == KV_DIST_WORST) {
+            if (d->worst[KV_DIST_WORST - 1].mismatch) break; /* mismatches fill it: nothing enters */
+            full = 1, least = d->worst[KV_DIST_WORST - 1].ratio;
+        }
         const double ratio = tile->ratio[j];
+        if (full && !(ratio >= least)) continue;
         if (tile->flag[j] & KV_TILE_ODD || ratio == 0) continue;
         const size_t i = i0 + j, at = s->idx ? s->idx[i] : i;
         if (!enters(d, ratio, at)) continue;
         struct kv_worst_elem w = {at, kv_load_f64(t, cand, i), y[j], tile->e[j], tile->base[j], ratio, tile->u[j], 0};
         kv_dist_note_worst(d, &w);
+        full = 0; /* the last one may have changed */
     }
 }
 
