@@ -146,17 +146,18 @@ static inline int cells_next(struct cells *c, size_t i)
     return kv_dist_walk_next(&c->w);
 }
 
-/* Elements [lo, hi) of a float output, a tile at a time: the tile's
- * arithmetic vectorized (kv_judge_tile, the same values as element by
- * element), then its counts, maxima, sums and distribution here, in index
- * order. t is a constant in each caller; what the loop reads and counts is
- * held in locals. */
 static inline double of_bits(int64_t b)
 {
     double v;
     memcpy(&v, &b, sizeof v);
     return v;
 }
+
+/* Elements [lo, hi) of a float output, a tile at a time: the tile's
+ * arithmetic vectorized (kv_judge_tile, the same values as element by
+ * element), then its sums in index order, its non-finite pairs, its share of
+ * the distribution (kv_dist_tiles_add), its counts and maxima. t is a
+ * constant in each caller; what the loop counts is held in locals. */
 
 static inline __attribute__((always_inline)) void chunk_float(const struct jin *x, enum kv_dtype t, size_t lo,
                                                               size_t hi, const struct jrow *r, struct jthr *th,
@@ -168,8 +169,9 @@ static inline __attribute__((always_inline)) void chunk_float(const struct jin *
     const void *cand = x->cand;
     const double *y_lo = r->y, *S_lo = r->S, *slack = r->slack;
     const int exact = x->exact_p99;
-    struct kv_tile_in in = {t,         cand,      NULL,   NULL,   NULL,  NULL, NULL, x->c1, x->c2, 0.5 * x->rho,
-                            x->lambda, x->floor_rel, x->emin, x->prec, x->tol, x->at, x->rt, x->bin_of_exp, x->edge};
+    struct kv_tile_in in = {.t = t, .cand = cand, .c1 = x->c1, .c2 = x->c2, .half_rho = 0.5 * x->rho,
+                            .lambda = x->lambda, .floor_rel = x->floor_rel, .emin = x->emin, .prec = x->prec,
+                            .tol = x->tol, .at = x->at, .rt = x->rt, .bin_of_exp = x->bin_of_exp, .edge = x->edge};
     struct kv_tile tile;
     uint32_t *hist = th->hist;
     double *ulps = th->ulps;
@@ -204,7 +206,6 @@ static inline __attribute__((always_inline)) void chunk_float(const struct jin *
             sum_e2 += tile.e2[j];
             sum_y2 += tile.y2[j];
         }
-        /* the non-finite pairs and the distribution */
         /* the non-finite pairs */
         if (tile.odd)
             for (size_t j = 0; j < n; j++) {
