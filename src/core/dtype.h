@@ -52,6 +52,21 @@ int kv_same_values(enum kv_dtype t, const void *a, const void *b, size_t n);
 
 /* Read element i of a buffer of dtype t, widened to float64. */
 double kv_load_f64(enum kv_dtype t, const void *data, size_t i);
+/* kv_load_f64 for the loops over every element: f32, f64 and bf16 inline,
+ * without a call (t a constant in the caller folds the switch away). */
+static inline double kv_load_f64_fast(enum kv_dtype t, const void *data, size_t i)
+{
+    switch (t) {
+    case KV_F32: return ((const float *)data)[i];
+    case KV_F64: return ((const double *)data)[i];
+    case KV_BF16: {
+        union { uint32_t u; float f; } v = {.u = (uint32_t)((const uint16_t *)data)[i] << 16};
+        return v.f;
+    }
+    default: return kv_load_f64(t, data, i);
+    }
+}
+
 /* Store v into element i, rounding to t (RNE for floats; integers saturate,
  * NaN stores as 0). */
 void kv_store_f64(enum kv_dtype t, void *data, size_t i, double v);

@@ -11,9 +11,6 @@
 
 #define CHUNK ((size_t)1 << 16)
 
-#define Q_OCT KV_Q_OCT
-#define Q_SUB KV_Q_SUB
-#define Q_BINS KV_Q_BINS
 /* A thread's 32-bit counts are added into the shared 64-bit ones before they can wrap. */
 #define Q_FLUSH ((uint64_t)UINT32_MAX - 2 * CHUNK)
 
@@ -65,27 +62,12 @@ struct jthr {
     struct kv_dist_tiles *dt; /* the float loop's share of d, a tile at a time */
 };
 
-static inline double load(enum kv_dtype t, const void *p, size_t i)
-{
-    switch (t) {
-    case KV_F32: return ((const float *)p)[i];
-    case KV_F64: return ((const double *)p)[i];
-    case KV_BF16: {
-        uint32_t u = (uint32_t)((const uint16_t *)p)[i] << 16;
-        float f;
-        memcpy(&f, &u, sizeof f);
-        return f;
-    }
-    default: return kv_load_f64(t, p, i);
-    }
-}
-
-/* The lower edge of histogram bin k (0 < k < Q_BINS - 1). */
+/* The lower edge of histogram bin k (0 < k < KV_Q_BINS - 1). */
 static double q_edge(size_t k)
 {
     k--;
-    int e = (int)(k >> Q_SUB) - Q_OCT;
-    uint64_t bits = ((uint64_t)(e + 1023) << 52) | ((uint64_t)(k & ((1u << Q_SUB) - 1)) << (52 - Q_SUB));
+    int e = (int)(k >> KV_Q_SUB) - KV_Q_OCT;
+    uint64_t bits = ((uint64_t)(e + 1023) << 52) | ((uint64_t)(k & ((1u << KV_Q_SUB) - 1)) << (52 - KV_Q_SUB));
     double r;
     memcpy(&r, &bits, sizeof r);
     return r;
@@ -212,7 +194,7 @@ static inline __attribute__((always_inline)) void chunk_float(const struct jin *
                 const size_t i = i0 + j;
                 if (!(tile.flag[j] & KV_TILE_ODD)) continue;
                 const int cell = d ? kv_dist_cell(d, x->idx ? x->idx[i] : i) : 0;
-                nonfinite(x, th, i, r, o + j, load(t, cand, i), y_lo[o + j], S_lo[o + j], cell);
+                nonfinite(x, th, i, r, o + j, kv_load_f64_fast(t, cand, i), y_lo[o + j], S_lo[o + j], cell);
             }
         if (d) kv_dist_tiles_add(dt, &tile, t, cand, y_lo + o, i0, n);
         /* the tile's counts and maxima (kv_judge_tile) */
@@ -250,7 +232,7 @@ static void chunk_codes(const struct jin *x, size_t lo, size_t hi, const struct 
     for (size_t i = lo; i < hi; i++) {
         const int cell = cells_next(&cw, i);
         const size_t j = i - lo;
-        double c = load(x->t, x->cand, i), dd = fabs(c - r->y[j]);
+        double c = kv_load_f64_fast(x->t, x->cand, i), dd = fabs(c - r->y[j]);
         int has_tie = r->tie && r->tie[j] >= 0;
         th->ambiguous += (size_t)has_tie;
         th->compared++;
@@ -330,7 +312,7 @@ static int init_thr(const struct jin *x, struct jthr *th, size_t n, int blocks, 
     th->worst = th->first_mismatch = (size_t)-1;
     if (!kv_dtype_is_integer(x->t)) {
         if (x->exact_p99) th->ulps = malloc((n ? n : 1) * sizeof *th->ulps);
-        else th->hist = calloc(Q_BINS, sizeof *th->hist);
+        else th->hist = calloc(KV_Q_BINS, sizeof *th->hist);
         if (!th->ulps && !th->hist) return -1;
     }
     if (x->grid) {
@@ -344,8 +326,8 @@ static int init_thr(const struct jin *x, struct jthr *th, size_t n, int blocks, 
 static void flush_hist(struct jthr *th, uint64_t *total)
 {
 #pragma omp critical(kv_judge_hist)
-    for (size_t k = 0; k < Q_BINS; k++) total[k] += th->hist[k];
-    memset(th->hist, 0, Q_BINS * sizeof *th->hist);
+    for (size_t k = 0; k < KV_Q_BINS; k++) total[k] += th->hist[k];
+    memset(th->hist, 0, KV_Q_BINS * sizeof *th->hist);
     th->filled = 0;
 }
 
@@ -356,9 +338,9 @@ static double p99_of(const uint64_t *hist, size_t compared, double max_ulp)
     size_t kk = (size_t)ceil(0.99 * (double)compared);
     kk = kk ? kk - 1 : 0;
     uint64_t cum = 0;
-    for (size_t k = 0; k < Q_BINS; k++) {
+    for (size_t k = 0; k < KV_Q_BINS; k++) {
         cum += hist[k];
-        if (cum > kk) return k == 0 ? 0 : k == Q_BINS - 1 ? max_ulp : q_edge(k);
+        if (cum > kk) return k == 0 ? 0 : k == KV_Q_BINS - 1 ? max_ulp : q_edge(k);
     }
     return max_ulp;
 }
@@ -368,7 +350,7 @@ static void merge_thr(struct kv_metrics *m, struct jthr *all, const struct jthr 
 {
     if (!th->used) return;
     if (th->hist)
-        for (size_t j = 0; j < Q_BINS; j++) hist[j] += th->hist[j];
+        for (size_t j = 0; j < KV_Q_BINS; j++) hist[j] += th->hist[j];
     if (d && th->d) kv_dist_merge(d, th->d);
     if (th->max_ulp > m->max_ulp) m->max_ulp = th->max_ulp;
     if (th->max_abs > m->max_abs) m->max_abs = th->max_abs;
@@ -394,7 +376,7 @@ static void note_shown(enum kv_dtype t, const void *cand, const struct kv_oracle
     const struct kv_oracle_block b = {&y, &S, sl_on ? &sl : NULL, bd ? &lam : NULL, bd ? &fix : NULL, bd ? &ovf : NULL};
     if (src->y) y = src->y[i];
     else if (src->fill(src->ctx, i, i + 1, &b)) y = NAN;
-    m->worst_index = i, m->worst_c = load(t, cand, i), m->worst_y = y, m->has_worst = 1;
+    m->worst_index = i, m->worst_c = kv_load_f64_fast(t, cand, i), m->worst_y = y, m->has_worst = 1;
 }
 
 /* The sums in chunk order, the worst element, the p99 and the verdict. */
@@ -498,7 +480,7 @@ enum kv_status kv_judge_src(enum kv_dtype t, const void *cand, const struct kv_o
     int nt = x.exact_p99 ? 1 : omp_get_max_threads();
     struct jthr *th = calloc((size_t)nt, sizeof *th);
     struct jsum *sums = calloc(nchunks ? nchunks : 1, sizeof *sums);
-    uint64_t *hist = x.exact_p99 || integer ? NULL : calloc(Q_BINS, sizeof *hist);
+    uint64_t *hist = x.exact_p99 || integer ? NULL : calloc(KV_Q_BINS, sizeof *hist);
     int oom = !th || !sums || (!x.exact_p99 && !integer && !hist);
     const int blocks = !src->y;
     enum kv_status fill_st = KV_OK;

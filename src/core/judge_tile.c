@@ -99,21 +99,6 @@ uint64_t kv_tile_ratio_bin(const struct kv_tile_in *in, double r)
     return ratio_bin(r, in->bin_of_exp, in->edge);
 }
 
-static inline double load(enum kv_dtype t, const void *p, size_t i)
-{
-    switch (t) {
-    case KV_F32: return ((const float *)p)[i];
-    case KV_F64: return ((const double *)p)[i];
-    case KV_BF16: {
-        uint32_t u = (uint32_t)((const uint16_t *)p)[i] << 16;
-        float f;
-        memcpy(&f, &u, sizeof f);
-        return f;
-    }
-    default: return kv_load_f64(t, p, i);
-    }
-}
-
 /* A tile's loop (t and the presence of alt and lam are constants in each
  * caller, so the loop has no branch left). What it reads is held in locals,
  * restrict: the stores into o alias nothing it reads. */
@@ -141,7 +126,7 @@ static inline __attribute__((always_inline)) void loop(const struct kv_tile_in *
     memcpy(edge, in->edge, sizeof edge);
     unsigned char *restrict fv = o->flag;
     for (size_t j = 0; j < n; j++) {
-        const double c = load(t, cand, at + j), y = yv[j];
+        const double c = kv_load_f64_fast(t, cand, at + j), y = yv[j];
         /* bitwise & and |: both sides are cheap, and a branch would stop the vectorizer */
         const int odd = !(fabs(c) <= DBL_MAX) | !(fabs(y) <= DBL_MAX);
         double e = fabs(c - y);
