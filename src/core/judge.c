@@ -25,8 +25,7 @@ struct jin {
     const struct kv_bound *b;
     double lambda, c1, c2, rho, floor_rel, rt, at;
     int tol, emin, prec, exact_p99;
-    double edge[KV_DIST_RATIO_BINS + 1];
-    int64_t bin_of_exp[130];          /* the ratio bin of 2^(k-65), k in [1, 128]; 0 and the last below and past */
+    struct kv_tile_tables tab;        /* the ratio's bins */
     const struct kv_error_dist *grid; /* NULL: no distribution */
 };
 
@@ -153,7 +152,7 @@ static inline __attribute__((always_inline)) void chunk_float(const struct jin *
     const int exact = x->exact_p99;
     struct kv_tile_in in = {.t = t, .cand = cand, .c1 = x->c1, .c2 = x->c2, .half_rho = 0.5 * x->rho,
                             .lambda = x->lambda, .floor_rel = x->floor_rel, .emin = x->emin, .prec = x->prec,
-                            .tol = x->tol, .at = x->at, .rt = x->rt, .bin_of_exp = x->bin_of_exp, .edge = x->edge};
+                            .tol = x->tol, .at = x->at, .rt = x->rt, .tab = &x->tab};
     struct kv_tile tile;
     uint32_t *hist = th->hist;
     double *ulps = th->ulps;
@@ -466,11 +465,8 @@ enum kv_status kv_judge_src(enum kv_dtype t, const void *cand, const struct kv_o
                     crit->lambda, crit->lambda * sqrt(b->n) * b->u_acc, b->k_op * b->u_acc, b->rho,
                     ldexp(1.0, ti->emin), crit->rtol > 0 ? crit->rtol : 0, crit->atol > 0 ? crit->atol : 0,
                     crit->rtol >= 0 || crit->atol >= 0, ti->emin, ti->precision, n <= KV_JUDGE_EXACT_P99,
-                    {0}, {0}, d};
-    for (int i = 1; i < KV_DIST_RATIO_BINS; i++) x.edge[i] = kv_dist_ratio_edge(i);
-    x.edge[KV_DIST_RATIO_BINS] = INFINITY;
-    for (int k = 1; k < 129; k++) x.bin_of_exp[k] = kv_dist_ratio_bin(ldexp(1.0, k - 65), x.edge);
-    x.bin_of_exp[0] = 0, x.bin_of_exp[129] = KV_DIST_RATIO_BINS - 1;
+                    {{0}, {0}}, d};
+    kv_tile_tables_init(&x.tab);
     memset(m, 0, sizeof *m);
     m->elements = n;
     if (d) kv_dist_init(d, ndim, shape);

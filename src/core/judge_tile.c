@@ -96,7 +96,16 @@ static inline uint64_t ratio_bin(double r, const int64_t *bin_of_exp, const doub
 
 uint64_t kv_tile_ratio_bin(const struct kv_tile_in *in, double r)
 {
-    return ratio_bin(r, in->bin_of_exp, in->edge);
+    return ratio_bin(r, in->tab->bin_of_exp, in->tab->edge);
+}
+
+void kv_tile_tables_init(struct kv_tile_tables *tab)
+{
+    tab->edge[0] = 0;
+    for (int i = 1; i < KV_DIST_RATIO_BINS; i++) tab->edge[i] = kv_dist_ratio_edge(i);
+    tab->edge[KV_DIST_RATIO_BINS] = INFINITY;
+    for (int k = 1; k < 129; k++) tab->bin_of_exp[k] = kv_dist_ratio_bin(ldexp(1.0, k - 65), tab->edge);
+    tab->bin_of_exp[0] = 0, tab->bin_of_exp[129] = KV_DIST_RATIO_BINS - 1;
 }
 
 /* A tile's loop (t and the presence of alt and lam are constants in each
@@ -122,8 +131,8 @@ static inline __attribute__((always_inline)) void loop(const struct kv_tile_in *
      * must be known to alias no store */
     int64_t bin_of_exp[130];
     double edge[KV_DIST_RATIO_BINS + 1];
-    memcpy(bin_of_exp, in->bin_of_exp, sizeof bin_of_exp);
-    memcpy(edge, in->edge, sizeof edge);
+    memcpy(bin_of_exp, in->tab->bin_of_exp, sizeof bin_of_exp);
+    memcpy(edge, in->tab->edge, sizeof edge);
     unsigned char *restrict fv = o->flag;
     for (size_t j = 0; j < n; j++) {
         const double c = kv_load_f64_fast(t, cand, at + j), y = yv[j];

@@ -30,6 +30,15 @@ enum {
     KV_TILE_ALT = 2, /* the device's value is the other legal one (kv_allow.alt): e is 0 */
 };
 
+/* The ratio's bins (kv_dist_ratio_bin) as the tile looks them up: the bin of
+ * 2^(k-65) for k in [1, 128], 0 and the last bin at 0 and 129; edge[i] the
+ * lower edge of bin i, edge[KV_DIST_RATIO_BINS] +Inf. */
+struct kv_tile_tables {
+    int64_t bin_of_exp[130];
+    double edge[KV_DIST_RATIO_BINS + 1];
+};
+void kv_tile_tables_init(struct kv_tile_tables *tab);
+
 struct kv_tile_in {
     enum kv_dtype t;
     const void *cand; /* the device's output, from element 0 */
@@ -38,11 +47,7 @@ struct kv_tile_in {
     int emin, prec;
     int tol;       /* count the pairs past the tolerance atol + rtol |y| */
     double at, rt; /* atol, rtol */
-    /* the ratio's bins (kv_dist_ratio_bin): the bin of 2^(k-65) for k in
-     * [1, 128], 0 and the last bin at 0 and 129; edge[i] the lower edge of
-     * bin i, edge[KV_DIST_RATIO_BINS] +Inf */
-    const int64_t *bin_of_exp;
-    const double *edge;
+    const struct kv_tile_tables *tab;
 };
 
 struct kv_tile {

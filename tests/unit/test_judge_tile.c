@@ -68,12 +68,11 @@ static void one(enum kv_dtype t, int with_alt, int with_lam, int tol)
         alt[i] = i % 5 == 0 ? kv_load_f64(t, cand, i) : 1.5;
         lam[i] = fabs(y[i]) * 0x1p-20, fix[i] = i % 4 ? 0 : 0x1p-30;
     }
-    int64_t boe[130];
-    double edge[KV_DIST_RATIO_BINS + 1] = {0};
+    double edge[KV_DIST_RATIO_BINS + 1] = {0}; /* the reference's, kv_dist_ratio_bin's */
     for (int i = 1; i < KV_DIST_RATIO_BINS; i++) edge[i] = kv_dist_ratio_edge(i);
     edge[KV_DIST_RATIO_BINS] = INFINITY;
-    for (int k = 1; k < 129; k++) boe[k] = kv_dist_ratio_bin(ldexp(1.0, k - 65), edge);
-    boe[0] = 0, boe[129] = KV_DIST_RATIO_BINS - 1;
+    struct kv_tile_tables tab;
+    kv_tile_tables_init(&tab);
     const struct kv_dtype_info *ti = kv_dtype_info(t);
     const double c1 = 3e-7, c2 = 5e-8, half_rho = 0.5, lambda = 8, floor_rel = ldexp(1.0, ti->emin);
     const double at = 1e-6, rt = 1e-4;
@@ -84,7 +83,7 @@ static void one(enum kv_dtype t, int with_alt, int with_lam, int tol)
                                 .lam = with_lam ? lam + i0 : NULL, .fix = with_lam ? fix + i0 : NULL, .c1 = c1,
                                 .c2 = c2, .half_rho = half_rho, .lambda = lambda, .floor_rel = floor_rel,
                                 .emin = ti->emin, .prec = ti->precision, .tol = tol, .at = at, .rt = rt,
-                                .bin_of_exp = boe, .edge = edge};
+                                .tab = &tab};
         kv_judge_tile(&in, i0, n, &tile);
         double max_e = 0, max_u = 0, max_rel = 0, max_ratio = -1;
         uint64_t skipped = 0, over = 0, alts = 0, fails_tol = 0, odd = 0;
