@@ -11,10 +11,11 @@ else
   grep -Eq '^kverify [0-9]+\.[0-9]+\.[0-9]+$' "$TMP/out" || fail "--version output"
 fi
 # cmake --install puts the binary and the man page under a prefix; both work there.
-[ -f "$(dirname "$KV")/cmake_install.cmake" ] || fail "$KV is not in a CMake build folder"
-cmake --install "$(dirname "$KV")" --prefix "$TMP/prefix" > /dev/null || fail "cmake --install"
-"$TMP/prefix/bin/kverify" --version | grep -q '^kverify ' || fail "the installed binary does not run"
-"$TMP/prefix/bin/kverify" rmsnorm-bwd --rows 4 --dim 33 > /dev/null || fail "the installed binary's main job"
+[ -f "$(dirname "$KV_BIN")/cmake_install.cmake" ] || fail "$KV_BIN is not in a CMake build folder"
+cmake --install "$(dirname "$KV_BIN")" --prefix "$TMP/prefix" > /dev/null || fail "cmake --install"
+installed() { LD_PRELOAD="${KV_PRELOAD:-}" "$TMP/prefix/bin/kverify" "$@"; }
+installed --version | grep -q '^kverify ' || fail "the installed binary does not run"
+installed rmsnorm-bwd --rows 4 --dim 33 > /dev/null || fail "the installed binary's main job"
 MANWIDTH=80 man -l "$TMP/prefix/share/man/man1/kverify.1" 2>&1 | grep -q 'kverify mutate' || fail "man -l on the installed page"
 expect_exit 0 "$KV" rmsnorm-bwd --help
 for f in --rows --dim --eps --dist --scale --seed --seeds --sweep --repeat --json --device --shader; do

@@ -4,6 +4,18 @@ set -u
 : "${KV:?KV must name the kverify binary}" "${KV_SRC:?KV_SRC must name the source tree}"
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
+# $KV_BIN is the binary itself. In an AddressSanitizer build, KV_PRELOAD names
+# a library that kverify must run with preloaded (tests/CMakeLists.txt): $KV
+# is then a wrapper that preloads it for kverify alone, in a folder of its own
+# ($TMP's contents are the tests' to list).
+KV_BIN=$KV
+if [ -n "${KV_PRELOAD:-}" ]; then
+  KV_WRAP=$(mktemp -d)
+  trap 'rm -rf "$TMP" "$KV_WRAP"' EXIT
+  printf '#!/bin/bash\nLD_PRELOAD=%q exec %q "$@"\n' "$KV_PRELOAD" "$KV_BIN" > "$KV_WRAP/kverify"
+  chmod +x "$KV_WRAP/kverify"
+  export KV_BIN KV="$KV_WRAP/kverify"
+fi
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 # run_kv CMD...: run, keep stdout/stderr in $TMP/out, $TMP/err, status in $RC.
