@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 enum kv_status kv_read_file(const char *path, size_t max, char **buf, size_t *size)
@@ -83,4 +84,24 @@ enum kv_status kv_write_atomic_parts(const char *path, const void *const *data, 
         return kv_error(KV_EDATA, "%s: cannot write: %s", path, strerror(e));
     }
     return KV_OK;
+}
+
+int kv_cache_dir(char *dir, size_t size)
+{
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    if (xdg && *xdg) snprintf(dir, size, "%s/kverify", xdg);
+    else if (home && *home) snprintf(dir, size, "%s/.cache/kverify", home);
+    else return 0;
+    char parent[1024];
+    snprintf(parent, sizeof parent, "%s", dir);
+    char *slash = strrchr(parent, '/');
+    if (slash && slash != parent) {
+        *slash = '\0';
+        mkdir(parent, 0755);
+    }
+    if (mkdir(dir, 0755) != 0) {
+        struct stat sb;
+        if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) return 0;
+    }
+    return 1;
 }

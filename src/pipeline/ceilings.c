@@ -24,7 +24,7 @@ enum { WARMUP = 3, RUNS = 10 };
 int kv_ceilings_path(char *path, size_t size)
 {
     char dir[900];
-    if (!kv_vk_cache_dir(dir, sizeof dir)) return 0;
+    if (!kv_cache_dir(dir, sizeof dir)) return 0;
     snprintf(path, size, "%s/ceilings.json", dir);
     return 1;
 }

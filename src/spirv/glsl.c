@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "core/files.h"
+#include "spirv/glsl_cache.h"
 #include "spirv/spirv_khr.h"
 
 #include "kv_shader_sources.h"
@@ -143,11 +144,19 @@ struct inc_result {
     char err[PATH_MAX + 64];
 };
 
+/* What the include callbacks need: where files are read, and the cache entry
+ * that records what was read. */
+struct compile_ctx {
+    const struct kv_glsl_env *env;
+    struct kv_glsl_cache *cache;
+};
+
 static shaderc_include_result *resolve_include(void *user, const char *requested, int type, const char *requesting,
                                                size_t depth)
 {
     (void)type, (void)depth;
-    const struct kv_glsl_env *env = user;
+    const struct compile_ctx *cc = user;
+    const struct kv_glsl_env *env = cc->env;
     struct inc_result *ir = calloc(1, sizeof *ir);
     if (!ir) return NULL;
     kv_glsl_include_path(requesting, requested, ir->name, sizeof ir->name);
@@ -158,6 +167,7 @@ static shaderc_include_result *resolve_include(void *user, const char *requested
         kv_glsl_include_path(requesting, requested, ir->name, sizeof ir->name);
     size_t size = 0;
     if (load(env, ir->name, 0, &ir->content, &size) == KV_OK) {
+        kv_glsl_cache_include(cc->cache, ir->name, ir->content, size);
         ir->r.source_name = ir->name;
         ir->r.source_name_length = strlen(ir->name);
         ir->r.content = ir->content;
@@ -189,22 +199,52 @@ static void first_error(const char *log, char *out, size_t size)
     snprintf(out, size, "%.*s", (int)n, start);
 }
 
+/* An included file as a compile reads it, for the cache's lookup. */
+static int load_include(const void *env, const char *name, char **text, size_t *len)
+{
+    return load(env, name, 0, text, len) != KV_OK;
+}
+
+/* Begin the cache entry of a compile: its options (every setting run_shaderc
+ * gives the compiler beside the files) and its main file. A mutant's compile
+ * (files overridden) is not kept: kverify mutate makes hundreds, each once; a
+ * user's include folders are searched, which the entry does not follow. */
+static void cache_begin(struct kv_glsl_cache *cache, const struct kv_glsl_env *env, const char *name, int preprocess,
+                        const char *src, size_t len)
+{
+    char opts[8192];
+    int n = snprintf(opts, sizeof opts, "vulkan1.2 main compute pre=%d opt=%d g=%d rev=%d t=%d defs=%u builtin=%d",
+                     preprocess, !env->no_optimize, env->debug, env->reverse, env->transpose, env->defines,
+                     env->builtin);
+    for (int i = 0; env->extra && i < env->extra->n_macros && n > 0 && (size_t)n < sizeof opts; i++)
+        n += snprintf(opts + n, sizeof opts - (size_t)n, " -D%s=%s", env->extra->macro[i][0], env->extra->macro[i][1]);
+    memset(cache, 0, sizeof *cache);
+    if (env->n_over || (env->extra && env->extra->n_dirs) || n <= 0 || (size_t)n >= sizeof opts) return;
+    kv_glsl_cache_begin(cache, opts, (size_t)n, name, src, len);
+}
+
 static enum kv_status run_shaderc(const struct kv_glsl_env *env, const char *name, int preprocess, void **out,
                                   size_t *bytes)
 {
     enum kv_status st = KV_OK;
     char *src = NULL;
     size_t len = 0;
-    shaderc_compiler_t c = shaderc_compiler_initialize();
-    shaderc_compile_options_t o = shaderc_compile_options_initialize();
+    struct kv_glsl_cache cache = {0};
+    struct compile_ctx cc = {env, &cache};
+    shaderc_compiler_t c = NULL;
+    shaderc_compile_options_t o = NULL;
     shaderc_compilation_result_t res = NULL;
-    KV_CHECK(c && o, KV_EDATA, "%s: cannot initialise the shader compiler", name);
     KV_TRY(load(env, name, 1, &src, &len));
+    cache_begin(&cache, env, name, preprocess, src, len);
+    if (kv_glsl_cache_get(&cache, load_include, env, out, bytes)) goto cleanup;
+    c = shaderc_compiler_initialize();
+    o = shaderc_compile_options_initialize();
+    KV_CHECK(c && o, KV_EDATA, "%s: cannot initialise the shader compiler", name);
     shaderc_compile_options_set_target_env(o, shaderc_target_env_vulkan, shaderc_env_version_vulkan_1_2);
     if (!env->no_optimize)
         shaderc_compile_options_set_optimization_level(o, shaderc_optimization_level_performance);
     if (env->debug) shaderc_compile_options_set_generate_debug_info(o);
-    shaderc_compile_options_set_include_callbacks(o, resolve_include, release_include, (void *)env);
+    shaderc_compile_options_set_include_callbacks(o, resolve_include, release_include, &cc);
     if (env->defines & KV_SHADER_SUBGROUP) shaderc_compile_options_add_macro_definition(o, "KV_SUBGROUP", 11, "1", 1);
     if (env->defines & KV_SHADER_INT8) shaderc_compile_options_add_macro_definition(o, "KV_INT8", 7, "1", 1);
     if (env->defines & KV_SHADER_BF16CM) shaderc_compile_options_add_macro_definition(o, "KV_BF16CM", 9, "1", 1);
@@ -227,7 +267,9 @@ static enum kv_status run_shaderc(const struct kv_glsl_env *env, const char *nam
     KV_CHECK(*out, KV_EDATA, "%s: out of memory", name);
     memcpy(*out, shaderc_result_get_bytes(res), *bytes);
     ((char *)*out)[*bytes] = '\0';
+    kv_glsl_cache_put(&cache, *out, *bytes);
 cleanup:
+    kv_glsl_cache_end(&cache);
     free(src);
     if (res) shaderc_result_release(res);
     if (o) shaderc_compile_options_release(o);

@@ -3,10 +3,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "vk/vk.h"
+
+#include "core/files.h"
 
 static unsigned validation_errors;
 
@@ -379,33 +380,13 @@ static enum kv_status choose(const struct kv_vk_info *infos, uint32_t n, const c
     return kv_error(KV_EUSAGE, "--device: no device name contains '%s' (see 'kverify devices')", sel);
 }
 
-int kv_vk_cache_dir(char *dir, size_t size)
-{
-    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    if (xdg && *xdg) snprintf(dir, size, "%s/kverify", xdg);
-    else if (home && *home) snprintf(dir, size, "%s/.cache/kverify", home);
-    else return 0;
-    char parent[1024];
-    snprintf(parent, sizeof parent, "%s", dir);
-    char *slash = strrchr(parent, '/');
-    if (slash && slash != parent) {
-        *slash = '\0';
-        mkdir(parent, 0755);
-    }
-    if (mkdir(dir, 0755) != 0) {
-        struct stat sb;
-        if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) return 0;
-    }
-    return 1;
-}
-
 static void cache_path(struct kv_vk_device *d)
 {
     VkPhysicalDeviceProperties props;
     vkGetPhysicalDeviceProperties(d->phys, &props);
     char dir[800];
     d->cache_path[0] = '\0';
-    if (getenv("KVERIFY_NO_PIPELINE_CACHE") || !kv_vk_cache_dir(dir, sizeof dir)) return;
+    if (getenv("KVERIFY_NO_PIPELINE_CACHE") || !kv_cache_dir(dir, sizeof dir)) return;
     char uuid[2 * VK_UUID_SIZE + 1];
     for (unsigned i = 0; i < VK_UUID_SIZE; i++) snprintf(uuid + 2 * i, 3, "%02x", props.pipelineCacheUUID[i]);
     snprintf(d->cache_path, sizeof d->cache_path, "%s/pipelines-%04x-%04x-%s.bin", dir,

@@ -84,9 +84,6 @@ enum kv_status kv_vk_list(struct kv_vk_info **out, uint32_t *count);
  * picks that index; otherwise a case-insensitive name substring. */
 enum kv_status kv_vk_open(const char *selector, struct kv_vk_device **out);
 void kv_vk_close(struct kv_vk_device *d); /* NULL-safe; saves the pipeline cache */
-/* kverify's cache directory ($XDG_CACHE_HOME/kverify, else ~/.cache/kverify),
- * created if missing; 0 when there is none. */
-int kv_vk_cache_dir(char *dir, size_t size);
 
 /* --- buffers --- */
 enum kv_vk_mem { KV_MEM_DEVICE, KV_MEM_UPLOAD, KV_MEM_READBACK };

@@ -1,0 +1,240 @@
+/* The compiled-GLSL cache (spirv/glsl_cache.h): a second compile of the
+ * same files with the same options is served from the cache (an entry whose
+ * words were altered on disk comes back altered), while a changed included
+ * file, a changed option, KVERIFY_NO_SHADER_CACHE=1 or a damaged entry each
+ * give the compiler's own words; a failed compile is never kept. */
+#include <dirent.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "spirv/glsl.h"
+
+static char root[128], src[200], cache[200];
+
+static void write_text(const char *name, const char *text)
+{
+    char path[400];
+    snprintf(path, sizeof path, "%s/%s", src, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static const char MAIN[] = "#version 450\n#include \"inc.glsl\"\nlayout(local_size_x = 64) in;\n"
+                           "layout(std430, binding = 0) buffer B { float x[]; };\n"
+                           "void main() { x[gl_GlobalInvocationID.x] = twice(x[gl_GlobalInvocationID.x]); }\n";
+
+/* The one entry file in the cache's folder (its path into out); how many there are. */
+static int entries(char *out, size_t size)
+{
+    char dir[300];
+    snprintf(dir, sizeof dir, "%s/kverify/glsl", cache);
+    DIR *d = opendir(dir);
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d));)
+        if (strstr(e->d_name, ".bin") && !strstr(e->d_name, ".tmp")) {
+            snprintf(out, size, "%s/%s", dir, e->d_name);
+            n++;
+        }
+    if (d) closedir(d);
+    return n;
+}
+
+/* The entry other than skip (into out). */
+static void entries_other(const char *skip, char *out, size_t size)
+{
+    char dir[300];
+    snprintf(dir, sizeof dir, "%s/kverify/glsl", cache);
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    for (struct dirent *e; (e = readdir(d));) {
+        char p[800];
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        if (strstr(e->d_name, ".bin") && strcmp(p, skip)) snprintf(out, size, "%s", p);
+    }
+    closedir(d);
+}
+
+static void copy_file(const char *from, const char *to)
+{
+    char cmd[2000];
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", from, to);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* Flip the entry's last byte: the last byte of its words. */
+static void alter_last_byte(const char *path)
+{
+    FILE *f = fopen(path, "r+b");
+    assert_non_null(f);
+    assert_int_equal(fseek(f, -1, SEEK_END), 0);
+    int c = fgetc(f);
+    assert_int_equal(fseek(f, -1, SEEK_END), 0);
+    fputc(c ^ 0x5a, f);
+    fclose(f);
+}
+
+static void compile(const struct kv_glsl_env *env, uint32_t **w, size_t *n)
+{
+    char path[400];
+    snprintf(path, sizeof path, "%s/main.comp", src);
+    assert_int_equal(kv_glsl_compile(env, path, w, n), KV_OK);
+    assert_true(*n > 20 && (*w)[0] == 0x07230203u);
+}
+
+static void served_and_checked(void **s)
+{
+    (void)s;
+    struct kv_glsl_env env = {0};
+    uint32_t *a, *b, *c;
+    size_t na, nb, nc;
+    char entry[800];
+    write_text("main.comp", MAIN);
+    write_text("inc.glsl", "float twice(float v) { return 2.0 * v; }\n");
+    compile(&env, &a, &na);
+    assert_int_equal(entries(entry, sizeof entry), 1);
+    /* the same compile again: the entry's words, as altered */
+    alter_last_byte(entry);
+    compile(&env, &b, &nb);
+    assert_int_equal(na, nb);
+    assert_memory_not_equal(a, b, na);
+    assert_memory_equal(a, b, na - 1);
+    free(b);
+    /* turned off: the compiler's words */
+    setenv("KVERIFY_NO_SHADER_CACHE", "1", 1);
+    compile(&env, &b, &nb);
+    unsetenv("KVERIFY_NO_SHADER_CACHE");
+    assert_int_equal(na, nb);
+    assert_memory_equal(a, b, na);
+    free(b);
+    /* another option (-g): its own entry, in another slot; the plain entry
+     * copied into that slot is not taken for it (the options differ) */
+    char plain[800], dbg[800];
+    snprintf(plain, sizeof plain, "%s", entry);
+    env.debug = 1;
+    compile(&env, &b, &nb);
+    assert_true(nb > na);
+    assert_int_equal(entries(dbg, sizeof dbg), 2);
+    if (!strcmp(dbg, plain)) entries_other(plain, dbg, sizeof dbg);
+    copy_file(plain, dbg);
+    compile(&env, &c, &nc);
+    env.debug = 0;
+    assert_int_equal(nc, nb);
+    assert_memory_equal(b, c, nb);
+    free(b), free(c);
+    /* the included file changed (same length): the compiler's new words, kept */
+    write_text("inc.glsl", "float twice(float v) { return 3.0 * v; }\n");
+    setenv("KVERIFY_NO_SHADER_CACHE", "1", 1);
+    compile(&env, &b, &nb);
+    unsetenv("KVERIFY_NO_SHADER_CACHE");
+    assert_memory_not_equal(a, b, na < nb ? na : nb);
+    compile(&env, &c, &nc);
+    assert_int_equal(nc, nb);
+    assert_memory_equal(b, c, nb);
+    uint32_t *d;
+    size_t nd;
+    compile(&env, &d, &nd);
+    assert_int_equal(nd, nb);
+    assert_memory_equal(b, d, nb);
+    free(a), free(b), free(c), free(d);
+}
+
+/* Every entry in the cache's folder cut to half its length (how 0), or its
+ * first length made huge (how 1). */
+static void damage_all(int how)
+{
+    char dir[400], path[700];
+    snprintf(dir, sizeof dir, "%s/kverify/glsl", cache);
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    for (struct dirent *e; (e = readdir(d));) {
+        if (!strstr(e->d_name, ".bin")) continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        FILE *f = fopen(path, "r+b");
+        assert_non_null(f);
+        fseek(f, 0, SEEK_END);
+        long n = ftell(f);
+        if (how == 1) {
+            uint64_t huge = UINT64_MAX - 3;
+            fseek(f, 0, SEEK_SET);
+            fwrite(&huge, sizeof huge, 1, f);
+        }
+        fclose(f);
+        if (how == 0) assert_int_equal(truncate(path, n / 2), 0);
+    }
+    closedir(d);
+}
+
+static void damaged_entry_is_a_miss(void **s)
+{
+    (void)s;
+    struct kv_glsl_env env = {.defines = KV_SHADER_SUBGROUP};
+    uint32_t *a, *b;
+    size_t na, nb;
+    write_text("main.comp", MAIN);
+    write_text("inc.glsl", "float twice(float v) { return v + v; }\n");
+    compile(&env, &a, &na);
+    for (int how = 0; how < 2; how++) {
+        damage_all(how);
+        compile(&env, &b, &nb);
+        assert_int_equal(na, nb);
+        assert_memory_equal(a, b, na);
+        free(b);
+    }
+    free(a);
+}
+
+static void failed_compile_not_kept(void **s)
+{
+    (void)s;
+    struct kv_glsl_env env = {.defines = KV_SHADER_INT8};
+    char path[400], entry[500];
+    uint32_t *w = NULL;
+    size_t n = 0;
+    int before = entries(entry, sizeof entry);
+    write_text("bad.comp", "#version 450\nlayout(local_size_x = 1) in;\nvoid main() { undefined_name = 1; }\n");
+    snprintf(path, sizeof path, "%s/bad.comp", src);
+    assert_int_equal(kv_glsl_compile(&env, path, &w, &n), KV_EDATA);
+    assert_int_equal(kv_glsl_compile(&env, path, &w, &n), KV_EDATA);
+    assert_int_equal(entries(entry, sizeof entry), before);
+}
+
+static int setup(void **s)
+{
+    (void)s;
+    snprintf(root, sizeof root, "/tmp/kv_glsl_cache_XXXXXX");
+    if (!mkdtemp(root)) return -1;
+    snprintf(src, sizeof src, "%s/src", root);
+    snprintf(cache, sizeof cache, "%s/cache", root);
+    if (mkdir(src, 0755) || mkdir(cache, 0755)) return -1;
+    setenv("XDG_CACHE_HOME", cache, 1);
+    unsetenv("KVERIFY_NO_SHADER_CACHE");
+    return 0;
+}
+
+static int teardown(void **s)
+{
+    (void)s;
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(served_and_checked),
+        cmocka_unit_test(damaged_entry_is_a_miss),
+        cmocka_unit_test(failed_compile_not_kept),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
