@@ -9,6 +9,12 @@
 
 #include "core/files.h"
 
+/* The compiler's identity (CMakeLists.txt): the digest of the archives it is
+ * linked from and of glsl.c and this file. */
+#ifndef KV_COMPILER_ID
+#error "KV_COMPILER_ID must name the shader compiler (CMakeLists.txt)"
+#endif
+
 enum { SLOTS = 1024 };
 static const char MAGIC[8] = "KVGLSL1\n";
 #define MAX_ENTRY ((size_t)64 << 20)
@@ -47,14 +53,10 @@ void kv_glsl_cache_begin(struct kv_glsl_cache *c, const void *opts, size_t opts_
     memset(c, 0, sizeof *c);
     const char *off = getenv("KVERIFY_NO_SHADER_CACHE");
     char dir[1000];
-    struct stat self;
-    if ((off && *off && strcmp(off, "0")) || stat("/proc/self/exe", &self) != 0 || !kv_cache_dir(dir, sizeof dir))
-        return;
-    /* the compiler is linked into this binary: its identity stands for the compiler's */
-    uint64_t id[5] = {(uint64_t)self.st_dev, (uint64_t)self.st_ino, (uint64_t)self.st_size,
-                      (uint64_t)self.st_mtim.tv_sec, (uint64_t)self.st_mtim.tv_nsec};
+    if ((off && *off && strcmp(off, "0")) || !kv_cache_dir(dir, sizeof dir)) return;
     size_t cap = 0;
-    if (!append(&c->key, &c->key_len, &cap, MAGIC, sizeof MAGIC) || !append(&c->key, &c->key_len, &cap, id, sizeof id) ||
+    if (!append(&c->key, &c->key_len, &cap, MAGIC, sizeof MAGIC) ||
+        !append_item(&c->key, &c->key_len, &cap, KV_COMPILER_ID, sizeof KV_COMPILER_ID - 1) ||
         !append_item(&c->key, &c->key_len, &cap, opts, opts_len) ||
         !append_item(&c->key, &c->key_len, &cap, name, strlen(name)) ||
         !append_item(&c->key, &c->key_len, &cap, text, len)) {

@@ -3,8 +3,9 @@
  * subgroups reversed for --stress, with -g for the sanitizer, a --shader
  * file) costs the compiler once, not in every process.
  *
- * An entry holds everything the compile read: the binary that compiled it
- * (its inode, size and modification time: the compiler is linked in), the
+ * An entry holds everything the compile read: the compiler that compiled it
+ * (the digest of its archives and of the code that drives it, made at
+ * configure time, so that every build of one compiler shares the entries), the
  * options, the main file's name and text and each included file's name and
  * text as the compile saw them. A lookup compares all of it, byte for byte,
  * reading each included file again, so that an entry is used only where the
