@@ -15,7 +15,7 @@
 #error "KV_COMPILER_ID must name the shader compiler (CMakeLists.txt)"
 #endif
 
-enum { SLOTS = 1024 };
+enum { SLOTS = 4096 };
 static const char MAGIC[8] = "KVGLSL1\n";
 #define MAX_ENTRY ((size_t)64 << 20)
 

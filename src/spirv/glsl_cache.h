@@ -9,7 +9,7 @@
  * options, the main file's name and text and each included file's name and
  * text as the compile saw them. A lookup compares all of it, byte for byte,
  * reading each included file again, so that an entry is used only where the
- * compile would read the same files and produce the same words. 1024 slots,
+ * compile would read the same files and produce the same words. 4096 slots,
  * each holding one entry (a newer compile takes over its slot): the cache
  * stays bounded. KVERIFY_NO_SHADER_CACHE=1 turns it off. Any failure to read
  * or write it is a miss, never an error. */
