@@ -206,7 +206,8 @@ static int load_include(const void *env, const char *name, char **text, size_t *
 }
 
 /* Begin the cache entry of a compile: its options (every setting run_shaderc
- * gives the compiler beside the files) and its main file. A mutant's compile
+ * gives the compiler beside the files; each macro's name and value with their
+ * lengths, so that no two lists read alike) and its main file. A mutant's compile
  * (files overridden) is not kept: kverify mutate makes hundreds, each once; a
  * user's include folders are searched, which the entry does not follow. */
 static void cache_begin(struct kv_glsl_cache *cache, const struct kv_glsl_env *env, const char *name, int preprocess,
@@ -217,7 +218,8 @@ static void cache_begin(struct kv_glsl_cache *cache, const struct kv_glsl_env *e
                      preprocess, !env->no_optimize, env->debug, env->reverse, env->transpose, env->defines,
                      env->builtin);
     for (int i = 0; env->extra && i < env->extra->n_macros && n > 0 && (size_t)n < sizeof opts; i++)
-        n += snprintf(opts + n, sizeof opts - (size_t)n, " -D%s=%s", env->extra->macro[i][0], env->extra->macro[i][1]);
+        n += snprintf(opts + n, sizeof opts - (size_t)n, " -D%zu:%s=%zu:%s", strlen(env->extra->macro[i][0]),
+                      env->extra->macro[i][0], strlen(env->extra->macro[i][1]), env->extra->macro[i][1]);
     memset(cache, 0, sizeof *cache);
     if (env->n_over || (env->extra && env->extra->n_dirs) || n <= 0 || (size_t)n >= sizeof opts) return;
     kv_glsl_cache_begin(cache, opts, (size_t)n, name, src, len);

@@ -2,7 +2,8 @@
  * same files with the same options is served from the cache (an entry whose
  * words were altered on disk comes back altered), while a changed included
  * file, a changed option, KVERIFY_NO_SHADER_CACHE=1 or a damaged entry each
- * give the compiler's own words; a failed compile is never kept. */
+ * give the compiler's own words, as do --abi macro lists that would read alike
+ * run together; a failed compile is never kept. */
 #include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -193,6 +194,29 @@ static void damaged_entry_is_a_miss(void **s)
     free(a);
 }
 
+/* --abi's macros: a list whose value reads like a second macro is another list. */
+static void macro_lists_apart(void **s)
+{
+    (void)s;
+    static const char one[2][2][256] = {{"A", "1"}, {"B", "2"}}, two[1][2][256] = {{"A", "1 -DB=2"}};
+    struct kv_glsl_extra x1 = {2, one, 0, NULL}, x2 = {1, two, 0, NULL};
+    struct kv_glsl_env e1 = {.extra = &x1}, e2 = {.extra = &x2};
+    uint32_t *a, *b, *c;
+    size_t na, nb, nc;
+    write_text("main.comp", "#version 450\nlayout(local_size_x = 1) in;\n"
+                            "layout(std430, binding = 0) buffer Buf { float x[]; };\n"
+                            "#ifdef B\nvoid main() { x[0] = 7.0; }\n#else\nvoid main() { x[1] = 5.0; }\n#endif\n");
+    compile(&e1, &a, &na);
+    setenv("KVERIFY_NO_SHADER_CACHE", "1", 1);
+    compile(&e2, &b, &nb);
+    unsetenv("KVERIFY_NO_SHADER_CACHE");
+    assert_true(na != nb || memcmp(a, b, na));
+    compile(&e2, &c, &nc);
+    assert_int_equal(nc, nb);
+    assert_memory_equal(b, c, nb);
+    free(a), free(b), free(c);
+}
+
 static void failed_compile_not_kept(void **s)
 {
     (void)s;
@@ -234,6 +258,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(served_and_checked),
         cmocka_unit_test(damaged_entry_is_a_miss),
+        cmocka_unit_test(macro_lists_apart),
         cmocka_unit_test(failed_compile_not_kept),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
