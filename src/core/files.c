@@ -86,6 +86,12 @@ enum kv_status kv_write_atomic_parts(const char *path, const void *const *data, 
     return KV_OK;
 }
 
+int kv_make_dir(const char *dir)
+{
+    struct stat sb;
+    return mkdir(dir, 0755) == 0 || (stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode));
+}
+
 int kv_cache_dir(char *dir, size_t size)
 {
     const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
@@ -99,9 +105,5 @@ int kv_cache_dir(char *dir, size_t size)
         *slash = '\0';
         mkdir(parent, 0755);
     }
-    if (mkdir(dir, 0755) != 0) {
-        struct stat sb;
-        if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) return 0;
-    }
-    return 1;
+    return kv_make_dir(dir);
 }

@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/files.h"
@@ -65,12 +64,9 @@ void kv_glsl_cache_begin(struct kv_glsl_cache *c, const void *opts, size_t opts_
     }
     size_t n = strlen(dir);
     snprintf(dir + n, sizeof dir - n, "/glsl");
-    if (mkdir(dir, 0755) != 0) {
-        struct stat sb;
-        if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-            kv_glsl_cache_end(c);
-            return;
-        }
+    if (!kv_make_dir(dir)) {
+        kv_glsl_cache_end(c);
+        return;
     }
     snprintf(c->path, sizeof c->path, "%s/%03x.bin", dir, (unsigned)(fnv1a(c->key, c->key_len) % SLOTS));
     c->on = 1;
