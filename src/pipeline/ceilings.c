@@ -107,7 +107,7 @@ static enum kv_status measure_gemm(struct kv_vk_device *d, const char *variant, 
     kv_criteria_default(&o.crit);
     o.repeat = 1, o.sample = 256, o.bench = RUNS;
     KV_TRY(kv_runner_init(&r, d, k, &o));
-    kv_run_case(&r, c, &o, res);
+    kv_run_case(&r, c, &o, NULL, res);
     if (res->status == KV_CASE_SKIP) {
         if (log) fprintf(log, "  gemm-bwd variant %s: skipped (%s)\n", variant, res->error);
         goto cleanup;

@@ -1,6 +1,7 @@
 /* Running jobs: one device, pipelines made once per kernel and stage
  * options, a table row per case as it finishes, the reports at the end. */
 #include <cjson/cJSON.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 
 #include "core/clock.h"
 #include "pipeline/ceilings.h"
+#include "pipeline/hostmem.h"
 #include "reports/html.h"
 #include "reports/regress.h"
 
@@ -43,7 +45,7 @@ static enum kv_status build_cases(const struct kv_kernel *k, const struct kopts 
                 c->seed += j; /* a fixture's seed starts the range */
             }
             kv_case_name(c);
-            KV_TRY(kv_case_check(c, NULL));
+            KV_TRY(kv_case_check(c, NULL, 1));
         }
 cleanup:
     return st;
@@ -163,20 +165,27 @@ struct jobs_run {
     double t0, progress_after_ms; /* the progress line: shown on a terminal once a run takes this long */
     int progress, progress_shown;
     double sum[9], pipeline_ms, open_ms; /* --verbose's times */
+    struct kv_case *pre_case; /* the case prepared while the device opened, until it runs */
+    struct kv_case_prep pre;
 };
 
-/* Open the device when a selected case needs one. */
-static enum kv_status open_device(struct jobs_run *x, const char *selector)
+/* Whether a selected case needs the device. */
+static int need_device(const struct jobs_run *x)
 {
-    enum kv_status st = KV_OK;
     size_t seen = 0, index;
-    int need_device = 0;
+    int need = 0;
     for (size_t j = 0; j < x->n; j++)
         for (size_t i = 0; i < (x->jobs[j].error ? 1 : x->jobs[j].n_cases); i++)
             if (selected(x->sel, case_name(&x->jobs[j], i), &seen, &index) && !x->jobs[j].error)
-                need_device |= x->jobs[j].need_device;
-    if (!need_device) return KV_OK;
-    KV_TRY(kv_vk_open(selector, &x->dev));
+                need |= x->jobs[j].need_device;
+    return need;
+}
+
+/* The device just opened: the report's device, and a single job's cases
+ * checked against its limits (prepared: the case whose inputs are made). */
+static enum kv_status device_opened(struct jobs_run *x)
+{
+    enum kv_status st = KV_OK;
     if (!x->report.has_device) {
         x->report.has_device = 1;
         x->report.device = x->dev->info;
@@ -186,7 +195,7 @@ static enum kv_status open_device(struct jobs_run *x, const char *selector)
     /* One job (a kernel command): a case beyond the device's limits is a
      * usage error before anything runs; in a suite it is that case's error. */
     for (size_t i = 0; x->n == 1 && !x->jobs[0].error && i < x->jobs[0].n_cases; i++)
-        KV_TRY(kv_case_check(&x->jobs[0].cases[i], &x->dev->info));
+        KV_TRY(kv_case_check(&x->jobs[0].cases[i], &x->dev->info, &x->jobs[0].cases[i] != x->pre_case));
 cleanup:
     return st;
 }
@@ -277,7 +286,8 @@ static enum kv_status run_one(struct jobs_run *x, size_t j, size_t i, struct kv_
         if (x->runner_err[r] && x->n == 1) /* a single job's bad shader is the command's error */
             return kv_error(x->runner_err[r], "%s", x->runner_msg[r]);
         if (x->runner_err[r]) error_row(res, jb, case_name(jb, i), x->runner_err[r], x->runner_msg[r]);
-        else kv_run_case(&x->runners[r], &jb->cases[i], &jb->o.run, res);
+        else kv_run_case(&x->runners[r], &jb->cases[i], &jb->o.run, x->pre_case == &jb->cases[i] ? &x->pre : NULL, res);
+        if (x->pre_case == &jb->cases[i]) x->pre_case = NULL; /* freed with the run */
         if (x->report.has_ceilings) bench_shares(res, jb->k, &x->report.ceilings);
         case_command(x, jb, res);
     }
@@ -355,13 +365,82 @@ static void free_runners(struct jobs_run *x)
     x->dev = NULL;
 }
 
+/* The first selected case, where it can be prepared before the device is
+ * open: a case of a job without --abi stages (their interface comes with
+ * the runner), that needs the device, and whose inputs and outputs fit the
+ * host's memory on any device (the check that would refuse it in one line
+ * runs once the device is open, and must not meet a process killed first). */
+static struct kv_case *case_to_prepare(const struct jobs_run *x, size_t *job)
+{
+    size_t seen = 0, index;
+    const char *off = getenv("KVERIFY_TEST_NO_OVERLAP");
+    if (off && *off == '1') return NULL;
+    for (size_t j = 0; j < x->n; j++)
+        for (size_t i = 0; i < (x->jobs[j].error ? 1 : x->jobs[j].n_cases); i++) {
+            if (!selected(x->sel, case_name(&x->jobs[j], i), &seen, &index)) continue;
+            const struct kv_job *jb = &x->jobs[j];
+            int abi = 0;
+            for (int s = 0; s < KV_MAX_STAGES; s++) abi |= jb->o.run.abi[s] != NULL;
+            const struct kv_vk_info cpu = {.type = "cpu"};
+            uint64_t avail = kv_host_available();
+            if (jb->error || !jb->need_device || abi || (avail && kv_case_host_floor(&jb->cases[i], &cpu) > avail))
+                return NULL;
+            *job = j;
+            return &x->jobs[j].cases[i];
+        }
+    return NULL;
+}
+
+/* Opening the device and the first case's pipelines, on a thread beside the
+ * one that makes that case's inputs and oracle. */
+struct opener {
+    struct jobs_run *x;
+    const char *selector;
+    size_t job;
+    enum kv_status st;
+    char msg[1024];
+    double ms;
+};
+
+static void *open_thread(void *arg)
+{
+    struct opener *op = arg;
+    double t0 = kv_now_ms();
+    op->st = kv_vk_open(op->selector, &op->x->dev);
+    op->ms = kv_now_ms() - t0;
+    if (op->st) snprintf(op->msg, sizeof op->msg, "%s", kv_error_msg());
+    else job_runner(op->x, op->job); /* its error is the case's, as when made in run_one */
+    return NULL;
+}
+
+/* Open the device when a selected case needs one; the first case's inputs
+ * and oracle made meanwhile where it can be prepared (case_to_prepare). */
+static enum kv_status open_device(struct jobs_run *x, const char *selector)
+{
+    if (!need_device(x)) return KV_OK;
+    size_t j = 0;
+    struct kv_case *c = case_to_prepare(x, &j);
+    struct opener op = {x, selector, j, KV_OK, "", 0};
+    pthread_t th;
+    if (c && pthread_create(&th, NULL, open_thread, &op) == 0) {
+        x->pre_case = c;
+        kv_case_prepare(c, &x->jobs[j].o.run, &x->pre);
+        pthread_join(th, NULL);
+        x->open_ms += op.ms;
+        if (op.st) return kv_error(op.st, "%s", op.msg);
+    } else {
+        double t0 = kv_now_ms();
+        KV_TRY_RET(kv_vk_open(selector, &x->dev));
+        x->open_ms += kv_now_ms() - t0;
+    }
+    return device_opened(x);
+}
+
 /* Every selected case on one device: its header line and rows. */
 static enum kv_status device_pass(struct jobs_run *x, const char *selector)
 {
     enum kv_status st = KV_OK;
-    double t_open = kv_now_ms();
     KV_TRY(open_device(x, selector));
-    x->open_ms += kv_now_ms() - t_open;
     if (x->dev)
         fprintf(x->tab, "device %u: %s (%s, %s)\n", x->dev->info.index, x->dev->info.name, x->dev->info.type,
                 x->dev->info.driver);
@@ -369,6 +448,8 @@ static enum kv_status device_pass(struct jobs_run *x, const char *selector)
     kv_table_header(x->tab);
     KV_TRY(run_all(x));
 cleanup:
+    if (x->pre_case) kv_case_free(x->pre_case); /* prepared, never run (an error first) */
+    x->pre_case = NULL;
     free_runners(x);
     return st;
 }

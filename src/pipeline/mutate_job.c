@@ -117,7 +117,7 @@ static void sweep(struct kv_mut_job *j, struct worker_state *w, struct kv_runner
         if (!kv_stage_on(&j->job.cases[i], s)) continue;
         struct kv_case c = j->job.cases[i];
         kv_case_result_clear(w->res);
-        kv_run_case(r, &c, o, w->res);
+        kv_run_case(r, &c, o, NULL, w->res);
         if (w->res->status == KV_CASE_PASS || w->res->status == KV_CASE_SKIP) continue;
         out->status = KV_MUT_KILLED;
         if (w->res->status == KV_CASE_ERROR && strstr(w->res->error, "DEVICE_LOST")) {

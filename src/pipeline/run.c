@@ -16,7 +16,7 @@
 #include "spirv/shader.h"
 #include "spirv/spirv.h"
 
-enum kv_status kv_case_check(struct kv_case *c, const struct kv_vk_info *dev)
+enum kv_status kv_case_check(struct kv_case *c, const struct kv_vk_info *dev, int host)
 {
     const struct kv_kernel *k = c->k;
     KV_TRY_RET(kv_case_shapes(c));
@@ -42,7 +42,7 @@ enum kv_status kv_case_check(struct kv_case *c, const struct kv_vk_info *dev)
                             dev->max_buffer ? "maxBufferSize" : "maxMemoryAllocationSize", (unsigned long long)most);
     }
     /* refused in one line rather than killed for memory half-way */
-    uint64_t need = dev ? kv_case_host_floor(c, dev) : 0, avail = need ? kv_host_available() : 0;
+    uint64_t need = dev && host ? kv_case_host_floor(c, dev) : 0, avail = need ? kv_host_available() : 0;
     if (avail && need > avail)
         return kv_error(KV_EUSAGE, "%s: needs at least %.2f GB of host memory (its inputs and outputs), more "
                         "than the %.2f GB available", c->name, (double)need / 1e9, (double)avail / 1e9);
@@ -80,6 +80,7 @@ struct case_run {
     struct kv_case *c;
     const struct kv_run_opts *o;
     struct kv_case_result *res;
+    const struct kv_case_prep *pre; /* its inputs and oracles, made before (kv_case_prepare), or NULL */
     struct kv_plan p;
     void *first[KV_MAX_TENSORS][2];
     int first_mapped; /* first[][] are where run 0's downloads landed (kv_plan_download), which no later run writes */
@@ -115,12 +116,9 @@ static enum kv_status choose_stages(struct case_run *x)
 {
     enum kv_status st = KV_OK;
     const struct kv_kernel *k = x->c->k;
-    x->all_inputs_given = 1;
-    for (int t = 0; t < k->n_tensors; t++) {
-        if (!kv_tensor_on(x->c, t)) continue;
-        if (k->tensors[t].role == KV_OUTPUT && !x->c->given[t]) x->run_stage[k->tensors[t].stage] = x->r->d != NULL;
-        if (k->tensors[t].role == KV_INPUT && !x->c->given[t]) x->all_inputs_given = 0;
-    }
+    for (int t = 0; t < k->n_tensors; t++)
+        if (kv_tensor_on(x->c, t) && k->tensors[t].role == KV_OUTPUT && !x->c->given[t])
+            x->run_stage[k->tensors[t].stage] = x->r->d != NULL;
     for (int s = 0; s < k->n_stages; s++) {
         x->any_stage |= x->run_stage[s];
         x->chain_stage[s] = x->run_stage[s] && kv_consumes_intermediate(k, s);
@@ -136,6 +134,10 @@ static enum kv_status choose_stages(struct case_run *x)
 cleanup:
     return st;
 }
+
+/* An --abi stage's interface file; none where the case is prepared before
+ * its runner (kv_case_prepare: only where no stage has one). */
+static const struct kv_abi *stage_abi(const struct case_run *x, int s) { return x->r ? x->r->abi[s] : NULL; }
 
 /* Generated inputs, then the given ones over them; the sampled elements. */
 static enum kv_status make_inputs(struct case_run *x)
@@ -160,6 +162,9 @@ static enum kv_status make_inputs(struct case_run *x)
             c->compact[t] = (k->sample_outputs >> t & 1) && !x->o->save_dir && !kv_test_full_oracle();
         }
     KV_TRY(kv_case_alloc(c));
+    x->all_inputs_given = 1;
+    for (int t = 0; t < k->n_tensors; t++)
+        if (kv_tensor_on(c, t) && k->tensors[t].role == KV_INPUT && !c->given[t]) x->all_inputs_given = 0;
     for (int t = 0; t < k->n_tensors; t++)
         if (c->compact[t] && kv_is_intermediate(c, t))
             KV_TRY(kv_tensor_alloc(&c->iso[t], k->tensors[t].name, c->t[t].dtype, c->t[t].ndim, c->t[t].shape));
@@ -169,10 +174,10 @@ static enum kv_status make_inputs(struct case_run *x)
             memcpy(c->t[t].data, c->given[t]->data, kv_tensor_bytes(&c->t[t]));
     /* --abi constants: an input fixed (w = 1) for the shader and the oracle alike */
     for (int s = 0; s < k->n_stages; s++)
-        for (int i = 0; x->r->abi[s] && i < x->r->abi[s]->n_constants; i++) {
-            int t = kv_case_tensor(c, k->tensors[x->r->abi[s]->const_tensor[i]].name);
+        for (int i = 0; stage_abi(x, s) && i < stage_abi(x, s)->n_constants; i++) {
+            int t = kv_case_tensor(c, k->tensors[stage_abi(x, s)->const_tensor[i]].name);
             for (size_t e = 0; t >= 0 && e < c->t[t].count; e++)
-                kv_store_f64(c->t[t].dtype, c->t[t].data, e, x->r->abi[s]->const_value[i]);
+                kv_store_f64(c->t[t].dtype, c->t[t].data, e, stage_abi(x, s)->const_value[i]);
         }
 cleanup:
     return st;
@@ -204,7 +209,7 @@ static enum kv_status run_oracles(struct case_run *x)
      * reads them: one rounding more per product in its outputs' budget. */
     for (int s = 0; s < k->n_stages; s++) {
         int products = 0;
-        for (int i = 0; x->r->abi[s] && i < x->r->abi[s]->n_bindings; i++) products += x->r->abi[s]->b[i].tensor < 0;
+        for (int i = 0; stage_abi(x, s) && i < stage_abi(x, s)->n_bindings; i++) products += stage_abi(x, s)->b[i].tensor < 0;
         for (int t = 0; products && t < k->n_tensors; t++)
             if (k->tensors[t].role == KV_OUTPUT && k->tensors[t].stage == s) {
                 c->bound[t].k_op += products;
@@ -512,16 +517,22 @@ static enum kv_status run_case(struct case_run *x)
     struct kv_case *c = x->c;
     const struct kv_kernel *k = c->k;
     struct kv_case_result *res = x->res;
-    KV_TRY(kv_case_check(c, x->r->d ? &x->r->d->info : NULL));
+    /* a prepared case's inputs count in the host memory the check would
+     * measure: it was checked before they were made (jobs.c) */
+    KV_TRY(kv_case_check(c, x->r->d ? &x->r->d->info : NULL, !x->pre));
     KV_TRY(choose_stages(x));
-    double t0 = kv_now_ms();
-    KV_TRY(make_inputs(x));
-    double t1 = kv_now_ms();
-    KV_TRY(run_oracles(x));
-    double t2 = kv_now_ms();
-    res->ms.inputs = t1 - t0;
+    if (x->pre) {
+        KV_CHECK(!x->pre->st, x->pre->st, "%s", x->pre->msg);
+        x->all_inputs_given = x->pre->all_inputs_given;
+        res->ms.inputs = x->pre->inputs_ms, res->ms.oracle = x->pre->oracle_ms;
+    } else {
+        double t0 = kv_now_ms();
+        KV_TRY(make_inputs(x));
+        double t1 = kv_now_ms();
+        KV_TRY(run_oracles(x));
+        res->ms.inputs = t1 - t0, res->ms.oracle = kv_now_ms() - t1;
+    }
     snprintf(res->note, sizeof res->note, "%s", c->note);
-    res->ms.oracle = t2 - t1;
     if (x->any_stage) KV_TRY(run_device(x));
 
     double t3 = kv_now_ms();
@@ -550,7 +561,19 @@ cleanup:
     return st;
 }
 
-void kv_run_case(struct kv_runner *r, struct kv_case *c, const struct kv_run_opts *o,
+void kv_case_prepare(struct kv_case *c, const struct kv_run_opts *o, struct kv_case_prep *pre)
+{
+    struct case_run x = {.c = c, .o = o};
+    double t0 = kv_now_ms();
+    kv_error_clear();
+    enum kv_status st = make_inputs(&x);
+    double t1 = kv_now_ms();
+    if (!st) st = run_oracles(&x);
+    *pre = (struct kv_case_prep){st, "", x.all_inputs_given, t1 - t0, kv_now_ms() - t1};
+    if (st) snprintf(pre->msg, sizeof pre->msg, "%s", kv_error_msg());
+}
+
+void kv_run_case(struct kv_runner *r, struct kv_case *c, const struct kv_run_opts *o, const struct kv_case_prep *pre,
                  struct kv_case_result *res)
 {
     fill_params(c, res);
@@ -558,7 +581,7 @@ void kv_run_case(struct kv_runner *r, struct kv_case *c, const struct kv_run_opt
     struct case_run *x = calloc(1, sizeof *x);
     enum kv_status st = x ? KV_OK : kv_error(KV_EDEVICE, "out of host memory");
     if (x) {
-        *x = (struct case_run){.r = r, .c = c, .o = o, .res = res};
+        *x = (struct case_run){.r = r, .c = c, .o = o, .res = res, .pre = pre};
         st = run_case(x);
         double t0 = kv_now_ms();
         for (int t = 0; !x->first_mapped && t < KV_MAX_TENSORS; t++) free(x->first[t][0]), free(x->first[t][1]);

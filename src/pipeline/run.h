@@ -8,11 +8,25 @@
 #include "spirv/glsl.h"
 #include "vk/vk.h"
 
-/* Check a case's shapes against the kernel and the device's limits. */
-enum kv_status kv_case_check(struct kv_case *c, const struct kv_vk_info *dev);
+/* Check a case's shapes against the kernel and the device's limits, and
+ * (host) that its inputs and outputs fit the host's available memory. */
+enum kv_status kv_case_check(struct kv_case *c, const struct kv_vk_info *dev, int host);
 
-/* Run one case and fill res; never fails: errors are recorded in res. */
-void kv_run_case(struct kv_runner *r, struct kv_case *c, const struct kv_run_opts *o,
+/* What needs no device, made before the case runs: its inputs and oracles
+ * (jobs.c makes the first case's while the device opens), their times, or
+ * the error that stopped them (reported when the case runs). */
+struct kv_case_prep {
+    enum kv_status st;
+    char msg[1024];
+    int all_inputs_given;
+    double inputs_ms, oracle_ms;
+};
+/* Only for options without --abi (its constants and products come with the runner). */
+void kv_case_prepare(struct kv_case *c, const struct kv_run_opts *o, struct kv_case_prep *pre);
+
+/* Run one case and fill res; never fails: errors are recorded in res.
+ * pre: the case prepared by kv_case_prepare, or NULL (made here). */
+void kv_run_case(struct kv_runner *r, struct kv_case *c, const struct kv_run_opts *o, const struct kv_case_prep *pre,
                  struct kv_case_result *res);
 
 #endif

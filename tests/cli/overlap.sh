@@ -1,0 +1,28 @@
+# The first case's inputs and oracle are made while the device opens (and its
+# pipelines are made) on another thread. The reports are the same as when the
+# device opens first (KVERIFY_TEST_NO_OVERLAP=1): generated and given inputs,
+# a blocked and a sampled oracle, --oracle both, a spec kernel, a suite whose
+# later cases are not prepared, and a failing case.
+. "$(dirname "$0")/lib.bash"
+expect_same_report 0 KVERIFY_TEST_NO_OVERLAP "$KV" rmsnorm-bwd --rows 33 --dim 1000 --seeds 2
+expect_same_report 0 KVERIFY_TEST_NO_OVERLAP "$KV" rmsnorm-bwd --rows 64 --dim 4096 --sample 500
+expect_same_report 0 KVERIFY_TEST_NO_OVERLAP "$KV" rmsnorm-bwd --inputs "$KV_SRC/fixtures/rmsnorm-bwd/odd_3x7.json"
+expect_same_report 0 KVERIFY_TEST_NO_OVERLAP "$KV" gemm-bwd --m 40 --n 24 --k 16 --variant f16 --oracle both
+expect_same_report 0 KVERIFY_TEST_NO_OVERLAP "$KV" qdq-affine --groups 16 --group-size 32 --bits 4
+expect_same_report 0 KVERIFY_TEST_NO_OVERLAP "$KV" softmax-bwd --rows 8 --dim 300
+# a wrong shader: the prepared case fails as the other one does
+mkdir -p "$TMP/p"; cp "$KV_SRC"/shaders/* "$TMP/p/"
+OLD='dx[base + k] = rb * (dy' NEW='dx[base + k] = 1.001 * rb * (dy' perl -0pi -e 's/\Q$ENV{OLD}\E/$ENV{NEW}/' "$TMP/p/rmsnorm_bwd_dx.comp"
+grep -qF '1.001 * rb' "$TMP/p/rmsnorm_bwd_dx.comp" || fail "plant: dx's store is not in rmsnorm_bwd_dx.comp (update the test)"
+expect_same_report 1 KVERIFY_TEST_NO_OVERLAP "$KV" rmsnorm-bwd --rows 8 --dim 99 --shader dx="$TMP/p/rmsnorm_bwd_dx.comp"
+cat > "$TMP/suite.json" <<'JSON'
+{"name": "overlap", "cases": [
+  {"kernel": "qdq-affine", "params": {"groups": 12, "group-size": 8, "bits": 4}},
+  {"kernel": "rmsnorm-bwd", "params": {"rows": 4, "dim": 33}, "seeds": 2}
+]}
+JSON
+expect_same_report 0 KVERIFY_TEST_NO_OVERLAP "$KV" run "$TMP/suite.json"
+# the times: start-up and inputs both measured when they overlap
+expect_exit 0 "$KV" rmsnorm-bwd --rows 64 --dim 1000 --verbose
+grep -Eq "start-up [0-9.]+ ms, pipelines [0-9.]+ ms, inputs [0-9.]+ ms" "$TMP/err" || fail "--verbose: no time split"
+echo "overlap: ok"
