@@ -250,11 +250,12 @@ struct enc {
     int poison;
     int one;         /* the scale was not a normal number and became 1 */
     float lo, hi, s; /* s: the float32 scale the codes divide by */
+    double win;      /* the group's part of the tie window (tie_window) */
 };
 
 static struct enc encode_group(const float *w, int64_t gs, double N, int ftz)
 {
-    struct enc e = {0, 0, INFINITY, -INFINITY, 1.0f};
+    struct enc e = {0, 0, INFINITY, -INFINITY, 1.0f, 0};
     int nan = 0, finite = 0;
     for (int64_t j = 0; j < gs; j++) {
         float v = ftz ? flush(w[j]) : w[j];
@@ -271,6 +272,7 @@ static struct enc encode_group(const float *w, int64_t gs, double N, int ftz)
     float s = (float)((double)r / N);
     e.one = !(s >= FLT_MIN);
     e.s = e.one ? 1.0f : s;
+    e.win = (N == 1 || e.one ? 0 : 6 * U) + (is_pow2(e.s) ? 0 : 5 * U);
     return e;
 }
 
@@ -281,13 +283,13 @@ static struct enc encode_group(const float *w, int64_t gs, double N, int ftz)
  * (hi - lo)/1 or the replacement 1) and the division (2.5 ulp <= 5u, unless
  * by a power of two, which every implementation does exactly). An exact tie
  * with all three exact is not ambiguous: it must round away from zero. */
-static double tie_window(float v, const struct enc *e, double N)
+static double tie_window(float v, const struct enc *e)
 {
     double d = (double)v - (double)e->lo;
     double sub = (double)(float)d == d ? 0 : U;
-    double sc = N == 1 || e->one ? 0 : 6 * U;
-    double div = is_pow2(e->s) ? 0 : 5 * U;
-    return (sub + sc + div) * 1.001;
+    /* e->win: the scale's 6u (or 0) plus the division's 5u (or 0), made once
+     * per group; sums of these multiples of u are exact in any order */
+    return (sub + e->win) * 1.001;
 }
 
 /* The exact quotient z = (w - lo)/s that the device approximates. */
@@ -380,7 +382,7 @@ static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check
         if (!e.poison) {
             double z = quotient(wg[j], &e, 0);
             q = code_of(z, N);
-            double win = isinf(z) ? 0 : tie_window(wg[j], &e, N) * fabs(z), dist = fabs(z - (floor(z) + 0.5));
+            double win = isinf(z) ? 0 : tie_window(wg[j], &e) * fabs(z), dist = fabs(z - (floor(z) + 0.5));
             if (isfinite(z) && win > 0 && dist <= win && z > 0.5 - win && z < N - 0.5 + win)
                 alt = q == (int)floor(z) + 1 ? (int)floor(z) : (int)floor(z) + 1;
         }
@@ -418,12 +420,14 @@ static enum kv_status oracle_block(const struct kv_case *c, int t, size_t lo, si
 {
     if (t != T_QDQ) return kv_error(KV_EDEVICE, "qdq-affine: no block oracle for %s", c->k->tensors[t].name);
     const size_t gs = (size_t)c->p[P_GS].i;
-    for (size_t i = lo; i < hi; i++) {
-        const size_t g = i / gs;
-        const struct fwd o = forward((int)c->y[T_Q][i], (float)c->y[T_S][g], (float)c->y[T_B][g], c->tie[T_Q][i],
-                                     c->flush[T_Q][i], c->aux[T_QDQ][2 * g], c->aux[T_QDQ][2 * g + 1]);
-        b->y[i - lo] = o.y, b->S[i - lo] = o.S;
-        if (b->slack) b->slack[i - lo] = chained ? o.sc : o.sl;
+    for (size_t g = lo / gs, i = lo; i < hi; g++) { /* a group's elements at a time: no division per element */
+        const float s_in = (float)c->y[T_S][g], b_in = (float)c->y[T_B][g];
+        const double fs = c->aux[T_QDQ][2 * g], flo = c->aux[T_QDQ][2 * g + 1];
+        for (const size_t end = (g + 1) * gs < hi ? (g + 1) * gs : hi; i < end; i++) {
+            const struct fwd o = forward((int)c->y[T_Q][i], s_in, b_in, c->tie[T_Q][i], c->flush[T_Q][i], fs, flo);
+            b->y[i - lo] = o.y, b->S[i - lo] = o.S;
+            if (b->slack) b->slack[i - lo] = chained ? o.sc : o.sl;
+        }
     }
     return KV_OK;
 }
@@ -474,12 +478,13 @@ static enum kv_status check_block(const struct kv_case *c, int j, size_t lo, siz
     const size_t gs = (size_t)c->p[P_GS].i;
     const double N = ldexp(1, (int)c->p[P_BITS].i) - 1;
     const float *w = c->t[T_W].data;
-    for (size_t i = lo; i < hi; i++) {
-        const size_t g = i / gs;
+    for (size_t g = lo / gs, i = lo; i < hi; g++) { /* as in oracle_block */
         const double fs = c->aux[T_QDQ][2 * g], flo = c->aux[T_QDQ][2 * g + 1], elo = c->y[T_B][g];
         const float s_in = (float)c->y[T_S][g];
-        const struct fwd o = forward((int)c->y[T_Q][i], s_in, (float)elo, c->tie[T_Q][i], c->flush[T_Q][i], fs, flo);
-        roundtrip(w[i], isnan(elo), &o, s_in, fs, flo, elo, N, &b->y[i - lo], &b->S[i - lo], &b->slack[i - lo]);
+        for (const size_t end = (g + 1) * gs < hi ? (g + 1) * gs : hi; i < end; i++) {
+            const struct fwd o = forward((int)c->y[T_Q][i], s_in, (float)elo, c->tie[T_Q][i], c->flush[T_Q][i], fs, flo);
+            roundtrip(w[i], isnan(elo), &o, s_in, fs, flo, elo, N, &b->y[i - lo], &b->S[i - lo], &b->slack[i - lo]);
+        }
     }
     return KV_OK;
 }
