@@ -148,7 +148,7 @@ static inline __attribute__((always_inline)) void chunk_float(const struct jin *
     struct kv_dist_tiles *dt = th->dt;
     if (d) kv_dist_tiles_at(dt, d, x->idx, lo);
     const void *cand = x->cand;
-    const double *y_lo = r->y, *S_lo = r->S, *slack = r->slack;
+    const double *y_lo = r->y, *S_lo = r->S;
     const int exact = x->exact_p99;
     struct kv_tile_in in = {.t = t, .cand = cand, .c1 = x->c1, .c2 = x->c2, .half_rho = 0.5 * x->rho,
                             .lambda = x->lambda, .floor_rel = x->floor_rel, .emin = x->emin, .prec = x->prec,
@@ -164,17 +164,8 @@ static inline __attribute__((always_inline)) void chunk_float(const struct jin *
         in.y = y_lo + o, in.S = S_lo + o;
         in.alt = r->alt ? r->alt + o : NULL;
         in.lam = r->lam ? r->lam + o : NULL, in.fix = r->lam ? r->fix + o : NULL;
+        in.slack = r->slack ? r->slack + o : NULL;
         kv_judge_tile(&in, i0, n, &tile);
-        int slacked = 0; /* a ratio moved by its slack: the tile's worst is found again */
-        if (slack && tile.over)
-            for (size_t j = 0; j < n; j++) {
-                if (tile.flag[j] & KV_TILE_ODD || !(tile.ratio[j] > 1.0)) continue;
-                tile.base[j] += slack[o + j];
-                tile.ratio[j] = tile.e[j] / tile.base[j];
-                tile.rbin[j] = kv_tile_ratio_bin(&in, tile.ratio[j]);
-                slacked = 1;
-                if (tile.ratio[j] <= 1.0) slack_used++, fails_bound--; /* counted over 1 by the tile */
-            }
         /* the histogram and the sums, in index order: a loop without a call,
          * so that the sums stay in registers */
         for (size_t j = 0; j < n; j++) {
@@ -201,12 +192,9 @@ static inline __attribute__((always_inline)) void chunk_float(const struct jin *
         max_abs = of_bits(tile.max_e) > max_abs ? of_bits(tile.max_e) : max_abs;
         max_rel = of_bits(tile.max_rel) > max_rel ? of_bits(tile.max_rel) : max_rel;
         rel_skipped += tile.rel_skipped, fails_bound += tile.over, fails_tol += tile.fails_tol;
-        slack_used += tile.alt; /* the other legal value */
+        slack_used += tile.alt + tile.slacked; /* the other legal value, or within the slack */
         /* the first element of the largest ratio, where it beats the chunk's so far (i rises: the first of equals stays) */
-        if (slacked) {
-            for (size_t j = 0; j < n; j++)
-                if (!(tile.flag[j] & KV_TILE_ODD) && tile.ratio[j] > worst_ratio) worst_ratio = tile.ratio[j], worst = i0 + j;
-        } else if (tile.max_ratio >= 0 && of_bits(tile.max_ratio) > worst_ratio) {
+        if (tile.max_ratio >= 0 && of_bits(tile.max_ratio) > worst_ratio) {
             size_t j = 0;
             while (tile.flag[j] & KV_TILE_ODD || memcmp(&tile.ratio[j], &tile.max_ratio, sizeof(double))) j++;
             worst_ratio = tile.ratio[j], worst = i0 + j;

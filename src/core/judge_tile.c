@@ -94,11 +94,6 @@ static inline uint64_t ratio_bin(double r, const int64_t *bin_of_exp, const doub
     return r == 0 ? KV_TILE_RATIO_ZERO : k;
 }
 
-uint64_t kv_tile_ratio_bin(const struct kv_tile_in *in, double r)
-{
-    return ratio_bin(r, in->tab->bin_of_exp, in->tab->edge);
-}
-
 void kv_tile_tables_init(struct kv_tile_tables *tab)
 {
     tab->edge[0] = 0;
@@ -112,11 +107,12 @@ void kv_tile_tables_init(struct kv_tile_tables *tab)
  * caller, so the loop has no branch left). What it reads is held in locals,
  * restrict: the stores into o alias nothing it reads. */
 static inline __attribute__((always_inline)) void loop(const struct kv_tile_in *in, enum kv_dtype t, int has_alt,
-                                                      int has_lam, size_t at, size_t n, struct kv_tile *restrict o)
+                                                      int has_lam, int has_slack, size_t at, size_t n,
+                                                      struct kv_tile *restrict o)
 {
     const void *restrict cand = in->cand;
     const double *restrict yv = in->y, *restrict Sv = in->S, *restrict alt = in->alt, *restrict lam = in->lam,
-                 *restrict fix = in->fix;
+                 *restrict fix = in->fix, *restrict slack = in->slack;
     const double c1 = in->c1, c2 = in->c2, half_rho = in->half_rho, lambda = in->lambda, floor_rel = in->floor_rel;
     const int64_t emin = in->emin;
     const double step = pow2(1 - (int64_t)in->prec);
@@ -125,7 +121,7 @@ static inline __attribute__((always_inline)) void loop(const struct kv_tile_in *
     double *restrict ev = o->e, *restrict uv = o->u, *restrict bv = o->base, *restrict rv = o->ratio,
                      *restrict e2v = o->e2, *restrict y2v = o->y2;
     int64_t max_e = 0, max_u = 0, max_rel = 0, max_ratio = -1;
-    uint64_t rel_skipped = 0, over = 0, alts = 0, fails_tol = 0, odds = 0;
+    uint64_t rel_skipped = 0, over = 0, alts = 0, fails_tol = 0, odds = 0, slacked = 0;
     uint64_t *restrict qv = o->qbin, *restrict ubv = o->ubin, *restrict rbv = o->rbin;
     /* the ratio's tables copied here: the vectorizer's gathers from them
      * must be known to alias no store */
@@ -142,7 +138,7 @@ static inline __attribute__((always_inline)) void loop(const struct kv_tile_in *
         const int hit = has_alt & (e > 0) & (c == (has_alt ? alt[j] : 0));
         e = hit ? 0 : e;
         const double ulp = ulp_of(y, emin, step);
-        const double base = has_lam ? lambda * lam[j] + fix[j] + half_rho * ulp : c1 * Sv[j] + c2 * Sv[j] + half_rho * ulp;
+        const double base0 = has_lam ? lambda * lam[j] + fix[j] + half_rho * ulp : c1 * Sv[j] + c2 * Sv[j] + half_rho * ulp;
         /* ulp is a power of two: times its exact inverse, the same as e / ulp
          * (which f64's smallest spacings, past 2^-1022, still need) */
         const double ay = fabs(y), q = e / ay; /* made for every element: a division under a select would be a branch */
@@ -153,8 +149,16 @@ static inline __attribute__((always_inline)) void loop(const struct kv_tile_in *
         y2v[j] = y * y;
         qv[j] = q_bin(u);
         ubv[j] = ulp_bin(u);
+        /* the slack only where the ratio without it is over 1 (a NaN ratio is not) */
+        const double ratio0 = e / base0;
+        /* with the slack made in every lane, then chosen: no branch */
+        const double base1 = has_slack ? base0 + slack[j] : base0, ratio1 = has_slack ? e / base1 : ratio0;
+        /* ratio0 > 1 (NaN not), on its bits: the vectorizer takes this mask
+         * into the count below, which it does not with the double compare's */
+        const int64_t b0 = bits_of(ratio0);
+        const int past = has_slack & (b0 > 0x3ff0000000000000) & (b0 <= 0x7ff0000000000000);
+        const double base = past ? base1 : base0, ratio = past ? ratio1 : ratio0;
         bv[j] = base;
-        const double ratio = e / base;
         rv[j] = ratio;
         rbv[j] = ratio_bin(ratio, bin_of_exp, edge);
         /* the reductions, over the finite pairs (keep) */
@@ -166,7 +170,9 @@ static inline __attribute__((always_inline)) void loop(const struct kv_tile_in *
         max_rel = bq > max_rel ? bq : max_rel;
         max_ratio = br > max_ratio ? br : max_ratio;
         rel_skipped += (uint64_t)(keep & !normal);
-        over += (uint64_t)(keep & (ratio > 1.0));
+        /* over 1, or made NaN by the slack (a NaN slack: not within it) */
+        over += (uint64_t)(keep & ((ratio > 1.0) | (past & !(ratio <= 1.0))));
+        slacked += (uint64_t)(keep & past & (ratio <= 1.0)); /* NaN: not rescued */
         alts += (uint64_t)(keep & hit);
         fails_tol += (uint64_t)(keep & tol & (e > atol + rtol * ay));
         odds += (uint64_t)odd;
@@ -174,15 +180,21 @@ static inline __attribute__((always_inline)) void loop(const struct kv_tile_in *
     }
     o->max_e = max_e, o->max_u = max_u, o->max_rel = max_rel, o->max_ratio = max_ratio;
     o->rel_skipped = rel_skipped, o->over = over, o->alt = alts, o->fails_tol = fails_tol, o->odd = odds;
+    o->slacked = slacked;
 }
 
 static inline __attribute__((always_inline)) void tile_of(const struct kv_tile_in *in, enum kv_dtype t, size_t at,
                                                          size_t n, struct kv_tile *o)
 {
-    if (in->alt && in->lam) loop(in, t, 1, 1, at, n, o);
-    else if (in->alt) loop(in, t, 1, 0, at, n, o);
-    else if (in->lam) loop(in, t, 0, 1, at, n, o);
-    else loop(in, t, 0, 0, at, n, o);
+    if (in->slack) {
+        if (in->alt && in->lam) loop(in, t, 1, 1, 1, at, n, o);
+        else if (in->alt) loop(in, t, 1, 0, 1, at, n, o);
+        else if (in->lam) loop(in, t, 0, 1, 1, at, n, o);
+        else loop(in, t, 0, 0, 1, at, n, o);
+    } else if (in->alt && in->lam) loop(in, t, 1, 1, 0, at, n, o);
+    else if (in->alt) loop(in, t, 1, 0, 0, at, n, o);
+    else if (in->lam) loop(in, t, 0, 1, 0, at, n, o);
+    else loop(in, t, 0, 0, 0, at, n, o);
 }
 
 KV_CLONES static void tile_f32(const struct kv_tile_in *in, size_t at, size_t n, struct kv_tile *o)

@@ -42,7 +42,8 @@ void kv_tile_tables_init(struct kv_tile_tables *tab);
 struct kv_tile_in {
     enum kv_dtype t;
     const void *cand; /* the device's output, from element 0 */
-    const double *y, *S, *alt, *lam, *fix; /* from the tile's first element; alt and lam NULL where absent */
+    /* from the tile's first element; alt, lam and slack NULL where absent */
+    const double *y, *S, *alt, *lam, *fix, *slack;
     double c1, c2, half_rho, lambda, floor_rel;
     int emin, prec;
     int tol;       /* count the pairs past the tolerance atol + rtol |y| */
@@ -51,8 +52,9 @@ struct kv_tile_in {
 };
 
 struct kv_tile {
-    /* e = |c - y|; u = e / ulp(y); base = the bound (no slack);
-     * ratio = e / base; e2 = e * e, y2 = y * y (the sums' terms) */
+    /* e = |c - y|; u = e / ulp(y); base = the bound, plus the element's
+     * slack where e over the bound without it is over 1; ratio = e / base;
+     * e2 = e * e, y2 = y * y (the sums' terms) */
     double e[KV_TILE], u[KV_TILE], base[KV_TILE], ratio[KV_TILE], e2[KV_TILE], y2[KV_TILE];
     /* qbin: u's bin in the p99's histogram; ubin: its bin in the
      * distribution's (kv_dist_ulp_bin), KV_TILE_ULP_ZERO where u is 0;
@@ -63,17 +65,14 @@ struct kv_tile {
      * the smallest normal; 0 where none) and ratio (NaN left out; -1 where
      * none), as the bits of these non-negative doubles, whose order is
      * theirs; how many have |y| below the smallest normal, ratio > 1, the
-     * other legal value, e past the tolerance; and how many pairs are not
-     * finite. */
+     * other legal value, e past the tolerance, a ratio brought to 1 or below
+     * by the slack; and how many pairs are not finite. */
     int64_t max_e, max_u, max_rel, max_ratio;
-    uint64_t rel_skipped, over, alt, fails_tol, odd;
+    uint64_t rel_skipped, over, alt, fails_tol, slacked, odd;
 };
 
 /* Elements at, at + 1, ..., at + n - 1 (n <= KV_TILE) of in->cand, the
  * oracle's arrays read from index 0. */
 void kv_judge_tile(const struct kv_tile_in *in, size_t at, size_t n, struct kv_tile *o);
-
-/* The ratio bin of r (rbin's), from in's tables. */
-uint64_t kv_tile_ratio_bin(const struct kv_tile_in *in, double r);
 
 #endif

@@ -3,8 +3,9 @@
  * values the scalar definitions give: the error, its ULPs (kv_ulp), the bound,
  * the ratio, the p99 and distribution bins (kv_dist_ulp_bin,
  * kv_dist_ratio_bin), the flags, and the tile's maxima and counts; for f32,
- * bf16 and f64 outputs, with and without the other legal value and a bound
- * of its own, over finite, zero, subnormal, huge and non-finite values. */
+ * bf16 and f64 outputs, with and without the other legal value, a bound of
+ * its own and a slack (added where the ratio without it is over 1), over
+ * finite, zero, subnormal, huge and non-finite values. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -51,9 +52,9 @@ static double value(unsigned i, double scale)
     }
 }
 
-static void one(enum kv_dtype t, int with_alt, int with_lam, int tol)
+static void one(enum kv_dtype t, int with_alt, int with_lam, int tol, int with_slack)
 {
-    static double y[N], S[N], alt[N], lam[N], fix[N];
+    static double y[N], S[N], alt[N], lam[N], fix[N], slack[N];
     static float c32[N];
     static double c64[N];
     static uint16_t c16[N];
@@ -67,6 +68,8 @@ static void one(enum kv_dtype t, int with_alt, int with_lam, int tol)
         kv_store_f64(t, cand, i, c);
         alt[i] = i % 5 == 0 ? kv_load_f64(t, cand, i) : 1.5;
         lam[i] = fabs(y[i]) * 0x1p-20, fix[i] = i % 4 ? 0 : 0x1p-30;
+        /* none, enough (c is up to 1025 y), too little, NaN */
+        slack[i] = i % 3 == 0 ? 0 : i % 3 == 1 ? 4096 * fabs(y[i]) + 1 : i % 4 ? 0x1p-40 : NAN;
     }
     double edge[KV_DIST_RATIO_BINS + 1] = {0}; /* the reference's, kv_dist_ratio_bin's */
     for (int i = 1; i < KV_DIST_RATIO_BINS; i++) edge[i] = kv_dist_ratio_edge(i);
@@ -80,13 +83,14 @@ static void one(enum kv_dtype t, int with_alt, int with_lam, int tol)
     for (size_t i0 = 0; i0 < N; i0 += KV_TILE) {
         const size_t n = N - i0 < KV_TILE ? N - i0 : KV_TILE;
         struct kv_tile_in in = {.t = t, .cand = cand, .y = y + i0, .S = S + i0, .alt = with_alt ? alt + i0 : NULL,
-                                .lam = with_lam ? lam + i0 : NULL, .fix = with_lam ? fix + i0 : NULL, .c1 = c1,
+                                .lam = with_lam ? lam + i0 : NULL, .fix = with_lam ? fix + i0 : NULL,
+                                .slack = with_slack ? slack + i0 : NULL, .c1 = c1,
                                 .c2 = c2, .half_rho = half_rho, .lambda = lambda, .floor_rel = floor_rel,
                                 .emin = ti->emin, .prec = ti->precision, .tol = tol, .at = at, .rt = rt,
                                 .tab = &tab};
         kv_judge_tile(&in, i0, n, &tile);
         double max_e = 0, max_u = 0, max_rel = 0, max_ratio = -1;
-        uint64_t skipped = 0, over = 0, alts = 0, fails_tol = 0, odd = 0;
+        uint64_t skipped = 0, over = 0, alts = 0, fails_tol = 0, odd = 0, slacked = 0;
         for (size_t j = 0; j < n; j++) {
             const size_t i = i0 + j;
             const double c = kv_load_f64(t, cand, i), yy = y[i];
@@ -100,8 +104,11 @@ static void one(enum kv_dtype t, int with_alt, int with_lam, int tol)
             if (hit) e = 0;
             assert_int_equal(tile.flag[j], hit ? KV_TILE_ALT : 0);
             const double ulp = kv_ulp(t, yy);
-            const double base = with_lam ? lambda * lam[i] + fix[i] + half_rho * ulp : c1 * S[i] + c2 * S[i] + half_rho * ulp;
+            double base = with_lam ? lambda * lam[i] + fix[i] + half_rho * ulp : c1 * S[i] + c2 * S[i] + half_rho * ulp;
+            const int past = with_slack && e / base > 1;
+            if (past) base += slack[i];
             const double u = e / ulp, ratio = e / base;
+            slacked += past && ratio <= 1;
             assert_true(bits(tile.e[j]) == bits(e));
             assert_true(bits(tile.u[j]) == bits(u));
             assert_true(bits(tile.base[j]) == bits(base));
@@ -115,7 +122,7 @@ static void one(enum kv_dtype t, int with_alt, int with_lam, int tol)
             if (fabs(yy) >= floor_rel) max_rel = fmax(max_rel, e / fabs(yy));
             else skipped++;
             if (ratio > max_ratio) max_ratio = ratio;
-            over += ratio > 1, alts += hit, fails_tol += tol && e > at + rt * fabs(yy);
+            over += past ? !(ratio <= 1) : ratio > 1, alts += hit, fails_tol += tol && e > at + rt * fabs(yy);
         }
         assert_true(tile.max_e == (int64_t)bits(max_e) && tile.max_u == (int64_t)bits(max_u));
         assert_true(tile.max_rel == (int64_t)bits(max_rel));
@@ -125,7 +132,8 @@ static void one(enum kv_dtype t, int with_alt, int with_lam, int tol)
         assert_int_equal(tile.alt, alts);
         assert_int_equal(tile.fails_tol, fails_tol);
         assert_int_equal(tile.odd, odd);
-        assert_true(odd > 0 && over > 0 && (!with_alt || alts > 0)); /* the cases are there */
+        assert_int_equal(tile.slacked, slacked);
+        assert_true(odd > 0 && over > 0 && (!with_alt || alts > 0) && (!with_slack || slacked > 0)); /* the cases are there */
     }
 }
 
@@ -134,7 +142,7 @@ static void every_kind(void **s)
     (void)s;
     const enum kv_dtype types[] = {KV_F32, KV_BF16, KV_F64};
     for (int k = 0; k < 3; k++)
-        for (int v = 0; v < 8; v++) one(types[k], v & 1, (v >> 1) & 1, (v >> 2) & 1);
+        for (int v = 0; v < 16; v++) one(types[k], v & 1, (v >> 1) & 1, (v >> 2) & 1, (v >> 3) & 1);
 }
 
 int main(void)
