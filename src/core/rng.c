@@ -318,7 +318,7 @@ void kv_rng_normal_block(uint64_t seed, uint32_t stream, uint64_t i0, size_t n, 
 void kv_rng_normal_f32(uint64_t seed, uint32_t stream, size_t n, double mul, float *dst)
 {
     enum { B = 1024 };
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 16) /* dynamic: a thread may be busy elsewhere (the device opening) */
     for (size_t i0 = 0; i0 < n; i0 += B) {
         double v[B];
         size_t m = n - i0 < B ? n - i0 : B;

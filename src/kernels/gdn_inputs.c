@@ -148,7 +148,7 @@ static void nonfinite(const struct kv_gdn_inputs *d)
 static void dense_A(const struct kv_gdn_inputs *d)
 {
     const int64_t rows = d->B * d->T * d->H;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 16)
     for (int64_t r = 0; r < rows; r++) {
         int64_t t = (r / d->H) % d->T, i = t % BT, t0 = t - i, nv = d->T - t0 < BT ? d->T - t0 : BT;
         for (int64_t j = i + 1; j < nv; j++)
@@ -182,10 +182,10 @@ enum kv_status kv_gdn_make_inputs(const struct kv_gdn_inputs *d, char *note, siz
 {
     const int random = d->dist == KV_GDN_RANDOM, dense = d->dist == KV_GDN_DENSE;
     const int64_t rows = d->B * d->T;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 16)
     for (int64_t r = 0; r < rows * d->Hg; r++) key_row(d, r, random);
     const int64_t nv = rows * d->H * d->V;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 16)
     for (int64_t i0 = 0; i0 < nv; i0 += 1024) {
         double z[1024];
         const int64_t m = nv - i0 < 1024 ? nv - i0 : 1024;
@@ -193,7 +193,7 @@ enum kv_status kv_gdn_make_inputs(const struct kv_gdn_inputs *d, char *note, siz
         for (int64_t i = i0; i < i0 + m; i++) d->v[i] = kv_f32_to_bf16((float)z[i - i0]);
     }
     /* beta = sigmoid(N(0,1)); g = chunk-cumulative log(sigmoid(N(0,1))), clipped at -20 */
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 16)
     for (int64_t bh = 0; bh < d->B * d->H; bh++) {
         int64_t b = bh / d->H, h = bh % d->H;
         double acc = 0;

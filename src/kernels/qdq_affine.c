@@ -190,7 +190,8 @@ static enum kv_status inputs(struct kv_case *c)
     const int dist = c->p[P_DIST].c;
     const double scale = c->p[P_SCALE].f, N = ldexp(1, (int)c->p[P_BITS].i) - 1;
     float *w = c->t[T_W].data, *dy = c->t[T_DY].data;
-#pragma omp parallel for schedule(static)
+    /* dynamic, about 16384 elements a chunk: the device may be opening on another thread (jobs.c) */
+#pragma omp parallel for schedule(dynamic, gs >= 16384 ? 1 : (int)(16384 / gs))
     for (int64_t g = 0; g < groups; g++) {
         float *wg = w + g * gs;
         if (dist == D_TIES) ties_group(c, g, gs, N, wg);

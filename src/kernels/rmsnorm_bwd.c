@@ -119,7 +119,7 @@ static enum kv_status inputs(struct kv_case *c)
     float *x = c->t[T_X].data, *w = c->t[T_W].data, *dy = c->t[T_DY].data;
     const int64_t n = rows * dim;
     enum { B = 1024 };
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 16) /* dynamic: the device may be opening on another thread (jobs.c) */
     for (int64_t i0 = 0; i0 < n; i0 += B) {
         double vx[B], vdy[B];
         const int64_t m = n - i0 < B ? n - i0 : B;

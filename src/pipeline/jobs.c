@@ -392,7 +392,7 @@ static struct kv_case *case_to_prepare(const struct jobs_run *x, size_t *job)
 }
 
 /* Opening the device and the first case's pipelines, on a thread beside the
- * one that makes that case's inputs and oracle. */
+ * one that makes that case's inputs. */
 struct opener {
     struct jobs_run *x;
     const char *selector;
@@ -414,7 +414,7 @@ static void *open_thread(void *arg)
 }
 
 /* Open the device when a selected case needs one; the first case's inputs
- * and oracle made meanwhile where it can be prepared (case_to_prepare). */
+ * made meanwhile where it can be prepared (case_to_prepare). */
 static enum kv_status open_device(struct jobs_run *x, const char *selector)
 {
     if (!need_device(x)) return KV_OK;

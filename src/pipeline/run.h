@@ -12,16 +12,18 @@
  * (host) that its inputs and outputs fit the host's available memory. */
 enum kv_status kv_case_check(struct kv_case *c, const struct kv_vk_info *dev, int host);
 
-/* What needs no device, made before the case runs: its inputs and oracles
- * (jobs.c makes the first case's while the device opens), their times, or
- * the error that stopped them (reported when the case runs). */
+/* A case's inputs, made before the case runs (jobs.c makes the first
+ * case's while the device opens), their time, or the error that stopped
+ * them (reported when the case runs). Its oracle is made when it runs, on
+ * every core: beside the opening thread, gdn-wy-bwd's float64 products
+ * lost more time than the opening took. */
 struct kv_case_prep {
     enum kv_status st;
     char msg[1024];
     int all_inputs_given;
-    double inputs_ms, oracle_ms;
+    double inputs_ms;
 };
-/* Only for options without --abi (its constants and products come with the runner). */
+/* Only for options without --abi (its constants come with the runner). */
 void kv_case_prepare(struct kv_case *c, const struct kv_run_opts *o, struct kv_case_prep *pre);
 
 /* Run one case and fill res; never fails: errors are recorded in res.

@@ -1,4 +1,4 @@
-# The first case's inputs and oracle are made while the device opens (and its
+# The first case's inputs are made while the device opens (and its
 # pipelines are made) on another thread. The reports are the same as when the
 # device opens first (KVERIFY_TEST_NO_OVERLAP=1): generated and given inputs,
 # a blocked and a sampled oracle, --oracle both, a spec kernel, a suite whose
