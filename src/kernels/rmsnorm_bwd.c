@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "core/clones.h"
 #include "core/rng.h"
 #include "kernels/kernel.h"
 
@@ -157,8 +158,8 @@ static enum kv_status inputs(struct kv_case *c)
  *   error of S), dw is linear in r (1x). lambda = 8 here by design: the
  *   chained allowance describes r's default bound, not a user's override. */
 /* dx's oracle, row b, columns [k0, k1), from the row's coefficients. */
-static void dx_elems(const struct kv_case *c, int64_t b, int64_t k0, int64_t k1, double coeff, double cabs, double *y,
-                     double *S)
+KV_CLONES static void dx_elems(const struct kv_case *c, int64_t b, int64_t k0, int64_t k1, double coeff, double cabs,
+                               double *restrict y, double *restrict S)
 {
     const int64_t dim = c->p[P_DIM].i;
     const float *xb = (const float *)c->t[T_X].data + b * dim, *dyb = (const float *)c->t[T_DY].data + b * dim;
