@@ -523,7 +523,6 @@ static enum kv_status run_case(struct case_run *x)
     KV_TRY(choose_stages(x));
     if (x->pre) {
         KV_CHECK(!x->pre->st, x->pre->st, "%s", x->pre->msg);
-        x->all_inputs_given = x->pre->all_inputs_given;
         res->ms.inputs = x->pre->inputs_ms;
     } else {
         double t0 = kv_now_ms();
@@ -567,8 +566,11 @@ void kv_case_prepare(struct kv_case *c, const struct kv_run_opts *o, struct kv_c
     struct case_run x = {.c = c, .o = o};
     double t0 = kv_now_ms();
     kv_error_clear();
-    enum kv_status st = make_inputs(&x);
-    *pre = (struct kv_case_prep){st, "", x.all_inputs_given, kv_now_ms() - t0};
+    /* its shapes first, as kv_run_case makes them: a case run before (on
+     * another device) was freed, shapes and all */
+    enum kv_status st = kv_case_check(c, NULL, 0);
+    if (!st) st = make_inputs(&x);
+    *pre = (struct kv_case_prep){st, "", kv_now_ms() - t0};
     if (st) snprintf(pre->msg, sizeof pre->msg, "%s", kv_error_msg());
 }
 

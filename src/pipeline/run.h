@@ -20,7 +20,6 @@ enum kv_status kv_case_check(struct kv_case *c, const struct kv_vk_info *dev, in
 struct kv_case_prep {
     enum kv_status st;
     char msg[1024];
-    int all_inputs_given;
     double inputs_ms;
 };
 /* Only for options without --abi (its constants come with the runner). */

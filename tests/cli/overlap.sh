@@ -2,7 +2,8 @@
 # pipelines are made) on another thread. The reports are the same as when the
 # device opens first (KVERIFY_TEST_NO_OVERLAP=1): generated and given inputs,
 # a blocked and a sampled oracle, --oracle both, a spec kernel, a suite whose
-# later cases are not prepared, and a failing case.
+# later cases are not prepared, a suite's later job first, two devices, and a
+# failing case.
 . "$(dirname "$0")/lib.bash"
 expect_same_report 0 KVERIFY_TEST_NO_OVERLAP "$KV" rmsnorm-bwd --rows 33 --dim 1000 --seeds 2
 expect_same_report 0 KVERIFY_TEST_NO_OVERLAP "$KV" rmsnorm-bwd --rows 64 --dim 4096 --sample 500
@@ -22,6 +23,16 @@ cat > "$TMP/suite.json" <<'JSON'
 ]}
 JSON
 expect_same_report 0 KVERIFY_TEST_NO_OVERLAP "$KV" run "$TMP/suite.json"
+# the first selected case in a later job, with options of its own (a sample)
+cat > "$TMP/suite2.json" <<'JSON'
+{"name": "overlap2", "cases": [
+  {"kernel": "qdq-affine", "params": {"groups": 12, "group-size": 8, "bits": 4}},
+  {"kernel": "rmsnorm-bwd", "params": {"rows": 16, "dim": 300}, "sample": 100}
+]}
+JSON
+expect_same_report 0 KVERIFY_TEST_NO_OVERLAP "$KV" run "$TMP/suite2.json" --filter '^rmsnorm'
+# the same case on two devices: prepared again for the second (the first run freed it)
+expect_same_report 0 KVERIFY_TEST_NO_OVERLAP "$KV" rmsnorm-bwd --rows 8 --dim 33 --device 0 --device 0
 # the times: start-up and inputs both measured when they overlap
 expect_exit 0 "$KV" rmsnorm-bwd --rows 64 --dim 1000 --verbose
 grep -Eq "start-up [0-9.]+ ms, pipelines [0-9.]+ ms, inputs [0-9.]+ ms" "$TMP/err" || fail "--verbose: no time split"
