@@ -378,13 +378,15 @@ static struct kv_case *case_to_prepare(const struct jobs_run *x, size_t *job)
     for (size_t j = 0; j < x->n; j++)
         for (size_t i = 0; i < (x->jobs[j].error ? 1 : x->jobs[j].n_cases); i++) {
             if (!selected(x->sel, case_name(&x->jobs[j], i), &seen, &index)) continue;
-            const struct kv_job *jb = &x->jobs[j];
+            struct kv_job *jb = &x->jobs[j];
             int abi = 0;
             for (int s = 0; s < KV_MAX_STAGES; s++) abi |= jb->o.run.abi[s] != NULL;
+            if (jb->error || !jb->need_device || abi) return NULL;
+            /* its shapes made again (a run on an earlier device freed them) */
+            if (kv_case_check(&jb->cases[i], NULL, 0) != KV_OK) return NULL; /* its error comes when it runs */
             const struct kv_vk_info cpu = {.type = "cpu"};
             uint64_t avail = kv_host_available();
-            if (jb->error || !jb->need_device || abi || (avail && kv_case_host_floor(&jb->cases[i], &cpu) > avail))
-                return NULL;
+            if (avail && kv_case_host_floor(&jb->cases[i], &cpu) > avail) return NULL;
             *job = j;
             return &x->jobs[j].cases[i];
         }

@@ -33,6 +33,21 @@ JSON
 expect_same_report 0 KVERIFY_TEST_NO_OVERLAP "$KV" run "$TMP/suite2.json" --filter '^rmsnorm'
 # the same case on two devices: prepared again for the second (the first run freed it)
 expect_same_report 0 KVERIFY_TEST_NO_OVERLAP "$KV" rmsnorm-bwd --rows 8 --dim 33 --device 0 --device 0
+# a case too large for the host's memory is refused on each device, not
+# prepared on the second (where the first run freed its shapes)
+cat > "$TMP/suite3.json" <<'JSON'
+{"name": "overlap3", "cases": [
+  {"kernel": "rmsnorm-bwd", "params": {"rows": 512, "dim": 4096}},
+  {"kernel": "qdq-affine", "params": {"groups": 12, "group-size": 8, "bits": 4}}
+]}
+JSON
+KVERIFY_TEST_MEM_AVAILABLE=10000000 run "$KV" run "$TMP/suite3.json" --device 0 --device 0 --json "$TMP/s3.json"
+python3 - "$TMP/s3.json" <<'PY' || fail "the case too large for the host's memory is not refused on both devices"
+import json, sys
+cases = json.load(open(sys.argv[1]))["cases"]
+refused = [c for c in cases if "needs at least" in (c.get("error") or "")]
+assert len(cases) == 4 and len(refused) == 2, [(c["name"], c.get("error")) for c in cases]
+PY
 # the times: start-up and inputs both measured when they overlap
 expect_exit 0 "$KV" rmsnorm-bwd --rows 64 --dim 1000 --verbose
 grep -Eq "start-up [0-9.]+ ms, pipelines [0-9.]+ ms, inputs [0-9.]+ ms" "$TMP/err" || fail "--verbose: no time split"
