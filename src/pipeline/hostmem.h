@@ -1,5 +1,6 @@
-/* Whether a case can fit the machine's memory: the host memory it will
- * certainly hold, against what the machine has available. */
+/* Whether a case fits: its shapes against the kernel and the device's
+ * limits, and the host memory it will certainly hold against what the
+ * machine has available. */
 #ifndef KV_HOSTMEM_H
 #define KV_HOSTMEM_H
 
@@ -18,5 +19,10 @@ uint64_t kv_case_host_floor(const struct kv_case *c, const struct kv_vk_info *de
  * (KVERIFY_TEST_MEM_AVAILABLE, bytes, in its place for the tests); 0 where
  * unknown. */
 uint64_t kv_host_available(void);
+
+/* Check a case's shapes against the kernel and the device's limits (dev
+ * NULL: the kernel's alone), and (host) that its inputs and outputs fit the
+ * host's available memory. */
+enum kv_status kv_case_check(struct kv_case *c, const struct kv_vk_info *dev, int host);
 
 #endif

@@ -16,39 +16,6 @@
 #include "spirv/shader.h"
 #include "spirv/spirv.h"
 
-enum kv_status kv_case_check(struct kv_case *c, const struct kv_vk_info *dev, int host)
-{
-    const struct kv_kernel *k = c->k;
-    KV_TRY_RET(kv_case_shapes(c));
-    for (int t = 0; t < k->n_tensors; t++) {
-        size_t n;
-        if (kv_tensor_on(c, t)) KV_TRY_RET(kv_shape_count(k->tensors[t].name, c->t[t].dtype, c->t[t].ndim,
-                                                          c->t[t].shape, &n));
-    }
-    /* every binding within maxStorageBufferRange, or bound in windows where
-     * the kernel has them (binding.h) */
-    for (int s = 0; dev && s < k->n_stages; s++) {
-        struct kv_windows w;
-        if (kv_stage_on(c, s)) KV_TRY_RET(kv_windows_plan(c, s, dev->max_storage_range, dev->min_storage_align, &w));
-    }
-    /* a buffer past maxMemoryAllocationSize is tried (drivers that report
-     * 4 GiB there make larger ones): one that fails is a device error */
-    const uint64_t most = dev ? (dev->max_buffer ? dev->max_buffer : dev->max_alloc) : 0;
-    for (int t = 0; most && t < k->n_tensors; t++) {
-        size_t bytes = kv_tensor_on(c, t) ? kv_tensor_bytes(&c->t[t]) : 0;
-        if (bytes + 2 * KV_POISON_MAX + 4 > most)
-            return kv_error(KV_EUSAGE, "%s: tensor %s needs a buffer of %zu bytes or more, more than this "
-                            "device's largest buffer (%s %llu bytes)", c->name, k->tensors[t].name, bytes,
-                            dev->max_buffer ? "maxBufferSize" : "maxMemoryAllocationSize", (unsigned long long)most);
-    }
-    /* refused in one line rather than killed for memory half-way */
-    uint64_t need = dev && host ? kv_case_host_floor(c, dev) : 0, avail = need ? kv_host_available() : 0;
-    if (avail && need > avail)
-        return kv_error(KV_EUSAGE, "%s: needs at least %.2f GB of host memory (its inputs and outputs), more "
-                        "than the %.2f GB available", c->name, (double)need / 1e9, (double)avail / 1e9);
-    return KV_OK;
-}
-
 static size_t count_diff(const void *a, const void *b, size_t n, size_t esize)
 {
     size_t diff = 0;

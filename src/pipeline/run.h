@@ -8,10 +8,6 @@
 #include "spirv/glsl.h"
 #include "vk/vk.h"
 
-/* Check a case's shapes against the kernel and the device's limits, and
- * (host) that its inputs and outputs fit the host's available memory. */
-enum kv_status kv_case_check(struct kv_case *c, const struct kv_vk_info *dev, int host);
-
 /* A case's inputs, made before the case runs (jobs.c makes the first
  * case's while the device opens), their time, or the error that stopped
  * them (reported when the case runs). Its oracle is made when it runs, on
