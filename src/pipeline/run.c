@@ -140,12 +140,13 @@ static enum kv_status make_inputs(struct case_run *x)
         if (k->tensors[t].role == KV_INPUT && c->given[t] && kv_tensor_on(c, t))
             memcpy(c->t[t].data, c->given[t]->data, kv_tensor_bytes(&c->t[t]));
     /* --abi constants: an input fixed (w = 1) for the shader and the oracle alike */
-    for (int s = 0; s < k->n_stages; s++)
-        for (int i = 0; stage_abi(x, s) && i < stage_abi(x, s)->n_constants; i++) {
-            int t = kv_case_tensor(c, k->tensors[stage_abi(x, s)->const_tensor[i]].name);
-            for (size_t e = 0; t >= 0 && e < c->t[t].count; e++)
-                kv_store_f64(c->t[t].dtype, c->t[t].data, e, stage_abi(x, s)->const_value[i]);
+    for (int s = 0; s < k->n_stages; s++) {
+        const struct kv_abi *a = stage_abi(x, s);
+        for (int i = 0; a && i < a->n_constants; i++) {
+            int t = kv_case_tensor(c, k->tensors[a->const_tensor[i]].name);
+            for (size_t e = 0; t >= 0 && e < c->t[t].count; e++) kv_store_f64(c->t[t].dtype, c->t[t].data, e, a->const_value[i]);
         }
+    }
 cleanup:
     return st;
 }
@@ -176,7 +177,8 @@ static enum kv_status run_oracles(struct case_run *x)
      * reads them: one rounding more per product in its outputs' budget. */
     for (int s = 0; s < k->n_stages; s++) {
         int products = 0;
-        for (int i = 0; stage_abi(x, s) && i < stage_abi(x, s)->n_bindings; i++) products += stage_abi(x, s)->b[i].tensor < 0;
+        const struct kv_abi *a = stage_abi(x, s);
+        for (int i = 0; a && i < a->n_bindings; i++) products += a->b[i].tensor < 0;
         for (int t = 0; products && t < k->n_tensors; t++)
             if (k->tensors[t].role == KV_OUTPUT && k->tensors[t].stage == s) {
                 c->bound[t].k_op += products;
