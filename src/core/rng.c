@@ -194,35 +194,44 @@ static __attribute__((target("avx512f,avx512dq"))) void normal_lanes_avx512(uint
     const __m512d one = _mm512_set1_pd(1.0), two = _mm512_set1_pd(2.0), ulp = _mm512_set1_pd(0x1p-53);
     static const double inv[] = {1.0 / 23, 1.0 / 21, 1.0 / 19, 1.0 / 17, 1.0 / 15, 1.0 / 13,
                                  1.0 / 11, 1.0 / 9,  1.0 / 7,  1.0 / 5,  1.0 / 3};
+    /* Step by step over the four groups: each step's four operations are
+     * independent, so the log's long chain (22 dependent operations, a
+     * division, a square root) runs four at a time rather than one. */
+    __m512d u[BLK / V], sv[BLK / V], m[BLK / V], e[BLK / V], z[BLK / V], z2[BLK / V], sum[BLK / V];
     for (int g = 0; g < BLK / V; g++) {
         /* u53: hi's top 21 bits and lo's 32, an integer below 2^53, converted exactly */
         __m512d a = _mm512_mul_pd(_mm512_cvtepu64_pd(_mm512_or_si512(
                                       _mm512_slli_epi64(_mm512_srli_epi64(c0[g], 11), 32), c1[g])), ulp);
         __m512d b = _mm512_mul_pd(_mm512_cvtepu64_pd(_mm512_or_si512(
                                       _mm512_slli_epi64(_mm512_srli_epi64(c2[g], 11), 32), c3[g])), ulp);
-        __m512d u = _mm512_sub_pd(_mm512_mul_pd(two, a), one), v = _mm512_sub_pd(_mm512_mul_pd(two, b), one);
-        __m512d s = _mm512_add_pd(_mm512_mul_pd(u, u), _mm512_mul_pd(v, v));
+        __m512d v;
+        u[g] = _mm512_sub_pd(_mm512_mul_pd(two, a), one), v = _mm512_sub_pd(_mm512_mul_pd(two, b), one);
+        __m512d s = _mm512_add_pd(_mm512_mul_pd(u[g], u[g]), _mm512_mul_pd(v, v));
         __mmask8 ok = _mm512_cmp_pd_mask(s, _mm512_setzero_pd(), _CMP_GT_OQ) &
                       _mm512_cmp_pd_mask(s, one, _CMP_LT_OQ);
         for (int l = 0; l < V; l++) bad[g * V + l] = (unsigned char)!((ok >> l) & 1);
-        __m512d sv = _mm512_mask_blend_pd(ok, _mm512_set1_pd(0.5), s);
+        sv[g] = _mm512_mask_blend_pd(ok, _mm512_set1_pd(0.5), s);
         /* frexp by bits, as above: the exponent field is an exact integer */
-        __m512i bits = _mm512_castpd_si512(sv);
-        __m512d m = _mm512_castsi512_pd(_mm512_or_si512(_mm512_and_si512(bits, _mm512_set1_epi64(0x000fffffffffffffll)),
-                                                        _mm512_set1_epi64(0x3fe0000000000000ll)));
-        __m512d e = _mm512_sub_pd(_mm512_cvtepu64_pd(_mm512_srli_epi64(bits, 52)), _mm512_set1_pd(1022.0));
-        __mmask8 small = _mm512_cmp_pd_mask(m, _mm512_set1_pd(0.70710678118654752440), _CMP_LT_OQ);
-        m = _mm512_mask_blend_pd(small, m, _mm512_mul_pd(m, two));
-        e = _mm512_mask_blend_pd(small, e, _mm512_sub_pd(e, one));
-        __m512d z = _mm512_div_pd(_mm512_sub_pd(m, one), _mm512_add_pd(m, one)), z2 = _mm512_mul_pd(z, z);
-        __m512d sum = _mm512_setzero_pd();
-        for (int k = 0; k < 11; k++) sum = _mm512_mul_pd(_mm512_add_pd(sum, _mm512_set1_pd(inv[k])), z2);
-        __m512d z2x = _mm512_mul_pd(two, z);
-        __m512d lm = _mm512_add_pd(z2x, _mm512_mul_pd(z2x, sum));
-        __m512d lg = _mm512_add_pd(_mm512_mul_pd(e, _mm512_set1_pd(6.93147180369123816490e-01)),
-                                   _mm512_add_pd(_mm512_mul_pd(e, _mm512_set1_pd(1.90821492927058770002e-10)), lm));
-        __m512d q = _mm512_div_pd(_mm512_mul_pd(_mm512_set1_pd(-2.0), lg), sv);
-        _mm512_storeu_pd(out + g * V, _mm512_mul_pd(u, _mm512_sqrt_pd(q)));
+        __m512i bits = _mm512_castpd_si512(sv[g]);
+        m[g] = _mm512_castsi512_pd(_mm512_or_si512(_mm512_and_si512(bits, _mm512_set1_epi64(0x000fffffffffffffll)),
+                                                   _mm512_set1_epi64(0x3fe0000000000000ll)));
+        e[g] = _mm512_sub_pd(_mm512_cvtepu64_pd(_mm512_srli_epi64(bits, 52)), _mm512_set1_pd(1022.0));
+        __mmask8 small = _mm512_cmp_pd_mask(m[g], _mm512_set1_pd(0.70710678118654752440), _CMP_LT_OQ);
+        m[g] = _mm512_mask_blend_pd(small, m[g], _mm512_mul_pd(m[g], two));
+        e[g] = _mm512_mask_blend_pd(small, e[g], _mm512_sub_pd(e[g], one));
+    }
+    for (int g = 0; g < BLK / V; g++)
+        z[g] = _mm512_div_pd(_mm512_sub_pd(m[g], one), _mm512_add_pd(m[g], one)), z2[g] = _mm512_mul_pd(z[g], z[g]),
+        sum[g] = _mm512_setzero_pd();
+    for (int k = 0; k < 11; k++)
+        for (int g = 0; g < BLK / V; g++) sum[g] = _mm512_mul_pd(_mm512_add_pd(sum[g], _mm512_set1_pd(inv[k])), z2[g]);
+    for (int g = 0; g < BLK / V; g++) {
+        __m512d z2x = _mm512_mul_pd(two, z[g]);
+        __m512d lm = _mm512_add_pd(z2x, _mm512_mul_pd(z2x, sum[g]));
+        __m512d lg = _mm512_add_pd(_mm512_mul_pd(e[g], _mm512_set1_pd(6.93147180369123816490e-01)),
+                                   _mm512_add_pd(_mm512_mul_pd(e[g], _mm512_set1_pd(1.90821492927058770002e-10)), lm));
+        __m512d q = _mm512_div_pd(_mm512_mul_pd(_mm512_set1_pd(-2.0), lg), sv[g]);
+        _mm512_storeu_pd(out + g * V, _mm512_mul_pd(u[g], _mm512_sqrt_pd(q)));
     }
 }
 #undef V
