@@ -128,13 +128,11 @@ static enum kv_status plan_windows(const struct kv_runner *r, const struct kv_ca
     return KV_OK;
 }
 
-enum kv_status kv_plan_make(struct kv_runner *r, struct kv_case *c, const int *chain_stage, struct kv_plan *p)
+enum kv_status kv_plan_alloc(struct kv_runner *r, const struct kv_case *c, const int *chain_stage, struct kv_plan *p)
 {
     enum kv_status st = KV_OK;
     struct kv_vk_device *d = r->d;
     const struct kv_kernel *k = r->k;
-    struct kv_tensor *prod = calloc(KV_MAX_STAGES * KV_ABI_MAX, sizeof *prod);
-    KV_CHECK(prod, KV_EDEVICE, "out of host memory");
     size_t up = 0, down = 0;
     KV_TRY(plan_windows(r, c, p));
     for (int t = 0; t < k->n_tensors; t++)
@@ -158,17 +156,6 @@ enum kv_status kv_plan_make(struct kv_runner *r, struct kv_case *c, const int *c
         p->down_off[0][t] = down;
         down += padded;
         if (kv_is_intermediate(c, t)) {
-            struct kv_tensor *h = &p->iso_host[t];
-            if (c->compact[t]) { /* the oracle's whole intermediate, in its dtype: taken over */
-                KV_CHECK(c->iso[t].data, KV_EDEVICE, "internal: %s's isolated input is gone", k->tensors[t].name);
-                *h = c->iso[t];
-                memset(&c->iso[t], 0, sizeof c->iso[t]);
-            } else {
-                KV_TRY(kv_tensor_alloc(h, k->tensors[t].name, c->t[t].dtype, c->t[t].ndim, c->t[t].shape));
-                const double *y = c->y[t];
-#pragma omp parallel for schedule(static)
-                for (size_t i = 0; i < h->count; i++) kv_store_f64(h->dtype, h->data, i, y[i]);
-            }
             KV_TRY(kv_vk_buffer_create(d, round4(bytes) + 2 * kv_poison_bytes(bytes), KV_MEM_DEVICE, &p->iso[t]));
             p->up_off[1][t] = up;
             up += round4(bytes);
@@ -179,6 +166,36 @@ enum kv_status kv_plan_make(struct kv_runner *r, struct kv_case *c, const int *c
             KV_CHECK(p->chained[t], KV_EDEVICE, "out of host memory");
             p->down_off[1][t] = down;
             down += padded;
+        }
+    }
+    p->up_bytes = up, p->down_bytes = down;
+    p->alloced = 1;
+cleanup:
+    return st;
+}
+
+enum kv_status kv_plan_make(struct kv_runner *r, struct kv_case *c, const int *chain_stage, struct kv_plan *p)
+{
+    enum kv_status st = KV_OK;
+    struct kv_vk_device *d = r->d;
+    const struct kv_kernel *k = r->k;
+    struct kv_tensor *prod = calloc(KV_MAX_STAGES * KV_ABI_MAX, sizeof *prod);
+    KV_CHECK(prod, KV_EDEVICE, "out of host memory");
+    if (!p->alloced) KV_TRY(kv_plan_alloc(r, c, chain_stage, p));
+    size_t up = p->up_bytes, down = p->down_bytes;
+    /* the oracle's rounded intermediates, which the isolated stages read */
+    for (int t = 0; t < k->n_tensors; t++) {
+        if (!p->iso[t].buf) continue;
+        struct kv_tensor *h = &p->iso_host[t];
+        if (c->compact[t]) { /* the oracle's whole intermediate, in its dtype: taken over */
+            KV_CHECK(c->iso[t].data, KV_EDEVICE, "internal: %s's isolated input is gone", k->tensors[t].name);
+            *h = c->iso[t];
+            memset(&c->iso[t], 0, sizeof c->iso[t]);
+        } else {
+            KV_TRY(kv_tensor_alloc(h, k->tensors[t].name, c->t[t].dtype, c->t[t].ndim, c->t[t].shape));
+            const double *y = c->y[t];
+#pragma omp parallel for schedule(static)
+            for (size_t i = 0; i < h->count; i++) kv_store_f64(h->dtype, h->data, i, y[i]);
         }
     }
     KV_TRY(make_products(r, c, p, &up, prod));

@@ -54,13 +54,22 @@ struct kv_plan {
      * than a binding reaches (pipeline/binding.h) */
     struct kv_windows win[KV_MAX_STAGES];
     void *host_down[KV_MAX_TENSORS][2];
+    /* kv_plan_alloc's part made: the device buffers, and the bytes that the
+     * staging of inputs and intermediates (up) and of outputs (down) takes */
+    int alloced;
+    size_t up_bytes, down_bytes;
 };
 
 /* Whether stage s reads an output of another stage; whether output t feeds
  * another active stage. */
 int kv_consumes_intermediate(const struct kv_kernel *k, int s);
 int kv_is_intermediate(const struct kv_case *c, int t);
-/* Buffers for case c; chain_stage[s] marks stages rerun on device intermediates. */
+/* Buffers for case c; chain_stage[s] marks stages rerun on device
+ * intermediates. kv_plan_alloc makes the device's buffers alone, from the
+ * case's shapes: it needs neither inputs nor oracle (jobs.c makes the first
+ * case's while its inputs are made); kv_plan_make then makes the rest (the
+ * oracle's intermediates, staging), or all of it where p has none yet. */
+enum kv_status kv_plan_alloc(struct kv_runner *r, const struct kv_case *c, const int *chain_stage, struct kv_plan *p);
 enum kv_status kv_plan_make(struct kv_runner *r, struct kv_case *c, const int *chain_stage, struct kv_plan *p);
 /* Record and run the stages once, each dispatch capped at cap workgroups
  * (0: none), on the variant's pipelines (KV_VARIANT_*) where the runner has

@@ -10,6 +10,7 @@
 #include "pipeline/hostmem.h"
 #include "pipeline/bench.h"
 #include "pipeline/plan.h"
+#include "pipeline/prepare.h"
 #include "pipeline/row.h"
 #include "pipeline/sample.h"
 #include "pipeline/sanitize.h"
@@ -47,7 +48,7 @@ struct case_run {
     struct kv_case *c;
     const struct kv_run_opts *o;
     struct kv_case_result *res;
-    const struct kv_case_prep *pre; /* its inputs, made before (kv_case_prepare), or NULL */
+    struct kv_case_prep *pre; /* its inputs (and device buffers) made before (kv_case_prepare), or NULL */
     struct kv_plan p;
     void *first[KV_MAX_TENSORS][2];
     int first_mapped; /* first[][] are where run 0's downloads landed (kv_plan_download), which no later run writes */
@@ -81,25 +82,7 @@ static enum kv_status judge(struct case_run *x, int t, const struct kv_oracle_re
  * intermediates reruns on the device's own only where their producers ran. */
 static enum kv_status choose_stages(struct case_run *x)
 {
-    enum kv_status st = KV_OK;
-    const struct kv_kernel *k = x->c->k;
-    for (int t = 0; t < k->n_tensors; t++)
-        if (kv_tensor_on(x->c, t) && k->tensors[t].role == KV_OUTPUT && !x->c->given[t])
-            x->run_stage[k->tensors[t].stage] = x->r->d != NULL;
-    for (int s = 0; s < k->n_stages; s++) {
-        x->any_stage |= x->run_stage[s];
-        x->chain_stage[s] = x->run_stage[s] && kv_consumes_intermediate(k, s);
-        for (int b = 0; x->chain_stage[s] && b < k->stages[s].n_bindings; b++) {
-            const struct kv_tensor_def *td = &k->tensors[k->stages[s].bindings[b]];
-            if (td->role == KV_OUTPUT && td->stage != s && !x->run_stage[td->stage]) x->chain_stage[s] = 0;
-        }
-    }
-    for (int s = 0; s < k->n_stages; s++) {
-        KV_CHECK(!x->run_stage[s] || !x->r->missing[s][0], KV_ENODEV, "%s", x->r->missing[s]);
-        if (x->r->abi[s]) x->chain_stage[s] = 0; /* a foreign shader's own inputs: no chained rerun */
-    }
-cleanup:
-    return st;
+    return kv_case_stages(x->r, x->c, x->run_stage, x->chain_stage, &x->any_stage);
 }
 
 /* An --abi stage's interface file; none where the case is prepared before
@@ -254,6 +237,9 @@ static enum kv_status run_device(struct case_run *x)
     const struct kv_kernel *k = x->c->k;
     struct kv_case_result *res = x->res;
     double t0 = kv_now_ms();
+    if (x->pre && x->pre->early) /* the device buffers made while the inputs were (jobs.c) */
+        res->early_buffers = kv_early_plan_take(x->pre->early, x->r, x->c, x->chain_stage, &x->p);
+    if (x->pre) x->pre->early = NULL;
     KV_TRY(kv_plan_make(x->r, x->c, x->chain_stage, &x->p));
     res->ms.buffers = kv_now_ms() - t0;
     for (int s = 0; s < k->n_stages; s++) res->windows[s] = x->p.win[s].n;
@@ -539,11 +525,11 @@ void kv_case_prepare(struct kv_case *c, const struct kv_run_opts *o, struct kv_c
      * another device) was freed, shapes and all */
     enum kv_status st = kv_case_check(c, NULL, 0);
     if (!st) st = make_inputs(&x);
-    *pre = (struct kv_case_prep){st, "", kv_now_ms() - t0};
+    *pre = (struct kv_case_prep){st, "", kv_now_ms() - t0, NULL};
     if (st) snprintf(pre->msg, sizeof pre->msg, "%s", kv_error_msg());
 }
 
-void kv_run_case(struct kv_runner *r, struct kv_case *c, const struct kv_run_opts *o, const struct kv_case_prep *pre,
+void kv_run_case(struct kv_runner *r, struct kv_case *c, const struct kv_run_opts *o, struct kv_case_prep *pre,
                  struct kv_case_result *res)
 {
     fill_params(c, res);
@@ -562,6 +548,7 @@ void kv_run_case(struct kv_runner *r, struct kv_case *c, const struct kv_run_opt
     } else {
         kv_case_free(c);
     }
+    if (pre) kv_early_plan_free(r->d, pre->early), pre->early = NULL; /* an error before the device ran */
     if (st == KV_ENODEV) {
         res->status = KV_CASE_SKIP;
         snprintf(res->error, sizeof res->error, "%s", kv_error_msg());

@@ -3,6 +3,7 @@
 #define KV_RUN_H
 
 #include "kernels/kernel.h"
+#include "pipeline/prepare.h"
 #include "pipeline/runner.h"
 #include "reports/report.h"
 #include "spirv/glsl.h"
@@ -17,13 +18,16 @@ struct kv_case_prep {
     enum kv_status st;
     char msg[1024];
     double inputs_ms;
+    /* its device buffers, made on the opening thread meanwhile (prepare.h),
+     * or NULL; the case's run takes them */
+    struct kv_early_plan *early;
 };
 /* Only for options without --abi (its constants come with the runner). */
 void kv_case_prepare(struct kv_case *c, const struct kv_run_opts *o, struct kv_case_prep *pre);
 
 /* Run one case and fill res; never fails: errors are recorded in res.
  * pre: the case prepared by kv_case_prepare, or NULL (made here). */
-void kv_run_case(struct kv_runner *r, struct kv_case *c, const struct kv_run_opts *o, const struct kv_case_prep *pre,
+void kv_run_case(struct kv_runner *r, struct kv_case *c, const struct kv_run_opts *o, struct kv_case_prep *pre,
                  struct kv_case_result *res);
 
 #endif

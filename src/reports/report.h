@@ -73,6 +73,7 @@ struct kv_case_result {
         double buffers, teardown; /* the device buffers' creation; freeing the case */
         double chained;           /* the chained reruns on the device (not in device) */
     } ms;
+    int early_buffers;     /* its device buffers were made while its inputs were (--verbose) */
     char inputs[1024];     /* --inputs path, or "" when generated */
     char command[2048];    /* the kernel command that reproduces this case's verdict, or "" */
     char note[256];        /* the input generator's remark, or "" */

@@ -1,5 +1,5 @@
 # The first case's inputs are made while the device opens (and its
-# pipelines are made) on another thread. The reports are the same as when the
+# pipelines and device buffers are made) on another thread. The reports are the same as when the
 # device opens first (KVERIFY_TEST_NO_OVERLAP=1): generated and given inputs,
 # a blocked and a sampled oracle, --oracle both, a spec kernel, a suite whose
 # later cases are not prepared, a suite's later job first, two devices, and a
@@ -51,4 +51,10 @@ PY
 # the times: start-up and inputs both measured when they overlap
 expect_exit 0 "$KV" rmsnorm-bwd --rows 64 --dim 1000 --verbose
 grep -Eq "start-up [0-9.]+ ms, pipelines [0-9.]+ ms, inputs [0-9.]+ ms" "$TMP/err" || fail "--verbose: no time split"
+# the prepared case's device buffers were made on the opening thread, and
+# taken by its run; not where the device opens first
+grep -q "buffers [0-9.]* ms (the first case's made beside its inputs)" "$TMP/err" ||
+    fail "--verbose: the prepared case's device buffers were not made beside its inputs"
+KVERIFY_TEST_NO_OVERLAP=1 expect_exit 0 "$KV" rmsnorm-bwd --rows 64 --dim 1000 --verbose
+grep -q "beside its inputs" "$TMP/err" && fail "--verbose: device buffers made early where the device opened first"
 echo "overlap: ok"

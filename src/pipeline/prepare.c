@@ -1,0 +1,67 @@
+#include "pipeline/prepare.h"
+
+#include <stdlib.h>
+
+#include "pipeline/hostmem.h"
+
+enum kv_status kv_case_stages(const struct kv_runner *r, const struct kv_case *c, int *run_stage, int *chain_stage,
+                              int *any)
+{
+    const struct kv_kernel *k = c->k;
+    for (int t = 0; t < k->n_tensors; t++)
+        if (kv_tensor_on(c, t) && k->tensors[t].role == KV_OUTPUT && !c->given[t])
+            run_stage[k->tensors[t].stage] = r->d != NULL;
+    for (int s = 0; s < k->n_stages; s++) {
+        *any |= run_stage[s];
+        chain_stage[s] = run_stage[s] && kv_consumes_intermediate(k, s);
+        for (int b = 0; chain_stage[s] && b < k->stages[s].n_bindings; b++) {
+            const struct kv_tensor_def *td = &k->tensors[k->stages[s].bindings[b]];
+            if (td->role == KV_OUTPUT && td->stage != s && !run_stage[td->stage]) chain_stage[s] = 0;
+        }
+    }
+    for (int s = 0; s < k->n_stages; s++) {
+        if (run_stage[s] && r->missing[s][0]) return kv_error(KV_ENODEV, "%s", r->missing[s]);
+        if (r->abi[s]) chain_stage[s] = 0; /* a foreign shader's own inputs: no chained rerun */
+    }
+    return KV_OK;
+}
+
+void kv_early_plan_free(struct kv_vk_device *d, struct kv_early_plan *e)
+{
+    if (!e) return;
+    if (d) kv_plan_free(d, &e->p);
+    free(e);
+}
+
+struct kv_early_plan *kv_early_plan(struct kv_runner *r, struct kv_case *c)
+{
+    int run_stage[KV_MAX_STAGES] = {0}, any = 0;
+    struct kv_early_plan *e = calloc(1, sizeof *e);
+    if (!e) return NULL;
+    e->r = r;
+    /* the device's limits first, as the case's run checks them */
+    if (!r->d || kv_case_check(c, &r->d->info, 0) || kv_case_stages(r, c, run_stage, e->chain_stage, &any) || !any ||
+        kv_plan_alloc(r, c, e->chain_stage, &e->p)) {
+        kv_early_plan_free(r->d, e);
+        kv_error_clear();
+        return NULL;
+    }
+    for (int t = 0; t < c->k->n_tensors; t++) {
+        e->on[t] = kv_tensor_on(c, t);
+        e->bytes[t] = e->on[t] ? kv_tensor_bytes(&c->t[t]) : 0;
+    }
+    return e;
+}
+
+int kv_early_plan_take(struct kv_early_plan *e, const struct kv_runner *r, const struct kv_case *c,
+                       const int *chain_stage, struct kv_plan *p)
+{
+    int fits = e->r == r;
+    for (int s = 0; s < c->k->n_stages; s++) fits &= e->chain_stage[s] == chain_stage[s];
+    for (int t = 0; t < c->k->n_tensors; t++)
+        fits &= e->on[t] == kv_tensor_on(c, t) && e->bytes[t] == (e->on[t] ? kv_tensor_bytes(&c->t[t]) : 0);
+    if (fits) *p = e->p;
+    else kv_plan_free(r->d, &e->p);
+    free(e);
+    return fits;
+}
