@@ -107,10 +107,26 @@ static enum kv_status bounded_staging(struct kv_vk_device *d, const struct kv_ke
             p->host_down[t][ch] = kv_malloc_big(b->size);
             KV_CHECK(p->host_down[t][ch], KV_EDEVICE, "out of host memory for the download of %s", k->tensors[t].name);
         }
-    memcpy(p->prod_host, prod, KV_MAX_STAGES * KV_ABI_MAX * sizeof *prod);
-    memset(prod, 0, KV_MAX_STAGES * KV_ABI_MAX * sizeof *prod);
+    if (prod) {
+        memcpy(p->prod_host, prod, KV_MAX_STAGES * KV_ABI_MAX * sizeof *prod);
+        memset(prod, 0, KV_MAX_STAGES * KV_ABI_MAX * sizeof *prod);
+    }
 cleanup:
     return st;
+}
+
+/* The transfers' way (direct, streamed or staged whole) and their staging
+ * buffers, for up and down bytes; prod: the --abi products (NULL: none). */
+static enum kv_status plan_staging(struct kv_vk_device *d, const struct kv_kernel *k, struct kv_plan *p, size_t up,
+                                   size_t down, struct kv_tensor *prod)
+{
+    const int forced = kv_transfers_forced();
+    p->direct = forced < 0 && all_mapped(k, p);
+    p->streamed = forced == 1 || (forced < 0 && !p->direct && up + down > kv_stream_threshold());
+    p->staging = 1;
+    if (p->direct || p->streamed) return bounded_staging(d, k, p, up, down, prod);
+    KV_TRY_RET(kv_vk_buffer_create(d, up ? up : 4, KV_MEM_UPLOAD, &p->up));
+    return kv_vk_buffer_create(d, down ? down : 4, KV_MEM_READBACK, &p->down);
 }
 
 /* Each active stage's windows (binding.h); --abi stages bind whole tensors. */
@@ -170,6 +186,10 @@ enum kv_status kv_plan_alloc(struct kv_runner *r, const struct kv_case *c, const
     }
     p->up_bytes = up, p->down_bytes = down;
     p->alloced = 1;
+    /* without --abi products the staging's size is known now */
+    int abi = 0;
+    for (int s = 0; s < k->n_stages; s++) abi |= r->abi[s] != NULL;
+    if (!abi) KV_TRY(plan_staging(d, k, p, up, down, NULL));
 cleanup:
     return st;
 }
@@ -199,15 +219,8 @@ enum kv_status kv_plan_make(struct kv_runner *r, struct kv_case *c, const int *c
         }
     }
     KV_TRY(make_products(r, c, p, &up, prod));
-    const int forced = kv_transfers_forced();
-    p->direct = forced < 0 && all_mapped(k, p);
-    p->streamed = forced == 1 || (forced < 0 && !p->direct && up + down > kv_stream_threshold());
-    if (p->direct || p->streamed) {
-        KV_TRY(bounded_staging(d, k, p, up, down, prod));
-        goto cleanup;
-    }
-    KV_TRY(kv_vk_buffer_create(d, up ? up : 4, KV_MEM_UPLOAD, &p->up));
-    KV_TRY(kv_vk_buffer_create(d, down ? down : 4, KV_MEM_READBACK, &p->down));
+    if (!p->staging) KV_TRY(plan_staging(d, k, p, up, down, prod));
+    if (p->direct || p->streamed) goto cleanup;
     for (int t = 0; t < k->n_tensors; t++) {
         if (!kv_tensor_on(c, t)) continue;
         if (k->tensors[t].role == KV_INPUT)

@@ -55,8 +55,9 @@ struct kv_plan {
     struct kv_windows win[KV_MAX_STAGES];
     void *host_down[KV_MAX_TENSORS][2];
     /* kv_plan_alloc's part made: the device buffers, and the bytes that the
-     * staging of inputs and intermediates (up) and of outputs (down) takes */
-    int alloced;
+     * staging of inputs and intermediates (up) and of outputs (down) takes;
+     * the staging made (there too, unless --abi products add to up) */
+    int alloced, staging;
     size_t up_bytes, down_bytes;
 };
 
@@ -65,8 +66,8 @@ struct kv_plan {
 int kv_consumes_intermediate(const struct kv_kernel *k, int s);
 int kv_is_intermediate(const struct kv_case *c, int t);
 /* Buffers for case c; chain_stage[s] marks stages rerun on device
- * intermediates. kv_plan_alloc makes the device's buffers alone, from the
- * case's shapes: it needs neither inputs nor oracle (jobs.c makes the first
+ * intermediates. kv_plan_alloc makes the device's buffers and the staging
+ * alone, from the case's shapes: it needs neither inputs nor oracle (jobs.c makes the first
  * case's while its inputs are made); kv_plan_make then makes the rest (the
  * oracle's intermediates, staging), or all of it where p has none yet. */
 enum kv_status kv_plan_alloc(struct kv_runner *r, const struct kv_case *c, const int *chain_stage, struct kv_plan *p);
