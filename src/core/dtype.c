@@ -1,5 +1,7 @@
 #include "core/dtype.h"
 
+#include "core/clones.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -134,6 +136,32 @@ void kv_store_f64(enum kv_dtype t, void *data, size_t i, double v)
     case KV_DTYPE_COUNT: break;
     }
 }
+
+/* The integer codes' loop: clampd and nearbyint as kv_store_f64 makes them,
+ * without a branch (a NaN to 0), so that it vectorizes. */
+#define STORE_CODES(T, LO, HI)                                                                                       \
+    for (size_t i = 0; i < n; i++) {                                                                                 \
+        double x = v[i];                                                                                             \
+        x = x != x ? 0 : x < (LO) ? (LO) : x > (HI) ? (HI) : x;                                                        \
+        ((T *)data)[at + i] = (T)nearbyint(x);                                                                       \
+    }
+
+KV_CLONES void kv_store_f64_n(enum kv_dtype t, void *data, size_t at, const double *v, size_t n)
+{
+    switch (t) {
+    case KV_F32:
+        for (size_t i = 0; i < n; i++) ((float *)data)[at + i] = (float)v[i];
+        break;
+    case KV_F64: memcpy((double *)data + at, v, n * sizeof *v); break;
+    case KV_U8: STORE_CODES(uint8_t, 0, 255) break;
+    case KV_U16: STORE_CODES(uint16_t, 0, 65535) break;
+    case KV_I32: STORE_CODES(int32_t, -2147483648.0, 2147483647.0) break;
+    default:
+        for (size_t i = 0; i < n; i++) kv_store_f64(t, data, at + i, v[i]);
+        break;
+    }
+}
+#undef STORE_CODES
 
 int kv_same_values(enum kv_dtype t, const void *a, const void *b, size_t n)
 {

@@ -41,7 +41,6 @@ void kv_plan_free(struct kv_vk_device *d, struct kv_plan *p)
         kv_vk_buffer_destroy(d, &p->iso[t]);
         kv_vk_buffer_destroy(d, &p->chain[t]);
         kv_tensor_free(&p->iso_host[t]);
-        free(p->chained[t]);
         free(p->host_down[t][0]), free(p->host_down[t][1]);
     }
     for (int s = 0; s < KV_MAX_STAGES; s++)
@@ -178,8 +177,6 @@ enum kv_status kv_plan_alloc(struct kv_runner *r, const struct kv_case *c, const
         }
         if (p->has_chain[t]) {
             KV_TRY(kv_vk_buffer_create(d, padded, KV_MEM_DEVICE, &p->chain[t]));
-            p->chained[t] = kv_malloc_big(bytes ? bytes : 1);
-            KV_CHECK(p->chained[t], KV_EDEVICE, "out of host memory");
             p->down_off[1][t] = down;
             down += padded;
         }
@@ -214,8 +211,10 @@ enum kv_status kv_plan_make(struct kv_runner *r, struct kv_case *c, const int *c
         } else {
             KV_TRY(kv_tensor_alloc(h, k->tensors[t].name, c->t[t].dtype, c->t[t].ndim, c->t[t].shape));
             const double *y = c->y[t];
+            enum { B = 1 << 14 };
 #pragma omp parallel for schedule(static)
-            for (size_t i = 0; i < h->count; i++) kv_store_f64(h->dtype, h->data, i, y[i]);
+            for (size_t i0 = 0; i0 < h->count; i0 += B)
+                kv_store_f64_n(h->dtype, h->data, i0, y + i0, h->count - i0 < B ? h->count - i0 : B);
         }
     }
     KV_TRY(make_products(r, c, p, &up, prod));

@@ -32,7 +32,6 @@ struct kv_plan {
     size_t up_off[2][KV_MAX_TENSORS];          /* [0] dev inputs, [1] iso */
     size_t down_off[2][KV_MAX_TENSORS];        /* [0] dev outputs, [1] chain */
     struct kv_tensor iso_host[KV_MAX_TENSORS];
-    void *chained[KV_MAX_TENSORS];             /* host copies of chain outputs */
     int has_chain[KV_MAX_TENSORS];
     size_t nondet[KV_MAX_TENSORS][2];          /* elements that differed between repeats */
     /* --abi stages' products (a * b computed on the host), by stage and binding entry */

@@ -171,6 +171,36 @@ static void same_values(void **state)
     assert_false(kv_same_values(KV_I32, i, j, 1)); /* integers: bits */
 }
 
+/* kv_store_f64_n (a loop per dtype, vectorized where the CPU can) stores
+ * what kv_store_f64 does element by element: every dtype, NaN, infinities,
+ * values past each integer type's range, ties of the integer rounding,
+ * f32's rounding and subnormals, at an offset and over lengths that leave a
+ * vector loop's remainder. */
+static void store_block_is_store(void **state)
+{
+    (void)state;
+    enum { N = 203, AT = 5 };
+    double v[N];
+    const double special[] = {NAN, -NAN, INFINITY, -INFINITY, 0.0, -0.0, 0.5, 1.5, 2.5, -0.5, -1.5, 254.5, 255.5,
+                              255.49999999999997, 256.0, -1.0, 65534.5, 65535.5, 65536.0, 2147483646.5,
+                              2147483647.5, 2147483648.0, -2147483648.5, -2147483649.0, 1e300, -1e300,
+                              0x1.fffffep+127, 0x1.ffffffp+127, 0x1p-149, 0x1p-150, 0x1.8p-150, 0x1.000001p+0,
+                              0x1.0000008p+0, 0x1.0000018p+0, 3.0000000000000004, 1e-310};
+    const size_t n_special = sizeof special / sizeof *special;
+    for (int i = 0; i < N; i++)
+        v[i] = (size_t)i < n_special ? special[i] : kv_rng_normal(7, 1, (uint64_t)i) * (i % 3 ? 100.0 : 1e5);
+    for (int t = 0; t < KV_DTYPE_COUNT; t++) {
+        const size_t es = kv_dtype_info((enum kv_dtype)t)->size;
+        for (size_t n = 0; n <= N; n += n < 40 ? 1 : 41) {
+            unsigned char a[(N + AT) * 8], b[(N + AT) * 8];
+            memset(a, 0xA5, sizeof a), memset(b, 0xA5, sizeof b);
+            kv_store_f64_n((enum kv_dtype)t, a, AT, v, n);
+            for (size_t i = 0; i < n; i++) kv_store_f64((enum kv_dtype)t, b, AT + i, v[i]);
+            if (memcmp(a, b, (N + AT) * es)) fail_msg("%s, n = %zu: not what kv_store_f64 stores", kv_dtype_info((enum kv_dtype)t)->name, n);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -178,7 +208,7 @@ int main(void)
         cmocka_unit_test(f16_roundtrip_all), cmocka_unit_test(bf16_roundtrip_all),
         cmocka_unit_test(f16_ties), cmocka_unit_test(bf16_ties),
         cmocka_unit_test(random_against_reference), cmocka_unit_test(overflow_and_underflow),
-        cmocka_unit_test(ulp_values),
+        cmocka_unit_test(ulp_values), cmocka_unit_test(store_block_is_store),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
