@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clones.h"
 #include "core/rng.h"
 #include "kernels/kernel.h"
 
@@ -236,22 +237,13 @@ static const double U = 0x1p-24, FMIN = 0x1p-126;
 static float flush(float x) { return fabsf(x) < FLT_MIN ? 0.0f : x; }
 static int is_pow2(double x) { int e; return x > 0 && frexp(x, &e) == 0.5; }
 
-/* Round half away from zero, after clamping to [0, N] (the same thing for
- * integer bounds, and it keeps +-Inf out of the integer conversion). */
-static int code_of(double z, double N)
-{
-    z = z < 0 ? 0 : z > N ? N : z;
-    double t = floor(z);
-    return (int)t + (z - t >= 0.5);
-}
-
 /* A group's encoding as a device computes it in float32: flushed (every
  * subnormal operand and result is zero) or not. */
 struct enc {
     int poison;
     int one;         /* the scale was not a normal number and became 1 */
     float lo, hi, s; /* s: the float32 scale the codes divide by */
-    double win;      /* the group's part of the tie window (tie_window) */
+    double win;      /* the group's part of the tie window (group_codes) */
 };
 
 static struct enc encode_group(const float *w, int64_t gs, double N, int ftz)
@@ -277,31 +269,6 @@ static struct enc encode_group(const float *w, int64_t gs, double N, int ftz)
     return e;
 }
 
-/* The relative error with which a device may compute z = (w - lo)/s, so a
- * code whose exact quotient lies within it of a tie k + 1/2 may be k or k+1:
- * the subtraction (1u unless exact), the device's own scale (within 2.5 ulp
- * of (hi - lo)/N, 6u of the float32 s the oracle divides by, unless it is
- * (hi - lo)/1 or the replacement 1) and the division (2.5 ulp <= 5u, unless
- * by a power of two, which every implementation does exactly). An exact tie
- * with all three exact is not ambiguous: it must round away from zero. */
-static double tie_window(float v, const struct enc *e)
-{
-    double d = (double)v - (double)e->lo;
-    double sub = (double)(float)d == d ? 0 : U;
-    /* e->win: the scale's 6u (or 0) plus the division's 5u (or 0), made once
-     * per group; sums of these multiples of u are exact in any order */
-    return (sub + e->win) * 1.001;
-}
-
-/* The exact quotient z = (w - lo)/s that the device approximates. */
-static double quotient(float v, const struct enc *e, int ftz)
-{
-    if (isinf(v)) return v;
-    double d = (double)(ftz ? flush(v) : v) - (double)e->lo;
-    if (ftz) d = flush((float)d);
-    return d / e->s;
-}
-
 static enum kv_status alloc_d(double **p, size_t n)
 {
     *p = calloc(n ? n : 1, sizeof **p);
@@ -312,7 +279,7 @@ static enum kv_status alloc_d(double **p, size_t n)
  * scales: y = (hi - lo)/N exact, S = y; the device rounds hi - lo (1u) and
  *   divides (2.5 ulp <= 5u): n = 1, k_op = 6. A non-normal scale is 1.
  * biases: y = lo, exact: k_op = 0.
- * q: exact; the tie window is derived at tie_window().
+ * q: exact; the tie window is derived at group_codes().
  * qdq: y = q*s + b from the oracle's (q, s, b) as float32 (stage isolation),
  *   S = |q*s| + |b|, two roundings: k_op = 2. Chained: the device's s is
  *   within 6u + 0.5 ulp (7u) of exact and q*s carries it: k_chain = 8.
@@ -350,6 +317,57 @@ static void roundtrip(float w, int poison, const struct fwd *o, float s_in, doub
     *slack = clipped ? o->sc : o->sl + 0.5 * fmax(fabs((double)s_in), fs) * (1 + 16 * U * N) + fabs(flo - elo);
 }
 
+/* The codes of a group's elements under encoding e and under the flushed
+ * model f, lane by lane, without a branch, so that the loop vectorizes:
+ * - q: the exact quotient z = (w - lo)/s clamped to [0, N] and rounded half
+ *   away from zero (+-Inf clip to N and 0; z is never NaN in a group that is
+ *   not poisoned);
+ * - alt: q's other legal value, or -1. The tie window is the relative error
+ *   with which a device may compute z, so a code whose exact quotient lies
+ *   within it of a tie k + 1/2 may be k or k+1: the subtraction (1u unless
+ *   exact), the device's own scale (within 2.5 ulp of (hi - lo)/N, 6u of the
+ *   float32 s the oracle divides by, unless it is (hi - lo)/1 or the
+ *   replacement 1: e->win) and the division (2.5 ulp <= 5u, unless by a power
+ *   of two, which every implementation does exactly: e->win). An exact tie
+ *   with all three exact is not ambiguous: it must round away from zero;
+ * - fq: the code of the flushed model, from the flushed operand and
+ *   difference.
+ * A poisoned encoding's codes are 0, with no alternative. */
+enum { LANES = 256 };
+KV_CLONES static void group_codes(const float *w, size_t n, double N, const struct enc *e, const struct enc *f,
+                                  int *restrict q, int *restrict alt, int *restrict fq)
+{
+    const double lo = e->lo, s = e->s, ewin = e->win, flo = f->lo, fs = f->s;
+    const int ep = e->poison, fp = f->poison;
+    for (size_t j = 0; j < n; j++) {
+        const float v = w[j];
+        const int inf = fabsf(v) > FLT_MAX;
+        const double d = (double)v - lo, zd = d / s, z = inf ? (double)v : zd; /* divided in every lane */
+        const double zc = z < 0 ? 0 : z, zcc = zc > N ? N : zc, t = floor(zcc);
+        const double code = t + (zcc - t >= 0.5 ? 1.0 : 0.0);
+        const double sub = (double)(float)d == d ? 0 : U; /* the subtraction's part of the window */
+        const double win = inf ? 0 : (sub + ewin) * 1.001 * fabs(z), fz = floor(z);
+        const double dist = fabs(z - (fz + 0.5));
+        /* the other code where z is within the window of a tie: a chain of
+         * selects with one compare each, which the vectorizer takes (not an
+         * int made of the compares) */
+        double other = code == fz + 1 ? fz : fz + 1;
+        other = ep ? -1.0 : other;
+        other = fabs(z) <= DBL_MAX ? other : -1.0;
+        other = win > 0 ? other : -1.0;
+        other = dist <= win ? other : -1.0;
+        other = z > 0.5 - win ? other : -1.0;
+        other = z < N - 0.5 + win ? other : -1.0;
+        q[j] = ep ? 0 : (int)code;
+        alt[j] = (int)other;
+        /* the flushed model's code */
+        const float fv = fabsf(v) < FLT_MIN ? 0.0f : v, fd = (float)((double)fv - flo);
+        const double zfd = (double)(fabsf(fd) < FLT_MIN ? 0.0f : fd) / fs, zf = inf ? (double)v : zfd;
+        const double zfc = zf < 0 ? 0 : zf, zfcc = zfc > N ? N : zfc, tf = floor(zfcc);
+        fq[j] = fp ? 0 : (int)(tf + (zfcc - tf >= 0.5 ? 1.0 : 0.0));
+    }
+}
+
 /* Group g of every output: scale, bias, codes (with their tie and flushed
  * alternatives), the forward, the round-trip check and the gradients. */
 static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check_ref *rt)
@@ -376,25 +394,19 @@ static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check
     const size_t i0 = (size_t)(g * gs);
     struct kv_oracle_walk pq = kv_oracle_walk(c, T_Q, i0), pd = kv_oracle_walk(c, T_QDQ, i0);
     struct kv_tensor *iso = c->compact[T_Q] ? &c->iso[T_Q] : NULL; /* the forward's whole input */
+    int qs[LANES], alts[LANES], fqs[LANES];
     for (int64_t j = 0; j < gs; j++) {
         const size_t i = (size_t)(g * gs + j);
         size_t a;
-        int q = 0, alt = -1, fq = 0;
-        if (!e.poison) {
-            double z = quotient(wg[j], &e, 0);
-            q = code_of(z, N);
-            double win = isinf(z) ? 0 : tie_window(wg[j], &e) * fabs(z), dist = fabs(z - (floor(z) + 0.5));
-            if (isfinite(z) && win > 0 && dist <= win && z > 0.5 - win && z < N - 0.5 + win)
-                alt = q == (int)floor(z) + 1 ? (int)floor(z) : (int)floor(z) + 1;
-        }
-        if (!f.poison) fq = code_of(quotient(wg[j], &f, 1), N);
+        if (j % LANES == 0) group_codes(wg + j, (size_t)(gs - j < LANES ? gs - j : LANES), N, &e, &f, qs, alts, fqs);
+        const int q = qs[j % LANES], alt = alts[j % LANES], fq = fqs[j % LANES];
         const int fl = fq != q && f.poison == e.poison ? fq : -1; /* the flushed model's other code */
         if (iso) kv_store_f64(KV_U8, iso->data, i, q);
         /* a code's scale is 0: S[T_Q] keeps calloc's zeros, never written (so never resident) */
         if (kv_oracle_next(&pq, i, &a)) c->y[T_Q][a] = q, c->tie[T_Q][a] = (int16_t)alt, c->flush[T_Q][a] = (int16_t)fl;
-        /* forward, from the float32 (q, s, b) */
-        const struct fwd o = forward(q, s_in, b_in, alt, fl, f.s, f.lo);
-        if (kv_oracle_next(&pd, i, &a)) {
+        if (kv_oracle_next(&pd, i, &a) && (!blocked || rt->y)) {
+            /* forward, from the float32 (q, s, b) */
+            const struct fwd o = forward(q, s_in, b_in, alt, fl, f.s, f.lo);
             if (!blocked) /* else made by oracle_block */
                 c->y[T_QDQ][a] = o.y, c->S[T_QDQ][a] = o.S, c->slack[T_QDQ][a] = o.sl,
                 c->slack_chain[T_QDQ][a] = o.sc;
