@@ -358,13 +358,13 @@ KV_CLONES static void group_codes(const float *w, size_t n, double N, const stru
         other = dist <= win ? other : -1.0;
         other = z > 0.5 - win ? other : -1.0;
         other = z < N - 0.5 + win ? other : -1.0;
-        q[j] = ep ? 0 : (int)code;
+        q[j] = (int)(ep ? 0 : code); /* selected, then converted: a poisoned group's NaN is never converted */
         alt[j] = (int)other;
         /* the flushed model's code */
         const float fv = fabsf(v) < FLT_MIN ? 0.0f : v, fd = (float)((double)fv - flo);
         const double zfd = (double)(fabsf(fd) < FLT_MIN ? 0.0f : fd) / fs, zf = inf ? (double)v : zfd;
         const double zfc = zf < 0 ? 0 : zf, zfcc = zfc > N ? N : zfc, tf = floor(zfcc);
-        fq[j] = fp ? 0 : (int)(tf + (zfcc - tf >= 0.5 ? 1.0 : 0.0));
+        fq[j] = (int)(fp ? 0 : tf + (zfcc - tf >= 0.5 ? 1.0 : 0.0));
     }
 }
 

@@ -66,9 +66,10 @@ int kv_consumes_intermediate(const struct kv_kernel *k, int s);
 int kv_is_intermediate(const struct kv_case *c, int t);
 /* Buffers for case c; chain_stage[s] marks stages rerun on device
  * intermediates. kv_plan_alloc makes the device's buffers and the staging
- * alone, from the case's shapes: it needs neither inputs nor oracle (jobs.c makes the first
- * case's while its inputs are made); kv_plan_make then makes the rest (the
- * oracle's intermediates, staging), or all of it where p has none yet. */
+ * alone, from the case's shapes: it needs neither inputs nor oracle (jobs.c
+ * makes the first case's while its inputs are made); kv_plan_make then makes
+ * the rest (the oracle's intermediates, staging where --abi products add to
+ * it), or all of it where p has none yet. */
 enum kv_status kv_plan_alloc(struct kv_runner *r, const struct kv_case *c, const int *chain_stage, struct kv_plan *p);
 enum kv_status kv_plan_make(struct kv_runner *r, struct kv_case *c, const int *chain_stage, struct kv_plan *p);
 /* Record and run the stages once, each dispatch capped at cap workgroups

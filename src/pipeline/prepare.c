@@ -1,6 +1,7 @@
 #include "pipeline/prepare.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "pipeline/hostmem.h"
 
@@ -26,6 +27,15 @@ enum kv_status kv_case_stages(const struct kv_runner *r, const struct kv_case *c
     return KV_OK;
 }
 
+/* A tensor's dtype and shape, without its data and name. */
+static struct kv_tensor shape_of(const struct kv_tensor *t)
+{
+    struct kv_tensor s = {0};
+    s.dtype = t->dtype, s.ndim = t->ndim, s.count = t->count;
+    memcpy(s.shape, t->shape, sizeof s.shape);
+    return s;
+}
+
 void kv_early_plan_free(struct kv_vk_device *d, struct kv_early_plan *e)
 {
     if (!e) return;
@@ -46,10 +56,8 @@ struct kv_early_plan *kv_early_plan(struct kv_runner *r, struct kv_case *c)
         kv_error_clear();
         return NULL;
     }
-    for (int t = 0; t < c->k->n_tensors; t++) {
-        e->on[t] = kv_tensor_on(c, t);
-        e->bytes[t] = e->on[t] ? kv_tensor_bytes(&c->t[t]) : 0;
-    }
+    memcpy(e->p_made, c->p, sizeof e->p_made);
+    for (int t = 0; t < c->k->n_tensors; t++) e->t_made[t] = shape_of(&c->t[t]);
     return e;
 }
 
@@ -57,9 +65,15 @@ int kv_early_plan_take(struct kv_early_plan *e, const struct kv_runner *r, const
                        const int *chain_stage, struct kv_plan *p)
 {
     int fits = e->r == r;
+    for (int i = 0; i < c->k->n_params; i++)
+        fits &= e->p_made[i].i == c->p[i].i && e->p_made[i].c == c->p[i].c &&
+                !memcmp(&e->p_made[i].f, &c->p[i].f, sizeof c->p[i].f);
     for (int s = 0; s < c->k->n_stages; s++) fits &= e->chain_stage[s] == chain_stage[s];
-    for (int t = 0; t < c->k->n_tensors; t++)
-        fits &= e->on[t] == kv_tensor_on(c, t) && e->bytes[t] == (e->on[t] ? kv_tensor_bytes(&c->t[t]) : 0);
+    for (int t = 0; t < c->k->n_tensors; t++) {
+        const struct kv_tensor a = e->t_made[t], b = shape_of(&c->t[t]);
+        fits &= a.dtype == b.dtype && a.ndim == b.ndim && a.count == b.count &&
+                !memcmp(a.shape, b.shape, (size_t)a.ndim * sizeof *a.shape);
+    }
     if (fits) *p = e->p;
     else kv_plan_free(r->d, &e->p);
     free(e);
