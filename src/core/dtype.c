@@ -114,10 +114,11 @@ double kv_load_f64(enum kv_dtype t, const void *data, size_t i)
     return NAN;
 }
 
-static double clampd(double v, double lo, double hi)
+/* v within [lo, hi], NaN as 0: selects without a branch, so that the
+ * integer codes' loop below vectorizes. */
+static inline double clampd(double v, double lo, double hi)
 {
-    if (isnan(v)) return 0;
-    return v < lo ? lo : v > hi ? hi : v;
+    return v != v ? 0 : v < lo ? lo : v > hi ? hi : v;
 }
 
 void kv_store_f64(enum kv_dtype t, void *data, size_t i, double v)
@@ -137,14 +138,9 @@ void kv_store_f64(enum kv_dtype t, void *data, size_t i, double v)
     }
 }
 
-/* The integer codes' loop: clampd and nearbyint as kv_store_f64 makes them,
- * without a branch (a NaN to 0), so that it vectorizes. */
+/* The integer codes' loop: clampd and nearbyint, as kv_store_f64 makes them. */
 #define STORE_CODES(T, LO, HI)                                                                                       \
-    for (size_t i = 0; i < n; i++) {                                                                                 \
-        double x = v[i];                                                                                             \
-        x = x != x ? 0 : x < (LO) ? (LO) : x > (HI) ? (HI) : x;                                                        \
-        ((T *)data)[at + i] = (T)nearbyint(x);                                                                       \
-    }
+    for (size_t i = 0; i < n; i++) ((T *)data)[at + i] = (T)nearbyint(clampd(v[i], (LO), (HI)));
 
 KV_CLONES void kv_store_f64_n(enum kv_dtype t, void *data, size_t at, const double *v, size_t n)
 {

@@ -7,10 +7,12 @@
 
 #include "pipeline/plan.h"
 
-/* The stages of case c that run on r's device (none without a device: the
- * outputs without a candidate) and those rerun on the device's
- * intermediates; *any: whether one runs. KV_ENODEV where a stage that must
- * run has no pipeline on this device (r->missing). */
+/* The stages of case c that run on r's device: a stage runs unless every
+ * output it writes has a candidate (none runs without a device); and those
+ * rerun on the device's intermediates: a stage fed intermediates, where
+ * their producers ran (not an --abi stage). *any: whether one runs.
+ * KV_ENODEV where a stage that must run has no pipeline on this device
+ * (r->missing). */
 enum kv_status kv_case_stages(const struct kv_runner *r, const struct kv_case *c, int *run_stage, int *chain_stage,
                               int *any);
 

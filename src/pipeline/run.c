@@ -78,13 +78,6 @@ static enum kv_status judge(struct case_run *x, int t, const struct kv_oracle_re
     return KV_OK;
 }
 
-/* A stage runs unless every output it writes has a candidate; a stage fed
- * intermediates reruns on the device's own only where their producers ran. */
-static enum kv_status choose_stages(struct case_run *x)
-{
-    return kv_case_stages(x->r, x->c, x->run_stage, x->chain_stage, &x->any_stage);
-}
-
 /* An --abi stage's interface file; none where the case is prepared before
  * its runner (kv_case_prepare: only where no stage has one). */
 static const struct kv_abi *stage_abi(const struct case_run *x, int s) { return x->r ? x->r->abi[s] : NULL; }
@@ -475,7 +468,7 @@ static enum kv_status run_case(struct case_run *x)
     /* a prepared case's inputs count in the host memory the check would
      * measure: it was checked before they were made (jobs.c) */
     KV_TRY(kv_case_check(c, x->r->d ? &x->r->d->info : NULL, !x->pre));
-    KV_TRY(choose_stages(x));
+    KV_TRY(kv_case_stages(x->r, c, x->run_stage, x->chain_stage, &x->any_stage));
     if (x->pre) {
         KV_CHECK(!x->pre->st, x->pre->st, "%s", x->pre->msg);
         res->ms.inputs = x->pre->inputs_ms;
