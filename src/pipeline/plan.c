@@ -122,7 +122,6 @@ static enum kv_status plan_staging(struct kv_vk_device *d, const struct kv_kerne
     const int forced = kv_transfers_forced();
     p->direct = forced < 0 && all_mapped(k, p);
     p->streamed = forced == 1 || (forced < 0 && !p->direct && up + down > kv_stream_threshold());
-    p->staging = 1;
     if (p->direct || p->streamed) return bounded_staging(d, k, p, up, down, prod);
     KV_TRY_RET(kv_vk_buffer_create(d, up ? up : 4, KV_MEM_UPLOAD, &p->up));
     return kv_vk_buffer_create(d, down ? down : 4, KV_MEM_READBACK, &p->down);
@@ -218,7 +217,7 @@ enum kv_status kv_plan_make(struct kv_runner *r, struct kv_case *c, const int *c
         }
     }
     KV_TRY(make_products(r, c, p, &up, prod));
-    if (!p->staging) KV_TRY(plan_staging(d, k, p, up, down, prod));
+    if (!p->up.buf) KV_TRY(plan_staging(d, k, p, up, down, prod)); /* not made with the buffers */
     if (p->direct || p->streamed) goto cleanup;
     for (int t = 0; t < k->n_tensors; t++) {
         if (!kv_tensor_on(c, t)) continue;

@@ -53,10 +53,10 @@ struct kv_plan {
      * than a binding reaches (pipeline/binding.h) */
     struct kv_windows win[KV_MAX_STAGES];
     void *host_down[KV_MAX_TENSORS][2];
-    /* kv_plan_alloc's part made: the device buffers, and the bytes that the
-     * staging of inputs and intermediates (up) and of outputs (down) takes;
-     * the staging made (there too, unless --abi products add to up) */
-    int alloced, staging;
+    /* kv_plan_alloc's part made: the device buffers (and the staging, up
+     * and down, unless --abi products add to up), and the bytes that the
+     * staging of inputs and intermediates (up) and of outputs (down) takes */
+    int alloced;
     size_t up_bytes, down_bytes;
 };
 

@@ -27,15 +27,6 @@ enum kv_status kv_case_stages(const struct kv_runner *r, const struct kv_case *c
     return KV_OK;
 }
 
-/* A tensor's dtype and shape, without its data and name. */
-static struct kv_tensor shape_of(const struct kv_tensor *t)
-{
-    struct kv_tensor s = {0};
-    s.dtype = t->dtype, s.ndim = t->ndim, s.count = t->count;
-    memcpy(s.shape, t->shape, sizeof s.shape);
-    return s;
-}
-
 void kv_early_plan_free(struct kv_vk_device *d, struct kv_early_plan *e)
 {
     if (!e) return;
@@ -45,35 +36,28 @@ void kv_early_plan_free(struct kv_vk_device *d, struct kv_early_plan *e)
 
 struct kv_early_plan *kv_early_plan(struct kv_runner *r, struct kv_case *c)
 {
-    int run_stage[KV_MAX_STAGES] = {0}, any = 0;
+    int run_stage[KV_MAX_STAGES] = {0}, chain_stage[KV_MAX_STAGES] = {0}, any = 0;
     struct kv_early_plan *e = calloc(1, sizeof *e);
     if (!e) return NULL;
     e->r = r;
     /* the device's limits first, as the case's run checks them */
-    if (!r->d || kv_case_check(c, &r->d->info, 0) || kv_case_stages(r, c, run_stage, e->chain_stage, &any) || !any ||
-        kv_plan_alloc(r, c, e->chain_stage, &e->p)) {
+    if (!r->d || kv_case_check(c, &r->d->info, 0) || kv_case_stages(r, c, run_stage, chain_stage, &any) || !any ||
+        kv_plan_alloc(r, c, chain_stage, &e->p)) {
         kv_early_plan_free(r->d, e);
         kv_error_clear();
         return NULL;
     }
     memcpy(e->p_made, c->p, sizeof e->p_made);
-    for (int t = 0; t < c->k->n_tensors; t++) e->t_made[t] = shape_of(&c->t[t]);
     return e;
 }
 
 int kv_early_plan_take(struct kv_early_plan *e, const struct kv_runner *r, const struct kv_case *c,
-                       const int *chain_stage, struct kv_plan *p)
+                       struct kv_plan *p)
 {
     int fits = e->r == r;
     for (int i = 0; i < c->k->n_params; i++)
         fits &= e->p_made[i].i == c->p[i].i && e->p_made[i].c == c->p[i].c &&
                 !memcmp(&e->p_made[i].f, &c->p[i].f, sizeof c->p[i].f);
-    for (int s = 0; s < c->k->n_stages; s++) fits &= e->chain_stage[s] == chain_stage[s];
-    for (int t = 0; t < c->k->n_tensors; t++) {
-        const struct kv_tensor a = e->t_made[t], b = shape_of(&c->t[t]);
-        fits &= a.dtype == b.dtype && a.ndim == b.ndim && a.count == b.count &&
-                !memcmp(a.shape, b.shape, (size_t)a.ndim * sizeof *a.shape);
-    }
     if (fits) *p = e->p;
     else kv_plan_free(r->d, &e->p);
     free(e);

@@ -16,13 +16,13 @@
 enum kv_status kv_case_stages(const struct kv_runner *r, const struct kv_case *c, int *run_stage, int *chain_stage,
                               int *any);
 
-/* Device buffers made for a case before it runs, and what they were made for. */
+/* Device buffers made for a case before it runs, and what they were made
+ * for: the runner and the case's parameters, from which its tensors' shapes
+ * and its chained stages follow. */
 struct kv_early_plan {
     struct kv_plan p;
     const struct kv_runner *r;
-    int chain_stage[KV_MAX_STAGES];
-    struct kv_pval p_made[KV_MAX_PARAMS]; /* the case's parameters, */
-    struct kv_tensor t_made[KV_MAX_TENSORS]; /* and its tensors' shapes (no data) */
+    struct kv_pval p_made[KV_MAX_PARAMS];
 };
 
 /* Case c's device buffers (kv_plan_alloc) on r's device, or NULL where they
@@ -31,10 +31,10 @@ struct kv_early_plan {
  * c: the thread's own copy of the case (kv_case_check makes its shapes). */
 struct kv_early_plan *kv_early_plan(struct kv_runner *r, struct kv_case *c);
 /* e's buffers into the empty plan p where they were made for case c as it
- * runs (the same runner, parameters, tensor shapes and chained stages): 1;
- * else they are freed: 0. e is freed either way. */
+ * runs (the same runner and parameters): 1; else they are freed: 0. e is
+ * freed either way. */
 int kv_early_plan_take(struct kv_early_plan *e, const struct kv_runner *r, const struct kv_case *c,
-                       const int *chain_stage, struct kv_plan *p);
+                       struct kv_plan *p);
 void kv_early_plan_free(struct kv_vk_device *d, struct kv_early_plan *e);
 
 #endif

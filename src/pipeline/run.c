@@ -120,7 +120,8 @@ static enum kv_status make_inputs(struct case_run *x)
         const struct kv_abi *a = stage_abi(x, s);
         for (int i = 0; a && i < a->n_constants; i++) {
             int t = kv_case_tensor(c, k->tensors[a->const_tensor[i]].name);
-            for (size_t e = 0; t >= 0 && e < c->t[t].count; e++) kv_store_f64(c->t[t].dtype, c->t[t].data, e, a->const_value[i]);
+            for (size_t e = 0; t >= 0 && e < c->t[t].count; e++)
+                kv_store_f64(c->t[t].dtype, c->t[t].data, e, a->const_value[i]);
         }
     }
 cleanup:
@@ -231,7 +232,7 @@ static enum kv_status run_device(struct case_run *x)
     struct kv_case_result *res = x->res;
     double t0 = kv_now_ms();
     if (x->pre && x->pre->early) /* the device buffers made while the inputs were (jobs.c) */
-        res->early_buffers = kv_early_plan_take(x->pre->early, x->r, x->c, x->chain_stage, &x->p);
+        res->early_buffers = kv_early_plan_take(x->pre->early, x->r, x->c, &x->p);
     if (x->pre) x->pre->early = NULL;
     KV_TRY(kv_plan_make(x->r, x->c, x->chain_stage, &x->p));
     res->ms.buffers = kv_now_ms() - t0;
