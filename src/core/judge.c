@@ -51,6 +51,7 @@ struct jthr {
     size_t worst, first_mismatch, compared;
     size_t rel_skipped, fails_bound, fails_tol, nan_match, inf_match, nan_mismatch, inf_mismatch;
     size_t slack_used, overflow_ok, exact, ambiguous, tie_explained, flush_explained, unexplained;
+    size_t uzero;    /* compared pairs of ULP error 0 (a float output's) */
     uint32_t *hist;  /* the p99's histogram */
     uint64_t filled; /* counted into hist since its last flush */
     double *ulps;    /* the ULP errors, for an exact p99 of a small output */
@@ -152,13 +153,14 @@ static inline __attribute__((always_inline)) void chunk_float(const struct jin *
     const int exact = x->exact_p99;
     struct kv_tile_in in = {.t = t, .cand = cand, .c1 = x->c1, .c2 = x->c2, .half_rho = 0.5 * x->rho,
                             .lambda = x->lambda, .floor_rel = x->floor_rel, .emin = x->emin, .prec = x->prec,
-                            .tol = x->tol, .at = x->at, .rt = x->rt, .tab = &x->tab};
+                            .tol = x->tol, .at = x->at, .rt = x->rt, .tab = &x->tab, .dist = d != NULL};
     struct kv_tile tile;
     uint32_t *hist = th->hist;
     double *ulps = th->ulps;
     double sum_ulp = 0, sum_e2 = 0, sum_y2 = 0, max_ulp = th->max_ulp, max_abs = th->max_abs, max_rel = th->max_rel;
     double worst_ratio = th->worst_ratio;
     size_t worst = th->worst, compared = th->compared, rel_skipped = 0, fails_bound = 0, fails_tol = 0, slack_used = 0;
+    size_t uzero = 0;
     for (size_t i0 = lo; i0 < hi; i0 += KV_TILE) {
         const size_t n = hi - i0 < KV_TILE ? hi - i0 : KV_TILE, o = i0 - lo;
         in.y = y_lo + o, in.S = S_lo + o;
@@ -191,7 +193,7 @@ static inline __attribute__((always_inline)) void chunk_float(const struct jin *
         max_ulp = of_bits(tile.max_u) > max_ulp ? of_bits(tile.max_u) : max_ulp;
         max_abs = of_bits(tile.max_e) > max_abs ? of_bits(tile.max_e) : max_abs;
         max_rel = of_bits(tile.max_rel) > max_rel ? of_bits(tile.max_rel) : max_rel;
-        rel_skipped += tile.rel_skipped, fails_bound += tile.over, fails_tol += tile.fails_tol;
+        rel_skipped += tile.rel_skipped, fails_bound += tile.over, fails_tol += tile.fails_tol, uzero += tile.uzero;
         slack_used += tile.alt + tile.slacked; /* the other legal value, or within the slack */
         /* the first element of the largest ratio, where it beats the chunk's so far (i rises: the first of equals stays) */
         if (tile.max_ratio >= 0 && of_bits(tile.max_ratio) > worst_ratio) {
@@ -205,7 +207,7 @@ static inline __attribute__((always_inline)) void chunk_float(const struct jin *
     if (worst != th->worst && better(worst_ratio, worst, th->worst_ratio, th->worst))
         th->worst_ratio = worst_ratio, th->worst = worst;
     th->compared = compared, th->rel_skipped += rel_skipped, th->fails_bound += fails_bound;
-    th->fails_tol += fails_tol, th->slack_used += slack_used;
+    th->fails_tol += fails_tol, th->slack_used += slack_used, th->uzero += uzero;
     s->ulp = sum_ulp, s->e2 = sum_e2, s->y2 = sum_y2;
 }
 
@@ -349,9 +351,32 @@ static void merge_thr(struct kv_metrics *m, struct jthr *all, const struct jthr 
     m->exact += th->exact, m->ambiguous += th->ambiguous, m->tie_explained += th->tie_explained;
     m->flush_explained += th->flush_explained, m->unexplained += th->unexplained;
     *fails_bound += th->fails_bound, *fails_tol += th->fails_tol;
+    all->uzero += th->uzero;
     if (th->first_mismatch < all->first_mismatch) all->first_mismatch = th->first_mismatch;
     if (th->worst != (size_t)-1 && better(th->worst_ratio, th->worst, all->worst_ratio, all->worst))
         all->worst_ratio = th->worst_ratio, all->worst = th->worst;
+}
+
+/* A float output's ULP histogram in the distribution (errdist.h: a bin an
+ * octave of u, zeros apart), made from the p99's: each of its bins lies in
+ * one octave (judge_tile.h), bin 0 holds the zeros and u < 2^-KV_Q_OCT, the
+ * last u >= 2^KV_Q_OCT. Or, where the p99 is exact, from the ULP errors. */
+static void ulp_bins(struct kv_error_dist *d, const uint64_t *hist, const double *ulps, size_t compared,
+                     size_t zeros)
+{
+    if (ulps) {
+        for (size_t k = 0; k < compared; k++)
+            if (ulps[k] == 0) d->ulp_zero++;
+            else d->ulp[kv_dist_ulp_bin(ulps[k])]++;
+        return;
+    }
+    d->ulp_zero += zeros;
+    d->ulp[0] += hist[0] - zeros;
+    for (size_t k = 1; k + 1 < KV_Q_BINS; k++) {
+        const int e = (int)((k - 1) >> KV_Q_SUB) - KV_Q_OCT; /* u in [2^e, 2^(e+1)) */
+        d->ulp[e + 5 < 0 ? 0 : e + 5 >= KV_DIST_ULP_BINS ? KV_DIST_ULP_BINS - 1 : e + 5] += hist[k];
+    }
+    d->ulp[KV_DIST_ULP_BINS - 1] += hist[KV_Q_BINS - 1];
 }
 
 /* The element a row shows: the first mismatch, else the worst. */
@@ -453,7 +478,7 @@ enum kv_status kv_judge_src(enum kv_dtype t, const void *cand, const struct kv_o
                     crit->lambda, crit->lambda * sqrt(b->n) * b->u_acc, b->k_op * b->u_acc, b->rho,
                     ldexp(1.0, ti->emin), crit->rtol > 0 ? crit->rtol : 0, crit->atol > 0 ? crit->atol : 0,
                     crit->rtol >= 0 || crit->atol >= 0, ti->emin, ti->precision, n <= KV_JUDGE_EXACT_P99,
-                    {{0}, {0}}, d};
+                    {{0}}, d};
     kv_tile_tables_init(&x.tab);
     memset(m, 0, sizeof *m);
     m->elements = n;
@@ -503,6 +528,7 @@ enum kv_status kv_judge_src(enum kv_dtype t, const void *cand, const struct kv_o
     struct jthr all = {.worst_ratio = -1, .worst = (size_t)-1, .first_mismatch = (size_t)-1};
     size_t fails_bound = 0, fails_tol = 0;
     for (int k = 0; k < nt; k++) merge_thr(m, &all, &th[k], hist, d, &fails_bound, &fails_tol);
+    if (d && !integer) ulp_bins(d, hist, x.exact_p99 ? th[0].ulps : NULL, m->compared, all.uzero);
     finish(t, cand, src, n, crit, integer, &all, sums, nchunks, x.exact_p99 ? th[0].ulps : NULL, hist, fails_bound,
            fails_tol, m);
     free_thr(th, nt), free(sums), free(hist);

@@ -48,11 +48,7 @@ void kv_dist_tiles_add(struct kv_dist_tiles *s, const struct kv_tile *tile, enum
                        const double *y, size_t i0, size_t n)
 {
     struct kv_error_dist *d = s->d;
-    for (size_t j = 0; j < n; j++) {
-        if (tile->flag[j] & KV_TILE_ODD) continue;
-        s->ulp[j % KV_DIST_WAYS][tile->ubin[j]]++;
-        s->ratio[j % KV_DIST_WAYS][tile->rbin[j]]++;
-    }
+    for (int k = 0; k <= KV_DIST_RATIO_BINS; k++) s->ratio[k] += tile->rcount[k];
     if (s->whole) {
         struct kv_dist_walk w = s->w; /* a local walk: its state stays in registers */
         for (size_t j = 0; j < n;) {
@@ -76,7 +72,15 @@ void kv_dist_tiles_add(struct kv_dist_tiles *s, const struct kv_tile *tile, enum
         }
     }
     /* the worst list: once it is full, only a ratio of at least its last
-     * one's can enter, so that one compare passes over most elements */
+     * one's can enter, so that one compare passes over most elements, and
+     * none of a tile whose largest ratio is below it (NaN left out of the
+     * largest: it cannot enter a full list) */
+    if (d->n_worst == KV_DIST_WORST) {
+        const struct kv_worst_elem *last = &d->worst[KV_DIST_WORST - 1];
+        double top;
+        memcpy(&top, &tile->max_ratio, sizeof top);
+        if (last->mismatch || tile->max_ratio < 0 || top < last->ratio) return;
+    }
     double least = 0;
     int full = 0;
     for (size_t j = 0; j < n; j++) {
@@ -98,10 +102,6 @@ void kv_dist_tiles_add(struct kv_dist_tiles *s, const struct kv_tile *tile, enum
 void kv_dist_tiles_close(struct kv_dist_tiles *s)
 {
     struct kv_error_dist *d = s->d;
-    for (int w = 0; w < KV_DIST_WAYS; w++) {
-        for (int k = 0; k < KV_DIST_ULP_BINS; k++) d->ulp[k] += s->ulp[w][k];
-        d->ulp_zero += s->ulp[w][KV_DIST_ULP_BINS];
-        for (int k = 0; k < KV_DIST_RATIO_BINS; k++) d->ratio[k] += s->ratio[w][k];
-        d->ratio_zero += s->ratio[w][KV_DIST_RATIO_BINS];
-    }
+    for (int k = 0; k < KV_DIST_RATIO_BINS; k++) d->ratio[k] += s->ratio[k];
+    d->ratio_zero += s->ratio[KV_DIST_RATIO_BINS];
 }

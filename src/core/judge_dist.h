@@ -1,6 +1,6 @@
 /* The judge's error distribution (errdist.h) over a float output, a tile at
- * a time (judge_tile.h): the bins, the map a run of one cell's elements at
- * a time, the worst list. The same distribution as element by element:
+ * a time (judge_tile.h): the ratio's bins (counted by the tile), the map a
+ * run of one cell's elements at a time, the worst list. The same distribution as element by element:
  * counts add up, the map keeps maxima, the worst list is in a total order. */
 #ifndef KV_CORE_JUDGE_DIST_H
 #define KV_CORE_JUDGE_DIST_H
@@ -10,18 +10,15 @@
 #include "core/errdist.h"
 #include "core/judge_tile.h"
 
-/* Four histograms of each kind, taken in turn, so that an element's count
- * does not wait on the one before it, which mostly lands in the same bin. */
-#define KV_DIST_WAYS 4
-
-/* A chunk's share: where it is in the map and its histograms (zeros in the
- * last slot). */
+/* A chunk's share: where it is in the map and its ratio histogram (zeros in
+ * the last slot). The ULP histogram is not made here: judge.c derives it
+ * from the p99's, whose every bin lies in one of its octaves. */
 struct kv_dist_tiles {
     struct kv_error_dist *d;
     const size_t *idx; /* a sample's flat indices; NULL: elements lo, lo + 1, ... of a whole output */
     int whole;         /* walked over the map (a whole output of at least one column) */
     struct kv_dist_walk w;
-    size_t ulp[KV_DIST_WAYS][KV_DIST_ULP_BINS + 1], ratio[KV_DIST_WAYS][KV_DIST_RATIO_BINS + 1];
+    size_t ratio[KV_DIST_RATIO_BINS + 1];
 };
 
 /* A chunk from element lo on, into d. */
@@ -30,7 +27,7 @@ void kv_dist_tiles_at(struct kv_dist_tiles *s, struct kv_error_dist *d, const si
  * t; the oracle's from y[0]). */
 void kv_dist_tiles_add(struct kv_dist_tiles *s, const struct kv_tile *tile, enum kv_dtype t, const void *cand,
                        const double *y, size_t i0, size_t n);
-/* The chunk's histograms into d. */
+/* The chunk's ratio histogram into d. */
 void kv_dist_tiles_close(struct kv_dist_tiles *s);
 
 #endif

@@ -50,6 +50,14 @@ static inline int64_t bits_of(double v)
     return b;
 }
 
+/* The double of these bits. */
+static inline double double_of(int64_t b)
+{
+    double v;
+    memcpy(&v, &b, sizeof v);
+    return v;
+}
+
 /* u >= 0, not NaN (as u is for a finite pair); the exponent's lanes are
  * 64-bit, the doubles' width. */
 static inline int64_t exponent(double u)
@@ -70,37 +78,55 @@ static inline uint64_t q_bin(double u)
     return e >= KV_Q_OCT ? KV_Q_BINS - 1 : k;
 }
 
-/* kv_dist_ulp_bin(u) without a branch; KV_TILE_ULP_ZERO for 0. */
-static inline uint64_t ulp_bin(double u)
-{
-    const int64_t e = exponent(u);
-    int64_t i = e + 5 < 0 ? 0 : e + 5; /* subnormals fall in bin 0 */
-    i = e >= 30 ? KV_DIST_ULP_BINS - 1 : i;
-    return u == 0 ? KV_TILE_ULP_ZERO : (uint64_t)i;
-}
-
-/* The bin of ratio r >= 0 or NaN without a branch: the bin of r's power of
- * two, or the next (a bin spans 1.66 octaves); below 2^-64 bin 0, from 2^64
- * (Inf and NaN included) the last; 0 its own slot. */
-static inline uint64_t ratio_bin(double r, const int64_t *bin_of_exp, const double *edge)
-{
-    uint64_t bits;
-    memcpy(&bits, &r, sizeof bits);
-    int64_t e = (int64_t)((bits >> 52) & 0x7ff) - 1023;
-    e = e < -65 ? -65 : e > 64 ? 64 : e;
-    const int64_t i = bin_of_exp[e + 65];
-    /* [2^e, 2^(e+1)) holds at most one edge; past 2^64 none is looked at */
-    const uint64_t k = (uint64_t)i + (uint64_t)((r >= edge[i + 1]) & (e < 64));
-    return r == 0 ? KV_TILE_RATIO_ZERO : k;
-}
-
 void kv_tile_tables_init(struct kv_tile_tables *tab)
 {
     tab->edge[0] = 0;
     for (int i = 1; i < KV_DIST_RATIO_BINS; i++) tab->edge[i] = kv_dist_ratio_edge(i);
     tab->edge[KV_DIST_RATIO_BINS] = INFINITY;
-    for (int k = 1; k < 129; k++) tab->bin_of_exp[k] = kv_dist_ratio_bin(ldexp(1.0, k - 65), tab->edge);
-    tab->bin_of_exp[0] = 0, tab->bin_of_exp[129] = KV_DIST_RATIO_BINS - 1;
+}
+
+/* The ratio's distribution over the tile's finite pairs: each bin holds the
+ * ratios from its lower edge to the next one's, so a bin's count is the
+ * difference of the counts of ratios at or past those edges, and those
+ * counts are vector loops (a compare and an add per element, no table
+ * lookup, no scatter). Only the edges between the smallest and the largest
+ * positive ratio need one: past the largest, no ratio reaches an edge; up
+ * to the smallest, every positive one does. NaN reaches none, and counts in
+ * the last bin. A tile with a pair that is not finite (rare) is counted
+ * element by element instead: the vectorizer does not take the flags. */
+static inline __attribute__((always_inline)) void ratio_counts(const double *restrict rv,
+                                                               const unsigned char *restrict fv, size_t n,
+                                                               const double *edge, int64_t max_r, uint64_t zeros,
+                                                               uint64_t nans, uint64_t odds, uint64_t *restrict rc)
+{
+    for (int k = 0; k <= KV_DIST_RATIO_BINS; k++) rc[k] = 0;
+    rc[KV_DIST_RATIO_BINS] = zeros;
+    rc[KV_DIST_RATIO_BINS - 1] = nans;
+    if (odds) {
+        for (size_t j = 0; j < n; j++)
+            if (!(fv[j] & KV_TILE_ODD) && rv[j] > 0) rc[kv_dist_ratio_bin(rv[j], edge)]++;
+        return;
+    }
+    if (max_r <= 0) return; /* no positive ratio */
+    /* the smallest positive one (a NaN is not > 0), as the largest of
+     * INT64_MAX less its bits: GCC vectorizes that, not the smallest */
+    int64_t top = -1;
+    for (size_t j = 0; j < n; j++) {
+        const int64_t r = bits_of(rv[j]), b = (r > 0) & (r <= 0x7ff0000000000000) ? INT64_MAX - r : -1;
+        top = b > top ? b : top;
+    }
+    const int kmin = kv_dist_ratio_bin(double_of(INT64_MAX - top), edge);
+    const int kmax = kv_dist_ratio_bin(double_of(max_r), edge);
+    uint64_t at_least = (uint64_t)n - zeros - nans; /* ratios at or past edge kmin: every positive one */
+    for (int k = kmin; k <= kmax; k++) {
+        uint64_t next = 0; /* at or past edge k + 1 */
+        if (k < kmax) {
+            const double ek = edge[k + 1];
+            for (size_t j = 0; j < n; j++) next += (uint64_t)(rv[j] >= ek);
+        }
+        rc[k] += at_least - next;
+        at_least = next;
+    }
 }
 
 /* A tile's loop (t and the presence of alt and lam are constants in each
@@ -122,13 +148,8 @@ static inline __attribute__((always_inline)) void loop(const struct kv_tile_in *
                      *restrict e2v = o->e2, *restrict y2v = o->y2;
     int64_t max_e = 0, max_u = 0, max_rel = 0, max_ratio = -1;
     uint64_t rel_skipped = 0, over = 0, alts = 0, fails_tol = 0, odds = 0, slacked = 0;
-    uint64_t *restrict qv = o->qbin, *restrict ubv = o->ubin, *restrict rbv = o->rbin;
-    /* the ratio's tables copied here: the vectorizer's gathers from them
-     * must be known to alias no store */
-    int64_t bin_of_exp[130];
-    double edge[KV_DIST_RATIO_BINS + 1];
-    memcpy(bin_of_exp, in->tab->bin_of_exp, sizeof bin_of_exp);
-    memcpy(edge, in->tab->edge, sizeof edge);
+    uint64_t *restrict qv = o->qbin;
+    uint64_t uzero = 0, rzero = 0, rnan = 0;
     unsigned char *restrict fv = o->flag;
     for (size_t j = 0; j < n; j++) {
         const double c = kv_load_f64_fast(t, cand, at + j), y = yv[j];
@@ -148,7 +169,6 @@ static inline __attribute__((always_inline)) void loop(const struct kv_tile_in *
         e2v[j] = e * e;
         y2v[j] = y * y;
         qv[j] = q_bin(u);
-        ubv[j] = ulp_bin(u);
         /* the slack only where the ratio without it is over 1 (a NaN ratio is not) */
         const double ratio0 = e / base0;
         /* with the slack made in every lane, then chosen: no branch */
@@ -160,7 +180,6 @@ static inline __attribute__((always_inline)) void loop(const struct kv_tile_in *
         const double base = past ? base1 : base0, ratio = past ? ratio1 : ratio0;
         bv[j] = base;
         rv[j] = ratio;
-        rbv[j] = ratio_bin(ratio, bin_of_exp, edge);
         /* the reductions, over the finite pairs (keep) */
         const int keep = !odd, normal = ay >= floor_rel;
         const int64_t be = keep ? bits_of(e) : 0, bu = keep ? bits_of(u) : 0, bq = (keep & normal) ? bits_of(q) : 0;
@@ -169,6 +188,13 @@ static inline __attribute__((always_inline)) void loop(const struct kv_tile_in *
         max_u = bu > max_u ? bu : max_u;
         max_rel = bq > max_rel ? bq : max_rel;
         max_ratio = br > max_ratio ? br : max_ratio;
+        /* for the distribution: the zero ULP errors, the zero and NaN
+         * ratios, on the bits (as above: the vectorizer takes these masks;
+         * it does not take a smallest here, so ratio_counts makes that) */
+        const int64_t rmag = bits_of(ratio) & INT64_MAX, ub = bits_of(u) & INT64_MAX;
+        uzero += (uint64_t)(keep & (ub == 0));
+        rzero += (uint64_t)(keep & (rmag == 0));
+        rnan += (uint64_t)(keep & (rmag > 0x7ff0000000000000));
         rel_skipped += (uint64_t)(keep & !normal);
         /* over 1, or made NaN by the slack (a NaN slack: not within it) */
         over += (uint64_t)(keep & ((ratio > 1.0) | (past & !(ratio <= 1.0))));
@@ -180,7 +206,8 @@ static inline __attribute__((always_inline)) void loop(const struct kv_tile_in *
     }
     o->max_e = max_e, o->max_u = max_u, o->max_rel = max_rel, o->max_ratio = max_ratio;
     o->rel_skipped = rel_skipped, o->over = over, o->alt = alts, o->fails_tol = fails_tol, o->odd = odds;
-    o->slacked = slacked;
+    o->slacked = slacked, o->uzero = uzero;
+    if (in->dist) ratio_counts(rv, fv, n, in->tab->edge, max_ratio, rzero, rnan, odds, o->rcount);
 }
 
 static inline __attribute__((always_inline)) void tile_of(const struct kv_tile_in *in, enum kv_dtype t, size_t at,

@@ -19,10 +19,6 @@
 #define KV_Q_OCT 80
 #define KV_Q_SUB 10
 #define KV_Q_BINS (((size_t)2 * KV_Q_OCT << KV_Q_SUB) + 2)
-/* A zero ULP error's slot in ubin, a zero ratio's in rbin: past the
- * distribution's bins. */
-#define KV_TILE_ULP_ZERO KV_DIST_ULP_BINS
-#define KV_TILE_RATIO_ZERO KV_DIST_RATIO_BINS
 
 /* Tile element flags. */
 enum {
@@ -30,11 +26,9 @@ enum {
     KV_TILE_ALT = 2, /* the device's value is the other legal one (kv_allow.alt): e is 0 */
 };
 
-/* The ratio's bins (kv_dist_ratio_bin) as the tile looks them up: the bin of
- * 2^(k-65) for k in [1, 128], 0 and the last bin at 0 and 129; edge[i] the
- * lower edge of bin i, edge[KV_DIST_RATIO_BINS] +Inf. */
+/* The lower edges of the ratio's bins (kv_dist_ratio_edge), edge[0] = 0 and
+ * edge[KV_DIST_RATIO_BINS] = +Inf. */
 struct kv_tile_tables {
-    int64_t bin_of_exp[130];
     double edge[KV_DIST_RATIO_BINS + 1];
 };
 void kv_tile_tables_init(struct kv_tile_tables *tab);
@@ -49,6 +43,7 @@ struct kv_tile_in {
     int tol;       /* count the pairs past the tolerance atol + rtol |y| */
     double at, rt; /* atol, rtol */
     const struct kv_tile_tables *tab;
+    int dist; /* count the ratio's distribution (rcount) */
 };
 
 struct kv_tile {
@@ -56,10 +51,8 @@ struct kv_tile {
      * slack where e over the bound without it is over 1; ratio = e / base;
      * e2 = e * e, y2 = y * y (the sums' terms) */
     double e[KV_TILE], u[KV_TILE], base[KV_TILE], ratio[KV_TILE], e2[KV_TILE], y2[KV_TILE];
-    /* qbin: u's bin in the p99's histogram; ubin: its bin in the
-     * distribution's (kv_dist_ulp_bin), KV_TILE_ULP_ZERO where u is 0;
-     * rbin: the ratio's (kv_dist_ratio_bin), KV_TILE_RATIO_ZERO where it is 0 */
-    uint64_t qbin[KV_TILE], ubin[KV_TILE], rbin[KV_TILE];
+    /* qbin: u's bin in the p99's histogram */
+    uint64_t qbin[KV_TILE];
     unsigned char flag[KV_TILE];
     /* Over the tile's finite pairs: the largest e, u and e / |y| (|y| from
      * the smallest normal; 0 where none) and ratio (NaN left out; -1 where
@@ -69,6 +62,11 @@ struct kv_tile {
      * by the slack; and how many pairs are not finite. */
     int64_t max_e, max_u, max_rel, max_ratio;
     uint64_t rel_skipped, over, alt, fails_tol, slacked, odd;
+    /* Over the finite pairs too: how many have u = 0; and, where in->dist,
+     * the ratio's distribution: rcount[i] pairs in bin i (kv_dist_ratio_bin;
+     * a NaN ratio in the last), rcount[KV_DIST_RATIO_BINS] those of ratio 0. */
+    uint64_t uzero;
+    uint64_t rcount[KV_DIST_RATIO_BINS + 1];
 };
 
 /* Elements at, at + 1, ..., at + n - 1 (n <= KV_TILE) of in->cand, the

@@ -95,12 +95,67 @@ static void worst_keeps_the_largest(void **s)
     assert_true(d.worst[0].ratio == m.max_bound_ratio && d.worst[0].index == m.worst_index);
 }
 
+/* The histograms against their definitions, element by element, for a small
+ * output (its p99 exact, from every ULP error) and a large one (the ULP
+ * histogram made from the p99's; the ratio's counted a tile at a time, on
+ * every thread): ULP errors of 0, below 2^-80, in every octave, from 2^30
+ * and 2^80 on; ratios of 0 and across the bins; pairs that are not finite,
+ * in neither histogram; and tiles without such pairs, whose ratio counts
+ * take the vector loops. */
+static void histograms_element_by_element(void **s)
+{
+    (void)s;
+    const size_t sizes[] = {50000, 300000};
+    double edge[KV_DIST_RATIO_BINS + 1] = {0};
+    for (int i = 1; i < KV_DIST_RATIO_BINS; i++) edge[i] = kv_dist_ratio_edge(i);
+    edge[KV_DIST_RATIO_BINS] = INFINITY;
+    for (int z = 0; z < 2; z++) {
+        const size_t n = sizes[z];
+        float *c = malloc(n * sizeof *c);
+        double *y = malloc(n * sizeof *y), *S = malloc(n * sizeof *S);
+        assert_non_null(c), assert_non_null(y), assert_non_null(S);
+        size_t uzero = 0, ulp[KV_DIST_ULP_BINS] = {0}, rzero = 0, ratio[KV_DIST_RATIO_BINS] = {0};
+        for (size_t i = 0; i < n; i++) {
+            const double v = 1 + (double)(i % 1000) / 1000;
+            const int kind = (int)(i % 97); /* mostly plain errors: tiles of finite pairs */
+            c[i] = (float)v, y[i] = v, S[i] = v;
+            if (kind == 1) y[i] = (double)c[i] + ldexp(1.0, -110);          /* u below 2^-80 */
+            else if (kind == 2) y[i] = 1e-30, S[i] = 1e-30;                  /* u from 2^80 on */
+            else if (kind == 3) c[i] = (float)(v * (1 + ldexp(1.0, (int)(i % 40) - 23))); /* an octave of u */
+            else if (kind == 4 && i % 5 == 0) c[i] = NAN;                    /* neither histogram */
+            else if (kind > 4) y[i] = v + ldexp(v, -24 - (int)(i % 7)) * (double)(i % 3); /* 0 (i % 3 = 0) or small */
+            if (isnan(c[i])) continue;
+            const double e = fabs((double)c[i] - y[i]), ul = kv_ulp(KV_F32, y[i]), u = e / ul;
+            if (u == 0) uzero++;
+            else ulp[kv_dist_ulp_bin(u)]++;
+            const double r = e / ((32 * 0x1p-24) * S[i] + 0x1p-24 * S[i] + 0.5 * ul); /* the bound's formula */
+            if (r == 0) rzero++;
+            else ratio[kv_dist_ratio_bin(r, edge)]++;
+        }
+        int64_t shape[2] = {(int64_t)(n / 1000), 1000};
+        struct kv_error_dist *d = malloc(sizeof *d);
+        struct kv_metrics m;
+        assert_non_null(d);
+        dist(c, y, S, n, 2, shape, d, &m);
+        assert_int_equal(d->ulp_zero, uzero);
+        for (int k = 0; k < KV_DIST_ULP_BINS; k++) assert_int_equal(d->ulp[k], ulp[k]);
+        assert_int_equal(d->ratio_zero, rzero);
+        for (int k = 0; k < KV_DIST_RATIO_BINS; k++) assert_int_equal(d->ratio[k], ratio[k]);
+        /* the cases are there: zeros, the first and last bins, octaves between */
+        int octaves = 0;
+        for (int k = 1; k + 1 < KV_DIST_ULP_BINS; k++) octaves += ulp[k] > 0;
+        assert_true(uzero > 0 && ulp[0] > 0 && ulp[KV_DIST_ULP_BINS - 1] > 0 && octaves >= 30 && rzero > 0);
+        free(c), free(y), free(S), free(d);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(bins_and_edges),
         cmocka_unit_test(map_grid_and_marks),
         cmocka_unit_test(worst_keeps_the_largest),
+        cmocka_unit_test(histograms_element_by_element),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

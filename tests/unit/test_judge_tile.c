@@ -1,8 +1,9 @@
 /* The judge's vectorized tile arithmetic (judge_tile.c, compiled for the
  * CPU at hand: AVX-512, AVX2 or the baseline) gives, element by element, the
  * values the scalar definitions give: the error, its ULPs (kv_ulp), the bound,
- * the ratio, the p99 and distribution bins (kv_dist_ulp_bin,
- * kv_dist_ratio_bin), the flags, and the tile's maxima and counts; for f32,
+ * the ratio, the p99's bin, the flags, the tile's maxima and counts, and
+ * its counts of zero ULP errors and of ratios in each of the distribution's
+ * bins (kv_dist_ratio_bin); for f32,
  * bf16 and f64 outputs, with and without the other legal value, a bound of
  * its own and a slack (added where the ratio without it is over 1), over
  * finite, zero, subnormal, huge and non-finite values. */
@@ -52,7 +53,10 @@ static double value(unsigned i, double scale)
     }
 }
 
-static void one(enum kv_dtype t, int with_alt, int with_lam, int tol, int with_slack)
+/* finite: no pair that is not finite, so that the tile takes its vector
+ * loops for the ratio's distribution (a tile with one counts element by
+ * element) */
+static void one(enum kv_dtype t, int with_alt, int with_lam, int tol, int with_slack, int finite)
 {
     static double y[N], S[N], alt[N], lam[N], fix[N], slack[N];
     static float c32[N];
@@ -61,10 +65,11 @@ static void one(enum kv_dtype t, int with_alt, int with_lam, int tol, int with_s
     void *cand = t == KV_F32 ? (void *)c32 : t == KV_F64 ? (void *)c64 : (void *)c16;
     for (unsigned i = 0; i < N; i++) {
         y[i] = value(i, 1.0);
+        if (finite && !(fabs(y[i]) < 1e30)) y[i] = 1.25; /* c, up to 1025 y, stays finite in f32 and bf16 */
         S[i] = fabs(y[i]) * (1 + i % 3);
         double c = y[i] * (1 + ((i % 7) - 3) * 0x1p-22) + (i % 11 == 0 ? 1e-3 : 0);
-        if (i % 29 == 3) c = -INFINITY;
-        if (i % 31 == 4) c = NAN;
+        if (i % 29 == 3 && !finite) c = -INFINITY;
+        if (i % 31 == 4 && !finite) c = NAN;
         kv_store_f64(t, cand, i, c);
         alt[i] = i % 5 == 0 ? kv_load_f64(t, cand, i) : 1.5;
         lam[i] = fabs(y[i]) * 0x1p-20, fix[i] = i % 4 ? 0 : 0x1p-30;
@@ -87,10 +92,11 @@ static void one(enum kv_dtype t, int with_alt, int with_lam, int tol, int with_s
                                 .slack = with_slack ? slack + i0 : NULL, .c1 = c1,
                                 .c2 = c2, .half_rho = half_rho, .lambda = lambda, .floor_rel = floor_rel,
                                 .emin = ti->emin, .prec = ti->precision, .tol = tol, .at = at, .rt = rt,
-                                .tab = &tab};
+                                .tab = &tab, .dist = 1};
         kv_judge_tile(&in, i0, n, &tile);
         double max_e = 0, max_u = 0, max_rel = 0, max_ratio = -1;
-        uint64_t skipped = 0, over = 0, alts = 0, fails_tol = 0, odd = 0, slacked = 0;
+        uint64_t skipped = 0, over = 0, alts = 0, fails_tol = 0, odd = 0, slacked = 0, uzero = 0;
+        uint64_t rcount[KV_DIST_RATIO_BINS + 1] = {0};
         for (size_t j = 0; j < n; j++) {
             const size_t i = i0 + j;
             const double c = kv_load_f64(t, cand, i), yy = y[i];
@@ -115,9 +121,9 @@ static void one(enum kv_dtype t, int with_alt, int with_lam, int tol, int with_s
             assert_true(bits(tile.ratio[j]) == bits(ratio));
             assert_true(bits(tile.e2[j]) == bits(e * e) && bits(tile.y2[j]) == bits(yy * yy));
             assert_int_equal(tile.qbin[j], q_bin(u));
-            assert_int_equal(tile.ubin[j], u == 0 ? (uint64_t)KV_TILE_ULP_ZERO : (uint64_t)kv_dist_ulp_bin(u));
-            const uint64_t rb = ratio == 0 ? KV_TILE_RATIO_ZERO : isnan(ratio) ? KV_DIST_RATIO_BINS - 1 : kv_dist_ratio_bin(ratio, edge);
-            assert_int_equal(tile.rbin[j], rb); /* NaN (0 / 0 where f64's half ulp of 0 underflows): the last bin, as judge.c always put it */
+            uzero += u == 0;
+            /* NaN (0 / 0 where f64's half ulp of 0 underflows): the last bin, as judge.c always put it */
+            rcount[ratio == 0 ? KV_DIST_RATIO_BINS : isnan(ratio) ? KV_DIST_RATIO_BINS - 1 : kv_dist_ratio_bin(ratio, edge)]++;
             max_e = fmax(max_e, e), max_u = fmax(max_u, u);
             if (fabs(yy) >= floor_rel) max_rel = fmax(max_rel, e / fabs(yy));
             else skipped++;
@@ -133,7 +139,12 @@ static void one(enum kv_dtype t, int with_alt, int with_lam, int tol, int with_s
         assert_int_equal(tile.fails_tol, fails_tol);
         assert_int_equal(tile.odd, odd);
         assert_int_equal(tile.slacked, slacked);
-        assert_true(odd > 0 && over > 0 && (!with_alt || alts > 0) && (!with_slack || slacked > 0)); /* the cases are there */
+        assert_int_equal(tile.uzero, uzero);
+        for (int k = 0; k <= KV_DIST_RATIO_BINS; k++) assert_int_equal(tile.rcount[k], rcount[k]);
+        int bins = 0; /* the ratios spread over several bins, zeros and NaN apart */
+        for (int k = 0; k < KV_DIST_RATIO_BINS - 1; k++) bins += rcount[k] > 0;
+        assert_true(bins >= 3 && rcount[KV_DIST_RATIO_BINS] > 0);
+        assert_true((finite ? odd == 0 : odd > 0) && over > 0 && (!with_alt || alts > 0) && (!with_slack || slacked > 0)); /* the cases are there */
     }
 }
 
@@ -142,7 +153,7 @@ static void every_kind(void **s)
     (void)s;
     const enum kv_dtype types[] = {KV_F32, KV_BF16, KV_F64};
     for (int k = 0; k < 3; k++)
-        for (int v = 0; v < 16; v++) one(types[k], v & 1, (v >> 1) & 1, (v >> 2) & 1, (v >> 3) & 1);
+        for (int v = 0; v < 32; v++) one(types[k], v & 1, (v >> 1) & 1, (v >> 2) & 1, (v >> 3) & 1, v >> 4);
 }
 
 int main(void)
