@@ -182,14 +182,20 @@ static __attribute__((target("avx512f,avx512dq"))) void normal_lanes_avx512(uint
     uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
     for (int r = 0; r < 10; r++) {
         __m512i vk0 = _mm512_set1_epi64(k0), vk1 = _mm512_set1_epi64(k1);
+        /* the words' upper halves are left as they fall: the products read
+         * only the lower halves, and the lower halves are the words */
         for (int g = 0; g < BLK / V; g++) {
             __m512i p0 = _mm512_mul_epu32(c0[g], m0), p1 = _mm512_mul_epu32(c2[g], m1);
             c0[g] = _mm512_xor_si512(_mm512_xor_si512(_mm512_srli_epi64(p1, 32), c1[g]), vk0);
-            c1[g] = _mm512_and_si512(p1, lo32);
+            c1[g] = p1;
             c2[g] = _mm512_xor_si512(_mm512_xor_si512(_mm512_srli_epi64(p0, 32), c3[g]), vk1);
-            c3[g] = _mm512_and_si512(p0, lo32);
+            c3[g] = p0;
         }
         k0 += PHILOX_W0, k1 += PHILOX_W1;
+    }
+    for (int g = 0; g < BLK / V; g++) {
+        c0[g] = _mm512_and_si512(c0[g], lo32), c1[g] = _mm512_and_si512(c1[g], lo32);
+        c2[g] = _mm512_and_si512(c2[g], lo32), c3[g] = _mm512_and_si512(c3[g], lo32);
     }
     const __m512d one = _mm512_set1_pd(1.0), two = _mm512_set1_pd(2.0), ulp = _mm512_set1_pd(0x1p-53);
     static const double inv[] = {1.0 / 23, 1.0 / 21, 1.0 / 19, 1.0 / 17, 1.0 / 15, 1.0 / 13,
@@ -209,7 +215,12 @@ static __attribute__((target("avx512f,avx512dq"))) void normal_lanes_avx512(uint
         __m512d s = _mm512_add_pd(_mm512_mul_pd(u[g], u[g]), _mm512_mul_pd(v, v));
         __mmask8 ok = _mm512_cmp_pd_mask(s, _mm512_setzero_pd(), _CMP_GT_OQ) &
                       _mm512_cmp_pd_mask(s, one, _CMP_LT_OQ);
-        for (int l = 0; l < V; l++) bad[g * V + l] = (unsigned char)!((ok >> l) & 1);
+        /* lane l's flag in byte l (x86-64: little-endian), each 4 bits of
+         * the mask spread into 4 bytes by one product */
+        const unsigned rej = (unsigned)(uint8_t)~ok;
+        const uint64_t flags = (((uint64_t)(rej & 15) * 0x00204081u) & 0x01010101u) |
+                               (((uint64_t)(rej >> 4) * 0x00204081u) & 0x01010101u) << 32;
+        memcpy(bad + g * V, &flags, sizeof flags);
         sv[g] = _mm512_mask_blend_pd(ok, _mm512_set1_pd(0.5), s);
         /* frexp by bits, as above: the exponent field is an exact integer */
         __m512i bits = _mm512_castpd_si512(sv[g]);
