@@ -62,9 +62,10 @@ def run_kverify(kv, args):
         phases = {}
         m = re.search(r"kverify: time: (.*)", res["err"])
         if m:
-            for part in m.group(1).split(", "):
-                k, v = part.rsplit(" ", 2)[0], part.rsplit(" ", 2)[1]
-                phases[k] = float(v) / 1e3
+            for part in m.group(1).split(", "):  # "NAME MS ms", maybe then a note in parentheses
+                p = re.match(r"(.+?) ([0-9.]+) ms\b", part)
+                if p:
+                    phases[p.group(1)] = float(p.group(2)) / 1e3
         status = "?"
         if os.path.exists(rep):
             with open(rep) as f:
