@@ -1,7 +1,8 @@
 /* The judge's error distribution (errdist.h) over a float output, a tile at
  * a time (judge_tile.h): the ratio's bins (counted by the tile), the map a
- * run of one cell's elements at a time, the worst list. The same distribution as element by element:
- * counts add up, the map keeps maxima, the worst list is in a total order. */
+ * run of one cell's elements at a time, the worst list. The same
+ * distribution as element by element: counts add up, the map keeps maxima,
+ * the worst list is in a total order. */
 #ifndef KV_CORE_JUDGE_DIST_H
 #define KV_CORE_JUDGE_DIST_H
 

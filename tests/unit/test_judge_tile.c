@@ -123,7 +123,9 @@ static void one(enum kv_dtype t, int with_alt, int with_lam, int tol, int with_s
             assert_int_equal(tile.qbin[j], q_bin(u));
             uzero += u == 0;
             /* NaN (0 / 0 where f64's half ulp of 0 underflows): the last bin, as judge.c always put it */
-            rcount[ratio == 0 ? KV_DIST_RATIO_BINS : isnan(ratio) ? KV_DIST_RATIO_BINS - 1 : kv_dist_ratio_bin(ratio, edge)]++;
+            rcount[ratio == 0    ? KV_DIST_RATIO_BINS
+                   : isnan(ratio) ? KV_DIST_RATIO_BINS - 1
+                                  : kv_dist_ratio_bin(ratio, edge)]++;
             max_e = fmax(max_e, e), max_u = fmax(max_u, u);
             if (fabs(yy) >= floor_rel) max_rel = fmax(max_rel, e / fabs(yy));
             else skipped++;
@@ -144,7 +146,8 @@ static void one(enum kv_dtype t, int with_alt, int with_lam, int tol, int with_s
         int bins = 0; /* the ratios spread over several bins, zeros and NaN apart */
         for (int k = 0; k < KV_DIST_RATIO_BINS - 1; k++) bins += rcount[k] > 0;
         assert_true(bins >= 3 && rcount[KV_DIST_RATIO_BINS] > 0);
-        assert_true((finite ? odd == 0 : odd > 0) && over > 0 && (!with_alt || alts > 0) && (!with_slack || slacked > 0)); /* the cases are there */
+        /* the cases are there */
+        assert_true((finite ? odd == 0 : odd > 0) && over > 0 && (!with_alt || alts > 0) && (!with_slack || slacked > 0));
     }
 }
 
