@@ -112,7 +112,7 @@ static inline __attribute__((always_inline)) void ratio_counts(const double *res
      * INT64_MAX less its bits: GCC vectorizes that, not the smallest */
     int64_t top = -1;
     for (size_t j = 0; j < n; j++) {
-        const int64_t r = bits_of(rv[j]), b = (r > 0) & (r <= 0x7ff0000000000000) ? INT64_MAX - r : -1;
+        const int64_t r = bits_of(rv[j]), b = ((r > 0) & (r <= 0x7ff0000000000000)) ? INT64_MAX - r : -1;
         top = b > top ? b : top;
     }
     const int kmin = kv_dist_ratio_bin(double_of(INT64_MAX - top), edge);
