@@ -67,10 +67,7 @@ static double q_edge(size_t k)
 {
     k--;
     int e = (int)(k >> KV_Q_SUB) - KV_Q_OCT;
-    uint64_t bits = ((uint64_t)(e + 1023) << 52) | ((uint64_t)(k & ((1u << KV_Q_SUB) - 1)) << (52 - KV_Q_SUB));
-    double r;
-    memcpy(&r, &bits, sizeof r);
-    return r;
+    return kv_double_of((int64_t)(((uint64_t)(e + 1023) << 52) | ((uint64_t)(k & ((1u << KV_Q_SUB) - 1)) << (52 - KV_Q_SUB))));
 }
 
 static inline int better(double r, size_t i, double best, size_t at) { return r > best || (r == best && i < at); }
@@ -128,13 +125,6 @@ static inline int cells_next(struct cells *c, size_t i)
     return kv_dist_walk_next(&c->w);
 }
 
-static inline double of_bits(int64_t b)
-{
-    double v;
-    memcpy(&v, &b, sizeof v);
-    return v;
-}
-
 /* Elements [lo, hi) of a float output, a tile at a time: the tile's
  * arithmetic vectorized (kv_judge_tile, the same values as element by
  * element), then its sums in index order, its non-finite pairs, its share of
@@ -190,13 +180,13 @@ static inline __attribute__((always_inline)) void chunk_float(const struct jin *
             }
         if (d) kv_dist_tiles_add(dt, &tile, t, cand, y_lo + o, i0, n);
         /* the tile's counts and maxima (kv_judge_tile) */
-        max_ulp = of_bits(tile.max_u) > max_ulp ? of_bits(tile.max_u) : max_ulp;
-        max_abs = of_bits(tile.max_e) > max_abs ? of_bits(tile.max_e) : max_abs;
-        max_rel = of_bits(tile.max_rel) > max_rel ? of_bits(tile.max_rel) : max_rel;
+        max_ulp = kv_double_of(tile.max_u) > max_ulp ? kv_double_of(tile.max_u) : max_ulp;
+        max_abs = kv_double_of(tile.max_e) > max_abs ? kv_double_of(tile.max_e) : max_abs;
+        max_rel = kv_double_of(tile.max_rel) > max_rel ? kv_double_of(tile.max_rel) : max_rel;
         rel_skipped += tile.rel_skipped, fails_bound += tile.over, fails_tol += tile.fails_tol, uzero += tile.uzero;
         slack_used += tile.alt + tile.slacked; /* the other legal value, or within the slack */
         /* the first element of the largest ratio, where it beats the chunk's so far (i rises: the first of equals stays) */
-        if (tile.max_ratio >= 0 && of_bits(tile.max_ratio) > worst_ratio) {
+        if (tile.max_ratio >= 0 && kv_double_of(tile.max_ratio) > worst_ratio) {
             size_t j = 0;
             while (tile.flag[j] & KV_TILE_ODD || memcmp(&tile.ratio[j], &tile.max_ratio, sizeof(double))) j++;
             worst_ratio = tile.ratio[j], worst = i0 + j;

@@ -16,9 +16,7 @@ void kv_dist_tiles_at(struct kv_dist_tiles *s, struct kv_error_dist *d, const si
  * non-finite pair (not compared). */
 static inline int64_t map_bits(const struct kv_tile *tile, size_t j)
 {
-    int64_t b;
-    memcpy(&b, &tile->ratio[j], sizeof b);
-    b = tile->ratio[j] == tile->ratio[j] ? b : 0;
+    const int64_t b = tile->ratio[j] == tile->ratio[j] ? kv_bits_of(tile->ratio[j]) : 0;
     return tile->flag[j] & KV_TILE_ODD ? -1 : b;
 }
 
@@ -28,9 +26,7 @@ static inline int64_t map_bits(const struct kv_tile *tile, size_t j)
 static inline void cell_put(struct kv_error_dist *d, int cell, int64_t m)
 {
     if (m < 0) return;
-    double r;
-    memcpy(&r, &m, sizeof r);
-    const float f = (float)r;
+    const float f = (float)kv_double_of(m);
     if (f > d->map[cell]) d->map[cell] = f;
     if (d->map[cell] < 0) d->map[cell] = 0;
 }
@@ -77,9 +73,7 @@ void kv_dist_tiles_add(struct kv_dist_tiles *s, const struct kv_tile *tile, enum
      * largest: it cannot enter a full list) */
     if (d->n_worst == KV_DIST_WORST) {
         const struct kv_worst_elem *last = &d->worst[KV_DIST_WORST - 1];
-        double top;
-        memcpy(&top, &tile->max_ratio, sizeof top);
-        if (last->mismatch || tile->max_ratio < 0 || top < last->ratio) return;
+        if (last->mismatch || tile->max_ratio < 0 || kv_double_of(tile->max_ratio) < last->ratio) return;
     }
     double least = 0;
     int full = 0;

@@ -41,23 +41,6 @@ static inline double ulp_of(double y, int64_t emin, double step)
     return pow2(e) * step;
 }
 
-/* A double's bits as a signed integer: for non-negative doubles (+Inf
- * included) in their order. */
-static inline int64_t bits_of(double v)
-{
-    int64_t b;
-    memcpy(&b, &v, sizeof b);
-    return b;
-}
-
-/* The double of these bits. */
-static inline double double_of(int64_t b)
-{
-    double v;
-    memcpy(&v, &b, sizeof v);
-    return v;
-}
-
 /* u >= 0, not NaN (as u is for a finite pair); the exponent's lanes are
  * 64-bit, the doubles' width. */
 static inline int64_t exponent(double u)
@@ -112,11 +95,11 @@ static inline __attribute__((always_inline)) void ratio_counts(const double *res
      * INT64_MAX less its bits: GCC vectorizes that, not the smallest */
     int64_t top = -1;
     for (size_t j = 0; j < n; j++) {
-        const int64_t r = bits_of(rv[j]), b = ((r > 0) & (r <= 0x7ff0000000000000)) ? INT64_MAX - r : -1;
+        const int64_t r = kv_bits_of(rv[j]), b = ((r > 0) & (r <= 0x7ff0000000000000)) ? INT64_MAX - r : -1;
         top = b > top ? b : top;
     }
-    const int kmin = kv_dist_ratio_bin(double_of(INT64_MAX - top), edge);
-    const int kmax = kv_dist_ratio_bin(double_of(max_r), edge);
+    const int kmin = kv_dist_ratio_bin(kv_double_of(INT64_MAX - top), edge);
+    const int kmax = kv_dist_ratio_bin(kv_double_of(max_r), edge);
     uint64_t at_least = (uint64_t)n - zeros - nans; /* ratios at or past edge kmin: every positive one */
     for (int k = kmin; k <= kmax; k++) {
         uint64_t next = 0; /* at or past edge k + 1 */
@@ -175,15 +158,15 @@ static inline __attribute__((always_inline)) void loop(const struct kv_tile_in *
         const double base1 = has_slack ? base0 + slack[j] : base0, ratio1 = has_slack ? e / base1 : ratio0;
         /* ratio0 > 1 (NaN not), on its bits: the vectorizer takes this mask
          * into the count below, which it does not with the double compare's */
-        const int64_t b0 = bits_of(ratio0);
+        const int64_t b0 = kv_bits_of(ratio0);
         const int past = has_slack & (b0 > 0x3ff0000000000000) & (b0 <= 0x7ff0000000000000);
         const double base = past ? base1 : base0, ratio = past ? ratio1 : ratio0;
         bv[j] = base;
         rv[j] = ratio;
         /* the reductions, over the finite pairs (keep) */
         const int keep = !odd, normal = ay >= floor_rel;
-        const int64_t be = keep ? bits_of(e) : 0, bu = keep ? bits_of(u) : 0, bq = (keep & normal) ? bits_of(q) : 0;
-        const int64_t br = (keep & (ratio == ratio)) ? bits_of(ratio) : -1;
+        const int64_t be = keep ? kv_bits_of(e) : 0, bu = keep ? kv_bits_of(u) : 0, bq = (keep & normal) ? kv_bits_of(q) : 0;
+        const int64_t br = (keep & (ratio == ratio)) ? kv_bits_of(ratio) : -1;
         max_e = be > max_e ? be : max_e;
         max_u = bu > max_u ? bu : max_u;
         max_rel = bq > max_rel ? bq : max_rel;
@@ -191,7 +174,7 @@ static inline __attribute__((always_inline)) void loop(const struct kv_tile_in *
         /* for the distribution: the zero ULP errors, the zero and NaN
          * ratios, on the bits (as above: the vectorizer takes these masks;
          * it does not take a smallest here, so ratio_counts makes that) */
-        const int64_t rmag = bits_of(ratio) & INT64_MAX, ub = bits_of(u) & INT64_MAX;
+        const int64_t rmag = kv_bits_of(ratio) & INT64_MAX, ub = kv_bits_of(u) & INT64_MAX;
         uzero += (uint64_t)(keep & (ub == 0));
         rzero += (uint64_t)(keep & (rmag == 0));
         rnan += (uint64_t)(keep & (rmag > 0x7ff0000000000000));

@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "core/dtype.h"
 #include "core/errdist.h"
@@ -19,6 +20,21 @@
 #define KV_Q_OCT 80
 #define KV_Q_SUB 10
 #define KV_Q_BINS (((size_t)2 * KV_Q_OCT << KV_Q_SUB) + 2)
+
+/* A double's bits as a signed integer (for non-negative doubles, +Inf
+ * included, in their order: the tile's maxima are kept so), and back. */
+static inline int64_t kv_bits_of(double v)
+{
+    int64_t b;
+    memcpy(&b, &v, sizeof b);
+    return b;
+}
+static inline double kv_double_of(int64_t b)
+{
+    double v;
+    memcpy(&v, &b, sizeof v);
+    return v;
+}
 
 /* Tile element flags. */
 enum {
