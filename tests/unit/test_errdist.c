@@ -141,10 +141,13 @@ static void histograms_element_by_element(void **s)
         for (int k = 0; k < KV_DIST_ULP_BINS; k++) assert_int_equal(d->ulp[k], ulp[k]);
         assert_int_equal(d->ratio_zero, rzero);
         for (int k = 0; k < KV_DIST_RATIO_BINS; k++) assert_int_equal(d->ratio[k], ratio[k]);
-        /* the cases are there: zeros, the first and last bins, octaves between */
-        int octaves = 0;
+        /* the cases are there: zeros, the first and last bins, octaves
+         * between; zero ratios and ratios across several bins */
+        int octaves = 0, rbins = 0;
         for (int k = 1; k + 1 < KV_DIST_ULP_BINS; k++) octaves += ulp[k] > 0;
-        assert_true(uzero > 0 && ulp[0] > 0 && ulp[KV_DIST_ULP_BINS - 1] > 0 && octaves >= 30 && rzero > 0);
+        for (int k = 0; k < KV_DIST_RATIO_BINS; k++) rbins += ratio[k] > 0;
+        assert_true(uzero > 0 && ulp[0] > 0 && ulp[KV_DIST_ULP_BINS - 1] > 0 && octaves >= 30);
+        assert_true(rzero > 0 && rbins >= 5);
         free(c), free(y), free(S), free(d);
     }
 }

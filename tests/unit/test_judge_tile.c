@@ -3,10 +3,10 @@
  * values the scalar definitions give: the error, its ULPs (kv_ulp), the bound,
  * the ratio, the p99's bin, the flags, the tile's maxima and counts, and
  * its counts of zero ULP errors and of ratios in each of the distribution's
- * bins (kv_dist_ratio_bin); for f32,
- * bf16 and f64 outputs, with and without the other legal value, a bound of
- * its own and a slack (added where the ratio without it is over 1), over
- * finite, zero, subnormal, huge and non-finite values. */
+ * bins (kv_dist_ratio_bin); for f32, bf16 and f64 outputs, with and without
+ * the other legal value, a bound of its own and a slack (added where the
+ * ratio without it is over 1), over finite, zero, subnormal, huge and
+ * non-finite values, and over tiles of finite pairs alone. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
