@@ -39,50 +39,81 @@ struct chunk {
     size_t off, len, at;
 };
 
+/* A part of the staging buffer, the transfers through it in flight, and
+ * their batch (restarted at each turn: made anew, it cost a driver about a
+ * millisecond a turn). */
+struct slot {
+    struct kv_vk_batch b;
+    struct chunk ch[64];
+    int nc;
+    size_t at, used;
+};
+
+/* The slot's transfers waited for, and a download's chunks copied out (its
+ * batch kept for the slot's next turn). */
+static enum kv_status finish(struct kv_vk_device *d, struct kv_vk_buffer *stage, struct slot *s, int down)
+{
+    enum kv_status st = KV_OK;
+    KV_TRY(kv_vk_batch_wait(&s->b));
+    if (down) {
+        KV_TRY(kv_vk_buffer_sync(d, stage, s->at, s->used, 1));
+        for (int k = 0; k < s->nc; k++)
+            copy((char *)s->ch[k].p->host + s->ch[k].off, (const char *)stage->map + s->ch[k].at, s->ch[k].len);
+    }
+cleanup:
+    return st;
+}
+
 enum kv_status kv_stream(struct kv_vk_device *d, struct kv_vk_buffer *stage, const struct kv_piece *pc, int n,
                          int down)
 {
     enum kv_status st = KV_OK;
-    enum { MAX_CHUNKS = 64 };
     if (!stage) { /* the device's buffers are mapped: no staging */
         for (int i = 0; i < n; i++)
             if (down) copy(pc[i].host, pc[i].buf->map, pc[i].bytes);
             else copy(pc[i].buf->map, pc[i].host, pc[i].bytes);
         return KV_OK;
     }
-    struct kv_vk_batch b = {0};
-    int i = 0;
+    /* The staging buffer's two halves in turn (where it has room for two):
+     * the device copies through one while the host copies through the
+     * other. Halves on 256-byte bounds, so that flushing or invalidating
+     * one leaves the other's memory alone. */
+    const size_t A = 256, half = (size_t)stage->size / 2 / A * A;
+    const int n_slots = half ? 2 : 1;
+    const size_t cap = half ? half : (size_t)stage->size;
+    struct slot sl[2];
+    memset(sl, 0, sizeof sl);
+    int i = 0, cur = 0;
     size_t off = 0;
     while (i < n && pc[i].bytes == 0) i++;
     while (i < n) {
-        struct chunk ch[MAX_CHUNKS];
-        int nc = 0;
-        size_t used = 0;
-        KV_TRY(kv_vk_batch_begin(d, 0, 0, &b));
-        while (i < n && used < stage->size && nc < MAX_CHUNKS) {
-            size_t len = pc[i].bytes - off < stage->size - used ? pc[i].bytes - off : stage->size - used;
-            ch[nc++] = (struct chunk){&pc[i], off, len, used};
-            struct kv_vk_range host = {stage, used, len}, dev = {pc[i].buf, off, len};
-            if (!down) copy((char *)stage->map + used, (const char *)pc[i].host + off, len);
-            if (down) kv_vk_batch_copy(&b, dev, host);
-            else kv_vk_batch_copy(&b, host, dev);
-            used += len, off += len;
+        struct slot *s = &sl[cur];
+        if (s->b.in_flight) KV_TRY(finish(d, stage, s, down)); /* its last turn's transfers */
+        s->at = (size_t)cur * cap, s->used = 0, s->nc = 0;
+        if (s->b.d) KV_TRY(kv_vk_batch_restart(&s->b));
+        else KV_TRY(kv_vk_batch_begin(d, 0, 0, &s->b));
+        while (i < n && s->used < cap && s->nc < (int)(sizeof s->ch / sizeof s->ch[0])) {
+            size_t len = pc[i].bytes - off < cap - s->used ? pc[i].bytes - off : cap - s->used, at = s->at + s->used;
+            s->ch[s->nc++] = (struct chunk){&pc[i], off, len, at};
+            struct kv_vk_range host = {stage, at, len}, dev = {pc[i].buf, off, len};
+            if (!down) copy((char *)stage->map + at, (const char *)pc[i].host + off, len);
+            if (down) kv_vk_batch_copy(&s->b, dev, host);
+            else kv_vk_batch_copy(&s->b, host, dev);
+            s->used += len, off += len;
             if (off == pc[i].bytes) {
                 off = 0;
                 do i++;
                 while (i < n && pc[i].bytes == 0);
             }
         }
-        if (down) kv_vk_batch_barrier(&b, KV_BARRIER_TRANSFER_TO_HOST);
-        else KV_TRY(kv_vk_buffer_flush(d, stage));
-        KV_TRY(kv_vk_batch_submit(&b));
-        kv_vk_batch_destroy(&b);
-        memset(&b, 0, sizeof b);
-        if (!down) continue;
-        KV_TRY(kv_vk_buffer_invalidate(d, stage));
-        for (int k = 0; k < nc; k++) copy((char *)ch[k].p->host + ch[k].off, (const char *)stage->map + ch[k].at, ch[k].len);
+        if (down) kv_vk_batch_barrier(&s->b, KV_BARRIER_TRANSFER_TO_HOST);
+        else KV_TRY(kv_vk_buffer_sync(d, stage, s->at, s->used, 0));
+        KV_TRY(kv_vk_batch_send(&s->b));
+        cur = (cur + 1) % n_slots;
     }
+    for (int k = 0; k < n_slots; k++) /* the older turn first */
+        if (sl[(cur + k) % n_slots].b.in_flight) KV_TRY(finish(d, stage, &sl[(cur + k) % n_slots], down));
 cleanup:
-    kv_vk_batch_destroy(&b);
+    for (int k = 0; k < 2; k++) kv_vk_batch_destroy(&sl[k].b);
     return st;
 }

@@ -32,9 +32,11 @@ size_t kv_stage_bytes(void);
 int kv_transfers_forced(void);
 
 /* Copy the pieces to the device (down = 0) or from it (down = 1) through
- * stage (host-visible, mapped), as many submissions as it takes, each waited
- * for; stage NULL: the pieces' buffers are mapped, and copied directly. A download is preceded in submission order by the barrier that makes
- * the device's writes visible to transfers (the caller's). */
+ * stage (host-visible, mapped), as many submissions as it takes, two in
+ * flight at a time (each through its half of stage), all waited for on
+ * return; stage NULL: the pieces' buffers are mapped, and copied directly.
+ * A download is preceded in submission order by the barrier that makes the
+ * device's writes visible to transfers (the caller's). */
 enum kv_status kv_stream(struct kv_vk_device *d, struct kv_vk_buffer *stage, const struct kv_piece *pc, int n,
                          int down);
 

@@ -94,3 +94,17 @@ enum kv_status kv_vk_buffer_invalidate(struct kv_vk_device *d, struct kv_vk_buff
 cleanup:
     return st;
 }
+
+enum kv_status kv_vk_buffer_sync(struct kv_vk_device *d, struct kv_vk_buffer *b, VkDeviceSize off,
+                                 VkDeviceSize len, int down)
+{
+    enum kv_status st = KV_OK;
+    if (b->coherent || len == 0) return KV_OK;
+    const VkDeviceSize A = 256, lo = off / A * A, hi = (off + len + A - 1) / A * A;
+    VkMappedMemoryRange r = {.sType = VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE, .memory = b->mem, .offset = lo,
+                             .size = hi <= b->size ? hi - lo : VK_WHOLE_SIZE};
+    if (down) VK_TRY(vkInvalidateMappedMemoryRanges(d->dev, 1, &r));
+    else VK_TRY(vkFlushMappedMemoryRanges(d->dev, 1, &r));
+cleanup:
+    return st;
+}

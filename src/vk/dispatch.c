@@ -11,11 +11,13 @@ enum kv_status kv_vk_batch_begin(struct kv_vk_device *d, uint32_t max_dispatches
     enum kv_status st = KV_OK;
     memset(b, 0, sizeof *b);
     b->d = d;
-    b->max_sets = max_dispatches ? max_dispatches : 1;
-    VkDescriptorPoolSize ps = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, b->max_sets * KV_VK_MAX_BINDINGS};
-    VkDescriptorPoolCreateInfo pi = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
-                                     .maxSets = b->max_sets, .poolSizeCount = 1, .pPoolSizes = &ps};
-    VK_TRY(vkCreateDescriptorPool(d->dev, &pi, NULL, &b->pool));
+    b->max_sets = max_dispatches;
+    if (max_dispatches) { /* none for transfers alone: a pool may cost a driver a millisecond to make */
+        VkDescriptorPoolSize ps = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, b->max_sets * KV_VK_MAX_BINDINGS};
+        VkDescriptorPoolCreateInfo pi = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+                                         .maxSets = b->max_sets, .poolSizeCount = 1, .pPoolSizes = &ps};
+        VK_TRY(vkCreateDescriptorPool(d->dev, &pi, NULL, &b->pool));
+    }
     if (d->info.timestamps && max_stamps) {
         VkQueryPoolCreateInfo qi = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
                                     .queryType = VK_QUERY_TYPE_TIMESTAMP, .queryCount = max_stamps};
@@ -36,6 +38,22 @@ enum kv_status kv_vk_batch_begin(struct kv_vk_device *d, uint32_t max_dispatches
     if (b->queries) vkCmdResetQueryPool(b->cb, b->queries, 0, b->max_stamps);
 cleanup:
     if (st) kv_vk_batch_destroy(b);
+    return st;
+}
+
+enum kv_status kv_vk_batch_restart(struct kv_vk_batch *b)
+{
+    enum kv_status st = KV_OK;
+    KV_CHECK(!b->in_flight, KV_EDEVICE, "internal: a batch restarted before it was waited for");
+    VK_TRY(vkResetFences(b->d->dev, 1, &b->fence));
+    VK_TRY(vkResetCommandBuffer(b->cb, 0));
+    if (b->pool) VK_TRY(vkResetDescriptorPool(b->d->dev, b->pool, 0));
+    b->n_sets = b->n_stamps = 0;
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                   .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+    VK_TRY(vkBeginCommandBuffer(b->cb, &bi));
+    if (b->queries) vkCmdResetQueryPool(b->cb, b->queries, 0, b->max_stamps);
+cleanup:
     return st;
 }
 
@@ -117,20 +135,35 @@ cleanup:
     return st;
 }
 
-enum kv_status kv_vk_batch_submit(struct kv_vk_batch *b)
+enum kv_status kv_vk_batch_send(struct kv_vk_batch *b)
 {
     enum kv_status st = KV_OK;
     VK_TRY(vkEndCommandBuffer(b->cb));
     VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1,
                        .pCommandBuffers = &b->cb};
     VK_TRY(vkQueueSubmit(b->d->queue, 1, &si, b->fence));
+    b->in_flight = 1;
+cleanup:
+    return st;
+}
+
+enum kv_status kv_vk_batch_wait(struct kv_vk_batch *b)
+{
+    enum kv_status st = KV_OK;
     VK_TRY(vkWaitForFences(b->d->dev, 1, &b->fence, VK_TRUE, UINT64_MAX));
+    b->in_flight = 0;
     if (b->queries && b->n_stamps)
         VK_TRY(vkGetQueryPoolResults(b->d->dev, b->queries, 0, b->n_stamps,
                                      sizeof(uint64_t) * b->n_stamps, b->stamps, sizeof(uint64_t),
                                      VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT));
 cleanup:
     return st;
+}
+
+enum kv_status kv_vk_batch_submit(struct kv_vk_batch *b)
+{
+    enum kv_status st = kv_vk_batch_send(b);
+    return st ? st : kv_vk_batch_wait(b);
 }
 
 double kv_vk_batch_ms(const struct kv_vk_batch *b, int from, int to)
@@ -145,6 +178,7 @@ void kv_vk_batch_destroy(struct kv_vk_batch *b)
 {
     if (!b || !b->d) return;
     VkDevice dev = b->d->dev;
+    if (b->in_flight) vkWaitForFences(dev, 1, &b->fence, VK_TRUE, UINT64_MAX); /* an error came between */
     if (b->fence) vkDestroyFence(dev, b->fence, NULL);
     if (b->cb) vkFreeCommandBuffers(dev, b->d->cmd_pool, 1, &b->cb);
     if (b->queries) vkDestroyQueryPool(dev, b->queries, NULL);

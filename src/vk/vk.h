@@ -100,6 +100,10 @@ enum kv_status kv_vk_buffer_create(struct kv_vk_device *d, VkDeviceSize size,
 void kv_vk_buffer_destroy(struct kv_vk_device *d, struct kv_vk_buffer *b);
 enum kv_status kv_vk_buffer_flush(struct kv_vk_device *d, struct kv_vk_buffer *b);
 enum kv_status kv_vk_buffer_invalidate(struct kv_vk_device *d, struct kv_vk_buffer *b);
+/* Flush (down = 0) or invalidate (down = 1) the mapped bytes [off, off + len)
+ * of b, widened to 256-byte bounds (a multiple of any nonCoherentAtomSize). */
+enum kv_status kv_vk_buffer_sync(struct kv_vk_device *d, struct kv_vk_buffer *b, VkDeviceSize off,
+                                 VkDeviceSize len, int down);
 
 /* --- pipelines --- */
 struct kv_vk_pipeline {
@@ -168,6 +172,7 @@ struct kv_vk_batch {
     VkDescriptorPool pool;
     VkQueryPool queries;
     VkFence fence;
+    int in_flight; /* sent, not yet waited for (destroy waits) */
     uint32_t max_sets, n_sets, max_stamps, n_stamps;
     uint64_t *stamps;
 };
@@ -184,8 +189,15 @@ enum kv_status kv_vk_batch_dispatch(struct kv_vk_batch *b, const struct kv_vk_pi
                                     const uint32_t groups[3]);
 /* End, submit, wait for completion, read the timestamps. */
 enum kv_status kv_vk_batch_submit(struct kv_vk_batch *b);
+/* kv_vk_batch_submit in two halves: end and submit; wait for completion and
+ * read the timestamps. Other work, and other batches, may come between. */
+enum kv_status kv_vk_batch_send(struct kv_vk_batch *b);
+enum kv_status kv_vk_batch_wait(struct kv_vk_batch *b);
+/* A batch waited for, recorded anew (its dispatches' and stamps' room kept):
+ * cheaper than destroy and begin, which cost some drivers a millisecond. */
+enum kv_status kv_vk_batch_restart(struct kv_vk_batch *b);
 /* Milliseconds between two stamps (0 when unavailable). */
 double kv_vk_batch_ms(const struct kv_vk_batch *b, int from, int to);
-void kv_vk_batch_destroy(struct kv_vk_batch *b); /* NULL-safe */
+void kv_vk_batch_destroy(struct kv_vk_batch *b); /* NULL-safe; waits for a batch sent, not waited for */
 
 #endif
