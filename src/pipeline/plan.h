@@ -40,6 +40,7 @@ struct kv_plan {
     /* the sanitized run's record buffers, a slot per stage and pass (pipeline/sanitize.h) */
     struct kv_vk_buffer san_dev, san_up, san_down;
     struct kv_vk_buffer san_shadow; /* the shared-memory shadow of stages it does not fit (sanitize/san.h) */
+    struct kv_plan_retired *retired; /* kv_plan_retire's buffers and the thread that destroys them */
     /* Streamed (transfers past kv_stream_threshold()): up and down are staging
      * buffers of kv_stage_bytes(), the uploads come from the host tensors (and
      * the products kept here) at each run, and the downloads land in host_down
@@ -89,6 +90,13 @@ const void *kv_plan_download(const struct kv_plan *p, int t, int ch);
 /* Guard words changed after an output of `bytes` in a buffer of `padded`;
  * *furthest: how far past the end the furthest changed word lies, in words. */
 size_t kv_guard_check(const void *base, size_t bytes, size_t padded, size_t *furthest);
-void kv_plan_free(struct kv_vk_device *d, struct kv_plan *p);
+/* A streamed plan's device buffers destroyed on a thread of their own, for
+ * a case whose device runs are all done and whose outputs are in host_down:
+ * a driver may take tens of milliseconds to free gigabytes, and the case is
+ * judged meanwhile. The buffers keep their sizes (the judge reads them), not
+ * their handles. Nothing for a plan not streamed (its outputs are read in
+ * its buffers) or where no thread starts (kv_plan_free destroys them). */
+void kv_plan_retire(struct kv_vk_device *d, struct kv_plan *p);
+void kv_plan_free(struct kv_vk_device *d, struct kv_plan *p); /* joins kv_plan_retire's thread first */
 
 #endif
