@@ -2,6 +2,7 @@
  * options, a table row per case as it finishes, the reports at the end. */
 #include <cjson/cJSON.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -406,6 +407,7 @@ struct opener {
     enum kv_status st;
     char msg[1024];
     double ms;
+    atomic_int done; /* set as the thread ends */
 };
 
 static void *open_thread(void *arg)
@@ -416,10 +418,11 @@ static void *open_thread(void *arg)
     op->ms = kv_now_ms() - t0;
     if (op->st) {
         snprintf(op->msg, sizeof op->msg, "%s", kv_error_msg());
-        return NULL;
+    } else {
+        int r = job_runner(op->x, op->job); /* its error is the case's, as when made in run_one */
+        if (!op->x->runner_err[r] && op->shape) op->early = kv_early_plan(&op->x->runners[r], op->shape);
     }
-    int r = job_runner(op->x, op->job); /* its error is the case's, as when made in run_one */
-    if (!op->x->runner_err[r] && op->shape) op->early = kv_early_plan(&op->x->runners[r], op->shape);
+    atomic_store(&op->done, 1);
     return NULL;
 }
 
@@ -430,12 +433,14 @@ static enum kv_status open_device(struct jobs_run *x, const char *selector)
     if (!need_device(x)) return KV_OK;
     size_t j = 0;
     struct kv_case *c = case_to_prepare(x, &j);
-    struct opener op = {x, selector, j, c ? malloc(sizeof *c) : NULL, NULL, KV_OK, "", 0};
+    struct opener op = {x, selector, j, c ? malloc(sizeof *c) : NULL, NULL, KV_OK, "", 0, 0};
     if (op.shape) *op.shape = *c;
     pthread_t th;
     if (c && pthread_create(&th, NULL, open_thread, &op) == 0) {
         x->pre_case = c;
         kv_case_prepare(c, &x->jobs[j].o.run, &x->pre);
+        /* the device still opening: the case's oracle meanwhile */
+        if (!atomic_load(&op.done)) kv_case_prepare_oracle(c, &x->jobs[j].o.run, &x->pre);
         pthread_join(th, NULL);
         free(op.shape);
         x->pre.early = op.early;
