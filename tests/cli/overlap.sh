@@ -1,9 +1,10 @@
 # The first case's inputs are made while the device opens (and its
-# pipelines and device buffers are made) on another thread. The reports are the same as when the
+# pipelines and device buffers are made) on another thread, and its oracle
+# too where the inputs are done first. The reports are the same as when the
 # device opens first (KVERIFY_TEST_NO_OVERLAP=1): generated and given inputs,
 # a blocked and a sampled oracle, --oracle both, a spec kernel, a suite whose
 # later cases are not prepared, a suite's later job first, two devices, and a
-# failing case.
+# failing case; and with the oracle made beside (KVERIFY_TEST_ORACLE_BESIDE=1).
 . "$(dirname "$0")/lib.bash"
 expect_same_report 0 KVERIFY_TEST_NO_OVERLAP "$KV" rmsnorm-bwd --rows 33 --dim 1000 --seeds 2
 expect_same_report 0 KVERIFY_TEST_NO_OVERLAP "$KV" rmsnorm-bwd --rows 64 --dim 4096 --sample 500
@@ -48,6 +49,28 @@ cases = json.load(open(sys.argv[1]))["cases"]
 refused = [c for c in cases if "needs at least" in (c.get("error") or "")]
 assert len(cases) == 4 and len(refused) == 2, [(c["name"], c.get("error")) for c in cases]
 PY
+# the first case's oracle made while the device opens (forced; else only where
+# its inputs are made first): the same reports as with the device opened first
+beside() {
+  KVERIFY_TEST_NO_OVERLAP=1 expect_exit 0 "$@" --json "$TMP/ob0.json"
+  KVERIFY_TEST_ORACLE_BESIDE=1 expect_exit 0 "$@" --json "$TMP/ob1.json" --verbose
+  grep -q "oracle [0-9.]* ms (the first case's made while the device opened)" "$TMP/err" ||
+    fail "'$*': the oracle was not made while the device opened"
+  python3 - "$TMP/ob0.json" "$TMP/ob1.json" <<'PY' || fail "'$*': the report differs with the oracle made while the device opened"
+import json, sys
+a, b = (json.load(open(f))["cases"] for f in sys.argv[1:])
+for x in a + b: x.pop("time_ms", None)
+assert a == b
+PY
+}
+beside "$KV" rmsnorm-bwd --rows 33 --dim 1000 --seeds 2
+beside "$KV" rmsnorm-bwd --rows 64 --dim 4096 --sample 500
+beside "$KV" gemm-bwd --m 40 --n 24 --k 16 --variant f16 --oracle both
+beside "$KV" qdq-affine --groups 16 --group-size 32 --bits 4 --dist ties
+beside "$KV" softmax-bwd --rows 8 --dim 300
+beside "$KV" gdn-wy-bwd --batch 1 --seq 100 --heads 2 --kv-heads 1
+KVERIFY_TEST_NO_OVERLAP=1 KVERIFY_TEST_ORACLE_BESIDE=1 expect_exit 0 "$KV" rmsnorm-bwd --rows 64 --dim 100 --verbose
+grep -q "made while the device opened" "$TMP/err" && fail "--verbose: an oracle made beside a device opened first"
 # the times: start-up and inputs both measured when they overlap
 expect_exit 0 "$KV" rmsnorm-bwd --rows 64 --dim 1000 --verbose
 grep -Eq "start-up [0-9.]+ ms, pipelines [0-9.]+ ms, inputs [0-9.]+ ms" "$TMP/err" || fail "--verbose: no time split"
