@@ -207,6 +207,21 @@ static inline void axpy3(double *restrict s, double *restrict S, double *restric
     }
 }
 
+/* Two axpy3s side by side, pass 2's sums over j: dkb += u kj and t += ut kb,
+ * each with its terms' magnitudes and operand errors. Six restrict
+ * accumulators (parts of one scratch row: GCC vectorizes the loop only
+ * where it is told they are apart). */
+static inline void axpy_pair(double *restrict dkb, double *restrict Sd, double *restrict ed, double *restrict t,
+                             double *restrict St, double *restrict et, double u, double ue, const double *restrict kj,
+                             double ut, double ute, const double *restrict kb, int K)
+{
+    for (int c = 0; c < K; c++) {
+        double p = u * kj[c], q = ut * kb[c];
+        dkb[c] += p, Sd[c] += mag(p), ed[c] += ue * fabs(kj[c]);
+        t[c] += q, St[c] += mag(q), et[c] += ute * fabs(kb[c]);
+    }
+}
+
 static void transpose(double *restrict t, const double *restrict a, int rows, int cols)
 {
     for (int i = 0; i < rows; i++)
@@ -348,12 +363,7 @@ KV_CLONES static void pass2(struct spec_work *w)
         memset(dkb, 0, 6 * sizeof(double) * (size_t)K);
         for (int j = 0; j < n; j++) { /* over j: dkb[c] = sum_j Ug[i][j] k[j][c], t[c] = sum_j Ug[j][i] KB[j][c] */
             const double u = w->Ug[i * n + j], ue = w->Uge[i * n + j], ut = w->Ug[j * n + i], ute = w->Uge[j * n + i];
-            const double *kj = x->k + j * K, *kb = w->KB + j * K;
-            for (int c = 0; c < K; c++) {
-                double p = u * kj[c], q = ut * kb[c];
-                dkb[c] += p, Sd[c] += mag(p), ed[c] += ue * fabs(kj[c]);
-                t[c] += q, St[c] += mag(q), et[c] += ute * fabs(kb[c]);
-            }
+            axpy_pair(dkb, Sd, ed, t, St, et, u, ue, x->k + j * K, ut, ute, w->KB + j * K, K);
         }
         for (int c = 0; c < K; c++) {
             double kv = x->k[i * K + c], tb = dkb[c] * kv;
