@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clones.h"
 #include "kernels/gdn_inputs.h"
 #include "kernels/kernel.h"
 
@@ -254,6 +255,56 @@ static double dot_row(const struct kv_tensor *A, size_t row, int64_t nv, const d
     return acc;
 }
 
+/* dot_row for a row against CB staged columns at once (st and fl: [j][col],
+ * D columns a row): each column's sums run over j in the same order, the
+ * loop over columns vectorizes; the same sums, the same bits. */
+enum { CB = 128 };
+KV_CLONES static void row_sums(const struct kv_tensor *A, size_t row, int64_t nv, int64_t ncol,
+                               const double *restrict st, const double *restrict fl, double *restrict y,
+                               double *restrict S, double *restrict sl)
+{
+    for (int64_t col = 0; col < ncol; col++) y[col] = S[col] = sl[col] = 0;
+    for (int64_t j = 0; j < nv; j++) {
+        const double a = a_at(A, row + (size_t)j), fa = fabs(a);
+        const double *sj = st + j * CB, *fj = fl + j * CB;
+        for (int64_t col = 0; col < ncol; col++) {
+            double t = a * sj[col];
+            y[col] += t, S[col] += isfinite(t) ? fabs(t) : 0, sl[col] += fa * fj[col];
+        }
+    }
+}
+
+/* Output out (t) of chunk [t0, t0 + nv) of head h, whole: CB columns staged
+ * side by side, then each row's sums over them (row_sums). The number of
+ * elements with a slack. */
+static size_t chunk_out(struct kv_case *c, const struct dims *d, int out, int t, int64_t b, int64_t t0, int64_t nv,
+                        int64_t h)
+{
+    const struct kv_tensor *A = &c->t[a_of(c)];
+    const int64_t D = out ? d->K : d->V;
+    double st[BT * CB], fl[BT * CB], y[CB], S[CB], sl[CB], cs[BT], cf[BT];
+    size_t ambiguous = 0;
+    for (int64_t c0 = 0; c0 < D; c0 += CB) {
+        const int64_t ncol = D - c0 < CB ? D - c0 : CB;
+        for (int64_t col = 0; col < ncol; col++) {
+            stage_col(c, d, out, b, t0, nv, h, c0 + col, cs, cf);
+            for (int64_t j = 0; j < nv; j++) st[j * CB + col] = cs[j], fl[j * CB + col] = cf[j];
+        }
+        for (int64_t i = 0; i < nv; i++) {
+            const int64_t r = (b * d->T + t0 + i) * d->H + h;
+            row_sums(A, (size_t)r * BT, nv, ncol, st, fl, y, S, sl);
+            for (int64_t col = 0; col < ncol; col++) {
+                const int64_t o = r * D + c0 + col;
+                double slack = sl[col];
+                if (slack > 0) slack += 0.5 * kv_ulp(KV_BF16, fabs(y[col]) + slack); /* as dot_row */
+                c->y[t][o] = y[col], c->S[t][o] = S[col];
+                if (out) c->slack[t][o] = slack, ambiguous += slack > 0;
+            }
+        }
+    }
+    return ambiguous;
+}
+
 /* --sample on an output that holds only its sampled elements (compact):
  * each of them alone, its column staged for it. */
 static size_t oracle_sampled(struct kv_case *c, const struct dims *d, int out, int t)
@@ -288,7 +339,6 @@ static size_t oracle_sampled(struct kv_case *c, const struct dims *d, int out, i
 static enum kv_status oracle(struct kv_case *c)
 {
     const struct dims d = dims_of(c);
-    const struct kv_tensor *A = &c->t[a_of(c)];
     const int tw = is_cm(c) ? T_W_CM : is_ab(c) ? T_W_AB : T_W;
     const int tu = is_cm(c) ? T_U_CM : is_ab(c) ? T_U_AB : T_U;
     free(c->slack[tw]); /* --oracle both calls the oracle twice */
@@ -301,20 +351,8 @@ static enum kv_status oracle(struct kv_case *c)
     for (int64_t item = 0; item < d.B * d.NT * d.H; item++) {
         int64_t b = item / (d.NT * d.H), ch = (item / d.H) % d.NT, h = item % d.H;
         int64_t t0 = ch * BT, nv = d.T - t0 < BT ? d.T - t0 : BT;
-        for (int out = 0; out < 2; out++) {
-            const int t = out ? tw : tu;
-            const int64_t D = out ? d.K : d.V;
-            if (c->compact[t]) continue;
-            for (int64_t col = 0; col < D; col++) {
-                double st[BT], fl[BT], slack;
-                stage_col(c, &d, out, b, t0, nv, h, col, st, fl);
-                for (int64_t i = 0; i < nv; i++) {
-                    const int64_t r = (b * d.T + t0 + i) * d.H + h, o = r * D + col;
-                    c->y[t][o] = dot_row(A, (size_t)r * BT, nv, st, fl, &c->S[t][o], &slack);
-                    if (out) c->slack[t][o] = slack, ambiguous += slack > 0;
-                }
-            }
-        }
+        for (int out = 0; out < 2; out++)
+            if (!c->compact[out ? tw : tu]) ambiguous += chunk_out(c, &d, out, out ? tw : tu, b, t0, nv, h);
     }
     c->ambiguous[tw] = ambiguous;
     /* bf16-coopmat: the device sums 3 x 64 exact products (A's three parts),
