@@ -1,7 +1,6 @@
 #include "kernels/gdn_grad.h"
 
 #include <math.h>
-#include <stddef.h>
 #include <string.h>
 
 #include "core/clones.h"
@@ -251,79 +250,6 @@ KV_CLONES static int pair_blocks(const double *restrict Ug, const double *restri
     return c0;
 }
 
-/* Sums over M rows for ncols columns, RB columns at a time held through the
- * loop over the rows (each column's terms in row order, as axpy2 and axpy3
- * add them; the sums go on from what s, S and ep hold): a_m = a[m * as],
- * b_m = b + m * lb. rows2: s[j] += a_m b_m[j], S[j] += |a_m b_m[j]| (finite
- * terms); rows3: axpy3's, ep[j] += |a_m| be_m[j] too (be_m = be + m * lb);
- * rowsT: ep[j] += |b_m[j]| e_m instead (e_m = e[m * as]). The same bits. */
-enum { RB = 32 };
-KV_CLONES static void rows2(double *restrict s, double *restrict S, const double *restrict a, ptrdiff_t as,
-                            const double *restrict b, ptrdiff_t lb, int M, int ncols)
-{
-    int c0 = 0;
-    for (; c0 + RB <= ncols; c0 += RB) {
-        double x[RB], y[RB];
-        for (int q = 0; q < RB; q++) x[q] = s[c0 + q], y[q] = S[c0 + q];
-        for (int m = 0; m < M; m++) {
-            const double am = a[m * as], *bm = b + m * lb + c0;
-            for (int q = 0; q < RB; q++) {
-                double t = am * bm[q];
-                x[q] += t, y[q] += mag(t);
-            }
-        }
-        for (int q = 0; q < RB; q++) s[c0 + q] = x[q], S[c0 + q] = y[q];
-    }
-    for (int m = 0; c0 < ncols && m < M; m++) axpy2(s + c0, S + c0, a[m * as], b + m * lb + c0, ncols - c0);
-}
-
-KV_CLONES static void rows3(double *restrict s, double *restrict S, double *restrict ep, const double *restrict a,
-                            ptrdiff_t as, const double *restrict b, const double *restrict be, ptrdiff_t lb, int M,
-                            int ncols)
-{
-    int c0 = 0;
-    for (; c0 + RB <= ncols; c0 += RB) {
-        double x[RB], y[RB], z[RB];
-        for (int q = 0; q < RB; q++) x[q] = s[c0 + q], y[q] = S[c0 + q], z[q] = ep[c0 + q];
-        for (int m = 0; m < M; m++) {
-            const double am = a[m * as], ae = fabs(am), *bm = b + m * lb + c0, *em = be + m * lb + c0;
-            for (int q = 0; q < RB; q++) {
-                double t = am * bm[q];
-                x[q] += t, y[q] += mag(t), z[q] += ae * em[q];
-            }
-        }
-        for (int q = 0; q < RB; q++) s[c0 + q] = x[q], S[c0 + q] = y[q], ep[c0 + q] = z[q];
-    }
-    for (int m = 0; c0 < ncols && m < M; m++)
-        axpy3(s + c0, S + c0, ep + c0, a[m * as], b + m * lb + c0, fabs(a[m * as]), be + m * lb + c0, ncols - c0);
-}
-
-KV_CLONES static void rowsT(double *restrict s, double *restrict S, double *restrict ep, const double *restrict a,
-                            const double *restrict e, ptrdiff_t as, const double *restrict b, ptrdiff_t lb, int M,
-                            int ncols)
-{
-    int c0 = 0;
-    for (; c0 + RB <= ncols; c0 += RB) {
-        double x[RB], y[RB], z[RB];
-        for (int q = 0; q < RB; q++) x[q] = s[c0 + q], y[q] = S[c0 + q], z[q] = ep[c0 + q];
-        for (int m = 0; m < M; m++) {
-            const double am = a[m * as], em = e[m * as], *bm = b + m * lb + c0;
-            for (int q = 0; q < RB; q++) {
-                double t = am * bm[q];
-                x[q] += t, y[q] += mag(t), z[q] += fabs(bm[q]) * em;
-            }
-        }
-        for (int q = 0; q < RB; q++) s[c0 + q] = x[q], S[c0 + q] = y[q], ep[c0 + q] = z[q];
-    }
-    for (int m = 0; c0 < ncols && m < M; m++) {
-        const double am = a[m * as], em = e[m * as], *bm = b + m * lb;
-        for (int j = c0; j < ncols; j++) {
-            double t = am * bm[j];
-            s[j] += t, S[j] += mag(t), ep[j] += fabs(bm[j]) * em;
-        }
-    }
-}
-
 static void transpose(double *restrict t, const double *restrict a, int rows, int cols)
 {
     for (int i = 0; i < rows; i++)
@@ -359,7 +285,7 @@ KV_CLONES static void pass1(struct spec_work *w)
     for (int i = 0; i < n; i++) {
         double db = 0, dbS = 0, dbsl = 0, dg = 0, dgS = 0, dgsl = 0;
         memset(sk, 0, sizeof(double) * (size_t)K), memset(Sk, 0, sizeof(double) * (size_t)K);
-        rows2(sk, Sk, w->A + i, n, x->dw, K, n, K); /* over m: A[m][i] dw[m][c] */
+        for (int m = 0; m < n; m++) axpy2(sk, Sk, w->A[m * n + i], x->dw + m * K, K);
         for (int c = 0; c < K; c++) {
             double s = sk[c], S = Sk[c];
             sum_range(w, S), sum_range(w, fabs(s * w->bg[i]));
@@ -370,7 +296,7 @@ KV_CLONES static void pass1(struct spec_work *w)
             dg += tg, dgS += mag(tg), dgsl += fabs(kbg) * e + fabs(tg) * (w->rbg[i] + 2 * U32);
         }
         memset(sk, 0, sizeof(double) * (size_t)V), memset(Sk, 0, sizeof(double) * (size_t)V);
-        rows2(sk, Sk, w->A + i, n, x->du, V, n, V);
+        for (int m = 0; m < n; m++) axpy2(sk, Sk, w->A[m * n + i], x->du + m * V, V);
         for (int c = 0; c < V; c++) {
             double s = sk[c], S = Sk[c];
             sum_range(w, S), sum_range(w, S * fabs(x->beta[i]));
@@ -411,18 +337,26 @@ KV_CLONES static void through_A(struct spec_work *w)
     const size_t row = sizeof(double) * (size_t)n;
     for (int i = 0; i < n; i++) { /* dA[i][j], j < i: sum_c dw[i][c] KS[j][c], then du VS */
         memset(s, 0, row), memset(S, 0, row), memset(ep, 0, row);
-        rows3(s, S, ep, x->dw + i * K, 1, w->KSt, w->KSet, n, K, i); /* over c: dw[i][c] KS^T[c][j] */
-        rows2(s, S, x->du + i * V, 1, w->VSt, n, V, i);
+        for (int c = 0; c < K; c++)
+            axpy3(s, S, ep, x->dw[i * K + c], w->KSt + c * n, fabs(x->dw[i * K + c]), w->KSet + c * n, i);
+        for (int c = 0; c < V; c++) axpy2(s, S, x->du[i * V + c], w->VSt + c * n, i);
         put_row(w, s, S, ep, w->lam_KV, ab, w->dA + i * n, w->dAe + i * n);
     }
     for (int i = 0; i < n; i++) { /* T[i][j] = sum_{m < i} dA[i][m] A[j][m] */
         memset(s, 0, row), memset(S, 0, row), memset(ep, 0, row);
-        rowsT(s, S, ep, w->dA + i * n, w->dAe + i * n, 1, w->At, n, i, n); /* over m < i: dA[i][m] A^T[m][j] */
+        for (int m = 0; m < i; m++) {
+            const double *a = w->At + m * n, d = w->dA[i * n + m], de = w->dAe[i * n + m];
+            for (int j = 0; j < n; j++) {
+                double t = d * a[j];
+                s[j] += t, S[j] += mag(t), ep[j] += fabs(a[j]) * de;
+            }
+        }
         put_row(w, s, S, ep, w->lam_n, ab, w->T + i * n, w->Te + i * n);
     }
     for (int i = 0; i < n; i++) { /* Ug[i][j], j < i: sum_m A[m][i] T[m][j], gated */
         memset(s, 0, row), memset(S, 0, row), memset(ep, 0, row);
-        rows3(s, S, ep, A + i, n, w->T, w->Te, n, n, i); /* over m: A[m][i] T[m][j] */
+        for (int m = 0; m < n; m++)
+            axpy3(s, S, ep, A[m * n + i], w->T + m * n, fabs(A[m * n + i]), w->Te + m * n, i);
         for (int j = 0; j < n; j++) {
             w->Ug[i * n + j] = w->Uge[i * n + j] = 0;
             if (j >= i) continue;
