@@ -222,34 +222,6 @@ static inline void axpy_pair(double *restrict dkb, double *restrict Sd, double *
     }
 }
 
-/* axpy_pair over every j for row i, PB columns at a time, their six sums
- * held through the loop over j (in registers, where the loop over the
- * columns of an axpy_pair loads and stores them at every j): each column's
- * sums over j in the same order, the same bits. Fills the columns below the
- * last multiple of PB (returned). */
-enum { PB = 16 };
-KV_CLONES static int pair_blocks(const double *restrict Ug, const double *restrict Uge, int i, int n, const double *restrict k,
-                       const double *restrict KB, int K, double *restrict dkb, double *restrict Sd, double *restrict ed,
-                       double *restrict t, double *restrict St, double *restrict et)
-{
-    int c0 = 0;
-    for (; c0 + PB <= K; c0 += PB) {
-        double a[PB] = {0}, b[PB] = {0}, e[PB] = {0}, d[PB] = {0}, f[PB] = {0}, h[PB] = {0};
-        for (int j = 0; j < n; j++) {
-            const double u = Ug[i * n + j], ue = Uge[i * n + j], ut = Ug[j * n + i], ute = Uge[j * n + i];
-            const double *kj = k + (size_t)j * K + c0, *kb = KB + (size_t)j * K + c0;
-            for (int q = 0; q < PB; q++) {
-                double p = u * kj[q], r = ut * kb[q];
-                a[q] += p, b[q] += mag(p), e[q] += ue * fabs(kj[q]);
-                d[q] += r, f[q] += mag(r), h[q] += ute * fabs(kb[q]);
-            }
-        }
-        for (int q = 0; q < PB; q++)
-            dkb[c0 + q] = a[q], Sd[c0 + q] = b[q], ed[c0 + q] = e[q], t[c0 + q] = d[q], St[c0 + q] = f[q], et[c0 + q] = h[q];
-    }
-    return c0;
-}
-
 static void transpose(double *restrict t, const double *restrict a, int rows, int cols)
 {
     for (int i = 0; i < rows; i++)
@@ -388,15 +360,10 @@ KV_CLONES static void pass2(struct spec_work *w)
     }
     double *dkb = w->acc, *Sd = dkb + K, *ed = Sd + K, *t = ed + K, *St = t + K, *et = St + K;
     for (int i = 0; i < n; i++) {
-        /* over j: dkb[c] = sum_j Ug[i][j] k[j][c], t[c] = sum_j Ug[j][i] KB[j][c] */
-        const int c0 = pair_blocks(w->Ug, w->Uge, i, n, x->k, w->KB, K, dkb, Sd, ed, t, St, et);
-        memset(dkb + c0, 0, sizeof(double) * (size_t)(K - c0)), memset(Sd + c0, 0, sizeof(double) * (size_t)(K - c0));
-        memset(ed + c0, 0, sizeof(double) * (size_t)(K - c0)), memset(t + c0, 0, sizeof(double) * (size_t)(K - c0));
-        memset(St + c0, 0, sizeof(double) * (size_t)(K - c0)), memset(et + c0, 0, sizeof(double) * (size_t)(K - c0));
-        for (int j = 0; c0 < K && j < n; j++) { /* the last K % PB columns */
+        memset(dkb, 0, 6 * sizeof(double) * (size_t)K);
+        for (int j = 0; j < n; j++) { /* over j: dkb[c] = sum_j Ug[i][j] k[j][c], t[c] = sum_j Ug[j][i] KB[j][c] */
             const double u = w->Ug[i * n + j], ue = w->Uge[i * n + j], ut = w->Ug[j * n + i], ute = w->Uge[j * n + i];
-            axpy_pair(dkb + c0, Sd + c0, ed + c0, t + c0, St + c0, et + c0, u, ue, x->k + j * K + c0, ut, ute,
-                      w->KB + j * K + c0, K - c0);
+            axpy_pair(dkb, Sd, ed, t, St, et, u, ue, x->k + j * K, ut, ute, w->KB + j * K, K);
         }
         for (int c = 0; c < K; c++) {
             double kv = x->k[i * K + c], tb = dkb[c] * kv;
