@@ -552,12 +552,9 @@ void kv_run_case(struct kv_runner *r, struct kv_case *c, const struct kv_run_opt
         st = run_case(x);
         double t0 = kv_now_ms();
         for (int t = 0; !x->first_mapped && t < KV_MAX_TENSORS; t++) free(x->first[t][0]), free(x->first[t][1]);
-        double ta = kv_now_ms();
         kv_plan_free(r->d, &x->p);
-        double tb = kv_now_ms();
         free(x);
         kv_case_free(c);
-        if (getenv("KV_DBG")) fprintf(stderr, "teardown: first %.1f plan %.1f case %.1f ms\n", ta - t0, tb - ta, kv_now_ms() - tb);
         res->ms.teardown = kv_now_ms() - t0;
     } else {
         kv_case_free(c);
