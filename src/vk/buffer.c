@@ -73,28 +73,6 @@ void kv_vk_buffer_destroy(struct kv_vk_device *d, struct kv_vk_buffer *b)
     memset(b, 0, sizeof *b);
 }
 
-enum kv_status kv_vk_buffer_flush(struct kv_vk_device *d, struct kv_vk_buffer *b)
-{
-    enum kv_status st = KV_OK;
-    if (b->coherent) return KV_OK;
-    VkMappedMemoryRange r = {.sType = VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE, .memory = b->mem,
-                             .size = VK_WHOLE_SIZE};
-    VK_TRY(vkFlushMappedMemoryRanges(d->dev, 1, &r));
-cleanup:
-    return st;
-}
-
-enum kv_status kv_vk_buffer_invalidate(struct kv_vk_device *d, struct kv_vk_buffer *b)
-{
-    enum kv_status st = KV_OK;
-    if (b->coherent) return KV_OK;
-    VkMappedMemoryRange r = {.sType = VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE, .memory = b->mem,
-                             .size = VK_WHOLE_SIZE};
-    VK_TRY(vkInvalidateMappedMemoryRanges(d->dev, 1, &r));
-cleanup:
-    return st;
-}
-
 enum kv_status kv_vk_buffer_sync(struct kv_vk_device *d, struct kv_vk_buffer *b, VkDeviceSize off,
                                  VkDeviceSize len, int down)
 {
@@ -107,4 +85,14 @@ enum kv_status kv_vk_buffer_sync(struct kv_vk_device *d, struct kv_vk_buffer *b,
     else VK_TRY(vkFlushMappedMemoryRanges(d->dev, 1, &r));
 cleanup:
     return st;
+}
+
+enum kv_status kv_vk_buffer_flush(struct kv_vk_device *d, struct kv_vk_buffer *b)
+{
+    return kv_vk_buffer_sync(d, b, 0, b->size, 0);
+}
+
+enum kv_status kv_vk_buffer_invalidate(struct kv_vk_device *d, struct kv_vk_buffer *b)
+{
+    return kv_vk_buffer_sync(d, b, 0, b->size, 1);
 }

@@ -98,12 +98,14 @@ struct kv_vk_buffer {
 enum kv_status kv_vk_buffer_create(struct kv_vk_device *d, VkDeviceSize size,
                                    enum kv_vk_mem kind, struct kv_vk_buffer *out);
 void kv_vk_buffer_destroy(struct kv_vk_device *d, struct kv_vk_buffer *b);
-enum kv_status kv_vk_buffer_flush(struct kv_vk_device *d, struct kv_vk_buffer *b);
-enum kv_status kv_vk_buffer_invalidate(struct kv_vk_device *d, struct kv_vk_buffer *b);
 /* Flush (down = 0) or invalidate (down = 1) the mapped bytes [off, off + len)
- * of b, widened to 256-byte bounds (a multiple of any nonCoherentAtomSize). */
+ * of b, widened to 256-byte bounds (a multiple of any nonCoherentAtomSize);
+ * nothing where b is coherent. kv_vk_buffer_flush and _invalidate: the
+ * whole buffer. */
 enum kv_status kv_vk_buffer_sync(struct kv_vk_device *d, struct kv_vk_buffer *b, VkDeviceSize off,
                                  VkDeviceSize len, int down);
+enum kv_status kv_vk_buffer_flush(struct kv_vk_device *d, struct kv_vk_buffer *b);
+enum kv_status kv_vk_buffer_invalidate(struct kv_vk_device *d, struct kv_vk_buffer *b);
 
 /* --- pipelines --- */
 struct kv_vk_pipeline {
