@@ -232,41 +232,20 @@ static void stage_col(const struct kv_case *c, const struct dims *d, int out, in
     }
 }
 
-/* Row i of the chunk (at A's row `row`) times the staged column: y, S and
- * the slack of the flips (y's rounding included where there is one). */
-static double dot_row(const struct kv_tensor *A, size_t row, int64_t nv, const double *st, const double *fl,
-                      double *S, double *slack)
-{
-    double acc = 0, abs_acc = 0, sl = 0;
-    for (int64_t j = 0; j < nv; j++) {
-        double a = a_at(A, row + (size_t)j);
-        /* S over the finite terms: all of them where y is finite; where an
-         * infinite term makes y infinite, whether the f32 sum of the others
-         * may overflow (core/compare.c) */
-        double t = a * st[j];
-        acc += t;
-        if (isfinite(t)) abs_acc += fabs(t);
-        sl += fabs(a) * fl[j];
-    }
-    /* A flipped staging may carry y across a power of two, where the final
-     * rounding's step doubles. */
-    if (sl > 0) sl += 0.5 * kv_ulp(KV_BF16, fabs(acc) + sl);
-    *S = abs_acc, *slack = sl;
-    return acc;
-}
-
-/* dot_row for a row against CB staged columns at once (st and fl: [j][col],
- * D columns a row): each column's sums run over j in the same order, the
- * loop over columns vectorizes; the same sums, the same bits. */
+/* Row i of the chunk (at A's row `row`) times ncol staged columns (st and
+ * fl: [j][col], ld apart): y, S over the finite terms (all of them where y
+ * is finite; where an infinite term makes y infinite, whether the f32 sum
+ * of the others may overflow: core/compare.c) and the flips' slack. Each
+ * column's sums run over j in order; the loop over the columns vectorizes. */
 enum { CB = 128 };
-KV_CLONES static void row_sums(const struct kv_tensor *A, size_t row, int64_t nv, int64_t ncol,
+KV_CLONES static void row_sums(const struct kv_tensor *A, size_t row, int64_t nv, int64_t ncol, int64_t ld,
                                const double *restrict st, const double *restrict fl, double *restrict y,
                                double *restrict S, double *restrict sl)
 {
     for (int64_t col = 0; col < ncol; col++) y[col] = S[col] = sl[col] = 0;
     for (int64_t j = 0; j < nv; j++) {
         const double a = a_at(A, row + (size_t)j), fa = fabs(a);
-        const double *sj = st + j * CB, *fj = fl + j * CB;
+        const double *sj = st + j * ld, *fj = fl + j * ld;
         for (int64_t col = 0; col < ncol; col++) {
             double t = a * sj[col];
             y[col] += t, S[col] += isfinite(t) ? fabs(t) : 0, sl[col] += fa * fj[col];
@@ -274,9 +253,13 @@ KV_CLONES static void row_sums(const struct kv_tensor *A, size_t row, int64_t nv
     }
 }
 
+/* The slack of the flips: a flipped staging may also carry y across a power
+ * of two, where the final rounding's step doubles. */
+static double flip_slack(double y, double sl) { return sl > 0 ? sl + 0.5 * kv_ulp(KV_BF16, fabs(y) + sl) : sl; }
+
 /* Output out (t) of chunk [t0, t0 + nv) of head h, whole: CB columns staged
- * side by side, then each row's sums over them (row_sums). The number of
- * elements with a slack. */
+ * side by side, then each row's sums over them. The number of elements with
+ * a slack. */
 static size_t chunk_out(struct kv_case *c, const struct dims *d, int out, int t, int64_t b, int64_t t0, int64_t nv,
                         int64_t h)
 {
@@ -292,11 +275,10 @@ static size_t chunk_out(struct kv_case *c, const struct dims *d, int out, int t,
         }
         for (int64_t i = 0; i < nv; i++) {
             const int64_t r = (b * d->T + t0 + i) * d->H + h;
-            row_sums(A, (size_t)r * BT, nv, ncol, st, fl, y, S, sl);
+            row_sums(A, (size_t)r * BT, nv, ncol, CB, st, fl, y, S, sl);
             for (int64_t col = 0; col < ncol; col++) {
                 const int64_t o = r * D + c0 + col;
-                double slack = sl[col];
-                if (slack > 0) slack += 0.5 * kv_ulp(KV_BF16, fabs(y[col]) + slack); /* as dot_row */
+                const double slack = flip_slack(y[col], sl[col]);
                 c->y[t][o] = y[col], c->S[t][o] = S[col];
                 if (out) c->slack[t][o] = slack, ambiguous += slack > 0;
             }
@@ -316,9 +298,11 @@ static size_t oracle_sampled(struct kv_case *c, const struct dims *d, int out, i
     for (size_t q = 0; q < c->n_sample[t]; q++) {
         const int64_t e = (int64_t)c->sample[t][q], col = e % D, r = e / D, h = r % d->H, bt = r / d->H;
         const int64_t b = bt / d->T, t0 = bt % d->T / BT * BT, nv = d->T - t0 < BT ? d->T - t0 : BT;
-        double st[BT], fl[BT], slack;
+        double st[BT], fl[BT], y, sl;
         stage_col(c, d, out, b, t0, nv, h, col, st, fl);
-        c->y[t][q] = dot_row(A, (size_t)r * BT, nv, st, fl, &c->S[t][q], &slack);
+        row_sums(A, (size_t)r * BT, nv, 1, 1, st, fl, &y, &c->S[t][q], &sl);
+        const double slack = flip_slack(y, sl);
+        c->y[t][q] = y;
         if (out) c->slack[t][q] = slack, ambiguous += slack > 0;
     }
     return ambiguous;
