@@ -1,5 +1,6 @@
 #include "pipeline/stream.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,16 +22,24 @@ int kv_transfers_forced(void)
 }
 
 /* memcpy on every thread: a download's first touch of its host pages, and a
- * copy into staging memory, go faster in parallel. */
+ * copy into staging memory, go faster in parallel. Parts on the
+ * destination's 2 MiB bounds: where the pages are huge (kv_malloc_big), two
+ * threads never fault the same page. */
 static void copy(char *dst, const char *src, size_t len)
 {
-    enum { PART = 1 << 20 };
-    if (len < 4 * PART) {
+    enum { PART = 2 << 20 };
+    if (len < 4 * (size_t)PART) {
         memcpy(dst, src, len);
         return;
     }
+    const size_t head = (PART - ((uintptr_t)dst & (PART - 1))) & (PART - 1); /* bytes to the first bound */
+    const size_t n = (head ? 1 : 0) + (len - head + PART - 1) / PART;
 #pragma omp parallel for schedule(static)
-    for (size_t o = 0; o < len; o += PART) memcpy(dst + o, src + o, len - o < PART ? len - o : PART);
+    for (size_t k = 0; k < n; k++) {
+        const size_t lo = k == 0 ? 0 : head ? head + (k - 1) * PART : k * PART;
+        const size_t hi = head ? head + k * PART : (k + 1) * PART;
+        memcpy(dst + lo, src + lo, (hi < len ? hi : len) - lo);
+    }
 }
 
 /* One chunk of a piece in the staging buffer. */

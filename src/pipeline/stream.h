@@ -14,7 +14,7 @@
  * staging buffers' size). */
 #define KV_STREAM_BYTES ((size_t)64 << 20)
 /* The size of each of the two staging buffers (upload, readback). */
-#define KV_STAGE_BYTES ((size_t)32 << 20)
+#define KV_STAGE_BYTES ((size_t)64 << 20)
 
 /* One tensor's transfer: bytes between host memory and a device buffer's start. */
 struct kv_piece {

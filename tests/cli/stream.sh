@@ -38,6 +38,11 @@ run_both abi rmsnorm-bwd --rows 40 --dim 100 --shader dx="$EX/generic-push/rms_n
 run_both gemm gemm-bwd --m 70 --n 33 --k 65 --variant f16
 # u8 codes (odd byte counts)
 run_both qdq qdq-affine --groups 37 --group-size 32
+# parts of a copy past 8 MiB on 2 MiB bounds (staging halves of 10 MiB, tensors of 19 MB)
+KVERIFY_TEST_TRANSFERS=staged expect_exit 0 "$KV" rmsnorm-bwd --rows 1200 --dim 4000 --no-stress --json "$TMP/big-staged.json"
+KVERIFY_TEST_TRANSFERS=streamed KVERIFY_TEST_STAGE_BYTES=20971520 expect_exit 0 "$KV" rmsnorm-bwd --rows 1200 --dim 4000 \
+  --no-stress --json "$TMP/big-streamed.json"
+same "$TMP/big-staged.json" "$TMP/big-streamed.json"
 # a write past dw's end: its guard words come back through the staging too
 rm -rf "$TMP/p"; mkdir -p "$TMP/p"; cp "$KV_SRC"/shaders/* "$TMP/p/"
 OLD='if (ly == 0u && col < p.dim)' NEW='if (ly == 0u && col <= p.dim)' perl -0pi -e 's/\Q$ENV{OLD}\E/$ENV{NEW}/' "$TMP/p/rmsnorm_bwd_dw.comp"
