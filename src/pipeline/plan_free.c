@@ -6,9 +6,23 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+enum { N_CASE_BUFS = 3 * KV_MAX_TENSORS + KV_MAX_STAGES * KV_ABI_MAX + 2 };
+
+/* The buffers a case's runs use (not the sanitizer's, which a sanitized
+ * run's rows read after it): into out, their number. */
+static int case_buffers(struct kv_plan *p, struct kv_vk_buffer **out)
+{
+    int n = 0;
+    for (int t = 0; t < KV_MAX_TENSORS; t++) out[n++] = &p->dev[t], out[n++] = &p->iso[t], out[n++] = &p->chain[t];
+    for (int s = 0; s < KV_MAX_STAGES; s++)
+        for (int i = 0; i < KV_ABI_MAX; i++) out[n++] = &p->product[s][i];
+    out[n++] = &p->up, out[n++] = &p->down;
+    return n;
+}
+
 struct kv_plan_retired {
     struct kv_vk_device *d;
-    struct kv_vk_buffer b[3 * KV_MAX_TENSORS + KV_MAX_STAGES * KV_ABI_MAX + 2];
+    struct kv_vk_buffer b[N_CASE_BUFS];
     int n;
     pthread_t th;
 };
@@ -20,24 +34,20 @@ static void *destroy_retired(void *arg)
     return NULL;
 }
 
-/* b's handles to r (where it has any); its size stays */
-static void retire(struct kv_plan_retired *r, struct kv_vk_buffer *b)
-{
-    if (!b->buf && !b->mem) return;
-    r->b[r->n++] = *b;
-    b->buf = VK_NULL_HANDLE, b->mem = VK_NULL_HANDLE, b->map = NULL;
-}
-
 void kv_plan_retire(struct kv_vk_device *d, struct kv_plan *p)
 {
     if (!d || !p->streamed || p->retired) return;
     struct kv_plan_retired *r = calloc(1, sizeof *r);
     if (!r) return;
     r->d = d;
-    for (int t = 0; t < KV_MAX_TENSORS; t++) retire(r, &p->dev[t]), retire(r, &p->iso[t]), retire(r, &p->chain[t]);
-    for (int s = 0; s < KV_MAX_STAGES; s++)
-        for (int i = 0; i < KV_ABI_MAX; i++) retire(r, &p->product[s][i]);
-    retire(r, &p->up), retire(r, &p->down);
+    struct kv_vk_buffer *all[N_CASE_BUFS];
+    const int n = case_buffers(p, all);
+    for (int i = 0; i < n; i++) { /* the handles to r; the sizes stay */
+        struct kv_vk_buffer *b = all[i];
+        if (!b->buf && !b->mem) continue;
+        r->b[r->n++] = *b;
+        b->buf = VK_NULL_HANDLE, b->mem = VK_NULL_HANDLE, b->map = NULL;
+    }
     if (pthread_create(&r->th, NULL, destroy_retired, r) != 0) {
         destroy_retired(r);
         free(r);
@@ -49,17 +59,15 @@ void kv_plan_retire(struct kv_vk_device *d, struct kv_plan *p)
 void kv_plan_free(struct kv_vk_device *d, struct kv_plan *p)
 {
     if (p->retired) pthread_join(p->retired->th, NULL), free(p->retired), p->retired = NULL;
+    struct kv_vk_buffer *all[N_CASE_BUFS];
+    const int n = case_buffers(p, all);
+    for (int i = 0; i < n; i++) kv_vk_buffer_destroy(d, all[i]);
     for (int t = 0; t < KV_MAX_TENSORS; t++) {
-        kv_vk_buffer_destroy(d, &p->dev[t]);
-        kv_vk_buffer_destroy(d, &p->iso[t]);
-        kv_vk_buffer_destroy(d, &p->chain[t]);
         kv_tensor_free(&p->iso_host[t]);
         free(p->host_down[t][0]), free(p->host_down[t][1]);
     }
     for (int s = 0; s < KV_MAX_STAGES; s++)
-        for (int i = 0; i < KV_ABI_MAX; i++) kv_vk_buffer_destroy(d, &p->product[s][i]), kv_tensor_free(&p->prod_host[s][i]);
-    kv_vk_buffer_destroy(d, &p->up);
-    kv_vk_buffer_destroy(d, &p->down);
+        for (int i = 0; i < KV_ABI_MAX; i++) kv_tensor_free(&p->prod_host[s][i]);
     kv_vk_buffer_destroy(d, &p->san_dev);
     kv_vk_buffer_destroy(d, &p->san_up);
     kv_vk_buffer_destroy(d, &p->san_down);
