@@ -160,7 +160,7 @@ KV_CLONES static void normal_lanes(uint64_t seed, uint32_t stream, const uint64_
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
 #include <immintrin.h>
-#define KV_RNG_AVX512 1
+#define KV_RNG_X86 1
 /* normal_lanes in AVX-512 (F, DQ): the same operations in the same order, so
  * the same bits; GCC writes the vector code above with 64-bit products
  * (vpmullq, three uops on Intel) and 32-bit conversions where one widening
@@ -247,18 +247,101 @@ static __attribute__((target("avx512f,avx512dq"))) void normal_lanes_avx512(uint
 }
 #undef V
 
-/* Set by a test to check the portable lanes on a CPU with AVX-512. */
-static int avx512_off;
-
-int kv_rng_avx512(int on)
+/* normal_lanes in AVX2: GCC's AVX2 clone of it vectorizes the Philox rounds
+ * (with each 64-bit product as shifts and adds) but leaves the logarithm,
+ * the divisions and the square root scalar ("control flow in loop"). The
+ * same operations in the same order as the portable lanes, four lanes a
+ * vector: the widening products as vpmuludq, and each conversion of an
+ * integer below 2^52 exact, as its bits under 2^52's exponent less 2^52. */
+#define V 4
+static __attribute__((target("avx2"))) __m256d exact_pd(__m256i i)
 {
-    if (on == 0) avx512_off = 1;
-    return !avx512_off && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+    const __m256i two52 = _mm256_set1_epi64x(0x4330000000000000ll);
+    return _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(i, two52)), _mm256_set1_pd(0x1p52));
+}
+
+static __attribute__((target("avx2"))) void normal_lanes_avx2(uint64_t seed, uint32_t stream, const uint64_t *idx,
+                                                              const uint32_t *att, double *out, unsigned char *bad)
+{
+    const __m256i lo32 = _mm256_set1_epi64x(0xffffffff), m0 = _mm256_set1_epi64x(PHILOX_M0),
+                  m1 = _mm256_set1_epi64x(PHILOX_M1);
+    __m256i c0[BLK / V], c1[BLK / V], c2[BLK / V], c3[BLK / V];
+    for (int g = 0; g < BLK / V; g++) {
+        __m256i i = _mm256_loadu_si256((const __m256i *)(idx + g * V));
+        c0[g] = _mm256_and_si256(i, lo32), c1[g] = _mm256_srli_epi64(i, 32);
+        c2[g] = _mm256_set1_epi64x(stream);
+        c3[g] = _mm256_cvtepu32_epi64(_mm_loadu_si128((const __m128i *)(att + g * V)));
+    }
+    uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+    for (int r = 0; r < 10; r++) {
+        __m256i vk0 = _mm256_set1_epi64x(k0), vk1 = _mm256_set1_epi64x(k1);
+        for (int g = 0; g < BLK / V; g++) { /* upper halves left as they fall, as above */
+            __m256i p0 = _mm256_mul_epu32(c0[g], m0), p1 = _mm256_mul_epu32(c2[g], m1);
+            c0[g] = _mm256_xor_si256(_mm256_xor_si256(_mm256_srli_epi64(p1, 32), c1[g]), vk0);
+            c1[g] = p1;
+            c2[g] = _mm256_xor_si256(_mm256_xor_si256(_mm256_srli_epi64(p0, 32), c3[g]), vk1);
+            c3[g] = p0;
+        }
+        k0 += PHILOX_W0, k1 += PHILOX_W1;
+    }
+    const __m256d one = _mm256_set1_pd(1.0), two = _mm256_set1_pd(2.0), ulp = _mm256_set1_pd(0x1p-53),
+                  two32 = _mm256_set1_pd(4294967296.0);
+    static const double inv[] = {1.0 / 23, 1.0 / 21, 1.0 / 19, 1.0 / 17, 1.0 / 15, 1.0 / 13,
+                                 1.0 / 11, 1.0 / 9,  1.0 / 7,  1.0 / 5,  1.0 / 3};
+    __m256d u[BLK / V], sv[BLK / V], m[BLK / V], e[BLK / V], z[BLK / V], z2[BLK / V], sum[BLK / V];
+    for (int g = 0; g < BLK / V; g++) {
+        /* u53: hi's top 21 bits times 2^32 plus lo's 32, each exact, so the sum is */
+        __m256d a = _mm256_mul_pd(_mm256_add_pd(_mm256_mul_pd(exact_pd(_mm256_srli_epi64(_mm256_and_si256(c0[g], lo32), 11)), two32),
+                                                exact_pd(_mm256_and_si256(c1[g], lo32))), ulp);
+        __m256d b = _mm256_mul_pd(_mm256_add_pd(_mm256_mul_pd(exact_pd(_mm256_srli_epi64(_mm256_and_si256(c2[g], lo32), 11)), two32),
+                                                exact_pd(_mm256_and_si256(c3[g], lo32))), ulp);
+        __m256d v;
+        u[g] = _mm256_sub_pd(_mm256_mul_pd(two, a), one), v = _mm256_sub_pd(_mm256_mul_pd(two, b), one);
+        __m256d s = _mm256_add_pd(_mm256_mul_pd(u[g], u[g]), _mm256_mul_pd(v, v));
+        __m256d ok = _mm256_and_pd(_mm256_cmp_pd(s, _mm256_setzero_pd(), _CMP_GT_OQ), _mm256_cmp_pd(s, one, _CMP_LT_OQ));
+        /* lane l's flag in byte l, the 4 bits spread into 4 bytes by one product */
+        const uint32_t rej = (uint32_t)(~_mm256_movemask_pd(ok) & 15), flags = (rej * 0x00204081u) & 0x01010101u;
+        memcpy(bad + g * V, &flags, sizeof flags);
+        sv[g] = _mm256_blendv_pd(_mm256_set1_pd(0.5), s, ok);
+        __m256i bits = _mm256_castpd_si256(sv[g]);
+        m[g] = _mm256_castsi256_pd(_mm256_or_si256(_mm256_and_si256(bits, _mm256_set1_epi64x(0x000fffffffffffffll)),
+                                                   _mm256_set1_epi64x(0x3fe0000000000000ll)));
+        e[g] = _mm256_sub_pd(exact_pd(_mm256_srli_epi64(bits, 52)), _mm256_set1_pd(1022.0));
+        __m256d small = _mm256_cmp_pd(m[g], _mm256_set1_pd(0.70710678118654752440), _CMP_LT_OQ);
+        m[g] = _mm256_blendv_pd(m[g], _mm256_mul_pd(m[g], two), small);
+        e[g] = _mm256_blendv_pd(e[g], _mm256_sub_pd(e[g], one), small);
+    }
+    for (int g = 0; g < BLK / V; g++)
+        z[g] = _mm256_div_pd(_mm256_sub_pd(m[g], one), _mm256_add_pd(m[g], one)), z2[g] = _mm256_mul_pd(z[g], z[g]),
+        sum[g] = _mm256_setzero_pd();
+    for (int k = 0; k < 11; k++)
+        for (int g = 0; g < BLK / V; g++) sum[g] = _mm256_mul_pd(_mm256_add_pd(sum[g], _mm256_set1_pd(inv[k])), z2[g]);
+    for (int g = 0; g < BLK / V; g++) {
+        __m256d z2x = _mm256_mul_pd(two, z[g]);
+        __m256d lm = _mm256_add_pd(z2x, _mm256_mul_pd(z2x, sum[g]));
+        __m256d lg = _mm256_add_pd(_mm256_mul_pd(e[g], _mm256_set1_pd(6.93147180369123816490e-01)),
+                                   _mm256_add_pd(_mm256_mul_pd(e[g], _mm256_set1_pd(1.90821492927058770002e-10)), lm));
+        __m256d q = _mm256_div_pd(_mm256_mul_pd(_mm256_set1_pd(-2.0), lg), sv[g]);
+        _mm256_storeu_pd(out + g * V, _mm256_mul_pd(u[g], _mm256_sqrt_pd(q)));
+    }
+}
+#undef V
+
+/* At most this level of lanes (a test's switch, to check the others). */
+static int lanes_cap = 2;
+
+int kv_rng_lanes(int cap)
+{
+    if (cap >= 0 && cap < lanes_cap) lanes_cap = cap;
+    int have = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") ? 2
+               : __builtin_cpu_supports("avx2")                                         ? 1
+                                                                                        : 0;
+    return have < lanes_cap ? have : lanes_cap;
 }
 #else
-int kv_rng_avx512(int on)
+int kv_rng_lanes(int cap)
 {
-    (void)on;
+    (void)cap;
     return 0;
 }
 #endif
@@ -266,10 +349,11 @@ int kv_rng_avx512(int on)
 static void lanes(uint64_t seed, uint32_t stream, const uint64_t *idx, const uint32_t *att, double *out,
                   unsigned char *bad)
 {
-#ifdef KV_RNG_AVX512
-    if (kv_rng_avx512(-1)) {
-        normal_lanes_avx512(seed, stream, idx, att, out, bad);
-        return;
+#ifdef KV_RNG_X86
+    switch (kv_rng_lanes(-1)) {
+    case 2: normal_lanes_avx512(seed, stream, idx, att, out, bad); return;
+    case 1: normal_lanes_avx2(seed, stream, idx, att, out, bad); return;
+    default: break;
     }
 #endif
     normal_lanes(seed, stream, idx, att, out, bad);

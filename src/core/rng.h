@@ -23,10 +23,11 @@ double kv_rng_normal(uint64_t seed, uint32_t stream, uint64_t i);
 void kv_rng_normal_block(uint64_t seed, uint32_t stream, uint64_t i0, size_t n, double *out);
 /* dst[i] = (float)(kv_rng_normal(seed, stream, i) * mul) for i < n, in parallel blocks. */
 void kv_rng_normal_f32(uint64_t seed, uint32_t stream, size_t n, double mul, float *dst);
-/* Whether kv_rng_normal_block uses its AVX-512 lanes (the same bits, faster):
- * on = 0 turns them off for the rest of the process (a test's switch, called
- * before any threads); any other value only asks. */
-int kv_rng_avx512(int on);
+/* Which lanes kv_rng_normal_block uses (the same bits at any level, faster
+ * higher): 2, AVX-512; 1, AVX2; 0, the portable loop. cap >= 0 lowers the
+ * level to at most cap for the rest of the process (a test's switch, called
+ * before any threads); a negative cap only asks. */
+int kv_rng_lanes(int cap);
 /* Natural logarithm from IEEE operations only, within 1 ulp of log(). */
 double kv_rng_log(double x);
 

@@ -31,7 +31,7 @@ static void philox_known_answers(void **s)
 
 /* The vector block gives kv_rng_normal's values bit for bit: every lane,
  * the rejected ones (redrawn 32 at a time, in queue order) included, at any start and length;
- * with the AVX-512 lanes where the CPU has them, then with the portable ones. */
+ * with each level of lanes the CPU has (AVX-512, AVX2), down to the portable ones. */
 static void block_is_the_scalar(void)
 {
     enum { N = 20011 };
@@ -66,14 +66,14 @@ static void block_is_the_scalar(void)
 static void normal_block_is_the_scalar(void **s)
 {
     (void)s;
-    if (kv_rng_avx512(-1)) {
+    static const char *const name[] = {"portable", "AVX2", "AVX-512"};
+    for (int level = kv_rng_lanes(-1);; level--) {
+        print_message("the %s lanes\n", name[level]);
         block_is_the_scalar();
-        kv_rng_avx512(0);
-        assert_false(kv_rng_avx512(-1));
-    } else {
-        print_message("no AVX-512 here: the portable lanes only\n");
+        if (level == 0) break;
+        kv_rng_lanes(level - 1);
+        assert_int_equal(kv_rng_lanes(-1), level - 1);
     }
-    block_is_the_scalar();
 }
 
 static void pinned_samples(void **s)
