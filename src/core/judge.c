@@ -54,6 +54,7 @@ struct jthr {
     size_t uzero;    /* compared pairs of ULP error 0 (a float output's) */
     uint32_t *hist;  /* the p99's histogram */
     uint64_t filled; /* counted into hist since its last flush */
+    size_t qlo, qhi; /* hist's bins past 0 lie in [qlo, qhi] (qlo > qhi: none) */
     double *ulps;    /* the ULP errors, for an exact p99 of a small output */
     double *yb, *Sb; /* a chunk of the oracle, where it is made block by block */
     double *slb, *lamb, *fixb; /* and of its allowances, where the source makes them */
@@ -150,7 +151,7 @@ static inline __attribute__((always_inline)) void chunk_float(const struct jin *
     double sum_ulp = 0, sum_e2 = 0, sum_y2 = 0, max_ulp = th->max_ulp, max_abs = th->max_abs, max_rel = th->max_rel;
     double worst_ratio = th->worst_ratio;
     size_t worst = th->worst, compared = th->compared, rel_skipped = 0, fails_bound = 0, fails_tol = 0, slack_used = 0;
-    size_t uzero = 0;
+    size_t uzero = 0, qlo = th->qlo, qhi = th->qhi;
     for (size_t i0 = lo; i0 < hi; i0 += KV_TILE) {
         const size_t n = hi - i0 < KV_TILE ? hi - i0 : KV_TILE, o = i0 - lo;
         in.y = y_lo + o, in.S = S_lo + o;
@@ -169,6 +170,12 @@ static inline __attribute__((always_inline)) void chunk_float(const struct jin *
             sum_ulp += u;
             sum_e2 += tile.e2[j];
             sum_y2 += tile.y2[j];
+        }
+        /* the range of the bins past 0 (a non-finite pair's bin too: the
+         * range may be wider than the counts, never narrower) */
+        for (size_t j = 0; !exact && j < n; j++) {
+            const uint64_t b = tile.qbin[j], bl = b ? b : KV_Q_BINS;
+            qlo = bl < qlo ? bl : qlo, qhi = b > qhi ? b : qhi;
         }
         /* the non-finite pairs */
         if (tile.odd)
@@ -198,6 +205,7 @@ static inline __attribute__((always_inline)) void chunk_float(const struct jin *
         th->worst_ratio = worst_ratio, th->worst = worst;
     th->compared = compared, th->rel_skipped += rel_skipped, th->fails_bound += fails_bound;
     th->fails_tol += fails_tol, th->slack_used += slack_used, th->uzero += uzero;
+    th->qlo = qlo, th->qhi = qhi;
     s->ulp = sum_ulp, s->e2 = sum_e2, s->y2 = sum_y2;
 }
 
@@ -289,6 +297,7 @@ static int init_thr(const struct jin *x, struct jthr *th, size_t n, int blocks, 
     }
     th->worst_ratio = -1;
     th->worst = th->first_mismatch = (size_t)-1;
+    th->qlo = KV_Q_BINS, th->qhi = 0;
     if (!kv_dtype_is_integer(x->t)) {
         if (x->exact_p99) th->ulps = malloc((n ? n : 1) * sizeof *th->ulps);
         else th->hist = calloc(KV_Q_BINS, sizeof *th->hist);
@@ -302,22 +311,34 @@ static int init_thr(const struct jin *x, struct jthr *th, size_t n, int blocks, 
     return 0;
 }
 
-static void flush_hist(struct jthr *th, uint64_t *total)
+/* A thread's histogram into the total: bin 0 and the range its other
+ * counts lie in (a few octaves of the 2 KV_Q_OCT), not every bin. */
+static void add_hist(uint64_t *total, const struct jthr *th)
+{
+    total[0] += th->hist[0];
+    for (size_t k = th->qlo; k <= th->qhi; k++) total[k] += th->hist[k];
+}
+
+static void flush_hist(struct jthr *th, uint64_t *total, size_t *qlo, size_t *qhi)
 {
 #pragma omp critical(kv_judge_hist)
-    for (size_t k = 0; k < KV_Q_BINS; k++) total[k] += th->hist[k];
-    memset(th->hist, 0, KV_Q_BINS * sizeof *th->hist);
-    th->filled = 0;
+    {
+        add_hist(total, th);
+        *qlo = th->qlo < *qlo ? th->qlo : *qlo, *qhi = th->qhi > *qhi ? th->qhi : *qhi;
+    }
+    th->hist[0] = 0;
+    if (th->qlo <= th->qhi) memset(th->hist + th->qlo, 0, (th->qhi - th->qlo + 1) * sizeof *th->hist);
+    th->filled = 0, th->qlo = KV_Q_BINS, th->qhi = 0;
 }
 
 /* The nearest-rank 0.99 quantile from the histogram (see judge.h). */
-static double p99_of(const uint64_t *hist, size_t compared, double max_ulp)
+static double p99_of(const uint64_t *hist, size_t qlo, size_t qhi, size_t compared, double max_ulp)
 {
     if (!compared) return 0;
     size_t kk = (size_t)ceil(0.99 * (double)compared);
     kk = kk ? kk - 1 : 0;
     uint64_t cum = 0;
-    for (size_t k = 0; k < KV_Q_BINS; k++) {
+    for (size_t k = 0; k < KV_Q_BINS && (k == 0 || k <= qhi); k = k ? k + 1 : qlo) { /* bin 0, then [qlo, qhi]: the others are empty */
         cum += hist[k];
         if (cum > kk) return k == 0 ? 0 : k == KV_Q_BINS - 1 ? max_ulp : q_edge(k);
     }
@@ -328,8 +349,10 @@ static void merge_thr(struct kv_metrics *m, struct jthr *all, const struct jthr 
                       struct kv_error_dist *d, size_t *fails_bound, size_t *fails_tol)
 {
     if (!th->used) return;
-    if (th->hist)
-        for (size_t j = 0; j < KV_Q_BINS; j++) hist[j] += th->hist[j];
+    if (th->hist) {
+        add_hist(hist, th);
+        all->qlo = th->qlo < all->qlo ? th->qlo : all->qlo, all->qhi = th->qhi > all->qhi ? th->qhi : all->qhi;
+    }
     if (d && th->d) kv_dist_merge(d, th->d);
     if (th->max_ulp > m->max_ulp) m->max_ulp = th->max_ulp;
     if (th->max_abs > m->max_abs) m->max_abs = th->max_abs;
@@ -351,8 +374,8 @@ static void merge_thr(struct kv_metrics *m, struct jthr *all, const struct jthr 
  * octave of u, zeros apart), made from the p99's: each of its bins lies in
  * one octave (judge_tile.h), bin 0 holds the zeros and u < 2^-KV_Q_OCT, the
  * last u >= 2^KV_Q_OCT. Or, where the p99 is exact, from the ULP errors. */
-static void ulp_bins(struct kv_error_dist *d, const uint64_t *hist, const double *ulps, size_t compared,
-                     size_t zeros)
+static void ulp_bins(struct kv_error_dist *d, const uint64_t *hist, size_t qlo, size_t qhi, const double *ulps,
+                     size_t compared, size_t zeros)
 {
     if (ulps) {
         for (size_t k = 0; k < compared; k++)
@@ -362,7 +385,7 @@ static void ulp_bins(struct kv_error_dist *d, const uint64_t *hist, const double
     }
     d->ulp_zero += zeros;
     d->ulp[0] += hist[0] - zeros;
-    for (size_t k = 1; k + 1 < KV_Q_BINS; k++) {
+    for (size_t k = qlo > 1 ? qlo : 1; k + 1 < KV_Q_BINS && k <= qhi; k++) { /* the others are empty */
         const int e = (int)((k - 1) >> KV_Q_SUB) - KV_Q_OCT; /* u in [2^e, 2^(e+1)) */
         d->ulp[e + 5 < 0 ? 0 : e + 5 >= KV_DIST_ULP_BINS ? KV_DIST_ULP_BINS - 1 : e + 5] += hist[k];
     }
@@ -401,7 +424,7 @@ static void finish(enum kv_dtype t, const void *cand, const struct kv_oracle_src
         if (show != (size_t)-1) note_shown(t, cand, src, show, m);
         m->max_bound_ratio = all->worst_ratio < 0 ? 0 : all->worst_ratio;
         m->mean_ulp = m->compared ? sum_ulp / (double)m->compared : 0;
-        m->p99_ulp = ulps ? kv_quantile(ulps, m->compared, 0.99) : p99_of(hist, m->compared, m->max_ulp);
+        m->p99_ulp = ulps ? kv_quantile(ulps, m->compared, 0.99) : p99_of(hist, all->qlo, all->qhi, m->compared, m->max_ulp);
         m->nmse = sum_y2 > 0 ? sum_e2 / sum_y2 : (sum_e2 > 0 ? INFINITY : 0);
         if (m->compared) {
             double k = (double)m->compared;
@@ -484,6 +507,7 @@ enum kv_status kv_judge_src(enum kv_dtype t, const void *cand, const struct kv_o
     const int blocks = !src->y;
     enum kv_status fill_st = KV_OK;
     const int own_allow = blocks ? src->allow : 0;
+    size_t flo = KV_Q_BINS, fhi = 0; /* the flushed histograms' range */
     if (!oom && nt == 1 && init_thr(&x, &th[0], n, blocks, own_allow)) oom = 1;
     if (!oom) {
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
@@ -508,17 +532,17 @@ enum kv_status kv_judge_src(enum kv_dtype t, const void *cand, const struct kv_o
             const struct jrow r = row_at(&x, lo, blocks ? &b : NULL);
             if (integer) chunk_codes(&x, lo, hi, &r, me);
             else fn(&x, lo, hi, &r, me, &sums[k]);
-            if (me->hist && (me->filled += hi - lo) > Q_FLUSH) flush_hist(me, hist);
+            if (me->hist && (me->filled += hi - lo) > Q_FLUSH) flush_hist(me, hist, &flo, &fhi);
         }
     }
     if (oom || fill_st) {
         free_thr(th, nt), free(sums), free(hist);
         return fill_st ? fill_st : kv_error(KV_EDEVICE, "out of host memory comparing %zu elements", n);
     }
-    struct jthr all = {.worst_ratio = -1, .worst = (size_t)-1, .first_mismatch = (size_t)-1};
+    struct jthr all = {.worst_ratio = -1, .worst = (size_t)-1, .first_mismatch = (size_t)-1, .qlo = flo, .qhi = fhi};
     size_t fails_bound = 0, fails_tol = 0;
     for (int k = 0; k < nt; k++) merge_thr(m, &all, &th[k], hist, d, &fails_bound, &fails_tol);
-    if (d && !integer) ulp_bins(d, hist, x.exact_p99 ? th[0].ulps : NULL, m->compared, all.uzero);
+    if (d && !integer) ulp_bins(d, hist, all.qlo, all.qhi, x.exact_p99 ? th[0].ulps : NULL, m->compared, all.uzero);
     finish(t, cand, src, n, crit, integer, &all, sums, nchunks, x.exact_p99 ? th[0].ulps : NULL, hist, fails_bound,
            fails_tol, m);
     free_thr(th, nt), free(sums), free(hist);
