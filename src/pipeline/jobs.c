@@ -170,6 +170,8 @@ struct jobs_run {
     int oracle_beside;                   /* the prepared case's oracle made while the device opened */
     struct kv_case *pre_case; /* the case prepared while the device opened, until it runs */
     struct kv_case_prep pre;
+    pthread_t opener;   /* the thread that opened the device, joined as the device closes */
+    int opener_running; /* it signalled its end, and may still be exiting */
 };
 
 /* Whether a selected case needs the device. */
@@ -365,6 +367,7 @@ static void free_runners(struct jobs_run *x)
         if (x->ready) x->ready[j] = 0;
         if (x->runner_err) x->runner_err[j] = KV_OK;
     }
+    if (x->opener_running) pthread_join(x->opener, NULL), x->opener_running = 0;
     kv_vk_close(x->dev);
     x->dev = NULL;
 }
@@ -408,8 +411,16 @@ struct opener {
     enum kv_status st;
     char msg[1024];
     double ms;
-    atomic_int done; /* set as the thread ends */
+    atomic_int done; /* set as the thread ends, under opened_mu */
 };
+
+/* The opener's end, signalled: the thread is joined only as the device
+ * closes (free_runners), since its exit can take 10 ms or more (measured on
+ * an NVIDIA driver), which the cases need not wait for. Static: the thread
+ * touches them after the opener's frame may be gone, and there is one
+ * opener at a time. */
+static pthread_mutex_t opened_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t opened_cv = PTHREAD_COND_INITIALIZER;
 
 static void *open_thread(void *arg)
 {
@@ -423,7 +434,10 @@ static void *open_thread(void *arg)
         int r = job_runner(op->x, op->job); /* its error is the case's, as when made in run_one */
         if (!op->x->runner_err[r] && op->shape) op->early = kv_early_plan(&op->x->runners[r], op->shape);
     }
+    pthread_mutex_lock(&opened_mu);
     atomic_store(&op->done, 1);
+    pthread_cond_signal(&opened_cv);
+    pthread_mutex_unlock(&opened_mu); /* op is not touched past here */
     return NULL;
 }
 
@@ -444,7 +458,10 @@ static enum kv_status open_device(struct jobs_run *x, const char *selector)
         const char *force = getenv("KVERIFY_TEST_ORACLE_BESIDE");
         if (!atomic_load(&op.done) || (force && *force == '1')) kv_case_prepare_oracle(c, &x->jobs[j].o.run, &x->pre);
         x->oracle_beside = x->pre.oracle_made;
-        pthread_join(th, NULL);
+        pthread_mutex_lock(&opened_mu);
+        while (!atomic_load(&op.done)) pthread_cond_wait(&opened_cv, &opened_mu);
+        pthread_mutex_unlock(&opened_mu);
+        x->opener = th, x->opener_running = 1;
         free(op.shape);
         x->pre.early = op.early;
         x->open_ms += op.ms;
