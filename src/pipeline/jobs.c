@@ -172,6 +172,7 @@ struct jobs_run {
     struct kv_case_prep pre;
     pthread_t opener;   /* the thread that opened the device, joined as the device closes */
     int opener_running; /* it signalled its end, and may still be exiting */
+    int released;       /* devices released while their last case was judged (release_after_last) */
 };
 
 /* Whether a selected case needs the device. */
@@ -279,6 +280,8 @@ static void case_command(const struct jobs_run *x, const struct kv_job *jb, stru
     if (!ok) b[0] = '\0';
 }
 
+static void release_after_last(void *ctx);
+
 /* Case i of job j into res, then its table row; *stop: --fail-fast met a
  * failing case. */
 static enum kv_status run_one(struct jobs_run *x, size_t j, size_t i, struct kv_case_result *res, int *stop)
@@ -290,8 +293,13 @@ static enum kv_status run_one(struct jobs_run *x, size_t j, size_t i, struct kv_
         int r = job_runner(x, j);
         if (x->runner_err[r] && x->n == 1) /* a single job's bad shader is the command's error */
             return kv_error(x->runner_err[r], "%s", x->runner_msg[r]);
+        /* the pass's last case releases the device while it is judged */
+        const int last = x->n_dev > 0 && x->done + 1 == (size_t)(x->dev_pos + 1) * (x->total / (size_t)x->n_dev);
+        jb->o.run.device_done = last && x->dev ? release_after_last : NULL;
+        jb->o.run.device_done_ctx = x;
         if (x->runner_err[r]) error_row(res, jb, case_name(jb, i), x->runner_err[r], x->runner_msg[r]);
         else kv_run_case(&x->runners[r], &jb->cases[i], &jb->o.run, x->pre_case == &jb->cases[i] ? &x->pre : NULL, res);
+        jb->o.run.device_done = NULL;
         if (x->pre_case == &jb->cases[i]) x->pre_case = NULL; /* freed with the run */
         if (x->report.has_ceilings) bench_shares(res, jb->k, &x->report.ceilings);
         case_command(x, jb, res);
@@ -358,8 +366,9 @@ static enum kv_status against_baseline(struct jobs_run *x, const cJSON *base, si
     return KV_OK;
 }
 
-/* The runners made on this device, and the device. */
-static void free_runners(struct jobs_run *x)
+/* The runners made on this device, and the device's Vulkan objects (its
+ * info stays, for the reports): after its last case, or as it closes. */
+static void release_device(struct jobs_run *x)
 {
     for (size_t j = 0; j < x->n; j++) {
         if (x->runners && x->runner_of && x->ready && x->ready[j] && x->runner_of[j] == (int)j)
@@ -368,6 +377,23 @@ static void free_runners(struct jobs_run *x)
         if (x->runner_err) x->runner_err[j] = KV_OK;
     }
     if (x->opener_running) pthread_join(x->opener, NULL), x->opener_running = 0;
+    kv_vk_release(x->dev);
+}
+
+/* The pass's last case is judged while this runs (kv_run_opts' device_done,
+ * on kv_plan_retire's thread): the NVIDIA driver takes 40-45 ms to destroy
+ * a device and its instance. */
+static void release_after_last(void *ctx)
+{
+    struct jobs_run *x = ctx;
+    release_device(x);
+    x->released++; /* read once the case's retire thread is joined */
+}
+
+/* The runners made on this device, and the device. */
+static void free_runners(struct jobs_run *x)
+{
+    release_device(x); /* nothing left to do where the last case's retire did it */
     kv_vk_close(x->dev);
     x->dev = NULL;
 }
@@ -567,12 +593,13 @@ int kv_run_jobs(struct kv_job *jobs, size_t n, const struct kv_outputs *out, con
     if (out->verbose)
         fprintf(stderr,
                 "kverify: time: start-up %.1f ms, pipelines %.1f ms, inputs %.1f ms, oracle %.1f ms%s, buffers %.1f ms%s, "
-                "upload %.2f ms, device %.2f ms, chained reruns %.2f ms, download %.2f ms, compare %.1f ms, teardown %.1f ms, "
+                "upload %.2f ms, device %.2f ms, chained reruns %.2f ms, download %.2f ms, compare %.1f ms, teardown %.1f ms%s, "
                 "total %.1f ms\n",
                 x.open_ms, x.pipeline_ms, x.sum[0], x.sum[1],
                 x.oracle_beside ? " (the first case's made while the device opened)" : "", x.sum[6],
                 x.early ? " (the first case's made beside its inputs)" : "", x.sum[2], x.sum[3], x.sum[8],
-                x.sum[4], x.sum[5], x.sum[7], kv_now_ms() - t_start);
+                x.sum[4], x.sum[5], x.sum[7], x.released ? " (the device released while the last case was judged)" : "",
+                kv_now_ms() - t_start);
     if (out->json) KV_TRY(kv_report_write_json(&x.report, out->json));
     if (out->junit) KV_TRY(kv_report_write_junit(&x.report, out->junit));
     if (out->markdown) KV_TRY(kv_report_write_markdown(&x.report, out->markdown));

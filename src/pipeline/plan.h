@@ -95,8 +95,10 @@ size_t kv_guard_check(const void *base, size_t bytes, size_t padded, size_t *fur
  * a driver may take tens of milliseconds to free gigabytes, and the case is
  * judged meanwhile. The buffers keep their sizes (the judge reads them), not
  * their handles. Nothing for a plan not streamed (its outputs are read in
- * its buffers) or where no thread starts (kv_plan_free destroys them). */
-void kv_plan_retire(struct kv_vk_device *d, struct kv_plan *p);
+ * its buffers) or where no thread starts (kv_plan_free destroys them).
+ * then(ctx), where given, follows on the same thread once they are gone
+ * (nothing calls it where they are not retired). */
+void kv_plan_retire(struct kv_vk_device *d, struct kv_plan *p, void (*then)(void *ctx), void *ctx);
 void kv_plan_free(struct kv_vk_device *d, struct kv_plan *p); /* joins kv_plan_retire's thread first */
 
 #endif

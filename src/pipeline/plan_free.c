@@ -24,6 +24,8 @@ struct kv_plan_retired {
     struct kv_vk_device *d;
     struct kv_vk_buffer b[N_CASE_BUFS];
     int n;
+    void (*then)(void *ctx);
+    void *ctx;
     pthread_t th;
 };
 
@@ -31,15 +33,16 @@ static void *destroy_retired(void *arg)
 {
     struct kv_plan_retired *r = arg;
     for (int i = 0; i < r->n; i++) kv_vk_buffer_destroy(r->d, &r->b[i]);
+    if (r->then) r->then(r->ctx);
     return NULL;
 }
 
-void kv_plan_retire(struct kv_vk_device *d, struct kv_plan *p)
+void kv_plan_retire(struct kv_vk_device *d, struct kv_plan *p, void (*then)(void *ctx), void *ctx)
 {
     if (!d || !p->streamed || p->retired) return;
     struct kv_plan_retired *r = calloc(1, sizeof *r);
     if (!r) return;
-    r->d = d;
+    r->d = d, r->then = then, r->ctx = ctx;
     struct kv_vk_buffer *all[N_CASE_BUFS];
     const int n = case_buffers(p, all);
     for (int i = 0; i < n; i++) { /* the handles to r; the sizes stay */

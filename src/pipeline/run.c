@@ -487,7 +487,8 @@ static enum kv_status run_case(struct case_run *x)
     }
     snprintf(res->note, sizeof res->note, "%s", c->note);
     if (x->any_stage) KV_TRY(run_device(x));
-    if (x->first_mapped) kv_plan_retire(x->r->d, &x->p); /* no device run follows: its buffers go while it is judged */
+    if (x->first_mapped) /* no device run follows: its buffers go while it is judged (and the device, after the last case) */
+        kv_plan_retire(x->r->d, &x->p, x->o->device_done, x->o->device_done_ctx);
 
     double t3 = kv_now_ms();
     x->all_pass = 1;

@@ -552,7 +552,7 @@ cleanup:
     return st;
 }
 
-void kv_vk_close(struct kv_vk_device *d)
+void kv_vk_release(struct kv_vk_device *d)
 {
     if (!d) return;
     if (d->dev) {
@@ -563,5 +563,12 @@ void kv_vk_close(struct kv_vk_device *d)
         vkDestroyDevice(d->dev, NULL);
     }
     destroy_instance(d->instance, d->messenger);
+    d->dev = VK_NULL_HANDLE, d->cache = VK_NULL_HANDLE, d->cmd_pool = VK_NULL_HANDLE;
+    d->instance = VK_NULL_HANDLE, d->messenger = VK_NULL_HANDLE;
+}
+
+void kv_vk_close(struct kv_vk_device *d)
+{
+    kv_vk_release(d);
     free(d);
 }

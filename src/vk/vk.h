@@ -84,6 +84,10 @@ enum kv_status kv_vk_list(struct kv_vk_info **out, uint32_t *count);
  * picks that index; otherwise a case-insensitive name substring. */
 enum kv_status kv_vk_open(const char *selector, struct kv_vk_device **out);
 void kv_vk_close(struct kv_vk_device *d); /* NULL-safe; saves the pipeline cache */
+/* kv_vk_close's Vulkan part: the device and instance destroyed (the cache
+ * saved), d itself and its info kept for kv_vk_close; NULL-safe, and once
+ * is enough. No other thread may use the device meanwhile. */
+void kv_vk_release(struct kv_vk_device *d);
 
 /* --- buffers --- */
 enum kv_vk_mem { KV_MEM_DEVICE, KV_MEM_UPLOAD, KV_MEM_READBACK };

@@ -43,6 +43,17 @@ KVERIFY_TEST_TRANSFERS=staged expect_exit 0 "$KV" rmsnorm-bwd --rows 1200 --dim 
 KVERIFY_TEST_TRANSFERS=streamed KVERIFY_TEST_STAGE_BYTES=20971520 expect_exit 0 "$KV" rmsnorm-bwd --rows 1200 --dim 4000 \
   --no-stress --json "$TMP/big-streamed.json"
 same "$TMP/big-staged.json" "$TMP/big-streamed.json"
+# streamed, the last case's device buffers and then the device itself are released while it is
+# judged (a thread of their own): with three cases, under the validation layer in CI's pass
+KVERIFY_TEST_TRANSFERS=staged expect_exit 0 "$KV" rmsnorm-bwd --rows 31 --dim 4099 --seeds 3 --no-stress --json "$TMP/three-staged.json"
+KVERIFY_TEST_TRANSFERS=streamed KVERIFY_TEST_STAGE_BYTES=4096 expect_exit 0 "$KV" rmsnorm-bwd --rows 31 --dim 4099 --seeds 3 \
+  --no-stress --verbose --json "$TMP/three-streamed.json"
+same "$TMP/three-staged.json" "$TMP/three-streamed.json"
+grep -q 'teardown [0-9.]* ms (the device released while the last case was judged)' "$TMP/err" ||
+  { cat "$TMP/err"; fail "streamed: the device was not released during the last case"; }
+KVERIFY_TEST_TRANSFERS=staged expect_exit 0 "$KV" rmsnorm-bwd --rows 31 --dim 4099 --seeds 3 --no-stress --verbose
+grep -q 'teardown [0-9.]* ms, total' "$TMP/err" || { cat "$TMP/err"; fail "staged: no --verbose time line"; }
+grep -q 'the device released while' "$TMP/err" && { cat "$TMP/err"; fail "staged: released early, yet its outputs are read in its buffers"; }
 # a write past dw's end: its guard words come back through the staging too
 rm -rf "$TMP/p"; mkdir -p "$TMP/p"; cp "$KV_SRC"/shaders/* "$TMP/p/"
 OLD='if (ly == 0u && col < p.dim)' NEW='if (ly == 0u && col <= p.dim)' perl -0pi -e 's/\Q$ENV{OLD}\E/$ENV{NEW}/' "$TMP/p/rmsnorm_bwd_dw.comp"
