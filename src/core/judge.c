@@ -164,19 +164,21 @@ static inline __attribute__((always_inline)) void chunk_float(const struct jin *
         for (size_t j = 0; j < n; j++) {
             if (tile.odd && tile.flag[j] & KV_TILE_ODD) continue;
             const double u = tile.u[j];
-            if (exact) ulps[compared] = u;
-            else hist[tile.qbin[j]]++;
+            if (exact) {
+                ulps[compared] = u;
+            } else { /* and the lowest bin past 0 it counts in */
+                const size_t b = tile.qbin[j];
+                hist[b]++;
+                qlo = b && b < qlo ? b : qlo;
+            }
             compared++;
             sum_ulp += u;
             sum_e2 += tile.e2[j];
             sum_y2 += tile.y2[j];
         }
-        /* the range of the bins past 0 (a non-finite pair's bin too: the
-         * range may be wider than the counts, never narrower) */
-        for (size_t j = 0; !exact && j < n; j++) {
-            const uint64_t b = tile.qbin[j], bl = b ? b : KV_Q_BINS;
-            qlo = bl < qlo ? bl : qlo, qhi = b > qhi ? b : qhi;
-        }
+        /* the highest: the largest ULP error's (the bins rise with it) */
+        const size_t top = exact ? 0 : kv_judge_q_bin(kv_double_of(tile.max_u));
+        qhi = top > qhi ? top : qhi;
         /* the non-finite pairs */
         if (tile.odd)
             for (size_t j = 0; j < n; j++) {

@@ -41,26 +41,6 @@ static inline double ulp_of(double y, int64_t emin, double step)
     return pow2(e) * step;
 }
 
-/* u >= 0, not NaN (as u is for a finite pair); the exponent's lanes are
- * 64-bit, the doubles' width. */
-static inline int64_t exponent(double u)
-{
-    uint64_t bits;
-    memcpy(&bits, &u, sizeof bits);
-    return (int64_t)(bits >> 52) - 1023;
-}
-
-/* u's bin in the p99's histogram, without a branch. */
-static inline uint64_t q_bin(double u)
-{
-    uint64_t bits;
-    memcpy(&bits, &u, sizeof bits);
-    const int64_t e = exponent(u);
-    uint64_t k = 1 + ((uint64_t)(e + KV_Q_OCT) << KV_Q_SUB) + ((bits >> (52 - KV_Q_SUB)) & ((1u << KV_Q_SUB) - 1));
-    k = e < -KV_Q_OCT ? 0 : k;
-    return e >= KV_Q_OCT ? KV_Q_BINS - 1 : k;
-}
-
 void kv_tile_tables_init(struct kv_tile_tables *tab)
 {
     tab->edge[0] = 0;
@@ -151,7 +131,7 @@ static inline __attribute__((always_inline)) void loop(const struct kv_tile_in *
         uv[j] = u;
         e2v[j] = e * e;
         y2v[j] = y * y;
-        qv[j] = q_bin(u);
+        qv[j] = kv_judge_q_bin(u);
         /* the slack only where the ratio without it is over 1 (a NaN ratio is not) */
         const double ratio0 = e / base0;
         /* with the slack made in every lane, then chosen: no branch */

@@ -36,6 +36,18 @@ static inline double kv_double_of(int64_t b)
     return v;
 }
 
+/* u's bin in the p99's histogram, without a branch: u >= 0, not NaN (as u
+ * is for a finite pair), and the bins rise with u. 64-bit lanes throughout,
+ * the doubles' width. */
+static inline uint64_t kv_judge_q_bin(double u)
+{
+    const uint64_t bits = (uint64_t)kv_bits_of(u);
+    const int64_t e = (int64_t)(bits >> 52) - 1023;
+    uint64_t k = 1 + ((uint64_t)(e + KV_Q_OCT) << KV_Q_SUB) + ((bits >> (52 - KV_Q_SUB)) & ((1u << KV_Q_SUB) - 1));
+    k = e < -KV_Q_OCT ? 0 : k;
+    return e >= KV_Q_OCT ? KV_Q_BINS - 1 : k;
+}
+
 /* Tile element flags. */
 enum {
     KV_TILE_ODD = 1, /* the device's or the oracle's value is not finite: nothing else is set */
