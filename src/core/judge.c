@@ -1,4 +1,5 @@
 #include "core/judge.h"
+#include "core/judge_codes.h"
 #include "core/judge_dist.h"
 #include "core/judge_tile.h"
 #include "core/tensor.h"
@@ -62,14 +63,6 @@ struct jthr {
     struct kv_error_dist *d;
     struct kv_dist_tiles *dt; /* the float loop's share of d, a tile at a time */
 };
-
-/* The lower edge of histogram bin k (0 < k < KV_Q_BINS - 1). */
-static double q_edge(size_t k)
-{
-    k--;
-    int e = (int)(k >> KV_Q_SUB) - KV_Q_OCT;
-    return kv_double_of((int64_t)(((uint64_t)(e + 1023) << 52) | ((uint64_t)(k & ((1u << KV_Q_SUB) - 1)) << (52 - KV_Q_SUB))));
-}
 
 static inline int better(double r, size_t i, double best, size_t at) { return r > best || (r == best && i < at); }
 
@@ -211,14 +204,43 @@ static inline __attribute__((always_inline)) void chunk_float(const struct jin *
     s->ulp = sum_ulp, s->e2 = sum_e2, s->y2 = sum_y2;
 }
 
+/* A tile of codes all exact: its counts, and its cells marked as compared,
+ * as the loop below would (the walk moved past it). */
+static void codes_exact_tile(struct cells *cw, struct kv_error_dist *d, size_t i, size_t n, const int16_t *tie,
+                             struct jthr *th)
+{
+    th->ambiguous += tie ? kv_codes_nonneg(tie, n) : 0, th->compared += n, th->exact += n;
+    if (!d) return;
+    d->ulp_zero += n, d->ratio_zero += n;
+    if (cw->whole) {
+        kv_codes_mark(d, i, n);
+        kv_dist_walk_at(&cw->w, d, i + n);
+    } else {
+        for (size_t j = 0; j < n; j++) {
+            const int cell = cells_next(cw, i + j);
+            if (d->map[cell] < 0) d->map[cell] = 0;
+        }
+    }
+}
+
 /* Elements [lo, hi) of an integer output (codes): exact, the other side of
- * a tie within reach, or the flushed model's code. */
+ * a tie within reach, or the flushed model's code. A tile of codes all
+ * exact (nearly every one) is counted at once. */
 static void chunk_codes(const struct jin *x, size_t lo, size_t hi, const struct jrow *r, struct jthr *th)
 {
     struct kv_error_dist *d = th->d;
     struct cells cw;
     cells_at(&cw, x, d, lo);
-    for (size_t i = lo; i < hi; i++) {
+    for (size_t i = lo, end = lo; i < hi; i++) {
+        if (i == end) { /* a tile's start */
+            const size_t n = hi - i < KV_TILE ? hi - i : KV_TILE;
+            end = i + n;
+            if (kv_codes_equal(x->t, x->cand, i, n, r->y + (i - lo)) == n) {
+                codes_exact_tile(&cw, d, i, n, r->tie ? r->tie + (i - lo) : NULL, th);
+                i = end - 1;
+                continue;
+            }
+        }
         const int cell = cells_next(&cw, i);
         const size_t j = i - lo;
         double c = kv_load_f64_fast(x->t, x->cand, i), dd = fabs(c - r->y[j]);
@@ -333,20 +355,6 @@ static void flush_hist(struct jthr *th, uint64_t *total, size_t *qlo, size_t *qh
     th->filled = 0, th->qlo = KV_Q_BINS, th->qhi = 0;
 }
 
-/* The nearest-rank 0.99 quantile from the histogram (see judge.h). */
-static double p99_of(const uint64_t *hist, size_t qlo, size_t qhi, size_t compared, double max_ulp)
-{
-    if (!compared) return 0;
-    size_t kk = (size_t)ceil(0.99 * (double)compared);
-    kk = kk ? kk - 1 : 0;
-    uint64_t cum = 0;
-    for (size_t k = 0; k < KV_Q_BINS && (k == 0 || k <= qhi); k = k ? k + 1 : qlo) { /* bin 0, then [qlo, qhi]: the others are empty */
-        cum += hist[k];
-        if (cum > kk) return k == 0 ? 0 : k == KV_Q_BINS - 1 ? max_ulp : q_edge(k);
-    }
-    return max_ulp;
-}
-
 static void merge_thr(struct kv_metrics *m, struct jthr *all, const struct jthr *th, uint64_t *hist,
                       struct kv_error_dist *d, size_t *fails_bound, size_t *fails_tol)
 {
@@ -370,28 +378,6 @@ static void merge_thr(struct kv_metrics *m, struct jthr *all, const struct jthr 
     if (th->first_mismatch < all->first_mismatch) all->first_mismatch = th->first_mismatch;
     if (th->worst != (size_t)-1 && better(th->worst_ratio, th->worst, all->worst_ratio, all->worst))
         all->worst_ratio = th->worst_ratio, all->worst = th->worst;
-}
-
-/* A float output's ULP histogram in the distribution (errdist.h: a bin an
- * octave of u, zeros apart), made from the p99's: each of its bins lies in
- * one octave (judge_tile.h), bin 0 holds the zeros and u < 2^-KV_Q_OCT, the
- * last u >= 2^KV_Q_OCT. Or, where the p99 is exact, from the ULP errors. */
-static void ulp_bins(struct kv_error_dist *d, const uint64_t *hist, size_t qlo, size_t qhi, const double *ulps,
-                     size_t compared, size_t zeros)
-{
-    if (ulps) {
-        for (size_t k = 0; k < compared; k++)
-            if (ulps[k] == 0) d->ulp_zero++;
-            else d->ulp[kv_dist_ulp_bin(ulps[k])]++;
-        return;
-    }
-    d->ulp_zero += zeros;
-    d->ulp[0] += hist[0] - zeros;
-    for (size_t k = qlo > 1 ? qlo : 1; k + 1 < KV_Q_BINS && k <= qhi; k++) { /* the others are empty */
-        const int e = (int)((k - 1) >> KV_Q_SUB) - KV_Q_OCT; /* u in [2^e, 2^(e+1)) */
-        d->ulp[e + 5 < 0 ? 0 : e + 5 >= KV_DIST_ULP_BINS ? KV_DIST_ULP_BINS - 1 : e + 5] += hist[k];
-    }
-    d->ulp[KV_DIST_ULP_BINS - 1] += hist[KV_Q_BINS - 1];
 }
 
 /* The element a row shows: the first mismatch, else the worst. */
@@ -426,7 +412,7 @@ static void finish(enum kv_dtype t, const void *cand, const struct kv_oracle_src
         if (show != (size_t)-1) note_shown(t, cand, src, show, m);
         m->max_bound_ratio = all->worst_ratio < 0 ? 0 : all->worst_ratio;
         m->mean_ulp = m->compared ? sum_ulp / (double)m->compared : 0;
-        m->p99_ulp = ulps ? kv_quantile(ulps, m->compared, 0.99) : p99_of(hist, all->qlo, all->qhi, m->compared, m->max_ulp);
+        m->p99_ulp = ulps ? kv_quantile(ulps, m->compared, 0.99) : kv_judge_p99(hist, all->qlo, all->qhi, m->compared, m->max_ulp);
         m->nmse = sum_y2 > 0 ? sum_e2 / sum_y2 : (sum_e2 > 0 ? INFINITY : 0);
         if (m->compared) {
             double k = (double)m->compared;
@@ -544,7 +530,7 @@ enum kv_status kv_judge_src(enum kv_dtype t, const void *cand, const struct kv_o
     struct jthr all = {.worst_ratio = -1, .worst = (size_t)-1, .first_mismatch = (size_t)-1, .qlo = flo, .qhi = fhi};
     size_t fails_bound = 0, fails_tol = 0;
     for (int k = 0; k < nt; k++) merge_thr(m, &all, &th[k], hist, d, &fails_bound, &fails_tol);
-    if (d && !integer) ulp_bins(d, hist, all.qlo, all.qhi, x.exact_p99 ? th[0].ulps : NULL, m->compared, all.uzero);
+    if (d && !integer) kv_dist_ulp_hist(d, hist, all.qlo, all.qhi, x.exact_p99 ? th[0].ulps : NULL, m->compared, all.uzero);
     finish(t, cand, src, n, crit, integer, &all, sums, nchunks, x.exact_p99 ? th[0].ulps : NULL, hist, fails_bound,
            fails_tol, m);
     free_thr(th, nt), free(sums), free(hist);

@@ -1,5 +1,6 @@
 #include "core/judge_dist.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -98,4 +99,48 @@ void kv_dist_tiles_close(struct kv_dist_tiles *s)
     struct kv_error_dist *d = s->d;
     for (int k = 0; k < KV_DIST_RATIO_BINS; k++) d->ratio[k] += s->ratio[k];
     d->ratio_zero += s->ratio[KV_DIST_RATIO_BINS];
+}
+
+/* The lower edge of histogram bin k (0 < k < KV_Q_BINS - 1). */
+static double q_edge(size_t k)
+{
+    k--;
+    int e = (int)(k >> KV_Q_SUB) - KV_Q_OCT;
+    return kv_double_of((int64_t)(((uint64_t)(e + 1023) << 52) | ((uint64_t)(k & ((1u << KV_Q_SUB) - 1)) << (52 - KV_Q_SUB))));
+}
+
+/* The nearest-rank 0.99 quantile from the histogram (see judge.h). */
+double kv_judge_p99(const uint64_t *hist, size_t qlo, size_t qhi, size_t compared, double max_ulp)
+{
+    if (!compared) return 0;
+    size_t kk = (size_t)ceil(0.99 * (double)compared);
+    kk = kk ? kk - 1 : 0;
+    uint64_t cum = 0;
+    for (size_t k = 0; k < KV_Q_BINS && (k == 0 || k <= qhi); k = k ? k + 1 : qlo) { /* bin 0, then [qlo, qhi]: the others are empty */
+        cum += hist[k];
+        if (cum > kk) return k == 0 ? 0 : k == KV_Q_BINS - 1 ? max_ulp : q_edge(k);
+    }
+    return max_ulp;
+}
+
+/* A float output's ULP histogram in the distribution (errdist.h: a bin an
+ * octave of u, zeros apart), made from the p99's: each of its bins lies in
+ * one octave (judge_tile.h), bin 0 holds the zeros and u < 2^-KV_Q_OCT, the
+ * last u >= 2^KV_Q_OCT. Or, where the p99 is exact, from the ULP errors. */
+void kv_dist_ulp_hist(struct kv_error_dist *d, const uint64_t *hist, size_t qlo, size_t qhi, const double *ulps,
+                     size_t compared, size_t zeros)
+{
+    if (ulps) {
+        for (size_t k = 0; k < compared; k++)
+            if (ulps[k] == 0) d->ulp_zero++;
+            else d->ulp[kv_dist_ulp_bin(ulps[k])]++;
+        return;
+    }
+    d->ulp_zero += zeros;
+    d->ulp[0] += hist[0] - zeros;
+    for (size_t k = qlo > 1 ? qlo : 1; k + 1 < KV_Q_BINS && k <= qhi; k++) { /* the others are empty */
+        const int e = (int)((k - 1) >> KV_Q_SUB) - KV_Q_OCT; /* u in [2^e, 2^(e+1)) */
+        d->ulp[e + 5 < 0 ? 0 : e + 5 >= KV_DIST_ULP_BINS ? KV_DIST_ULP_BINS - 1 : e + 5] += hist[k];
+    }
+    d->ulp[KV_DIST_ULP_BINS - 1] += hist[KV_Q_BINS - 1];
 }

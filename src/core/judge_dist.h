@@ -1,6 +1,7 @@
 /* The judge's error distribution (errdist.h) over a float output, a tile at
  * a time (judge_tile.h): the ratio's bins (counted by the tile), the map a
- * run of one cell's elements at a time, the worst list. The same
+ * run of one cell's elements at a time, the worst list; and, at the end,
+ * the p99 and the ULP histogram read from the p99's histogram. The same
  * distribution as element by element: counts add up, the map keeps maxima,
  * the worst list is in a total order. */
 #ifndef KV_CORE_JUDGE_DIST_H
@@ -30,5 +31,15 @@ void kv_dist_tiles_add(struct kv_dist_tiles *s, const struct kv_tile *tile, enum
                        const double *y, size_t i0, size_t n);
 /* The chunk's ratio histogram into d. */
 void kv_dist_tiles_close(struct kv_dist_tiles *s);
+
+/* From the p99's histogram (judge.c: hist[k] the compared elements in bin k,
+ * every count in bin 0 or [qlo, qhi]): the nearest-rank 0.99 quantile of
+ * the ULP errors (max_ulp for the last bin's) ... */
+double kv_judge_p99(const uint64_t *hist, size_t qlo, size_t qhi, size_t compared, double max_ulp);
+/* ... and the distribution's ULP histogram (zeros: the compared ULP errors
+ * of 0); or, where ulps holds every compared ULP error (an exact p99), from
+ * those. */
+void kv_dist_ulp_hist(struct kv_error_dist *d, const uint64_t *hist, size_t qlo, size_t qhi, const double *ulps,
+                      size_t compared, size_t zeros);
 
 #endif

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "core/judge.h"
+#include "core/judge_codes.h"
 
 static const struct kv_bound bound = {.n = 16, .k_op = 1, .u_acc = 0x1p-24, .rho = 1};
 
@@ -152,6 +153,59 @@ static void histograms_element_by_element(void **s)
     }
 }
 
+/* A codes output's tiles counted at once where every code is exact
+ * (judge_codes): the cells they mark, against each element's own cell, for
+ * grids of several shapes and ranges across rows; then an output whose
+ * tiles are exact but for a few (a tie, a flushed code, an unexplained
+ * code): the counts, and every cell compared, the unexplained's bad. */
+static void codes_tiles(void **s)
+{
+    (void)s;
+    const int64_t shapes[][2] = {{257, 70}, {3, 1000}, {5000, 1}, {1, 777}, {40, 64}};
+    for (int k = 0; k < 5; k++) {
+        struct kv_error_dist *a = malloc(sizeof *a), *b = malloc(sizeof *b);
+        assert_non_null(a), assert_non_null(b);
+        const size_t n = (size_t)(shapes[k][0] * shapes[k][1]), cols = (size_t)shapes[k][1];
+        uint64_t r = 12345;
+        for (int q = 0; q < 300; q++) { /* one range on an empty map: what it marks, no more, no less */
+            r = r * 6364136223846793005ull + 1442695040888963407ull;
+            const size_t lo = (size_t)(r >> 33) % n, want = 1 + (size_t)(r >> 13) % (3 * cols + 2);
+            const size_t m = n - lo < want ? n - lo : want;
+            kv_dist_init(a, 2, shapes[k]), kv_dist_init(b, 2, shapes[k]);
+            kv_codes_mark(a, lo, m);
+            for (size_t i = lo; i < lo + m; i++)
+                if (b->map[kv_dist_cell(b, i)] < 0) b->map[kv_dist_cell(b, i)] = 0;
+            assert_memory_equal(a->map, b->map, sizeof a->map);
+        }
+        free(a), free(b);
+    }
+    enum { R = 257, C = 70 };
+    uint8_t *c = malloc(R * C);
+    double *y = malloc(sizeof(double) * R * C);
+    int16_t *tie = malloc(sizeof(int16_t) * R * C), *flush = malloc(sizeof(int16_t) * R * C);
+    for (int i = 0; i < R * C; i++) c[i] = (uint8_t)(i % 13), y[i] = i % 13, tie[i] = i % 7 ? -1 : (int16_t)(i % 13 + 1), flush[i] = -1;
+    c[301] = (uint8_t)tie[301];         /* across a tie (301 = 7 * 43) */
+    flush[9000] = 5, c[9000] = 5;       /* the flushed model's code (the oracle's is 4) */
+    c[300] = 255, c[17000] += 2;        /* unexplained: no tie at either */
+    struct kv_allow al = {0};
+    al.tie = tie, al.flush = flush;
+    struct kv_criteria crit;
+    kv_criteria_default(&crit);
+    struct kv_error_dist *d = malloc(sizeof *d);
+    struct kv_metrics m;
+    const int64_t shape[2] = {R, C};
+    const struct kv_bound ub = {.n = 1, .u_acc = 0x1p-24, .rho = 1};
+    assert_int_equal(kv_judge(KV_U8, c, y, NULL, R * C, NULL, 2, shape, &ub, &al, &crit, &m, d), KV_OK);
+    size_t ties = 0;
+    for (int i = 0; i < R * C; i++) ties += tie[i] >= 0;
+    assert_int_equal(m.tie_explained, 1), assert_int_equal(m.flush_explained, 1), assert_int_equal(m.unexplained, 2);
+    assert_int_equal(m.exact, R * C - 4), assert_int_equal(m.ambiguous, ties), assert_int_equal(m.compared, R * C);
+    assert_int_equal(d->ulp_zero, R * C - 4);
+    for (int cell = 0; cell < d->cell_rows * d->cell_cols; cell++) assert_true(d->map[cell] >= 0);
+    assert_true(d->bad[kv_dist_cell(d, 17000)] && d->bad[kv_dist_cell(d, 300)]);
+    free(c), free(y), free(tie), free(flush), free(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -159,6 +213,7 @@ int main(void)
         cmocka_unit_test(map_grid_and_marks),
         cmocka_unit_test(worst_keeps_the_largest),
         cmocka_unit_test(histograms_element_by_element),
+        cmocka_unit_test(codes_tiles),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
