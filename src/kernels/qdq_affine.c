@@ -404,7 +404,26 @@ static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check
     struct kv_oracle_walk pq = kv_oracle_walk(c, T_Q, i0), pd = kv_oracle_walk(c, T_QDQ, i0);
     struct kv_tensor *iso = c->compact[T_Q] ? &c->iso[T_Q] : NULL; /* the forward's whole input */
     int qs[LANES], alts[LANES], fqs[LANES];
-    for (int64_t j = 0; j < gs; j++) {
+    if (!iso && blocked && !rt->y) { /* every code held, the forward made in blocks: the loop below, lanes at a time */
+        double *restrict yq = c->y[T_Q] + i0;
+        int16_t *restrict tq = c->tie[T_Q] + i0, *restrict fqo = c->flush[T_Q] + i0;
+        for (int64_t j0 = 0; j0 < gs; j0 += LANES) {
+            const int64_t m = gs - j0 < LANES ? gs - j0 : LANES;
+            group_codes(wg + j0, (size_t)m, N, &e, &f, qs, alts, fqs);
+            for (int64_t k = 0; k < m; k++) {
+                const int fl = fqs[k] != qs[k] && f.poison == e.poison ? fqs[k] : -1;
+                yq[j0 + k] = qs[k], tq[j0 + k] = (int16_t)alts[k], fqo[j0 + k] = (int16_t)fl;
+            }
+            for (int64_t k = 0; k < m; k++) { /* the backward's sums, in order */
+                const int q = qs[k];
+                const double t = (double)q * dyg[j0 + k];
+                ds += t, dsa += fabs(t), db += dyg[j0 + k], dba += fabs((double)dyg[j0 + k]);
+                if (alts[k] >= 0) chain_ds += fabs((double)dyg[j0 + k]);
+                if (fqs[k] != q && f.poison == e.poison) chain_ds += fabs((double)(fqs[k] - q) * dyg[j0 + k]);
+            }
+        }
+    }
+    for (int64_t j = 0; j < (!iso && blocked && !rt->y ? 0 : gs); j++) {
         const size_t i = (size_t)(g * gs + j);
         size_t a;
         if (j % LANES == 0) group_codes(wg + j, (size_t)(gs - j < LANES ? gs - j : LANES), N, &e, &f, qs, alts, fqs);
