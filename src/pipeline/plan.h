@@ -100,5 +100,6 @@ size_t kv_guard_check(const void *base, size_t bytes, size_t padded, size_t *fur
  * (nothing calls it where they are not retired). */
 void kv_plan_retire(struct kv_vk_device *d, struct kv_plan *p, void (*then)(void *ctx), void *ctx);
 void kv_plan_free(struct kv_vk_device *d, struct kv_plan *p); /* joins kv_plan_retire's thread first */
+void kv_plan_retired_join(struct kv_plan *p); /* that join alone: the buffers (and then) are done */
 
 #endif

@@ -59,9 +59,14 @@ void kv_plan_retire(struct kv_vk_device *d, struct kv_plan *p, void (*then)(void
     p->retired = r;
 }
 
-void kv_plan_free(struct kv_vk_device *d, struct kv_plan *p)
+void kv_plan_retired_join(struct kv_plan *p)
 {
     if (p->retired) pthread_join(p->retired->th, NULL), free(p->retired), p->retired = NULL;
+}
+
+void kv_plan_free(struct kv_vk_device *d, struct kv_plan *p)
+{
+    kv_plan_retired_join(p);
     struct kv_vk_buffer *all[N_CASE_BUFS];
     const int n = case_buffers(p, all);
     for (int i = 0; i < n; i++) kv_vk_buffer_destroy(d, all[i]);

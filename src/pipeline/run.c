@@ -55,6 +55,7 @@ struct case_run {
     int run_stage[KV_MAX_STAGES], chain_stage[KV_MAX_STAGES];
     int ran[KV_MAX_TENSORS]; /* outputs the device wrote (kv_save_case) */
     int any_stage, all_inputs_given, all_pass;
+    struct kv_runner r_kept; /* r as the case saw it, where o->device_done may free r while the case is judged */
 };
 
 /* The spec (or, with --oracle exact, the exact) oracle of output t; chained:
@@ -487,8 +488,13 @@ static enum kv_status run_case(struct case_run *x)
     }
     snprintf(res->note, sizeof res->note, "%s", c->note);
     if (x->any_stage) KV_TRY(run_device(x));
-    if (x->first_mapped) /* no device run follows: its buffers go while it is judged (and the device, after the last case) */
+    if (x->first_mapped) { /* no device run follows: its buffers go while it is judged (and the device, after the last case) */
+        if (x->o->device_done) x->r_kept = *x->r, x->r = &x->r_kept; /* the judge reads r's abi and device info */
         kv_plan_retire(x->r->d, &x->p, x->o->device_done, x->o->device_done_ctx);
+        /* tests: the release over before the case is judged (it races the judge otherwise) */
+        const char *first = getenv("KVERIFY_TEST_RELEASE_FIRST");
+        if (first && *first == '1') kv_plan_retired_join(&x->p);
+    }
 
     double t3 = kv_now_ms();
     x->all_pass = 1;
@@ -553,7 +559,7 @@ void kv_run_case(struct kv_runner *r, struct kv_case *c, const struct kv_run_opt
         st = run_case(x);
         double t0 = kv_now_ms();
         for (int t = 0; !x->first_mapped && t < KV_MAX_TENSORS; t++) free(x->first[t][0]), free(x->first[t][1]);
-        kv_plan_free(r->d, &x->p);
+        kv_plan_free(x->r->d, &x->p); /* x->r: r itself may be freed until the retire thread is joined here */
         free(x);
         kv_case_free(c);
         res->ms.teardown = kv_now_ms() - t0;

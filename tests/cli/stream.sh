@@ -54,6 +54,20 @@ grep -q 'teardown [0-9.]* ms (the device released while the last case was judged
 KVERIFY_TEST_TRANSFERS=staged expect_exit 0 "$KV" rmsnorm-bwd --rows 31 --dim 4099 --seeds 3 --no-stress --verbose
 grep -q 'teardown [0-9.]* ms, total' "$TMP/err" || { cat "$TMP/err"; fail "staged: no --verbose time line"; }
 grep -q 'the device released while' "$TMP/err" && { cat "$TMP/err"; fail "staged: released early, yet its outputs are read in its buffers"; }
+# the device (and the runner, its --abi with it) released before the case is judged: the same report
+KVERIFY_TEST_TRANSFERS=streamed KVERIFY_TEST_STAGE_BYTES=4096 KVERIFY_TEST_RELEASE_FIRST=1 expect_exit 0 "$KV" rmsnorm-bwd \
+  --rows 40 --dim 100 --shader dx="$EX/generic-push/rms_norm_back.comp" --abi "$EX/generic-push/rms_norm_back.abi.json" \
+  --verbose --json "$TMP/abi-released.json"
+grep -q 'the device released while' "$TMP/err" || { cat "$TMP/err"; fail "--abi: the device was not released"; }
+same "$TMP/abi-staged.json" "$TMP/abi-released.json"
+# and --save's report still names the device
+rm -rf "$TMP/saved"
+KVERIFY_TEST_TRANSFERS=streamed KVERIFY_TEST_STAGE_BYTES=4096 KVERIFY_TEST_RELEASE_FIRST=1 expect_exit 0 "$KV" rmsnorm-bwd \
+  --rows 5 --dim 33 --no-stress --save "$TMP/saved"
+python3 - "$TMP"/saved/*/report.json <<'PY' || fail "--save after the device's release: no device in the saved report"
+import json, sys
+sys.exit(0 if json.load(open(sys.argv[1])).get("device", {}).get("name") else 1)
+PY
 # a write past dw's end: its guard words come back through the staging too
 rm -rf "$TMP/p"; mkdir -p "$TMP/p"; cp "$KV_SRC"/shaders/* "$TMP/p/"
 OLD='if (ly == 0u && col < p.dim)' NEW='if (ly == 0u && col <= p.dim)' perl -0pi -e 's/\Q$ENV{OLD}\E/$ENV{NEW}/' "$TMP/p/rmsnorm_bwd_dw.comp"
