@@ -180,22 +180,20 @@ static inline __attribute__((always_inline)) void tile_of(const struct kv_tile_i
      * finite pair, where it counts in over (a non-finite pair's ratio and
      * base are never read). A tile with none (nearly every tile) is the same
      * without it, which spares a division and a load per element. */
-    if (in->slack) {
-        if (in->alt && in->lam) loop(in, t, 1, 1, 0, at, n, o);
-        else if (in->alt) loop(in, t, 1, 0, 0, at, n, o);
-        else if (in->lam) loop(in, t, 0, 1, 0, at, n, o);
-        else loop(in, t, 0, 0, 0, at, n, o);
-        if (!o->over) return;
+    const int again = in->slack != NULL; /* judged again with the slack where a ratio is past 1 */
+    if (in->alt && in->lam) {
+        loop(in, t, 1, 1, 0, at, n, o);
+        if (again && o->over) loop(in, t, 1, 1, 1, at, n, o);
+    } else if (in->alt) {
+        loop(in, t, 1, 0, 0, at, n, o);
+        if (again && o->over) loop(in, t, 1, 0, 1, at, n, o);
+    } else if (in->lam) {
+        loop(in, t, 0, 1, 0, at, n, o);
+        if (again && o->over) loop(in, t, 0, 1, 1, at, n, o);
+    } else {
+        loop(in, t, 0, 0, 0, at, n, o);
+        if (again && o->over) loop(in, t, 0, 0, 1, at, n, o);
     }
-    if (in->slack) {
-        if (in->alt && in->lam) loop(in, t, 1, 1, 1, at, n, o);
-        else if (in->alt) loop(in, t, 1, 0, 1, at, n, o);
-        else if (in->lam) loop(in, t, 0, 1, 1, at, n, o);
-        else loop(in, t, 0, 0, 1, at, n, o);
-    } else if (in->alt && in->lam) loop(in, t, 1, 1, 0, at, n, o);
-    else if (in->alt) loop(in, t, 1, 0, 0, at, n, o);
-    else if (in->lam) loop(in, t, 0, 1, 0, at, n, o);
-    else loop(in, t, 0, 0, 0, at, n, o);
 }
 
 KV_CLONES static void tile_f32(const struct kv_tile_in *in, size_t at, size_t n, struct kv_tile *o)

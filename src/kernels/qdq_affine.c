@@ -404,7 +404,8 @@ static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check
     struct kv_oracle_walk pq = kv_oracle_walk(c, T_Q, i0), pd = kv_oracle_walk(c, T_QDQ, i0);
     struct kv_tensor *iso = c->compact[T_Q] ? &c->iso[T_Q] : NULL; /* the forward's whole input */
     int qs[LANES], alts[LANES], fqs[LANES];
-    if (!iso && blocked && !rt->y) { /* every code held, the forward made in blocks: the loop below, lanes at a time */
+    const int lanes = !iso && blocked && !rt->y; /* every code held, the forward made in blocks */
+    if (lanes) { /* the element loop below, a lane block at a time */
         double *restrict yq = c->y[T_Q] + i0;
         int16_t *restrict tq = c->tie[T_Q] + i0, *restrict fqo = c->flush[T_Q] + i0;
         for (int64_t j0 = 0; j0 < gs; j0 += LANES) {
@@ -423,7 +424,7 @@ static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check
             }
         }
     }
-    for (int64_t j = 0; j < (!iso && blocked && !rt->y ? 0 : gs); j++) {
+    for (int64_t j = 0; j < (lanes ? 0 : gs); j++) {
         const size_t i = (size_t)(g * gs + j);
         size_t a;
         if (j % LANES == 0) group_codes(wg + j, (size_t)(gs - j < LANES ? gs - j : LANES), N, &e, &f, qs, alts, fqs);
