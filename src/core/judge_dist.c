@@ -115,10 +115,11 @@ double kv_judge_p99(const uint64_t *hist, size_t qlo, size_t qhi, size_t compare
     if (!compared) return 0;
     size_t kk = (size_t)ceil(0.99 * (double)compared);
     kk = kk ? kk - 1 : 0;
-    uint64_t cum = 0;
-    for (size_t k = 0; k < KV_Q_BINS && (k == 0 || k <= qhi); k = k ? k + 1 : qlo) { /* bin 0, then [qlo, qhi]: the others are empty */
+    uint64_t cum = hist[0];
+    if (cum > kk) return 0;
+    for (size_t k = qlo; k <= qhi && k < KV_Q_BINS; k++) { /* the bins past 0 outside [qlo, qhi] are empty */
         cum += hist[k];
-        if (cum > kk) return k == 0 ? 0 : k == KV_Q_BINS - 1 ? max_ulp : q_edge(k);
+        if (cum > kk) return k == KV_Q_BINS - 1 ? max_ulp : q_edge(k);
     }
     return max_ulp;
 }

@@ -90,7 +90,8 @@ double kv_rng_normal(uint64_t seed, uint32_t stream, uint64_t i)
 
 /* kv_rng_normal_block: the same values as kv_rng_normal, lanes of BLK at a
  * time in loops without branches, which the compiler turns into vector code
- * (and, on x86-64, an AVX2 clone picked at load time). Only IEEE +,-,*,/ and
+ * (GCC on x86-64: hand-written AVX-512 and AVX2 lanes below, picked at run
+ * time, kv_rng_lanes; the clones elsewhere). Only IEEE +,-,*,/ and
  * sqrt, in kv_rng_log's order, with -ffp-contract=off: the same bits on any
  * vector width. Rejected lanes queue for their next draw, redrawn BLK at a
  * time. kv_philox4x32 and kv_rng_log stay the reference: unit.rng checks

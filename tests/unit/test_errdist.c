@@ -12,6 +12,7 @@
 
 #include "core/judge.h"
 #include "core/judge_codes.h"
+#include "core/judge_dist.h"
 
 static const struct kv_bound bound = {.n = 16, .k_op = 1, .u_acc = 0x1p-24, .rho = 1};
 
@@ -206,6 +207,29 @@ static void codes_tiles(void **s)
     free(c), free(y), free(tie), free(flush), free(d);
 }
 
+/* The p99 read from the histogram (kv_judge_p99) at its edges: the rank
+ * that falls on bin 0's last count, on the lowest and the highest bin in
+ * use (its lower edge, not the largest error), and in the last bin (the
+ * largest error). */
+static void p99_from_histogram(void **s)
+{
+    (void)s;
+    uint64_t *h = calloc(KV_Q_BINS, sizeof *h);
+    assert_non_null(h);
+    const size_t b = (size_t)kv_judge_q_bin(1.3), b2 = (size_t)kv_judge_q_bin(5.7); /* rank 98999 of 100000 */
+    h[0] = 99000, h[b] = 1000;
+    assert_true(kv_judge_p99(h, b, b, 100000, 1.3) == 0);
+    h[0] = 98999, h[b] = 1001;
+    const double p = kv_judge_p99(h, b, b, 100000, 1.3);
+    assert_true(p > 1.29 && p < 1.3 && kv_judge_q_bin(p) == b); /* b's lower edge */
+    h[0] = 98998, h[b] = 1, h[b2] = 1001; /* rank 98999: the highest bin in use */
+    const double p2 = kv_judge_p99(h, b, b2, 100000, 5.7);
+    assert_true(p2 > 5.69 && p2 < 5.7 && kv_judge_q_bin(p2) == b2);
+    h[b2] = 0, h[KV_Q_BINS - 1] = 1001;
+    assert_true(kv_judge_p99(h, b, KV_Q_BINS - 1, 100000, 1e30) == 1e30);
+    free(h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -214,6 +238,7 @@ int main(void)
         cmocka_unit_test(worst_keeps_the_largest),
         cmocka_unit_test(histograms_element_by_element),
         cmocka_unit_test(codes_tiles),
+        cmocka_unit_test(p99_from_histogram),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
