@@ -524,6 +524,20 @@ cleanup:
     return st;
 }
 
+/* The round-trip check's references of n elements w of one group, from
+ * their codes (q as the oracle holds them) with their tie and flushed
+ * alternatives: a loop that vectorizes, for check_block. */
+KV_CLONES static void roundtrip_run(const double *restrict q, const int16_t *restrict tie, const int16_t *restrict fl,
+                                    const float *restrict w, size_t n, float s_in, double fs, double flo, double elo,
+                                    double N, double *restrict y, double *restrict S, double *restrict slack)
+{
+    const int poison = isnan(elo);
+    for (size_t i = 0; i < n; i++) {
+        const struct fwd o = forward((int)q[i], s_in, (float)elo, tie[i], fl[i], fs, flo);
+        roundtrip(w[i], poison, &o, s_in, fs, flo, elo, N, y + i, S + i, slack + i);
+    }
+}
+
 /* The round-trip check's reference for the flat elements [lo, hi)
  * (check_block), as oracle_group makes it: from the codes, the scales and
  * biases (NaN where the group is poisoned) and each group's flushed s and lo. */
@@ -535,11 +549,10 @@ static enum kv_status check_block(const struct kv_case *c, int j, size_t lo, siz
     const float *w = c->t[T_W].data;
     for (size_t g = lo / gs, i = lo; i < hi; g++) { /* as in oracle_block */
         const double fs = c->aux[T_QDQ][2 * g], flo = c->aux[T_QDQ][2 * g + 1], elo = c->y[T_B][g];
-        const float s_in = (float)c->y[T_S][g];
-        for (const size_t end = (g + 1) * gs < hi ? (g + 1) * gs : hi; i < end; i++) {
-            const struct fwd o = forward((int)c->y[T_Q][i], s_in, (float)elo, c->tie[T_Q][i], c->flush[T_Q][i], fs, flo);
-            roundtrip(w[i], isnan(elo), &o, s_in, fs, flo, elo, N, &b->y[i - lo], &b->S[i - lo], &b->slack[i - lo]);
-        }
+        const size_t end = (g + 1) * gs < hi ? (g + 1) * gs : hi;
+        roundtrip_run(c->y[T_Q] + i, c->tie[T_Q] + i, c->flush[T_Q] + i, w + i, end - i, (float)c->y[T_S][g], fs, flo, elo,
+                      N, b->y + (i - lo), b->S + (i - lo), b->slack + (i - lo));
+        i = end;
     }
     return KV_OK;
 }
