@@ -11,6 +11,9 @@
 #include <string.h>
 
 #define CHUNK ((size_t)1 << 16)
+/* A chunk whose oracle is made block by block is made and judged SUB
+ * elements at a time: the block stays in cache between the two. */
+#define SUB ((size_t)1 << 12)
 
 /* A thread's 32-bit counts are added into the shared 64-bit ones before they can wrap. */
 #define Q_FLUSH ((uint64_t)UINT32_MAX - 2 * CHUNK)
@@ -57,7 +60,7 @@ struct jthr {
     uint64_t filled; /* counted into hist since its last flush */
     size_t qlo, qhi; /* hist's bins past 0 lie in [qlo, qhi] (qlo > qhi: none) */
     double *ulps;    /* the ULP errors, for an exact p99 of a small output */
-    double *yb, *Sb; /* a chunk of the oracle, where it is made block by block */
+    double *yb, *Sb; /* SUB elements of the oracle, where it is made block by block */
     double *slb, *lamb, *fixb; /* and of its allowances, where the source makes them */
     unsigned char *ovfb;
     struct kv_error_dist *d;
@@ -121,7 +124,8 @@ static inline int cells_next(struct cells *c, size_t i)
 
 /* Elements [lo, hi) of a float output, a tile at a time: the tile's
  * arithmetic vectorized (kv_judge_tile, the same values as element by
- * element), then its sums in index order, its non-finite pairs, its share of
+ * element), then its sums in index order (on from s's: a chunk made block by
+ * block comes in parts), its non-finite pairs, its share of
  * the distribution (kv_dist_tiles_add), its counts and maxima. t is a
  * constant in each caller; what the loop counts is held in locals. */
 
@@ -141,7 +145,7 @@ static inline __attribute__((always_inline)) void chunk_float(const struct jin *
     struct kv_tile tile;
     uint32_t *hist = th->hist;
     double *ulps = th->ulps;
-    double sum_ulp = 0, sum_e2 = 0, sum_y2 = 0, max_ulp = th->max_ulp, max_abs = th->max_abs, max_rel = th->max_rel;
+    double sum_ulp = s->ulp, sum_e2 = s->e2, sum_y2 = s->y2, max_ulp = th->max_ulp, max_abs = th->max_abs, max_rel = th->max_rel;
     double worst_ratio = th->worst_ratio;
     size_t worst = th->worst, compared = th->compared, rel_skipped = 0, fails_bound = 0, fails_tol = 0, slack_used = 0;
     size_t uzero = 0, qlo = th->qlo, qhi = th->qhi;
@@ -152,6 +156,7 @@ static inline __attribute__((always_inline)) void chunk_float(const struct jin *
         in.lam = r->lam ? r->lam + o : NULL, in.fix = r->lam ? r->fix + o : NULL;
         in.slack = r->slack ? r->slack + o : NULL;
         kv_judge_tile(&in, i0, n, &tile);
+        in.slack_first = tile.slacked + tile.over > 0; /* the next tile likely past 1 without its slack too */
         /* the histogram and the sums, in index order: a loop without a call,
          * so that the sums stay in registers */
         for (size_t j = 0; j < n; j++) {
@@ -310,13 +315,13 @@ static int init_thr(const struct jin *x, struct jthr *th, size_t n, int blocks, 
 {
     th->used = 1;
     if (blocks) {
-        th->yb = malloc(CHUNK * sizeof *th->yb), th->Sb = malloc(CHUNK * sizeof *th->Sb);
+        th->yb = malloc(SUB * sizeof *th->yb), th->Sb = malloc(SUB * sizeof *th->Sb);
         if (!th->yb || !th->Sb) return -1;
     }
-    if (blocks && (allow & KV_BLOCK_SLACK) && !(th->slb = malloc(CHUNK * sizeof *th->slb))) return -1;
+    if (blocks && (allow & KV_BLOCK_SLACK) && !(th->slb = malloc(SUB * sizeof *th->slb))) return -1;
     if (blocks && (allow & KV_BLOCK_BOUND)) {
-        th->lamb = malloc(CHUNK * sizeof *th->lamb), th->fixb = malloc(CHUNK * sizeof *th->fixb);
-        th->ovfb = malloc(CHUNK);
+        th->lamb = malloc(SUB * sizeof *th->lamb), th->fixb = malloc(SUB * sizeof *th->fixb);
+        th->ovfb = malloc(SUB);
         if (!th->lamb || !th->fixb || !th->ovfb) return -1;
     }
     th->worst_ratio = -1;
@@ -509,17 +514,22 @@ enum kv_status kv_judge_src(enum kv_dtype t, const void *cand, const struct kv_o
 #pragma omp atomic read
             failed = oom;
             if (failed) continue;
-            size_t lo = k * CHUNK, hi = lo + CHUNK < n ? lo + CHUNK : n;
+            const size_t lo = k * CHUNK, hi = lo + CHUNK < n ? lo + CHUNK : n;
             const struct kv_oracle_block b = {me->yb, me->Sb, me->slb, me->lamb, me->fixb, me->ovfb};
-            enum kv_status fs = blocks ? src->fill(src->ctx, lo, hi, &b) : KV_OK;
-            if (fs) {
+            /* made block by block: SUB elements at a time, each judged as
+             * its block is made (the chunk's sums go on in index order) */
+            for (size_t a = lo, e; a < hi; a = e) {
+                e = blocks && hi - a > SUB ? a + SUB : hi;
+                const enum kv_status fs = blocks ? src->fill(src->ctx, a, e, &b) : KV_OK;
+                if (fs) {
 #pragma omp critical(kv_judge_fill)
-                fill_st = fill_st ? fill_st : fs;
-                continue;
+                    fill_st = fill_st ? fill_st : fs;
+                    break;
+                }
+                const struct jrow r = row_at(&x, a, blocks ? &b : NULL);
+                if (integer) chunk_codes(&x, a, e, &r, me);
+                else fn(&x, a, e, &r, me, &sums[k]);
             }
-            const struct jrow r = row_at(&x, lo, blocks ? &b : NULL);
-            if (integer) chunk_codes(&x, lo, hi, &r, me);
-            else fn(&x, lo, hi, &r, me, &sums[k]);
             if (me->hist && (me->filled += hi - lo) > Q_FLUSH) flush_hist(me, hist, &flo, &fhi);
         }
     }

@@ -173,27 +173,32 @@ static inline __attribute__((always_inline)) void loop(const struct kv_tile_in *
     if (in->dist) ratio_counts(rv, fv, n, in->tab->edge, max_ratio, rzero, rnan, odds, o->rcount);
 }
 
+/* One pass of a tile's loop, with the slack or without it. */
+static inline __attribute__((always_inline)) void pass(const struct kv_tile_in *in, enum kv_dtype t, int slack,
+                                                      size_t at, size_t n, struct kv_tile *o)
+{
+    if (in->alt && in->lam) slack ? loop(in, t, 1, 1, 1, at, n, o) : loop(in, t, 1, 1, 0, at, n, o);
+    else if (in->alt) slack ? loop(in, t, 1, 0, 1, at, n, o) : loop(in, t, 1, 0, 0, at, n, o);
+    else if (in->lam) slack ? loop(in, t, 0, 1, 1, at, n, o) : loop(in, t, 0, 1, 0, at, n, o);
+    else slack ? loop(in, t, 0, 0, 1, at, n, o) : loop(in, t, 0, 0, 0, at, n, o);
+}
+
 static inline __attribute__((always_inline)) void tile_of(const struct kv_tile_in *in, enum kv_dtype t, size_t at,
                                                          size_t n, struct kv_tile *o)
 {
     /* The slack is read only where a ratio without it is past 1: for a
      * finite pair, where it counts in over (a non-finite pair's ratio and
      * base are never read). A tile with none (nearly every tile) is the same
-     * without it, which spares a division and a load per element. */
-    const int again = in->slack != NULL; /* judged again with the slack where a ratio is past 1 */
-    if (in->alt && in->lam) {
-        loop(in, t, 1, 1, 0, at, n, o);
-        if (again && o->over) loop(in, t, 1, 1, 1, at, n, o);
-    } else if (in->alt) {
-        loop(in, t, 1, 0, 0, at, n, o);
-        if (again && o->over) loop(in, t, 1, 0, 1, at, n, o);
-    } else if (in->lam) {
-        loop(in, t, 0, 1, 0, at, n, o);
-        if (again && o->over) loop(in, t, 0, 1, 1, at, n, o);
-    } else {
-        loop(in, t, 0, 0, 0, at, n, o);
-        if (again && o->over) loop(in, t, 0, 0, 1, at, n, o);
+     * without it, which spares a division and a load per element. Where
+     * the caller expects one (in->slack_first), the pass with the slack runs
+     * alone: each value it makes is the one the two passes make (the second
+     * writes all the first does). */
+    int slack = in->slack && in->slack_first;
+    if (!slack) {
+        pass(in, t, 0, at, n, o);
+        slack = in->slack && o->over; /* judged again with the slack where a ratio is past 1 */
     }
+    if (slack) pass(in, t, 1, at, n, o);
 }
 
 KV_CLONES static void tile_f32(const struct kv_tile_in *in, size_t at, size_t n, struct kv_tile *o)

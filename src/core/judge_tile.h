@@ -72,6 +72,10 @@ struct kv_tile_in {
     double at, rt; /* atol, rtol */
     const struct kv_tile_tables *tab;
     int dist; /* count the ratio's distribution (rcount) */
+    /* with a slack: judge with it in one pass, not first without it (the
+     * values are the same), as where the last tile had a ratio past 1
+     * without it (slacked or over) */
+    int slack_first;
 };
 
 struct kv_tile {

@@ -5,8 +5,9 @@
  * its counts of zero ULP errors and of ratios in each of the distribution's
  * bins (kv_dist_ratio_bin); for f32, bf16 and f64 outputs, with and without
  * the other legal value, a bound of its own and a slack (added where the
- * ratio without it is over 1), over finite, zero, subnormal, huge and
- * non-finite values, and over tiles of finite pairs alone. */
+ * ratio without it is over 1, in a pass of its own or after one without
+ * it), over finite, zero, subnormal, huge and non-finite values, and over
+ * tiles of finite pairs alone. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -56,7 +57,7 @@ static double value(unsigned i, double scale)
 /* finite: no pair that is not finite, so that the tile takes its vector
  * loops for the ratio's distribution (a tile with one counts element by
  * element) */
-static void one(enum kv_dtype t, int with_alt, int with_lam, int tol, int with_slack, int finite)
+static void one(enum kv_dtype t, int with_alt, int with_lam, int tol, int with_slack, int finite, int slack_first)
 {
     static double y[N], S[N], alt[N], lam[N], fix[N], slack[N];
     static float c32[N];
@@ -92,7 +93,7 @@ static void one(enum kv_dtype t, int with_alt, int with_lam, int tol, int with_s
                                 .slack = with_slack ? slack + i0 : NULL, .c1 = c1,
                                 .c2 = c2, .half_rho = half_rho, .lambda = lambda, .floor_rel = floor_rel,
                                 .emin = ti->emin, .prec = ti->precision, .tol = tol, .at = at, .rt = rt,
-                                .tab = &tab, .dist = 1};
+                                .tab = &tab, .dist = 1, .slack_first = slack_first};
         kv_judge_tile(&in, i0, n, &tile);
         double max_e = 0, max_u = 0, max_rel = 0, max_ratio = -1;
         uint64_t skipped = 0, over = 0, alts = 0, fails_tol = 0, odd = 0, slacked = 0, uzero = 0;
@@ -156,7 +157,8 @@ static void every_kind(void **s)
     (void)s;
     const enum kv_dtype types[] = {KV_F32, KV_BF16, KV_F64};
     for (int k = 0; k < 3; k++)
-        for (int v = 0; v < 32; v++) one(types[k], v & 1, (v >> 1) & 1, (v >> 2) & 1, (v >> 3) & 1, v >> 4);
+        for (int v = 0; v < 64; v++)
+            one(types[k], v & 1, (v >> 1) & 1, (v >> 2) & 1, (v >> 3) & 1, (v >> 4) & 1, v >> 5);
 }
 
 int main(void)
