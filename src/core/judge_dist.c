@@ -1,5 +1,7 @@
 #include "core/judge_dist.h"
 
+#include "core/clones.h"
+
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -41,12 +43,32 @@ static inline int enters(const struct kv_error_dist *d, double r, size_t i)
     return !last->mismatch && (r > last->ratio || (r == last->ratio && i < last->index));
 }
 
+/* The map's cells of one row's elements [j, j + len) of the tile, where each
+ * column is a cell column of its own (cells cell, cell + 1, ...): cell_put
+ * on each, a loop that vectorizes (m >= 0 is a non-negative float f, which
+ * is past the -1 of a cell not compared yet). */
+KV_CLONES static void row_put(float *restrict map, const struct kv_tile *restrict tile, size_t j, size_t len)
+{
+    for (size_t k = 0; k < len; k++) {
+        const int64_t m = map_bits(tile, j + k);
+        const float f = (float)kv_double_of(m), now = map[k];
+        map[k] = (m >= 0) & (f > now) ? f : now;
+    }
+}
+
 void kv_dist_tiles_add(struct kv_dist_tiles *s, const struct kv_tile *tile, enum kv_dtype t, const void *cand,
                        const double *y, size_t i0, size_t n)
 {
     struct kv_error_dist *d = s->d;
     for (int k = 0; k <= KV_DIST_RATIO_BINS; k++) s->ratio[k] += tile->rcount[k];
-    if (s->whole) {
+    if (s->whole && d->cell_cols == d->cols) { /* a run of one element each: a row's part at a time */
+        for (size_t j = 0; j < n;) {
+            const size_t len = (size_t)(d->cols - s->w.col) < n - j ? (size_t)(d->cols - s->w.col) : n - j;
+            row_put(d->map + s->w.rowcell + s->w.col, tile, j, len);
+            j += len;
+            kv_dist_walk_at(&s->w, d, i0 + j);
+        }
+    } else if (s->whole) {
         struct kv_dist_walk w = s->w; /* a local walk: its state stays in registers */
         for (size_t j = 0; j < n;) {
             const int cell = w.rowcell + w.cc;

@@ -154,6 +154,47 @@ static void histograms_element_by_element(void **s)
     }
 }
 
+/* The map against its definition, cell by cell (the largest ratio of the
+ * cell's compared elements as a float, 0 where a mismatch is the only one,
+ * -1 where none), for grids whose every column is a cell column of its own
+ * (rows of 64 and of 7 columns, one column) and grids of wider cells, over
+ * ratios of 0 (whole cells of them), across the bins and NaN candidates;
+ * the output in many tiles on every thread. */
+static void map_element_by_element(void **s)
+{
+    (void)s;
+    const int64_t shapes[][2] = {{4000, 64}, {30000, 7}, {256000, 1}, {200, 1500}, {1, 300000}, {3001, 65}};
+    for (int k = 0; k < 6; k++) {
+        const size_t n = (size_t)(shapes[k][0] * shapes[k][1]);
+        float *c = malloc(n * sizeof *c);
+        double *y = malloc(n * sizeof *y), *S = malloc(n * sizeof *S);
+        struct kv_error_dist *d = malloc(sizeof *d), *ref = malloc(sizeof *ref);
+        assert_true(c && y && S && d && ref);
+        for (size_t i = 0; i < n; i++) {
+            const double v = 1 + (double)(i * 7919 % 1000) / 1000;
+            c[i] = (float)v, y[i] = v + ldexp(v, -24 - (int)(i * 31 % 23)) * (double)(i % 3), S[i] = v;
+            if (i < n / 16) y[i] = c[i]; /* whole cells of zero ratios */
+            else if (i % 4093 == 5) c[i] = NAN;
+        }
+        kv_dist_init(ref, 2, shapes[k]);
+        for (size_t i = 0; i < n; i++) {
+            const double e = fabs((double)c[i] - y[i]), ul = kv_ulp(KV_F32, y[i]);
+            const float r = isnan(c[i]) ? 0 : (float)(e / ((32 * 0x1p-24) * S[i] + 0x1p-24 * S[i] + 0.5 * ul));
+            float *cell = &ref->map[kv_dist_cell(ref, i)];
+            *cell = r > *cell ? r : *cell;
+        }
+        struct kv_metrics m;
+        dist(c, y, S, n, 2, shapes[k], d, &m);
+        int cells = d->cell_rows * d->cell_cols, bins = 0, zero_cells = 0;
+        for (int j = 0; j < cells; j++) zero_cells += ref->map[j] == 0;
+        assert_true(k > 2 || d->cell_cols == d->cols);
+        for (int j = 0; j < KV_DIST_MAP_CELLS; j++) assert_true(d->map[j] == ref->map[j]);
+        for (int j = 0; j < KV_DIST_RATIO_BINS; j++) bins += d->ratio[j] > 0;
+        assert_true(bins >= 3 && d->ratio_zero > 0 && d->mismatch > 0 && cells > 1 && zero_cells > 0);
+        free(c), free(y), free(S), free(d), free(ref);
+    }
+}
+
 /* A codes output's tiles counted at once where every code is exact
  * (judge_codes): the cells they mark, against each element's own cell, for
  * grids of several shapes and ranges across rows; then an output whose
@@ -237,6 +278,7 @@ int main(void)
         cmocka_unit_test(map_grid_and_marks),
         cmocka_unit_test(worst_keeps_the_largest),
         cmocka_unit_test(histograms_element_by_element),
+        cmocka_unit_test(map_element_by_element),
         cmocka_unit_test(codes_tiles),
         cmocka_unit_test(p99_from_histogram),
     };
