@@ -75,9 +75,13 @@ void kv_dist_tiles_add(struct kv_dist_tiles *s, const struct kv_tile *tile, enum
             size_t run = (size_t)kv_dist_walk_run(&w);
             run = run < n - j ? run : n - j;
             int64_t m = -1;
-            for (size_t k = j; k < j + run; k++) {
-                const int64_t b = map_bits(tile, k);
-                m = b > m ? b : m;
+            if (run == n) { /* the whole tile in one cell: its largest ratio, else 0 for a NaN one, else -1 */
+                m = tile->max_ratio >= 0 ? tile->max_ratio : n > tile->odd ? 0 : -1;
+            } else {
+                for (size_t k = j; k < j + run; k++) {
+                    const int64_t b = map_bits(tile, k);
+                    m = b > m ? b : m;
+                }
             }
             cell_put(d, cell, m);
             kv_dist_walk_skip(&w, (int64_t)run);

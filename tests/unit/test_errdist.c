@@ -158,8 +158,9 @@ static void histograms_element_by_element(void **s)
  * cell's compared elements as a float, 0 where a mismatch is the only one,
  * -1 where none), for grids whose every column is a cell column of its own
  * (rows of 64 and of 7 columns, one column) and grids of wider cells, over
- * ratios of 0 (whole cells of them), across the bins and NaN candidates;
- * the output in many tiles on every thread. */
+ * ratios of 0 (whole cells of them), across the bins, NaN candidates and
+ * NaN pairs (whole cells of them, not compared); the output in many tiles on
+ * every thread. Then a cell of NaN ratios alone. */
 static void map_element_by_element(void **s)
 {
     (void)s;
@@ -174,10 +175,12 @@ static void map_element_by_element(void **s)
             const double v = 1 + (double)(i * 7919 % 1000) / 1000;
             c[i] = (float)v, y[i] = v + ldexp(v, -24 - (int)(i * 31 % 23)) * (double)(i % 3), S[i] = v;
             if (i < n / 16) y[i] = c[i]; /* whole cells of zero ratios */
+            else if (i >= n - n / 16) y[i] = c[i] = NAN; /* and of NaN pairs, a legal match: not compared */
             else if (i % 4093 == 5) c[i] = NAN;
         }
         kv_dist_init(ref, 2, shapes[k]);
         for (size_t i = 0; i < n; i++) {
+            if (isnan(y[i])) continue;
             const double e = fabs((double)c[i] - y[i]), ul = kv_ulp(KV_F32, y[i]);
             const float r = isnan(c[i]) ? 0 : (float)(e / ((32 * 0x1p-24) * S[i] + 0x1p-24 * S[i] + 0.5 * ul));
             float *cell = &ref->map[kv_dist_cell(ref, i)];
@@ -185,14 +188,28 @@ static void map_element_by_element(void **s)
         }
         struct kv_metrics m;
         dist(c, y, S, n, 2, shapes[k], d, &m);
-        int cells = d->cell_rows * d->cell_cols, bins = 0, zero_cells = 0;
-        for (int j = 0; j < cells; j++) zero_cells += ref->map[j] == 0;
+        int cells = d->cell_rows * d->cell_cols, bins = 0, zero_cells = 0, empty = 0;
+        for (int j = 0; j < cells; j++) zero_cells += ref->map[j] == 0, empty += ref->map[j] < 0;
         assert_true(k > 2 || d->cell_cols == d->cols);
         for (int j = 0; j < KV_DIST_MAP_CELLS; j++) assert_true(d->map[j] == ref->map[j]);
         for (int j = 0; j < KV_DIST_RATIO_BINS; j++) bins += d->ratio[j] > 0;
-        assert_true(bins >= 3 && d->ratio_zero > 0 && d->mismatch > 0 && cells > 1 && zero_cells > 0);
+        assert_true(bins >= 3 && d->ratio_zero > 0 && d->mismatch > 0 && cells > 1 && zero_cells > 0 && empty > 0);
         free(c), free(y), free(S), free(d), free(ref);
     }
+    /* f64: a pair of zeros with a bound of 0 (half an ulp of 0 underflows)
+     * has a NaN ratio, compared: a cell of them alone is 0, not -1 (cells of
+     * 1024 columns: each of their tiles wholly inside one) */
+    enum { W = 262144 };
+    double *c = calloc(W, sizeof *c), *y = calloc(W, sizeof *y), *S = calloc(W, sizeof *S);
+    struct kv_error_dist *d = malloc(sizeof *d);
+    assert_true(c && y && S && d);
+    for (size_t i = W / 2; i < W; i++) y[i] = S[i] = 1, c[i] = 1 + 0x1p-40;
+    struct kv_criteria crit;
+    kv_criteria_default(&crit);
+    const int64_t shape[2] = {1, W};
+    kv_error_dist(KV_F64, c, y, S, W, NULL, 2, shape, &bound, NULL, &crit, d);
+    assert_true(d->cell_cols == 256 && d->map[0] == 0 && d->map[255] > 0);
+    free(c), free(y), free(S), free(d);
 }
 
 /* A codes output's tiles counted at once where every code is exact
