@@ -174,6 +174,11 @@ struct kv_kernel {
                                    const struct kv_oracle_block *b);
     uint64_t block_outputs; /* the outputs (bit t) oracle_block makes */
     uint64_t block_slack, block_bound; /* those of them whose blocks hold their slack, their bound */
+    /* Those of them made in blocks also where a later stage reads them (an
+     * intermediate): oracle() then writes their rounded values, in their
+     * dtype, into c->iso[t] (allocated by the pipeline), which the isolated
+     * stage is given and oracle_block reads; their allowances stay whole. */
+    uint64_t block_iso;
     /* Optional: check j's reference (what oracle() would put in c->chk[j]:
      * b->y, b->S and b->slack) for the flat elements [lo, hi) of its output,
      * for the checks in block_checks (bit j), made where the check's output

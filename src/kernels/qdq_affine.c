@@ -26,6 +26,7 @@
 #include "core/clones.h"
 #include "core/rng.h"
 #include "kernels/kernel.h"
+#include "kernels/qdq_inputs.h"
 
 static const uint32_t init_sh[] =
 #include "qdq_affine_init.sh.h"
@@ -46,7 +47,6 @@ static const uint32_t dbi_sh[] =
 enum { P_GROUPS, P_GS, P_BITS, P_DIST, P_SCALE };
 enum { T_W, T_DY, T_S, T_B, T_Q, T_QDQ, T_DS, T_DB };
 enum { S_INIT, S_FWD, S_DSC, S_DBI };
-enum { D_NORMAL, D_UNIFORM, D_OUTLIER, D_CONSTANT, D_SUBNORMAL, D_TIES, D_NONFINITE };
 
 static const struct kv_param_def params[] = {
     {"groups", KV_PARAM_INT, "4096", 1, 2147483647, NULL, "number of groups", 1},
@@ -138,104 +138,13 @@ static enum kv_status validate(struct kv_case *c)
     return KV_OK;
 }
 
-/* ---- inputs ---- */
-
-static double normal(const struct kv_case *c, uint32_t stream, int64_t i)
-{
-    return kv_rng_normal(c->seed, stream, (uint64_t)i);
-}
-
-/* One group of dist D_TIES: lo, lo + N*2^e (so s = 2^e exactly) and values
- * lo + (k + 1/2)*2^e exactly on the ties between codes k and k+1. */
-static void ties_group(const struct kv_case *c, int64_t g, int64_t gs, double N, float *w)
-{
-    int e = (int)floor(kv_rng_uniform(c->seed, 7, (uint64_t)g) * 8.0) - 6;
-    double lo = ldexp(floor(normal(c, 8, g) * 64.0), e); /* a multiple of 2^e: every sum below is exact */
-    for (int64_t j = 0; j < gs; j++) {
-        double k = floor(kv_rng_uniform(c->seed, T_W, (uint64_t)(g * gs + j)) * N);
-        double v = j == 0 ? lo : j == 1 ? lo + N * ldexp(1, e) : lo + (k + 0.5) * ldexp(1, e);
-        w[j] = (float)v;
-    }
-}
-
-/* Seven kinds of group in turn: NaN, +Inf, -Inf, both infinities, a range
- * at the edge of float32 (in turn: one that overflows, every value FLT_MAX,
- * every value -FLT_MAX: an initial min or max short of the float range
- * shows), a negative NaN whose payload is its lowest bit alone (a NaN that a
- * mask missing a bit of the exponent or the mantissa takes for a finite
- * number or an infinity), and a plain one. */
-static void nonfinite_group(const struct kv_case *c, int64_t g, int64_t gs, float *w)
-{
-    int64_t at = (int64_t)(kv_rng_uniform(c->seed, 9, (uint64_t)g) * (double)gs);
-    for (int64_t j = 0; j < gs; j++) w[j] = (float)normal(c, T_W, g * gs + j);
-    uint32_t odd_nan = 0xFF800001u;
-    switch (g % 7) {
-    case 0: w[at] = NAN; break;
-    case 5: memcpy(&w[at], &odd_nan, 4); break;
-    case 1: w[at] = INFINITY; break;
-    case 2: w[at] = -INFINITY; break;
-    case 3: w[at] = INFINITY, w[(at + 1) % gs] = -INFINITY; break;
-    case 4: {
-        const int64_t edge = (g / 7) % 3; /* overflowing, all FLT_MAX, all -FLT_MAX */
-        if (edge == 0) w[at] = 3e38f, w[(at + 1) % gs] = -3e38f;
-        else for (int64_t j = 0; j < gs; j++) w[j] = edge == 1 ? FLT_MAX : -FLT_MAX;
-        break;
-    }
-    default: break;
-    }
-}
+/* ---- inputs (qdq_inputs.c) ---- */
 
 static enum kv_status inputs(struct kv_case *c)
 {
-    const int64_t groups = c->p[P_GROUPS].i, gs = c->p[P_GS].i;
-    const int dist = c->p[P_DIST].c;
-    const double scale = c->p[P_SCALE].f, N = ldexp(1, (int)c->p[P_BITS].i) - 1;
-    float *w = c->t[T_W].data, *dy = c->t[T_DY].data;
-    /* Batches of B elements, whole groups (a group has at most 1024, a power
-     * of two), so that the normal samples come B at a time: drawn a group at
-     * a time, short blocks spent about twice the draws on their rejected
-     * lanes' tails. Dynamic, 16 batches a chunk: the device may be opening
-     * on another thread (jobs.c). */
-    enum { B = 1024 };
-    const int64_t n = groups * gs;
-    const int normals = dist == D_NORMAL || dist == D_OUTLIER || dist == D_SUBNORMAL;
-#pragma omp parallel for schedule(dynamic, 16)
-    for (int64_t i0 = 0; i0 < n; i0 += B) {
-        const int64_t m = n - i0 < B ? n - i0 : B;
-        double vw[B], vdy[B];
-        if (normals) kv_rng_normal_block(c->seed, T_W, (uint64_t)i0, (size_t)m, vw);
-        kv_rng_normal_block(c->seed, T_DY, (uint64_t)i0, (size_t)m, vdy);
-        for (int64_t g = i0 / gs; g < (i0 + m) / gs; g++) {
-            float *wg = w + g * gs;
-            const double *vg = vw + (g * gs - i0);
-            if (dist == D_TIES) ties_group(c, g, gs, N, wg);
-            else if (dist == D_NONFINITE) nonfinite_group(c, g, gs, wg);
-            const double cg = dist == D_CONSTANT ? normal(c, 10, g) : 0.0;
-            for (int64_t j = 0; j < gs; j++) {
-                int64_t i = g * gs + j;
-                double v = normals ? vg[j] : 0.0;
-                switch (dist) {
-                case D_UNIFORM: v = (2.0 * kv_rng_uniform(c->seed, T_W, (uint64_t)i) - 1.0) * sqrt(3.0); break;
-                case D_OUTLIER: v *= j == (g * 7) % gs ? 100.0 : 1.0; break;
-                case D_CONSTANT: v = cg; break;
-                /* Even groups all subnormal; odd ones near 2^-124, so s is near 2^-126;
-                 * every fourth from 0 to N*2^-126, so s is exactly 2^-126, except,
-                 * with one bit (N = 1, an exact division), every eighth from 0 to
-                 * the largest subnormal: s = 2^-126 - 2^-149 becomes 1. */
-                case D_SUBNORMAL:
-                    v = g % 4 == 3 ? (j == 0   ? 0
-                                      : j == 1 ? (N == 1 && g % 8 == 7 ? 0x1.fffffcp-127 : ldexp(N, -126))
-                                               : ldexp(floor(N * kv_rng_uniform(c->seed, 11, (uint64_t)i)), -126))
-                                   : ldexp(v, g % 2 ? -124 : -130);
-                    break;
-                default: break;
-                }
-                if (dist != D_TIES && dist != D_NONFINITE) wg[j] = (float)(v * scale);
-                else if (scale != 1.0) wg[j] = (float)((double)wg[j] * scale);
-            }
-        }
-        for (int64_t k = 0; k < m; k++) dy[i0 + k] = (float)vdy[k];
-    }
+    const struct kv_qdq_inputs x = {c->seed, c->p[P_GROUPS].i, c->p[P_GS].i, c->p[P_DIST].c, c->p[P_SCALE].f,
+                                    ldexp(1, (int)c->p[P_BITS].i) - 1, c->t[T_W].data, c->t[T_DY].data};
+    kv_qdq_inputs(&x);
     return KV_OK;
 }
 
@@ -377,6 +286,15 @@ KV_CLONES static void group_codes(const float *w, size_t n, double N, const stru
     }
 }
 
+/* Code q of the oracle's element a (u8 in codes where q is made in blocks,
+ * else in c->y[T_Q]) and its tie and flushed alternatives. */
+static void put_code(struct kv_case *c, uint8_t *codes, size_t a, int q, int alt, int fl)
+{
+    if (codes) codes[a] = (uint8_t)q;
+    else c->y[T_Q][a] = q;
+    c->tie[T_Q][a] = (int16_t)alt, c->flush[T_Q][a] = (int16_t)fl;
+}
+
 /* Group g of every output: scale, bias, codes (with their tie and flushed
  * alternatives), the forward, the round-trip check and the gradients. */
 static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check_ref *rt)
@@ -403,18 +321,22 @@ static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check
     const size_t i0 = (size_t)(g * gs);
     struct kv_oracle_walk pq = kv_oracle_walk(c, T_Q, i0), pd = kv_oracle_walk(c, T_QDQ, i0);
     struct kv_tensor *iso = c->compact[T_Q] ? &c->iso[T_Q] : NULL; /* the forward's whole input */
+    uint8_t *codes = c->blocked[T_Q] ? c->iso[T_Q].data : NULL; /* else c->y[T_Q] */
     int qs[LANES], alts[LANES], fqs[LANES];
     const int lanes = !iso && blocked && !rt->y; /* every code held, the forward made in blocks */
     if (lanes) { /* the element loop below, a lane block at a time */
-        double *restrict yq = c->y[T_Q] + i0;
+        double *restrict yq = codes ? NULL : c->y[T_Q] + i0;
+        uint8_t *restrict q8 = codes ? codes + i0 : NULL;
         int16_t *restrict tq = c->tie[T_Q] + i0, *restrict fqo = c->flush[T_Q] + i0;
         for (int64_t j0 = 0; j0 < gs; j0 += LANES) {
             const int64_t m = gs - j0 < LANES ? gs - j0 : LANES;
             group_codes(wg + j0, (size_t)m, N, &e, &f, qs, alts, fqs);
             for (int64_t k = 0; k < m; k++) {
                 const int fl = fqs[k] != qs[k] && f.poison == e.poison ? fqs[k] : -1;
-                yq[j0 + k] = qs[k], tq[j0 + k] = (int16_t)alts[k], fqo[j0 + k] = (int16_t)fl;
+                tq[j0 + k] = (int16_t)alts[k], fqo[j0 + k] = (int16_t)fl;
             }
+            if (q8) for (int64_t k = 0; k < m; k++) q8[j0 + k] = (uint8_t)qs[k];
+            else for (int64_t k = 0; k < m; k++) yq[j0 + k] = qs[k];
             for (int64_t k = 0; k < m; k++) { /* the backward's sums, in order */
                 const int q = qs[k];
                 const double t = (double)q * dyg[j0 + k];
@@ -432,7 +354,7 @@ static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check
         const int fl = fq != q && f.poison == e.poison ? fq : -1; /* the flushed model's other code */
         if (iso) kv_store_f64(KV_U8, iso->data, i, q);
         /* a code's scale is 0: S[T_Q] keeps calloc's zeros, never written (so never resident) */
-        if (kv_oracle_next(&pq, i, &a)) c->y[T_Q][a] = q, c->tie[T_Q][a] = (int16_t)alt, c->flush[T_Q][a] = (int16_t)fl;
+        if (kv_oracle_next(&pq, i, &a)) put_code(c, codes, a, q, alt, fl);
         if (kv_oracle_next(&pd, i, &a) && (!blocked || rt->y)) {
             /* forward, from the float32 (q, s, b) */
             const struct fwd o = forward(q, s_in, b_in, alt, fl, f.s, f.lo);
@@ -454,34 +376,72 @@ static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check
     c->slack_chain[T_DS][g] = c->slack[T_DS][g] + chain_ds;
 }
 
-/* The forwards of n codes of one group (q as the oracle holds them), into
- * y, S and (where given) slack: the plain or the chained slack. A loop that
- * vectorizes, for oracle_block. */
-KV_CLONES static void forward_run(const double *restrict q, const int16_t *restrict tie, const int16_t *restrict fl,
-                                  size_t n, float s_in, float b_in, double fs, double flo, int chained,
-                                  double *restrict y, double *restrict S, double *restrict slack)
+/* The codes as the oracle holds them: u8 in c->iso[T_Q] where q is made in
+ * blocks, else doubles in c->y[T_Q]. */
+struct codes {
+    const uint8_t *q8;
+    const double *q64;
+};
+static struct codes codes_of(const struct kv_case *c)
+{
+    return c->blocked[T_Q] ? (struct codes){c->iso[T_Q].data, NULL} : (struct codes){NULL, c->y[T_Q]};
+}
+
+/* The forwards of n codes of one group (q8 where u8, else q64, from the group's first),
+ * into y, S and (where given) slack: the plain or the chained slack. A loop
+ * that vectorizes, for oracle_block, in each of the two callers below. */
+static inline __attribute__((always_inline)) void forward_lanes(int u8, const uint8_t *restrict q8,
+                                                               const double *restrict q64,
+                                                               const int16_t *restrict tie,
+                                                               const int16_t *restrict fl, size_t n, float s_in,
+                                                               float b_in, double fs, double flo, int chained,
+                                                               double *restrict y, double *restrict S,
+                                                               double *restrict slack)
 {
     for (size_t i = 0; i < n; i++) {
-        const struct fwd o = forward((int)q[i], s_in, b_in, tie[i], fl[i], fs, flo);
+        const struct fwd o = forward(u8 ? q8[i] : (int)q64[i], s_in, b_in, tie[i], fl[i], fs, flo);
         y[i] = o.y, S[i] = o.S;
         if (slack) slack[i] = chained ? o.sc : o.sl;
     }
 }
+KV_CLONES static void forward_u8(const uint8_t *q, const int16_t *tie, const int16_t *fl, size_t n, float s_in,
+                                 float b_in, double fs, double flo, int chained, double *y, double *S, double *slack)
+{
+    forward_lanes(1, q, NULL, tie, fl, n, s_in, b_in, fs, flo, chained, y, S, slack);
+}
+KV_CLONES static void forward_f64(const double *q, const int16_t *tie, const int16_t *fl, size_t n, float s_in,
+                                  float b_in, double fs, double flo, int chained, double *y, double *S, double *slack)
+{
+    forward_lanes(0, NULL, q, tie, fl, n, s_in, b_in, fs, flo, chained, y, S, slack);
+}
 
-/* qdq's oracle for the flat elements [lo, hi) (oracle_block), as
- * oracle_group makes it, from the codes with their tie and flushed
- * alternatives, the scales and biases, and each group's flushed s and lo. */
+/* q's oracle for the flat elements [lo, hi): the codes, of scale 0. */
+KV_CLONES static void codes_block(const uint8_t *restrict q, size_t n, double *restrict y, double *restrict S)
+{
+    for (size_t i = 0; i < n; i++) y[i] = q[i], S[i] = 0;
+}
+
+/* q's or qdq's oracle for the flat elements [lo, hi) (oracle_block), as
+ * oracle_group makes it: the codes; qdq's from the codes with their tie and
+ * flushed alternatives, the scales and biases, and each group's flushed s
+ * and lo. */
 static enum kv_status oracle_block(const struct kv_case *c, int t, size_t lo, size_t hi, int chained,
                                    const struct kv_oracle_block *b)
 {
+    if (t == T_Q && c->blocked[T_Q]) {
+        codes_block((const uint8_t *)c->iso[T_Q].data + lo, hi - lo, b->y, b->S);
+        return KV_OK;
+    }
     if (t != T_QDQ) return kv_error(KV_EDEVICE, "qdq-affine: no block oracle for %s", c->k->tensors[t].name);
+    const struct codes q = codes_of(c);
     const size_t gs = (size_t)c->p[P_GS].i;
     for (size_t g = lo / gs, i = lo; i < hi; g++) { /* a group's elements at a time: no division per element */
         const float s_in = (float)c->y[T_S][g], b_in = (float)c->y[T_B][g];
         const double fs = c->aux[T_QDQ][2 * g], flo = c->aux[T_QDQ][2 * g + 1];
         const size_t end = (g + 1) * gs < hi ? (g + 1) * gs : hi;
-        forward_run(c->y[T_Q] + i, c->tie[T_Q] + i, c->flush[T_Q] + i, end - i, s_in, b_in, fs, flo, chained, b->y + (i - lo),
-                    b->S + (i - lo), b->slack ? b->slack + (i - lo) : NULL);
+        double *y = b->y + (i - lo), *S = b->S + (i - lo), *slack = b->slack ? b->slack + (i - lo) : NULL;
+        if (q.q8) forward_u8(q.q8 + i, c->tie[T_Q] + i, c->flush[T_Q] + i, end - i, s_in, b_in, fs, flo, chained, y, S, slack);
+        else forward_f64(q.q64 + i, c->tie[T_Q] + i, c->flush[T_Q] + i, end - i, s_in, b_in, fs, flo, chained, y, S, slack);
         i = end;
     }
     return KV_OK;
@@ -525,17 +485,35 @@ cleanup:
 }
 
 /* The round-trip check's references of n elements w of one group, from
- * their codes (q as the oracle holds them) with their tie and flushed
- * alternatives: a loop that vectorizes, for check_block. */
-KV_CLONES static void roundtrip_run(const double *restrict q, const int16_t *restrict tie, const int16_t *restrict fl,
-                                    const float *restrict w, size_t n, float s_in, double fs, double flo, double elo,
-                                    double N, double *restrict y, double *restrict S, double *restrict slack)
+ * their codes (q8 or q64, as in forward_lanes) with their tie and flushed
+ * alternatives: a loop that vectorizes, for check_block, in each of the two
+ * callers below. */
+static inline __attribute__((always_inline)) void roundtrip_lanes(int u8, const uint8_t *restrict q8,
+                                                                 const double *restrict q64,
+                                                                 const int16_t *restrict tie,
+                                                                 const int16_t *restrict fl,
+                                                                 const float *restrict w, size_t n, float s_in,
+                                                                 double fs, double flo, double elo, double N,
+                                                                 double *restrict y, double *restrict S,
+                                                                 double *restrict slack)
 {
     const int poison = isnan(elo);
     for (size_t i = 0; i < n; i++) {
-        const struct fwd o = forward((int)q[i], s_in, (float)elo, tie[i], fl[i], fs, flo);
+        const struct fwd o = forward(u8 ? q8[i] : (int)q64[i], s_in, (float)elo, tie[i], fl[i], fs, flo);
         roundtrip(w[i], poison, &o, s_in, fs, flo, elo, N, y + i, S + i, slack + i);
     }
+}
+KV_CLONES static void roundtrip_u8(const uint8_t *q, const int16_t *tie, const int16_t *fl, const float *w, size_t n,
+                                   float s_in, double fs, double flo, double elo, double N, double *y, double *S,
+                                   double *slack)
+{
+    roundtrip_lanes(1, q, NULL, tie, fl, w, n, s_in, fs, flo, elo, N, y, S, slack);
+}
+KV_CLONES static void roundtrip_f64(const double *q, const int16_t *tie, const int16_t *fl, const float *w, size_t n,
+                                    float s_in, double fs, double flo, double elo, double N, double *y, double *S,
+                                    double *slack)
+{
+    roundtrip_lanes(0, NULL, q, tie, fl, w, n, s_in, fs, flo, elo, N, y, S, slack);
 }
 
 /* The round-trip check's reference for the flat elements [lo, hi)
@@ -547,11 +525,14 @@ static enum kv_status check_block(const struct kv_case *c, int j, size_t lo, siz
     const size_t gs = (size_t)c->p[P_GS].i;
     const double N = ldexp(1, (int)c->p[P_BITS].i) - 1;
     const float *w = c->t[T_W].data;
+    const struct codes q = codes_of(c);
     for (size_t g = lo / gs, i = lo; i < hi; g++) { /* as in oracle_block */
         const double fs = c->aux[T_QDQ][2 * g], flo = c->aux[T_QDQ][2 * g + 1], elo = c->y[T_B][g];
         const size_t end = (g + 1) * gs < hi ? (g + 1) * gs : hi;
-        roundtrip_run(c->y[T_Q] + i, c->tie[T_Q] + i, c->flush[T_Q] + i, w + i, end - i, (float)c->y[T_S][g], fs, flo, elo,
-                      N, b->y + (i - lo), b->S + (i - lo), b->slack + (i - lo));
+        const float s_in = (float)c->y[T_S][g];
+        double *y = b->y + (i - lo), *S = b->S + (i - lo), *slack = b->slack + (i - lo);
+        if (q.q8) roundtrip_u8(q.q8 + i, c->tie[T_Q] + i, c->flush[T_Q] + i, w + i, end - i, s_in, fs, flo, elo, N, y, S, slack);
+        else roundtrip_f64(q.q64 + i, c->tie[T_Q] + i, c->flush[T_Q] + i, w + i, end - i, s_in, fs, flo, elo, N, y, S, slack);
         i = end;
     }
     return KV_OK;
@@ -595,7 +576,8 @@ const struct kv_kernel kv_kernel_qdq_affine = {
     .oracle = oracle,
     .sample_outputs = 1ull << T_Q | 1ull << T_QDQ,
     .oracle_block = oracle_block,
-    .block_outputs = 1ull << T_QDQ,
+    .block_outputs = 1ull << T_Q | 1ull << T_QDQ,
+    .block_iso = 1ull << T_Q,
     .block_slack = 1ull << T_QDQ,
     .check_block = check_block,
     .block_checks = 1,

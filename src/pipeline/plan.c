@@ -183,10 +183,12 @@ enum kv_status kv_plan_make(struct kv_runner *r, struct kv_case *c, const int *c
     for (int t = 0; t < k->n_tensors; t++) {
         if (!p->iso[t].buf) continue;
         struct kv_tensor *h = &p->iso_host[t];
-        if (c->compact[t]) { /* the oracle's whole intermediate, in its dtype: taken over */
+        p->iso_lent[t] = 0;
+        if (c->compact[t] || c->blocked[t]) { /* the oracle's whole intermediate, in its dtype */
             KV_CHECK(c->iso[t].data, KV_EDEVICE, "internal: %s's isolated input is gone", k->tensors[t].name);
             *h = c->iso[t];
-            memset(&c->iso[t], 0, sizeof c->iso[t]);
+            if (c->blocked[t]) p->iso_lent[t] = 1; /* lent: its blocks read it while it is judged */
+            else memset(&c->iso[t], 0, sizeof c->iso[t]); /* taken over */
         } else {
             KV_TRY(kv_tensor_alloc(h, k->tensors[t].name, c->t[t].dtype, c->t[t].ndim, c->t[t].shape));
             const double *y = c->y[t];

@@ -32,6 +32,7 @@ struct kv_plan {
     size_t up_off[2][KV_MAX_TENSORS];          /* [0] dev inputs, [1] iso */
     size_t down_off[2][KV_MAX_TENSORS];        /* [0] dev outputs, [1] chain */
     struct kv_tensor iso_host[KV_MAX_TENSORS];
+    int iso_lent[KV_MAX_TENSORS];              /* iso_host[t] is the case's c->iso[t] (blocked), not the plan's */
     int has_chain[KV_MAX_TENSORS];
     size_t nondet[KV_MAX_TENSORS][2];          /* elements that differed between repeats */
     /* --abi stages' products (a * b computed on the host), by stage and binding entry */

@@ -5,6 +5,7 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 enum { N_CASE_BUFS = 3 * KV_MAX_TENSORS + KV_MAX_STAGES * KV_ABI_MAX + 2 };
 
@@ -71,7 +72,8 @@ void kv_plan_free(struct kv_vk_device *d, struct kv_plan *p)
     const int n = case_buffers(p, all);
     for (int i = 0; i < n; i++) kv_vk_buffer_destroy(d, all[i]);
     for (int t = 0; t < KV_MAX_TENSORS; t++) {
-        kv_tensor_free(&p->iso_host[t]);
+        if (p->iso_lent[t]) memset(&p->iso_host[t], 0, sizeof p->iso_host[t]); /* the case's */
+        else kv_tensor_free(&p->iso_host[t]);
         free(p->host_down[t][0]), free(p->host_down[t][1]);
     }
     for (int s = 0; s < KV_MAX_STAGES; s++)

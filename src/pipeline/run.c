@@ -95,7 +95,8 @@ static enum kv_status make_inputs(struct case_run *x)
      * can hold them alone (compact, below: one pass over the sample) */
     const int sampled = x->o->sample > 0;
     for (int t = 0; k->oracle_block && t < k->n_tensors; t++)
-        c->blocked[t] = (k->block_outputs >> t & 1) && kv_tensor_on(c, t) && !kv_is_intermediate(c, t) &&
+        c->blocked[t] = (k->block_outputs >> t & 1) && kv_tensor_on(c, t) &&
+                        (!kv_is_intermediate(c, t) || (k->block_iso >> t & 1)) &&
                         x->o->oracle == KV_ORACLE_SPEC && !x->o->save_dir && !kv_test_full_oracle() &&
                         !(sampled && (size_t)x->o->sample < c->t[t].count && (k->sample_outputs >> t & 1));
     /* --sample: every output's sample, intermediates included; an oracle
@@ -110,7 +111,7 @@ static enum kv_status make_inputs(struct case_run *x)
     for (int t = 0; t < k->n_tensors; t++)
         if (kv_tensor_on(c, t) && k->tensors[t].role == KV_INPUT && !c->given[t]) x->all_inputs_given = 0;
     for (int t = 0; t < k->n_tensors; t++)
-        if (c->compact[t] && kv_is_intermediate(c, t))
+        if ((c->compact[t] || c->blocked[t]) && kv_is_intermediate(c, t)) /* the oracle's, in its dtype */
             KV_TRY(kv_tensor_alloc(&c->iso[t], k->tensors[t].name, c->t[t].dtype, c->t[t].ndim, c->t[t].shape));
     if (!x->all_inputs_given) KV_TRY(k->inputs(c));
     for (int t = 0; t < k->n_tensors; t++)
