@@ -12,6 +12,7 @@
 #include "pipeline/jobs.h"
 
 #include "core/clock.h"
+#include "core/threads.h"
 #include "pipeline/ceilings.h"
 #include "pipeline/hostmem.h"
 #include "reports/html.h"
@@ -401,6 +402,7 @@ static enum kv_status open_device(struct jobs_run *x, const char *selector)
     pthread_t th;
     if (c && pthread_create(&th, NULL, open_thread, &op) == 0) {
         x->pre_case = c;
+        kv_threads_beside(1); /* a core to the opener */
         kv_case_prepare(c, &x->jobs[j].o.run, &x->pre);
         /* the device still opening: the case's oracle meanwhile (the tests force it) */
         const char *force = getenv("KVERIFY_TEST_ORACLE_BESIDE");
@@ -409,6 +411,7 @@ static enum kv_status open_device(struct jobs_run *x, const char *selector)
         pthread_mutex_lock(&opened_mu);
         while (!atomic_load(&op.done)) pthread_cond_wait(&opened_cv, &opened_mu);
         pthread_mutex_unlock(&opened_mu);
+        kv_threads_beside(0);
         x->opener = th, x->opener_running = 1;
         free(op.shape);
         x->pre.early = op.early;

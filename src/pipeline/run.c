@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "core/clock.h"
+#include "core/threads.h"
 #include "formats/save.h"
 #include "pipeline/hostmem.h"
 #include "pipeline/bench.h"
@@ -492,6 +493,7 @@ static enum kv_status run_case(struct case_run *x)
     if (x->first_mapped) { /* no device run follows: its buffers go while it is judged (and the device, after the last case) */
         if (x->o->device_done) x->r_kept = *x->r, x->r = &x->r_kept; /* the judge reads r's abi and device info */
         kv_plan_retire(x->r->d, &x->p, x->o->device_done, x->o->device_done_ctx);
+        if (x->p.retired) kv_threads_beside(1); /* a core to the release, while the case is judged */
         /* tests: the release over before the case is judged (it races the judge otherwise) */
         const char *first = getenv("KVERIFY_TEST_RELEASE_FIRST");
         if (first && *first == '1') kv_plan_retired_join(&x->p);
@@ -558,6 +560,7 @@ void kv_run_case(struct kv_runner *r, struct kv_case *c, const struct kv_run_opt
     if (x) {
         *x = (struct case_run){.r = r, .c = c, .o = o, .res = res, .pre = pre};
         st = run_case(x);
+        kv_threads_beside(0); /* judged: the whole team again */
         double t0 = kv_now_ms();
         for (int t = 0; !x->first_mapped && t < KV_MAX_TENSORS; t++) free(x->first[t][0]), free(x->first[t][1]);
         kv_plan_free(x->r->d, &x->p); /* x->r: r itself may be freed until the retire thread is joined here */

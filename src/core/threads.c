@@ -1,0 +1,15 @@
+#include "core/threads.h"
+
+#include <omp.h>
+
+void kv_threads_beside(int beside)
+{
+    static _Thread_local int saved; /* this thread's team size before beside(1); 0: none */
+    if (beside && !saved) {
+        saved = omp_get_max_threads();
+        if (saved >= 4) omp_set_num_threads(saved - 1);
+    } else if (!beside && saved) {
+        omp_set_num_threads(saved);
+        saved = 0;
+    }
+}
