@@ -325,8 +325,7 @@ static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check
     int qs[LANES], alts[LANES], fqs[LANES];
     const int lanes = !iso && blocked && !rt->y; /* every code held, the forward made in blocks */
     if (lanes) { /* the element loop below, a lane block at a time */
-        double *restrict yq = codes ? NULL : c->y[T_Q] + i0;
-        uint8_t *restrict q8 = codes ? codes + i0 : NULL;
+        uint8_t *restrict q8 = codes + i0; /* qdq made in blocks: so is q */
         int16_t *restrict tq = c->tie[T_Q] + i0, *restrict fqo = c->flush[T_Q] + i0;
         for (int64_t j0 = 0; j0 < gs; j0 += LANES) {
             const int64_t m = gs - j0 < LANES ? gs - j0 : LANES;
@@ -335,8 +334,7 @@ static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check
                 const int fl = fqs[k] != qs[k] && f.poison == e.poison ? fqs[k] : -1;
                 tq[j0 + k] = (int16_t)alts[k], fqo[j0 + k] = (int16_t)fl;
             }
-            if (q8) for (int64_t k = 0; k < m; k++) q8[j0 + k] = (uint8_t)qs[k];
-            else for (int64_t k = 0; k < m; k++) yq[j0 + k] = qs[k];
+            for (int64_t k = 0; k < m; k++) q8[j0 + k] = (uint8_t)qs[k];
             for (int64_t k = 0; k < m; k++) { /* the backward's sums, in order */
                 const int q = qs[k];
                 const double t = (double)q * dyg[j0 + k];
@@ -376,43 +374,18 @@ static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check
     c->slack_chain[T_DS][g] = c->slack[T_DS][g] + chain_ds;
 }
 
-/* The codes as the oracle holds them: u8 in c->iso[T_Q] where q is made in
- * blocks, else doubles in c->y[T_Q]. */
-struct codes {
-    const uint8_t *q8;
-    const double *q64;
-};
-static struct codes codes_of(const struct kv_case *c)
-{
-    return c->blocked[T_Q] ? (struct codes){c->iso[T_Q].data, NULL} : (struct codes){NULL, c->y[T_Q]};
-}
-
-/* The forwards of n codes of one group (q8 where u8, else q64, from the group's first),
- * into y, S and (where given) slack: the plain or the chained slack. A loop
- * that vectorizes, for oracle_block, in each of the two callers below. */
-static inline __attribute__((always_inline)) void forward_lanes(int u8, const uint8_t *restrict q8,
-                                                               const double *restrict q64,
-                                                               const int16_t *restrict tie,
-                                                               const int16_t *restrict fl, size_t n, float s_in,
-                                                               float b_in, double fs, double flo, int chained,
-                                                               double *restrict y, double *restrict S,
-                                                               double *restrict slack)
+/* The forwards of n codes q of one group (the oracle's, as bytes: where qdq
+ * is made in blocks, so is q), into y, S and (where given) slack: the plain
+ * or the chained slack. A loop that vectorizes, for oracle_block. */
+KV_CLONES static void forward_run(const uint8_t *restrict q, const int16_t *restrict tie, const int16_t *restrict fl,
+                                  size_t n, float s_in, float b_in, double fs, double flo, int chained,
+                                  double *restrict y, double *restrict S, double *restrict slack)
 {
     for (size_t i = 0; i < n; i++) {
-        const struct fwd o = forward(u8 ? q8[i] : (int)q64[i], s_in, b_in, tie[i], fl[i], fs, flo);
+        const struct fwd o = forward(q[i], s_in, b_in, tie[i], fl[i], fs, flo);
         y[i] = o.y, S[i] = o.S;
         if (slack) slack[i] = chained ? o.sc : o.sl;
     }
-}
-KV_CLONES static void forward_u8(const uint8_t *q, const int16_t *tie, const int16_t *fl, size_t n, float s_in,
-                                 float b_in, double fs, double flo, int chained, double *y, double *S, double *slack)
-{
-    forward_lanes(1, q, NULL, tie, fl, n, s_in, b_in, fs, flo, chained, y, S, slack);
-}
-KV_CLONES static void forward_f64(const double *q, const int16_t *tie, const int16_t *fl, size_t n, float s_in,
-                                  float b_in, double fs, double flo, int chained, double *y, double *S, double *slack)
-{
-    forward_lanes(0, NULL, q, tie, fl, n, s_in, b_in, fs, flo, chained, y, S, slack);
 }
 
 /* q's oracle for the flat elements [lo, hi): the codes, of scale 0. */
@@ -433,15 +406,14 @@ static enum kv_status oracle_block(const struct kv_case *c, int t, size_t lo, si
         return KV_OK;
     }
     if (t != T_QDQ) return kv_error(KV_EDEVICE, "qdq-affine: no block oracle for %s", c->k->tensors[t].name);
-    const struct codes q = codes_of(c);
+    const uint8_t *q = c->iso[T_Q].data;
     const size_t gs = (size_t)c->p[P_GS].i;
     for (size_t g = lo / gs, i = lo; i < hi; g++) { /* a group's elements at a time: no division per element */
         const float s_in = (float)c->y[T_S][g], b_in = (float)c->y[T_B][g];
         const double fs = c->aux[T_QDQ][2 * g], flo = c->aux[T_QDQ][2 * g + 1];
         const size_t end = (g + 1) * gs < hi ? (g + 1) * gs : hi;
         double *y = b->y + (i - lo), *S = b->S + (i - lo), *slack = b->slack ? b->slack + (i - lo) : NULL;
-        if (q.q8) forward_u8(q.q8 + i, c->tie[T_Q] + i, c->flush[T_Q] + i, end - i, s_in, b_in, fs, flo, chained, y, S, slack);
-        else forward_f64(q.q64 + i, c->tie[T_Q] + i, c->flush[T_Q] + i, end - i, s_in, b_in, fs, flo, chained, y, S, slack);
+        forward_run(q + i, c->tie[T_Q] + i, c->flush[T_Q] + i, end - i, s_in, b_in, fs, flo, chained, y, S, slack);
         i = end;
     }
     return KV_OK;
@@ -453,6 +425,10 @@ static enum kv_status oracle(struct kv_case *c)
     const double N = ldexp(1, (int)c->p[P_BITS].i) - 1;
     enum kv_status st = KV_OK;
     const size_t nq = kv_oracle_len(c, T_Q), nd = kv_oracle_len(c, T_QDQ); /* n, or the samples (compact) */
+    /* qdq's blocks read q's bytes (c->iso): made in blocks alike (the same
+     * conditions, run.c, and the same length) */
+    KV_CHECK(c->blocked[T_Q] == c->blocked[T_QDQ] && (!c->blocked[T_Q] || c->iso[T_Q].data), KV_EDEVICE,
+             "internal: qdq-affine's q and qdq not made in blocks alike");
     for (int t = T_S; t <= T_DB; t++)
         if (t != T_Q && !(t == T_QDQ && c->blocked[t])) KV_TRY(alloc_d(&c->slack[t], kv_oracle_len(c, t)));
     if (c->blocked[T_QDQ]) KV_TRY(alloc_d(&c->aux[T_QDQ], 2 * (size_t)groups)); /* each group's flushed s, lo */
@@ -485,35 +461,17 @@ cleanup:
 }
 
 /* The round-trip check's references of n elements w of one group, from
- * their codes (q8 or q64, as in forward_lanes) with their tie and flushed
- * alternatives: a loop that vectorizes, for check_block, in each of the two
- * callers below. */
-static inline __attribute__((always_inline)) void roundtrip_lanes(int u8, const uint8_t *restrict q8,
-                                                                 const double *restrict q64,
-                                                                 const int16_t *restrict tie,
-                                                                 const int16_t *restrict fl,
-                                                                 const float *restrict w, size_t n, float s_in,
-                                                                 double fs, double flo, double elo, double N,
-                                                                 double *restrict y, double *restrict S,
-                                                                 double *restrict slack)
+ * their codes q (bytes, as in forward_run) with their tie and flushed
+ * alternatives: a loop that vectorizes, for check_block. */
+KV_CLONES static void roundtrip_run(const uint8_t *restrict q, const int16_t *restrict tie, const int16_t *restrict fl,
+                                    const float *restrict w, size_t n, float s_in, double fs, double flo, double elo,
+                                    double N, double *restrict y, double *restrict S, double *restrict slack)
 {
     const int poison = isnan(elo);
     for (size_t i = 0; i < n; i++) {
-        const struct fwd o = forward(u8 ? q8[i] : (int)q64[i], s_in, (float)elo, tie[i], fl[i], fs, flo);
+        const struct fwd o = forward(q[i], s_in, (float)elo, tie[i], fl[i], fs, flo);
         roundtrip(w[i], poison, &o, s_in, fs, flo, elo, N, y + i, S + i, slack + i);
     }
-}
-KV_CLONES static void roundtrip_u8(const uint8_t *q, const int16_t *tie, const int16_t *fl, const float *w, size_t n,
-                                   float s_in, double fs, double flo, double elo, double N, double *y, double *S,
-                                   double *slack)
-{
-    roundtrip_lanes(1, q, NULL, tie, fl, w, n, s_in, fs, flo, elo, N, y, S, slack);
-}
-KV_CLONES static void roundtrip_f64(const double *q, const int16_t *tie, const int16_t *fl, const float *w, size_t n,
-                                    float s_in, double fs, double flo, double elo, double N, double *y, double *S,
-                                    double *slack)
-{
-    roundtrip_lanes(0, NULL, q, tie, fl, w, n, s_in, fs, flo, elo, N, y, S, slack);
 }
 
 /* The round-trip check's reference for the flat elements [lo, hi)
@@ -525,14 +483,13 @@ static enum kv_status check_block(const struct kv_case *c, int j, size_t lo, siz
     const size_t gs = (size_t)c->p[P_GS].i;
     const double N = ldexp(1, (int)c->p[P_BITS].i) - 1;
     const float *w = c->t[T_W].data;
-    const struct codes q = codes_of(c);
+    const uint8_t *q = c->iso[T_Q].data;
     for (size_t g = lo / gs, i = lo; i < hi; g++) { /* as in oracle_block */
         const double fs = c->aux[T_QDQ][2 * g], flo = c->aux[T_QDQ][2 * g + 1], elo = c->y[T_B][g];
         const size_t end = (g + 1) * gs < hi ? (g + 1) * gs : hi;
         const float s_in = (float)c->y[T_S][g];
         double *y = b->y + (i - lo), *S = b->S + (i - lo), *slack = b->slack + (i - lo);
-        if (q.q8) roundtrip_u8(q.q8 + i, c->tie[T_Q] + i, c->flush[T_Q] + i, w + i, end - i, s_in, fs, flo, elo, N, y, S, slack);
-        else roundtrip_f64(q.q64 + i, c->tie[T_Q] + i, c->flush[T_Q] + i, w + i, end - i, s_in, fs, flo, elo, N, y, S, slack);
+        roundtrip_run(q + i, c->tie[T_Q] + i, c->flush[T_Q] + i, w + i, end - i, s_in, fs, flo, elo, N, y, S, slack);
         i = end;
     }
     return KV_OK;
