@@ -52,7 +52,7 @@ KV_CLONES static void row_put(float *restrict map, const struct kv_tile *restric
     for (size_t k = 0; k < len; k++) {
         const int64_t m = map_bits(tile, j + k);
         const float f = (float)kv_double_of(m), now = map[k];
-        map[k] = (m >= 0) & (f > now) ? f : now;
+        map[k] = ((m >= 0) & (f > now)) ? f : now;
     }
 }
 
