@@ -21,10 +21,8 @@
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "core/clones.h"
-#include "core/rng.h"
 #include "kernels/kernel.h"
 #include "kernels/qdq_inputs.h"
 
