@@ -284,15 +284,6 @@ KV_CLONES static void group_codes(const float *w, size_t n, double N, const stru
     }
 }
 
-/* Code q of the oracle's element a (u8 in codes where q is made in blocks,
- * else in c->y[T_Q]) and its tie and flushed alternatives. */
-static void put_code(struct kv_case *c, uint8_t *codes, size_t a, int q, int alt, int fl)
-{
-    if (codes) codes[a] = (uint8_t)q;
-    else c->y[T_Q][a] = q;
-    c->tie[T_Q][a] = (int16_t)alt, c->flush[T_Q][a] = (int16_t)fl;
-}
-
 /* Group g of every output: scale, bias, codes (with their tie and flushed
  * alternatives), the forward, the round-trip check and the gradients. */
 static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check_ref *rt)
@@ -319,20 +310,18 @@ static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check
     const size_t i0 = (size_t)(g * gs);
     struct kv_oracle_walk pq = kv_oracle_walk(c, T_Q, i0), pd = kv_oracle_walk(c, T_QDQ, i0);
     struct kv_tensor *iso = c->compact[T_Q] ? &c->iso[T_Q] : NULL; /* the forward's whole input */
-    uint8_t *codes = c->blocked[T_Q] ? c->iso[T_Q].data : NULL; /* else c->y[T_Q] */
     int qs[LANES], alts[LANES], fqs[LANES];
     const int lanes = !iso && blocked && !rt->y; /* every code held, the forward made in blocks */
     if (lanes) { /* the element loop below, a lane block at a time */
-        uint8_t *restrict q8 = codes + i0; /* qdq made in blocks: so is q */
+        uint8_t *restrict q8 = (uint8_t *)c->iso[T_Q].data + i0; /* qdq made in blocks: so is q, as bytes */
         int16_t *restrict tq = c->tie[T_Q] + i0, *restrict fqo = c->flush[T_Q] + i0;
         for (int64_t j0 = 0; j0 < gs; j0 += LANES) {
             const int64_t m = gs - j0 < LANES ? gs - j0 : LANES;
             group_codes(wg + j0, (size_t)m, N, &e, &f, qs, alts, fqs);
             for (int64_t k = 0; k < m; k++) {
                 const int fl = fqs[k] != qs[k] && f.poison == e.poison ? fqs[k] : -1;
-                tq[j0 + k] = (int16_t)alts[k], fqo[j0 + k] = (int16_t)fl;
+                q8[j0 + k] = (uint8_t)qs[k], tq[j0 + k] = (int16_t)alts[k], fqo[j0 + k] = (int16_t)fl;
             }
-            for (int64_t k = 0; k < m; k++) q8[j0 + k] = (uint8_t)qs[k];
             for (int64_t k = 0; k < m; k++) { /* the backward's sums, in order */
                 const int q = qs[k];
                 const double t = (double)q * dyg[j0 + k];
@@ -350,7 +339,8 @@ static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check
         const int fl = fq != q && f.poison == e.poison ? fq : -1; /* the flushed model's other code */
         if (iso) kv_store_f64(KV_U8, iso->data, i, q);
         /* a code's scale is 0: S[T_Q] keeps calloc's zeros, never written (so never resident) */
-        if (kv_oracle_next(&pq, i, &a)) put_code(c, codes, a, q, alt, fl);
+        /* not in blocks here (they take the lanes above): the codes as float64 */
+        if (kv_oracle_next(&pq, i, &a)) c->y[T_Q][a] = q, c->tie[T_Q][a] = (int16_t)alt, c->flush[T_Q][a] = (int16_t)fl;
         if (kv_oracle_next(&pd, i, &a) && (!blocked || rt->y)) {
             /* forward, from the float32 (q, s, b) */
             const struct fwd o = forward(q, s_in, b_in, alt, fl, f.s, f.lo);
