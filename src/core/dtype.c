@@ -24,20 +24,6 @@ int kv_dtype_from_name(const char *name)
     return -1;
 }
 
-float kv_f32_from_bits(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
-uint32_t kv_f32_bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
 uint16_t kv_f32_to_f16(float f)
 {
     uint32_t x = kv_f32_bits(f);
@@ -80,18 +66,6 @@ float kv_f16_to_f32(uint16_t h)
     }
     return kv_f32_from_bits(sign | ((e + 112u) << 23) | (m << 13));
 }
-
-uint16_t kv_f32_to_bf16(float f)
-{
-    uint32_t x = kv_f32_bits(f);
-    if ((x & 0x7fffffffu) > 0x7f800000u) /* NaN: keep sign and payload top, force quiet */
-        return (uint16_t)((x >> 16) | 0x0040u);
-    uint32_t lsb = (x >> 16) & 1u;
-    x += 0x7fffu + lsb; /* overflow to Inf is the correct RNE result */
-    return (uint16_t)(x >> 16);
-}
-
-float kv_bf16_to_f32(uint16_t b) { return kv_f32_from_bits((uint32_t)b << 16); }
 
 double kv_ulp(enum kv_dtype t, double y)
 {

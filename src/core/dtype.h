@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* KV_U16 holds raw 16-bit words: how .npy files carry bf16 bit patterns. */
 enum kv_dtype { KV_F32, KV_F64, KV_F16, KV_BF16, KV_U8, KV_I32, KV_U16, KV_DTYPE_COUNT };
@@ -24,10 +25,29 @@ int kv_dtype_from_name(const char *name);
  * overflow goes to +-Inf, underflow to subnormals and signed zero. */
 uint16_t kv_f32_to_f16(float f);
 float kv_f16_to_f32(uint16_t h);
-uint16_t kv_f32_to_bf16(float f);
-float kv_bf16_to_f32(uint16_t b);
-float kv_f32_from_bits(uint32_t u);
-uint32_t kv_f32_bits(float f);
+static inline float kv_f32_from_bits(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+static inline uint32_t kv_f32_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+/* bf16: inline, for the loops over every element. */
+static inline uint16_t kv_f32_to_bf16(float f)
+{
+    uint32_t x = kv_f32_bits(f);
+    if ((x & 0x7fffffffu) > 0x7f800000u) /* NaN: keep sign and payload top, force quiet */
+        return (uint16_t)((x >> 16) | 0x0040u);
+    uint32_t lsb = (x >> 16) & 1u;
+    x += 0x7fffu + lsb; /* overflow to Inf is the correct RNE result */
+    return (uint16_t)(x >> 16);
+}
+static inline float kv_bf16_to_f32(uint16_t b) { return kv_f32_from_bits((uint32_t)b << 16); }
 
 /* Spacing of dtype t at y (metrics.md): 2^(max(floor(log2|y|), emin) - p + 1).
  * y = 0 uses the spacing at emin. Infinite or NaN y gives NaN. */

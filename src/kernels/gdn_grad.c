@@ -5,6 +5,7 @@
 
 #include "core/clones.h"
 #include "core/dtype.h"
+#include "kernels/gdn_prod.h"
 
 static double dot(const double *a, const double *b, int n)
 {
@@ -140,6 +141,8 @@ void kv_gdn_chunk_backward(const struct kv_gdn_chunk *x, double *dk, double *dv,
 /* Vulkan's exp: 3 + 2|x| ULP, relative to the result. */
 static double rexp(double x) { return (3 + 2 * fabs(x)) * 0x1p-23; }
 static double bf(double v) { return (double)kv_bf16_to_f32(kv_f32_to_bf16((float)v)); }
+/* fmax, inline: the larger, or the one that is not NaN */
+static inline double max_num(double a, double b) { return a != a ? b : b != b ? a : a > b ? a : b; }
 
 /* The spec's bf16 cast of z, which the device holds within e: the value, and
  * in *err the most the device's cast may differ from it (0 unless z is
@@ -148,7 +151,7 @@ static double cast16(double z, double e, int round, double *err, size_t *flips)
 {
     if (!round) return *err = e, z;
     double r = bf(z), lo = bf(z - e), hi = bf(z + e);
-    *err = fmax(hi - r, r - lo);
+    *err = max_num(hi - r, r - lo);
     *flips += *err > 0;
     return r;
 }
@@ -164,17 +167,16 @@ struct spec_work {
     double *KS, *KSe, *VS, *KB;     /* staged bf16(k bg), bf16(v beta), bf16(k beta): n x D */
     double *dk1, *dk1e;             /* dk after pass 1 (bf16) and its error, n x K */
     double *dA, *dAe, *T, *Te, *Ug, *Uge, *M, *Me; /* n x n */
-    /* Transposed copies (column c of KS is row c of KSt), so that each sum
-     * below runs over the same terms in the same order as a dot product
-     * would, while the sums of a row are made side by side (a loop that
-     * vectorises without reassociating any of them); acc: 6 max(n, D). */
-    double *KSt, *KSet, *VSt, *kt, *At, *acc;
+    /* Transposed copies (column c of KS is row c of KSt): the right factors
+     * of the products (kernels/gdn_prod.h), each sum over the same terms in
+     * the same order as a dot product would; P: six n x max(n, D) results. */
+    double *KSt, *KSet, *VSt, *kt, *At, *P[6];
 };
 
 size_t kv_gdn_spec_scratch(int K, int V)
 {
     const size_t n = 64, D = (size_t)(K > V ? K : V), W = D > n ? D : n;
-    return 8 * n * n + 6 * n * D + 3 * n * (size_t)K + n * (size_t)V + n * n + 6 * W;
+    return 8 * n * n + 6 * n * D + 3 * n * (size_t)K + n * (size_t)V + n * n + 6 * n * W;
 }
 
 static double lam(const struct spec_work *w, int n) { return (8 * sqrt((double)n) + 1) * w->ua; }
@@ -186,41 +188,6 @@ static void sum_range(struct spec_work *w, double S) { w->o->overflow |= S >= F3
  * sum is finite; where an infinite term makes it infinite, S still says
  * whether the f32 sum of the others may overflow first). */
 static inline double mag(double t) { return isfinite(t) ? fabs(t) : 0; }
-
-/* s[j] += a b[j] and S[j] += |a b[j]| (finite terms), j < m. */
-static inline void axpy2(double *restrict s, double *restrict S, double a, const double *restrict b, int m)
-{
-    for (int j = 0; j < m; j++) {
-        double t = a * b[j];
-        s[j] += t, S[j] += mag(t);
-    }
-}
-
-/* axpy2 and ep[j] += |a| be[j]: a sum, its terms' magnitudes and the error
- * the device's operands carry into it. */
-static inline void axpy3(double *restrict s, double *restrict S, double *restrict ep, double a,
-                         const double *restrict b, double ae, const double *restrict be, int m)
-{
-    for (int j = 0; j < m; j++) {
-        double t = a * b[j];
-        s[j] += t, S[j] += mag(t), ep[j] += ae * be[j];
-    }
-}
-
-/* Two axpy3s side by side, pass 2's sums over j: dkb += u kj and t += ut kb,
- * each with its terms' magnitudes and operand errors. Six restrict
- * accumulators (parts of one scratch row: GCC vectorizes the loop only
- * where it is told they are apart). */
-static inline void axpy_pair(double *restrict dkb, double *restrict Sd, double *restrict ed, double *restrict t,
-                             double *restrict St, double *restrict et, double u, double ue, const double *restrict kj,
-                             double ut, double ute, const double *restrict kb, int K)
-{
-    for (int c = 0; c < K; c++) {
-        double p = u * kj[c], q = ut * kb[c];
-        dkb[c] += p, Sd[c] += mag(p), ed[c] += ue * fabs(kj[c]);
-        t[c] += q, St[c] += mag(q), et[c] += ute * fabs(kb[c]);
-    }
-}
 
 static void transpose(double *restrict t, const double *restrict a, int rows, int cols)
 {
@@ -247,17 +214,20 @@ static void stage(struct spec_work *w)
 }
 
 /* Pass 1 over K and the V pass: dk1, dv, and dbeta's and dg's first terms.
- * Column c's sums run over m in order: s = sum_m A[m][i] dw[m][c]. */
+ * Column c's sums run over m in order: s = sum_m A[m][i] dw[m][c] (A^T dw). */
 KV_CLONES static void pass1(struct spec_work *w)
 {
     const struct kv_gdn_chunk *x = w->x;
     struct kv_gdn_spec *o = w->o;
     const int n = w->n, K = w->K, V = w->V;
-    double *sk = w->acc, *Sk = sk + (K > V ? K : V);
+    double *SK = w->P[0], *SKS = w->P[1], *SV = w->P[2], *SVS = w->P[3];
+    kv_gdn_prod(&(struct kv_gdn_prod){.L = w->A, .l_row = 1, .l_col = n, .R = x->dw, .ldr = K, .rows = n, .cols = K, .depth = n},
+                SK, SKS, NULL, K, 0);
+    kv_gdn_prod(&(struct kv_gdn_prod){.L = w->A, .l_row = 1, .l_col = n, .R = x->du, .ldr = V, .rows = n, .cols = V, .depth = n},
+                SV, SVS, NULL, V, 0);
     for (int i = 0; i < n; i++) {
         double db = 0, dbS = 0, dbsl = 0, dg = 0, dgS = 0, dgsl = 0;
-        memset(sk, 0, sizeof(double) * (size_t)K), memset(Sk, 0, sizeof(double) * (size_t)K);
-        for (int m = 0; m < n; m++) axpy2(sk, Sk, w->A[m * n + i], x->dw + m * K, K);
+        const double *sk = SK + i * K, *Sk = SKS + i * K, *sv = SV + i * V, *Sv = SVS + i * V;
         for (int c = 0; c < K; c++) {
             double s = sk[c], S = Sk[c];
             sum_range(w, S), sum_range(w, fabs(s * w->bg[i]));
@@ -267,10 +237,8 @@ KV_CLONES static void pass1(struct spec_work *w)
             db += tb, dbS += mag(tb), dbsl += fabs(kv * w->ge[i]) * e + fabs(tb) * (rexp(x->g[i]) + 2 * U32);
             dg += tg, dgS += mag(tg), dgsl += fabs(kbg) * e + fabs(tg) * (w->rbg[i] + 2 * U32);
         }
-        memset(sk, 0, sizeof(double) * (size_t)V), memset(Sk, 0, sizeof(double) * (size_t)V);
-        for (int m = 0; m < n; m++) axpy2(sk, Sk, w->A[m * n + i], x->du + m * V, V);
         for (int c = 0; c < V; c++) {
-            double s = sk[c], S = Sk[c];
+            double s = sv[c], S = Sv[c];
             sum_range(w, S), sum_range(w, S * fabs(x->beta[i]));
             o->dv[i * V + c] = s * x->beta[i], o->dv_S[i * V + c] = S * fabs(x->beta[i]);
             double tb = s * x->v[i * V + c];
@@ -305,36 +273,32 @@ KV_CLONES static void through_A(struct spec_work *w)
     struct kv_gdn_spec *o = w->o;
     const int n = w->n, K = w->K, V = w->V, ab = o->a_bf16 && o->round;
     const double *A = w->A;
-    double *s = w->acc, *S = s + n, *ep = S + n;
-    const size_t row = sizeof(double) * (size_t)n;
-    for (int i = 0; i < n; i++) { /* dA[i][j], j < i: sum_c dw[i][c] KS[j][c], then du VS */
-        memset(s, 0, row), memset(S, 0, row), memset(ep, 0, row);
-        for (int c = 0; c < K; c++)
-            axpy3(s, S, ep, x->dw[i * K + c], w->KSt + c * n, fabs(x->dw[i * K + c]), w->KSet + c * n, i);
-        for (int c = 0; c < V; c++) axpy2(s, S, x->du[i * V + c], w->VSt + c * n, i);
-        put_row(w, s, S, ep, w->lam_KV, ab, w->dA + i * n, w->dAe + i * n);
-    }
-    for (int i = 0; i < n; i++) { /* T[i][j] = sum_{m < i} dA[i][m] A[j][m] */
-        memset(s, 0, row), memset(S, 0, row), memset(ep, 0, row);
-        for (int m = 0; m < i; m++) {
-            const double *a = w->At + m * n, d = w->dA[i * n + m], de = w->dAe[i * n + m];
-            for (int j = 0; j < n; j++) {
-                double t = d * a[j];
-                s[j] += t, S[j] += mag(t), ep[j] += fabs(a[j]) * de;
-            }
-        }
-        put_row(w, s, S, ep, w->lam_n, ab, w->T + i * n, w->Te + i * n);
-    }
-    for (int i = 0; i < n; i++) { /* Ug[i][j], j < i: sum_m A[m][i] T[m][j], gated */
-        memset(s, 0, row), memset(S, 0, row), memset(ep, 0, row);
-        for (int m = 0; m < n; m++)
-            axpy3(s, S, ep, A[m * n + i], w->T + m * n, fabs(A[m * n + i]), w->Te + m * n, i);
+    double *s = w->P[0], *S = w->P[1], *ep = w->P[2];
+    /* dA[i][j], j < i: sum_c dw[i][c] KS[j][c], then du VS */
+    kv_gdn_prod(&(struct kv_gdn_prod){.L = x->dw, .l_row = K, .l_col = 1, .R = w->KSt, .Re = w->KSet, .ldr = n, .rows = n,
+                                      .cols = n, .depth = K, .lower_cols = 1},
+                s, S, ep, n, 0);
+    kv_gdn_prod(&(struct kv_gdn_prod){.L = x->du, .l_row = V, .l_col = 1, .R = w->VSt, .ldr = n, .rows = n, .cols = n,
+                                      .depth = V, .lower_cols = 1},
+                s, S, NULL, n, 1);
+    for (int i = 0; i < n; i++) put_row(w, s + i * n, S + i * n, ep + i * n, w->lam_KV, ab, w->dA + i * n, w->dAe + i * n);
+    /* T[i][j] = sum_{m < i} dA[i][m] A[j][m] */
+    kv_gdn_prod(&(struct kv_gdn_prod){.L = w->dA, .Le = w->dAe, .l_row = n, .l_col = 1, .R = w->At, .ldr = n, .rows = n,
+                                      .cols = n, .depth = n, .lower_depth = 1},
+                s, S, ep, n, 0);
+    for (int i = 0; i < n; i++) put_row(w, s + i * n, S + i * n, ep + i * n, w->lam_n, ab, w->T + i * n, w->Te + i * n);
+    /* Ug[i][j], j < i: sum_m A[m][i] T[m][j], gated */
+    kv_gdn_prod(&(struct kv_gdn_prod){.L = A, .l_row = 1, .l_col = n, .R = w->T, .Re = w->Te, .ldr = n, .rows = n,
+                                      .cols = n, .depth = n, .lower_cols = 1},
+                s, S, ep, n, 0);
+    for (int i = 0; i < n; i++) {
         for (int j = 0; j < n; j++) {
             w->Ug[i * n + j] = w->Uge[i * n + j] = 0;
             if (j >= i) continue;
-            double d = x->g[i] - x->g[j], gate = exp(d), z = -s[j] * gate;
-            sum_range(w, S[j]), sum_range(w, S[j] * gate);
-            double e = gate * (w->lam_n * S[j] + ep[j]) + fabs(z) * (rexp(d) + U32 * fabs(d) + U32);
+            const double sj = s[i * n + j], Sj = S[i * n + j], ej = ep[i * n + j];
+            double d = x->g[i] - x->g[j], gate = exp(d), z = -sj * gate;
+            sum_range(w, Sj), sum_range(w, Sj * gate);
+            double e = gate * (w->lam_n * Sj + ej) + fabs(z) * (rexp(d) + U32 * fabs(d) + U32);
             w->Ug[i * n + j] = cast16(z, e, o->round, &w->Uge[i * n + j], &o->flips);
         }
     }
@@ -348,23 +312,27 @@ KV_CLONES static void pass2(struct spec_work *w)
     const struct kv_gdn_chunk *x = w->x;
     struct kv_gdn_spec *o = w->o;
     const int n = w->n, K = w->K;
-    double *s = w->acc, *S = s + n;
-    for (int i = 0; i < n; i++) { /* M[i][j] = sum_c k[i][c] k[j][c] */
-        memset(s, 0, sizeof(double) * (size_t)n), memset(S, 0, sizeof(double) * (size_t)n);
-        for (int c = 0; c < K; c++) axpy2(s, S, x->k[i * K + c], w->kt + c * n, n);
+    /* M[i][j] = sum_c k[i][c] k[j][c] */
+    kv_gdn_prod(&(struct kv_gdn_prod){.L = x->k, .l_row = K, .l_col = 1, .R = w->kt, .ldr = n, .rows = n, .cols = n, .depth = K},
+                w->P[0], w->P[1], NULL, n, 0);
+    for (int i = 0; i < n; i++) {
+        const double *s = w->P[0] + i * n, *S = w->P[1] + i * n;
         for (int j = 0; j < n; j++) {
             w->M[i * n + j] = s[j] * x->beta[i];
             sum_range(w, S[j]), sum_range(w, S[j] * fabs(x->beta[i]));
             w->Me[i * n + j] = fabs(x->beta[i]) * w->lam_K * S[j] + U32 * fabs(w->M[i * n + j]);
         }
     }
-    double *dkb = w->acc, *Sd = dkb + K, *ed = Sd + K, *t = ed + K, *St = t + K, *et = St + K;
+    /* over j: dkb[i][c] = sum_j Ug[i][j] k[j][c], t[i][c] = sum_j Ug[j][i] KB[j][c] */
+    kv_gdn_prod(&(struct kv_gdn_prod){.L = w->Ug, .Le = w->Uge, .l_row = n, .l_col = 1, .R = x->k, .ldr = K, .rows = n,
+                                      .cols = K, .depth = n},
+                w->P[0], w->P[1], w->P[2], K, 0);
+    kv_gdn_prod(&(struct kv_gdn_prod){.L = w->Ug, .Le = w->Uge, .l_row = 1, .l_col = n, .R = w->KB, .ldr = K, .rows = n,
+                                      .cols = K, .depth = n},
+                w->P[3], w->P[4], w->P[5], K, 0);
     for (int i = 0; i < n; i++) {
-        memset(dkb, 0, 6 * sizeof(double) * (size_t)K);
-        for (int j = 0; j < n; j++) { /* over j: dkb[c] = sum_j Ug[i][j] k[j][c], t[c] = sum_j Ug[j][i] KB[j][c] */
-            const double u = w->Ug[i * n + j], ue = w->Uge[i * n + j], ut = w->Ug[j * n + i], ute = w->Uge[j * n + i];
-            axpy_pair(dkb, Sd, ed, t, St, et, u, ue, x->k + j * K, ut, ute, w->KB + j * K, K);
-        }
+        const double *dkb = w->P[0] + i * K, *Sd = w->P[1] + i * K, *ed = w->P[2] + i * K;
+        const double *t = w->P[3] + i * K, *St = w->P[4] + i * K, *et = w->P[5] + i * K;
         for (int c = 0; c < K; c++) {
             double kv = x->k[i * K + c], tb = dkb[c] * kv;
             o->dbeta[i] += tb, o->dbeta_S[i] += mag(tb), o->dbeta_sl[i] += fabs(kv) * (w->lam_n * Sd[c] + ed[c]) + fabs(tb) * U32;
@@ -393,7 +361,7 @@ void kv_gdn_chunk_backward_spec(const struct kv_gdn_chunk *x, const double *A, s
     w.dA = p, p += n * n, w.dAe = p, p += n * n, w.T = p, p += n * n, w.Te = p, p += n * n;
     w.Ug = p, p += n * n, w.Uge = p, p += n * n, w.M = p, p += n * n, w.Me = p, p += n * n;
     w.KSt = p, p += n * K, w.KSet = p, p += n * K, w.VSt = p, p += n * V, w.kt = p, p += n * K, w.At = p, p += n * n;
-    w.acc = p;
+    for (int q = 0; q < 6; q++) w.P[q] = p, p += n * (D > n ? D : n);
     w.lam_n = lam(&w, n), w.lam_K = lam(&w, K), w.lam_KV = lam(&w, K + V);
     o->flips = 0, o->overflow = 0;
     stage(&w);

@@ -337,25 +337,28 @@ static void gather(const struct kv_case *c, const struct dims *d, struct chunk_w
     for (int64_t i = 0; i < n; i++) {
         const int64_t r = (b * d->T + t0 + i) * d->H + h, kr = (b * d->T + t0 + i) * d->Hg + kh;
         w->beta[i] = ((const float *)c->t[T_BETA].data)[r], w->g[i] = ((const float *)c->t[T_G].data)[r];
-        for (int64_t j = 0; j < n; j++) w->A[i * n + j] = kv_load_f64(A->dtype, A->data, (size_t)(r * BT + j));
+        for (int64_t j = 0; j < n; j++) w->A[i * n + j] = kv_load_f64_fast(A->dtype, A->data, (size_t)(r * BT + j));
         for (int64_t e = 0; e < d->K; e++) {
-            w->k[i * d->K + e] = kv_load_f64(KV_BF16, c->t[T_K].data, (size_t)(kr * d->K + e));
-            w->dw[i * d->K + e] = kv_load_f64(KV_BF16, c->t[T_DW].data, (size_t)(r * d->K + e));
+            w->k[i * d->K + e] = kv_load_f64_fast(KV_BF16, c->t[T_K].data, (size_t)(kr * d->K + e));
+            w->dw[i * d->K + e] = kv_load_f64_fast(KV_BF16, c->t[T_DW].data, (size_t)(r * d->K + e));
         }
         for (int64_t e = 0; e < d->V; e++) {
-            w->v[i * d->V + e] = kv_load_f64(KV_BF16, c->t[T_V].data, (size_t)(r * d->V + e));
-            w->du[i * d->V + e] = kv_load_f64(KV_BF16, c->t[T_DU].data, (size_t)(r * d->V + e));
+            w->v[i * d->V + e] = kv_load_f64_fast(KV_BF16, c->t[T_V].data, (size_t)(r * d->V + e));
+            w->du[i * d->V + e] = kv_load_f64_fast(KV_BF16, c->t[T_DU].data, (size_t)(r * d->V + e));
         }
     }
     w->x = (struct kv_gdn_chunk){(int)n, (int)d->K, (int)d->V, w->k, w->v, w->beta, w->g, w->dw, w->du};
 }
+
+/* kv_ulp(KV_BF16, y), inline. */
+static inline double ulp16(double y) { return isfinite(y) ? kv_ulp_finite(y, -126, 8) : NAN; }
 
 /* The slack of dk_head's element s of the chunk: a flipped intermediate may
  * carry the value across a power of two, where the final rounding's step
  * doubles. */
 static double dk_slack(const struct chunk_work *w, size_t s)
 {
-    return w->dk_sl[s] > 0 ? w->dk_sl[s] + 0.5 * kv_ulp(KV_BF16, fabs(w->dk[s]) + w->dk_sl[s]) : 0;
+    return w->dk_sl[s] > 0 ? w->dk_sl[s] + 0.5 * ulp16(fabs(w->dk[s]) + w->dk_sl[s]) : 0;
 }
 
 /* The chunk's values into the case's outputs (their sampled elements where
@@ -392,9 +395,9 @@ static size_t scatter(struct kv_case *c, const struct dims *d, struct chunk_work
             amb += sl > 0;
             if (iso) kv_store_f64(iso->dtype, iso->data, r * (size_t)K + (size_t)e, yi);
             w->sum_y[s] += fed, w->sum_S[s] += fabs(fed);
-            if (fed != 0 && (w->sum_lsb[s] == 0 || kv_ulp(KV_BF16, fed) < w->sum_lsb[s]))
-                w->sum_lsb[s] = kv_ulp(KV_BF16, fed);
-            w->sum_chain[s] += (8 * sqrt(BT) + 3) * u_acc * w->dk_S[s] + 0.5 * kv_ulp(KV_BF16, yi) + sl + fabs(fed - yi);
+            if (fed != 0 && (w->sum_lsb[s] == 0 || ulp16(fed) < w->sum_lsb[s]))
+                w->sum_lsb[s] = ulp16(fed);
+            w->sum_chain[s] += (8 * sqrt(BT) + 3) * u_acc * w->dk_S[s] + 0.5 * ulp16(yi) + sl + fabs(fed - yi);
         }
         for (size_t q = kv_oracle_pos(c, tk, r * K), e = kv_oracle_pos(c, tk, r * K + K); q < e; q++) {
             const size_t s = (size_t)i * K + kv_oracle_elem(c, tk, q) - r * K;

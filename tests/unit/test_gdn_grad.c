@@ -9,10 +9,12 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <cmocka.h>
 
 #include "core/rng.h"
 #include "kernels/gdn_grad.h"
+#include "kernels/gdn_prod.h"
 
 enum { MAXN = 64, K = 7, V = 5 };
 
@@ -160,11 +162,98 @@ static void spec_order(void **s)
     }
 }
 
+/* The products' sums as kernels/gdn_prod.h defines them, term by term: s a
+ * product then an add, S and ep fused multiply-adds, S over the finite
+ * products alone, lower rows cut at i. */
+static void prod_reference(const struct kv_gdn_prod *p, double *s, double *S, double *ep, int ld, int add)
+{
+    for (int i = 0; i < p->rows; i++)
+        for (int j = 0; j < p->cols; j++) {
+            const int cut = p->lower_cols && j >= i, go_on = add && !cut;
+            double a = go_on ? s[i * ld + j] : 0, b = go_on ? S[i * ld + j] : 0, e = go_on && ep ? ep[i * ld + j] : 0;
+            for (int m = 0; m < p->depth && !cut; m++) {
+                if (p->lower_depth && m >= i) break;
+                const double l = p->L[i * p->l_row + m * p->l_col], r = p->R[m * p->ldr + j], t = l * r;
+                a += t;
+                if (isfinite(t)) b = fma(fabs(l), fabs(r), b);
+                if (p->Le) e = fma(p->Le[i * p->l_row + m * p->l_col], fabs(r), e);
+                if (p->Re) e = fma(fabs(l), p->Re[m * p->ldr + j], e);
+            }
+            s[i * ld + j] = a, S[i * ld + j] = b;
+            if (ep) ep[i * ld + j] = e;
+        }
+}
+
+static int same_bits(const double *a, const double *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(&a[i], &b[i], sizeof a[i]) != 0 && !(isnan(a[i]) && isnan(b[i]))) return 0;
+    return 1;
+}
+
+/* kv_gdn_prod (register tiles where this CPU has them) against the
+ * definition, bit for bit: row and column counts off the tiles' multiples,
+ * L by rows and by columns, each error operand, the lower cuts, a product
+ * made in two parts, and operands where the tiles must not run (an infinite
+ * or NaN entry, products past the double range: S leaves those terms out). */
+static void prod_tiles(void **st)
+{
+    (void)st;
+    enum { N = 67 * 131 };
+    double *L = malloc(sizeof(double) * N), *E = malloc(sizeof(double) * N), *R = malloc(sizeof(double) * N);
+    double *out = malloc(sizeof(double) * 6 * N);
+    assert_non_null(L), assert_non_null(E), assert_non_null(R), assert_non_null(out);
+    const int shapes[][3] = {{64, 64, 128}, {61, 17, 9}, {5, 8, 64}, {1, 3, 1}, {67, 131, 66}, {4, 9, 0}};
+    int cases = 0;
+    for (int sh = 0; sh < 6; sh++)
+        for (int v = 0; v < 60; v++) {
+            const int rows = shapes[sh][0], cols = shapes[sh][1], depth = shapes[sh][2];
+            /* lower: none, cols, depth, none in two parts, cols in two parts; odd: a term not finite */
+            const int by_cols = v & 1, mode = v / 2 % 3, lower = v / 6 % 5, odd = v / 30;
+            const int lower_depth = lower == 2 && cols == rows, add = lower >= 3;
+            struct kv_gdn_prod p = {.L = L, .l_row = by_cols ? 1 : depth, .l_col = by_cols ? rows : 1, .R = R, .ldr = cols,
+                                    .rows = rows, .cols = cols, .depth = depth, .lower_cols = lower == 1 || lower == 4,
+                                    .lower_depth = lower_depth};
+            if (mode == 1) p.Le = E;
+            if (mode == 2) p.Re = E;
+            for (int q = 0; q < N; q++) {
+                L[q] = kv_rng_normal(100 + (uint64_t)v, 1, (uint64_t)q), R[q] = kv_rng_normal(100 + (uint64_t)v, 2, (uint64_t)q);
+                E[q] = fabs(kv_rng_normal(100 + (uint64_t)v, 3, (uint64_t)q)) * 1e-7;
+            }
+            if (lower_depth) /* L(i, m) = 0 for m >= i, as the lower-depth product's left factor is */
+                for (int i = 0; i < rows; i++)
+                    for (int m = i; m < depth; m++) L[i * p.l_row + m * p.l_col] = 0, E[i * p.l_row + m * p.l_col] = 0;
+            if (odd && rows * depth > 0) {
+                const double l_odd[] = {INFINITY, NAN, 1e300}, r_odd[] = {2, 2, 1e300};
+                const int i = rows - 1 < 4 ? rows - 1 : 4; /* in a tile's rows where there are 8 */
+                L[i * p.l_row] = l_odd[sh % 3], R[cols - 1] = r_odd[sh % 3];
+            }
+            double *s = out, *S = s + N, *ep = S + N, *rs = ep + N, *rS = rs + N, *rep = rS + N;
+            for (int q = 0; q < 6 * N; q++) out[q] = kv_rng_normal(7, 4, (uint64_t)q); /* add's first part */
+            memcpy(rs, s, sizeof(double) * 3 * N);
+            double *e1 = mode ? ep : NULL, *e2 = mode ? rep : NULL;
+            kv_gdn_prod(&p, s, S, e1, cols, add), prod_reference(&p, rs, rS, e2, cols, add);
+            if (!same_bits(s, rs, (size_t)rows * cols) || !same_bits(S, rS, (size_t)rows * cols) ||
+                (mode && !same_bits(ep, rep, (size_t)rows * cols)))
+                fail_msg("%dx%dx%d, L by %s, mode %d, lower %d, odd %d: not the definition's bits", rows, cols, depth,
+                         by_cols ? "columns" : "rows", mode, lower, odd);
+            for (int q = 0; q < 3 * N; q++) out[q] = kv_rng_normal(7, 4, (uint64_t)q);
+            kv_gdn_prod_rows(&p, s, S, e1, cols, add);
+            if (!same_bits(s, rs, (size_t)rows * cols) || !same_bits(S, rS, (size_t)rows * cols) ||
+                (mode && !same_bits(ep, rep, (size_t)rows * cols)))
+                fail_msg("%dx%dx%d: the row-by-row sums differ from the definition", rows, cols, depth);
+            cases++;
+        }
+    assert_int_equal(cases, 360);
+    free(L), free(E), free(R), free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(one_row),      cmocka_unit_test(five_rows),      cmocka_unit_test(full_chunk),
         cmocka_unit_test(unnormalised), cmocka_unit_test(dk_accumulates), cmocka_unit_test(spec_order),
+        cmocka_unit_test(prod_tiles),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,178 @@
+#include "kernels/gdn_prod.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "core/clones.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define KV_PROD_X86 1
+#endif
+
+enum { RB = 4 }; /* a register tile's rows */
+enum { EP_NONE, EP_LE, EP_RE };
+
+static inline double Lat(const struct kv_gdn_prod *p, const double *L, int i, int m)
+{
+    return L[(long)i * p->l_row + (long)m * p->l_col];
+}
+
+/* Rows i0..i1-1, columns c0..c1-1, one row at a time (the sums of a row side
+ * by side, each over m in order). A non-finite term adds nothing to S. */
+KV_CLONES static void rows_part(const struct kv_gdn_prod *p, int i0, int i1, int c0, int c1, double *s, double *S,
+                                double *ep, int ld, int add)
+{
+    for (int i = i0; i < i1; i++) {
+        double *restrict si = s + (long)i * ld, *restrict Si = S + (long)i * ld;
+        double *restrict ei = ep ? ep + (long)i * ld : NULL;
+        const int ce = p->lower_cols && i < c1 ? (i > c0 ? i : c0) : c1, depth = p->lower_depth && i < p->depth ? i : p->depth;
+        for (int j = add ? ce : c0; j < c1; j++) si[j] = 0, Si[j] = 0; /* a lower row past j = i: 0 */
+        for (int j = add ? ce : c0; ei && j < c1; j++) ei[j] = 0;
+        for (int m = 0; m < depth; m++) {
+            const double a = Lat(p, p->L, i, m), aa = fabs(a), le = p->Le ? Lat(p, p->Le, i, m) : 0;
+            const double *restrict b = p->R + (long)m * p->ldr, *restrict re = p->Re ? p->Re + (long)m * p->ldr : NULL;
+            for (int j = c0; j < ce; j++) {
+                const double t = a * b[j];
+                si[j] += t, Si[j] = isfinite(t) ? fma(aa, fabs(b[j]), Si[j]) : Si[j];
+            }
+            if (ei && p->Le)
+                for (int j = c0; j < ce; j++) ei[j] = fma(le, fabs(b[j]), ei[j]);
+            else if (ei && re)
+                for (int j = c0; j < ce; j++) ei[j] = fma(aa, re[j], ei[j]);
+        }
+    }
+}
+
+#ifdef KV_PROD_X86
+/* A register tile: rows i0..i0+RB-1 by one vector of columns from c0, over
+ * m < depth, every term finite. The same operations as rows_part's: t = a b
+ * rounded, then added; S and ep by fused multiply-adds. */
+#define TILE(NAME, TARGET, VEC, W, LOAD, STORE, ZERO, SET1, ADD, MUL, FMA, ABS)                                        \
+    __attribute__((target(TARGET), always_inline)) static inline void NAME(                                            \
+        const struct kv_gdn_prod *p, int i0, int c0, int depth, double *s, double *S, double *ep, int ld, int add,     \
+        int mode)                                                                                                      \
+    {                                                                                                                  \
+        VEC ts[RB], tS[RB], te[RB];                                                                                    \
+        for (int r = 0; r < RB; r++) {                                                                                 \
+            const long q = (long)(i0 + r) * ld + c0;                                                                   \
+            ts[r] = add ? LOAD(s + q) : ZERO(), tS[r] = add ? LOAD(S + q) : ZERO();                                    \
+            te[r] = mode != EP_NONE && add ? LOAD(ep + q) : ZERO();                                                    \
+        }                                                                                                              \
+        for (int m = 0; m < depth; m++) {                                                                              \
+            const long o = (long)m * p->ldr + c0;                                                                      \
+            const VEC b = LOAD(p->R + o), ab = ABS(b), re = mode == EP_RE ? LOAD(p->Re + o) : ZERO();                  \
+            for (int r = 0; r < RB; r++) {                                                                             \
+                const double x = Lat(p, p->L, i0 + r, m);                                                              \
+                const VEC a = SET1(x), aa = SET1(fabs(x));                                                             \
+                ts[r] = ADD(ts[r], MUL(a, b)), tS[r] = FMA(aa, ab, tS[r]);                                             \
+                if (mode == EP_LE) te[r] = FMA(SET1(Lat(p, p->Le, i0 + r, m)), ab, te[r]);                             \
+                if (mode == EP_RE) te[r] = FMA(aa, re, te[r]);                                                         \
+            }                                                                                                          \
+        }                                                                                                              \
+        for (int r = 0; r < RB; r++) {                                                                                 \
+            const long q = (long)(i0 + r) * ld + c0;                                                                   \
+            STORE(s + q, ts[r]), STORE(S + q, tS[r]);                                                                  \
+            if (mode != EP_NONE) STORE(ep + q, te[r]);                                                                 \
+        }                                                                                                              \
+    }
+
+static inline __attribute__((target("avx2"), always_inline)) __m256d abs256(__m256d v)
+{
+    return _mm256_and_pd(v, _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffLL)));
+}
+TILE(tile512, "avx512f", __m512d, 8, _mm512_loadu_pd, _mm512_storeu_pd, _mm512_setzero_pd, _mm512_set1_pd, _mm512_add_pd,
+     _mm512_mul_pd, _mm512_fmadd_pd, _mm512_abs_pd)
+TILE(tile256, "avx2,fma", __m256d, 4, _mm256_loadu_pd, _mm256_storeu_pd, _mm256_setzero_pd, _mm256_set1_pd, _mm256_add_pd,
+     _mm256_mul_pd, _mm256_fmadd_pd, abs256)
+
+/* Rows i0..i0+RB-1 in tiles of W columns (the last columns row by row), and
+ * a lower row's sums past j = i set to 0. */
+#define ROW_BLOCKS(NAME, TARGET, TILEF, W)                                                                             \
+    __attribute__((target(TARGET))) static void NAME(const struct kv_gdn_prod *p, double *s, double *S, double *ep,   \
+                                                     int ld, int add, int mode)                                        \
+    {                                                                                                                  \
+        for (int i0 = 0; i0 + RB <= p->rows; i0 += RB) {                                                               \
+            const int last = i0 + RB - 1; /* lower sums stop before the block's last row */                           \
+            /* a lower block's columns in whole tiles: those past j = i are set to 0 after */                       \
+            const int cols = p->lower_cols && (last + W - 1) / W * W < p->cols ? (last + W - 1) / W * W : p->cols;    \
+            const int depth = p->lower_depth && last < p->depth ? last : p->depth;                                     \
+            int c0 = 0;                                                                                                \
+            for (; c0 + W <= cols; c0 += W)                                                                            \
+                if (mode == EP_LE) TILEF(p, i0, c0, depth, s, S, ep, ld, add, EP_LE);                                  \
+                else if (mode == EP_RE) TILEF(p, i0, c0, depth, s, S, ep, ld, add, EP_RE);                             \
+                else TILEF(p, i0, c0, depth, s, S, ep, ld, add, EP_NONE);                                              \
+            if (c0 < cols) rows_part(p, i0, i0 + RB, c0, cols, s, S, ep, ld, add);                                     \
+            lower_zero(p, i0, i0 + RB, cols, s, S, ep, ld);                                                            \
+        }                                                                                                              \
+    }
+#endif
+
+/* Rows i0..i1-1 of a lower product, whose tiles ran to column cols: the sums
+ * past j = i (and past cols) are 0. */
+static void lower_zero(const struct kv_gdn_prod *p, int i0, int i1, int cols, double *s, double *S, double *ep, int ld)
+{
+    for (int i = i0; i < i1; i++) {
+        const int from = p->lower_cols ? (i < cols ? i : cols) : cols;
+        for (int j = from; j < p->cols; j++) {
+            s[(long)i * ld + j] = 0, S[(long)i * ld + j] = 0;
+            if (ep) ep[(long)i * ld + j] = 0;
+        }
+    }
+}
+
+#ifdef KV_PROD_X86
+ROW_BLOCKS(blocks512, "avx512f", tile512, 8)
+ROW_BLOCKS(blocks256, "avx2,fma", tile256, 4)
+#endif
+
+/* The tiles where this CPU has them; the rows they leave (rows % RB), and
+ * every row elsewhere, row by row. */
+static void tiles(const struct kv_gdn_prod *p, double *s, double *S, double *ep, int ld, int add, int mode)
+{
+    int done = 0;
+#ifdef KV_PROD_X86
+    static int level = -1;
+    if (level < 0)
+        level = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    if (level == 2) blocks512(p, s, S, ep, ld, add, mode);
+    if (level == 1) blocks256(p, s, S, ep, ld, add, mode);
+    if (level > 0) done = p->rows / RB * RB;
+#else
+    (void)mode;
+#endif
+    rows_part(p, done, p->rows, 0, p->cols, s, S, ep, ld, add);
+}
+
+/* The largest magnitude of outer x inner entries (x[o * stride + e]), or
+ * infinity where one is not finite. */
+KV_CLONES static double max_abs(const double *x, int outer, int inner, int stride)
+{
+    double mx = 0;
+    int bad = 0;
+    for (int o = 0; o < outer; o++)
+        for (int e = 0; e < inner; e++) {
+            const double v = fabs(x[(long)o * stride + e]);
+            bad |= !(v < INFINITY), mx = v > mx ? v : mx;
+        }
+    return bad ? INFINITY : mx;
+}
+
+void kv_gdn_prod_rows(const struct kv_gdn_prod *p, double *s, double *S, double *ep, int ld, int add)
+{
+    if (!p->Le && !p->Re) ep = NULL;
+    rows_part(p, 0, p->rows, 0, p->cols, s, S, ep, ld, add);
+}
+
+void kv_gdn_prod(const struct kv_gdn_prod *p, double *s, double *S, double *ep, int ld, int add)
+{
+    if (!p->Le && !p->Re) ep = NULL;
+    /* every term finite where both factors' largest product is (2^1020: room for its rounding) */
+    const double l = p->l_col == 1 ? max_abs(p->L, p->rows, p->depth, p->l_row) : max_abs(p->L, p->depth, p->rows, p->l_col);
+    const double r = max_abs(p->R, p->depth, p->cols, p->ldr);
+    if (!(l * r <= 0x1p1020)) {
+        kv_gdn_prod_rows(p, s, S, ep, ld, add);
+        return;
+    }
+    tiles(p, s, S, ep, ld, add, !ep ? EP_NONE : p->Le ? EP_LE : EP_RE);
+}
