@@ -123,6 +123,9 @@ KV_CLONES void kv_store_f64_n(enum kv_dtype t, void *data, size_t at, const doub
         for (size_t i = 0; i < n; i++) ((float *)data)[at + i] = (float)v[i];
         break;
     case KV_F64: memcpy((double *)data + at, v, n * sizeof *v); break;
+    case KV_BF16:
+        for (size_t i = 0; i < n; i++) ((uint16_t *)data)[at + i] = kv_f32_to_bf16((float)v[i]);
+        break;
     case KV_U8: STORE_CODES(uint8_t, 0, 255) break;
     case KV_U16: STORE_CODES(uint16_t, 0, 65535) break;
     case KV_I32: STORE_CODES(int32_t, -2147483648.0, 2147483647.0) break;

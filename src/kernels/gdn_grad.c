@@ -140,14 +140,14 @@ void kv_gdn_chunk_backward(const struct kv_gdn_chunk *x, double *dk, double *dv,
  * in the spec's unit ua (2^-24, or 2^-23 where tensor cores truncate). */
 /* Vulkan's exp: 3 + 2|x| ULP, relative to the result. */
 static double rexp(double x) { return (3 + 2 * fabs(x)) * 0x1p-23; }
-static double bf(double v) { return (double)kv_bf16_to_f32(kv_f32_to_bf16((float)v)); }
+static inline double bf(double v) { return (double)kv_bf16_to_f32(kv_f32_to_bf16((float)v)); }
 /* fmax, inline: the larger, or the one that is not NaN */
 static inline double max_num(double a, double b) { return a != a ? b : b != b ? a : a > b ? a : b; }
 
 /* The spec's bf16 cast of z, which the device holds within e: the value, and
  * in *err the most the device's cast may differ from it (0 unless z is
  * within e of a rounding boundary: then the neighbour's distance). */
-static double cast16(double z, double e, int round, double *err, size_t *flips)
+static inline __attribute__((always_inline)) double cast16(double z, double e, int round, double *err, size_t *flips)
 {
     if (!round) return *err = e, z;
     double r = bf(z), lo = bf(z - e), hi = bf(z + e);
@@ -195,7 +195,7 @@ static void transpose(double *restrict t, const double *restrict a, int rows, in
         for (int c = 0; c < cols; c++) t[c * rows + i] = a[i * cols + c];
 }
 
-static void stage(struct spec_work *w)
+KV_CLONES static void stage(struct spec_work *w)
 {
     const struct kv_gdn_chunk *x = w->x;
     const int n = w->n, K = w->K, V = w->V, r = w->o->round;

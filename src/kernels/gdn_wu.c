@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "core/clones.h"
+#include "core/tensor.h"
 #include "kernels/gdn_inputs.h"
 #include "kernels/kernel.h"
 
@@ -329,7 +330,7 @@ static enum kv_status oracle(struct kv_case *c)
     const int tw = is_cm(c) ? T_W_CM : is_ab(c) ? T_W_AB : T_W;
     const int tu = is_cm(c) ? T_U_CM : is_ab(c) ? T_U_AB : T_U;
     free(c->slack[tw]); /* --oracle both calls the oracle twice */
-    c->slack[tw] = calloc(kv_oracle_len(c, tw), sizeof(double));
+    c->slack[tw] = kv_calloc_big(kv_oracle_len(c, tw), sizeof(double));
     if (!c->slack[tw]) return kv_error(KV_EDEVICE, "out of host memory for the oracle");
     size_t ambiguous = 0;
     for (int out = 0; out < 2; out++)

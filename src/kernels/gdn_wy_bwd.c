@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "core/rng.h"
+#include "core/tensor.h"
 #include "kernels/gdn_grad.h"
 #include "kernels/gdn_inputs.h"
 #include "kernels/kernel.h"
@@ -300,6 +301,7 @@ struct chunk_work {
     struct kv_gdn_chunk x;
     double beta[BT], g[BT], *A, *k, *v, *dw, *du, *scratch;
     double *dk, *dk_S, *dk_sl, *dv, *dv_S, *ex_dk, *ex_dv, *sum_y, *sum_S, *sum_chain, *sum_lsb;
+    double *sl_row; /* a row of dk_head's slacks (K) */
     double db[BT], db_S[BT], db_sl[BT], dg[BT], dg_S[BT], dg_sl[BT], ex_db[BT], ex_dg[BT];
     unsigned char sum_ovf;
     struct kv_gdn_spec o;
@@ -310,13 +312,14 @@ static struct chunk_work *work_new(const struct dims *d, int a_bf16, double u_ac
     struct chunk_work *w = calloc(1, sizeof *w);
     const size_t D = (size_t)(d->K > d->V ? d->K : d->V), nK = BT * (size_t)d->K, nV = BT * (size_t)d->V;
     const size_t sc = kv_gdn_spec_scratch((int)d->K, (int)d->V), ex = 8 * BT * BT + 6 * BT * D; /* spec, exact */
-    double *p = w ? malloc(sizeof(double) * (BT * BT + 2 * nK + 2 * nV + (sc > ex ? sc : ex) + 8 * nK + 3 * nV)) : NULL;
+    double *p = w ? malloc(sizeof(double) * (BT * BT + 2 * nK + 2 * nV + (sc > ex ? sc : ex) + 8 * nK + 3 * nV + (size_t)d->K))
+                  : NULL;
     if (!p) return free(w), NULL;
     w->A = p, p += BT * BT, w->k = p, p += nK, w->dw = p, p += nK, w->v = p, p += nV, w->du = p, p += nV;
     w->scratch = p, p += sc > ex ? sc : ex;
     w->dk = p, p += nK, w->dk_S = p, p += nK, w->dk_sl = p, p += nK, w->ex_dk = p, p += nK;
     w->sum_y = p, p += nK, w->sum_S = p, p += nK, w->sum_chain = p, p += nK, w->sum_lsb = p, p += nK;
-    w->dv = p, p += nV, w->dv_S = p, p += nV, w->ex_dv = p;
+    w->dv = p, p += nV, w->dv_S = p, p += nV, w->ex_dv = p, p += nV, w->sl_row = p;
     w->o = (struct kv_gdn_spec){1, a_bf16, u_acc, w->dk, w->dk_S, w->dk_sl, w->dv, w->dv_S,
                                 w->db, w->db_S, w->db_sl, w->dg, w->dg_S, w->dg_sl, 0, 0};
     return w;
@@ -388,26 +391,36 @@ static size_t scatter(struct kv_case *c, const struct dims *d, struct chunk_work
         if (kv_oracle_next(&wg, r, &q))
             c->ovf[tg][q] = ovf, c->y[tg][q] = c->exact ? w->ex_dg[i] : w->dg[i], c->S[tg][q] = w->dg_S[i],
             c->slack[tg][q] = w->dg_sl[i];
+        const double *yk = (c->exact ? w->ex_dk : w->dk) + i * K, *yv = (c->exact ? w->ex_dv : w->dv) + i * V;
+        double *sl = w->sl_row;
+        if (iso) kv_store_f64_n(iso->dtype, iso->data, r * (size_t)K, yk, (size_t)K);
         for (int64_t e = 0; e < K; e++) {
             const size_t s = (size_t)(i * K + e);
-            const double yi = c->exact ? w->ex_dk[s] : w->dk[s], sl = dk_slack(w, s);
-            const double fed = c->exact ? yi : kv_bf16_to_f32(kv_f32_to_bf16((float)yi));
-            amb += sl > 0;
-            if (iso) kv_store_f64(iso->dtype, iso->data, r * (size_t)K + (size_t)e, yi);
+            const double yi = yk[e], fed = c->exact ? yi : kv_bf16_to_f32(kv_f32_to_bf16((float)yi));
+            sl[e] = dk_slack(w, s), amb += sl[e] > 0;
             w->sum_y[s] += fed, w->sum_S[s] += fabs(fed);
-            if (fed != 0 && (w->sum_lsb[s] == 0 || ulp16(fed) < w->sum_lsb[s]))
-                w->sum_lsb[s] = ulp16(fed);
-            w->sum_chain[s] += (8 * sqrt(BT) + 3) * u_acc * w->dk_S[s] + 0.5 * ulp16(yi) + sl + fabs(fed - yi);
+            const double lf = fed != 0 ? ulp16(fed) : 0;
+            if (fed != 0 && (w->sum_lsb[s] == 0 || lf < w->sum_lsb[s])) w->sum_lsb[s] = lf;
+            w->sum_chain[s] += (8 * sqrt(BT) + 3) * u_acc * w->dk_S[s] + 0.5 * ulp16(yi) + sl[e] + fabs(fed - yi);
         }
-        for (size_t q = kv_oracle_pos(c, tk, r * K), e = kv_oracle_pos(c, tk, r * K + K); q < e; q++) {
-            const size_t s = (size_t)i * K + kv_oracle_elem(c, tk, q) - r * K;
-            c->ovf[tk][q] = ovf, c->y[tk][q] = c->exact ? w->ex_dk[s] : w->dk[s], c->S[tk][q] = w->dk_S[s];
-            c->slack[tk][q] = dk_slack(w, s);
-        }
-        for (size_t q = kv_oracle_pos(c, tv, r * V), e = kv_oracle_pos(c, tv, r * V + V); q < e; q++) {
-            const size_t s = (size_t)i * V + kv_oracle_elem(c, tv, q) - r * V;
-            c->ovf[tv][q] = ovf, c->y[tv][q] = c->exact ? w->ex_dv[s] : w->dv[s], c->S[tv][q] = w->dv_S[s];
-        }
+        if (!c->compact[tk]) { /* the row's oracle in one piece */
+            const size_t q = r * (size_t)K;
+            memset(c->ovf[tk] + q, ovf, (size_t)K), memcpy(c->y[tk] + q, yk, sizeof(double) * (size_t)K);
+            memcpy(c->S[tk] + q, w->dk_S + i * K, sizeof(double) * (size_t)K), memcpy(c->slack[tk] + q, sl, sizeof(double) * (size_t)K);
+        } else
+            for (size_t q = kv_oracle_pos(c, tk, r * K), e = kv_oracle_pos(c, tk, r * K + K); q < e; q++) {
+                const size_t s = kv_oracle_elem(c, tk, q) - r * K;
+                c->ovf[tk][q] = ovf, c->y[tk][q] = yk[s], c->S[tk][q] = w->dk_S[(size_t)i * K + s], c->slack[tk][q] = sl[s];
+            }
+        if (!c->compact[tv]) {
+            const size_t q = r * (size_t)V;
+            memset(c->ovf[tv] + q, ovf, (size_t)V), memcpy(c->y[tv] + q, yv, sizeof(double) * (size_t)V);
+            memcpy(c->S[tv] + q, w->dv_S + i * V, sizeof(double) * (size_t)V);
+        } else
+            for (size_t q = kv_oracle_pos(c, tv, r * V), e = kv_oracle_pos(c, tv, r * V + V); q < e; q++) {
+                const size_t s = kv_oracle_elem(c, tv, q) - r * V;
+                c->ovf[tv][q] = ovf, c->y[tv][q] = yv[s], c->S[tv][q] = w->dv_S[(size_t)i * V + s];
+            }
     }
     return amb;
 }
@@ -477,7 +490,7 @@ static enum kv_status needed_items(const struct kv_case *c, const struct dims *d
 static enum kv_status alloc_allow(struct kv_case *c, double **p, int t)
 {
     free(*p); /* --oracle both calls the oracle twice */
-    *p = calloc(kv_oracle_len(c, t), sizeof(double));
+    *p = kv_calloc_big(kv_oracle_len(c, t), sizeof(double));
     return *p ? KV_OK : kv_error(KV_EDEVICE, "out of host memory for the oracle");
 }
 
@@ -502,7 +515,7 @@ static enum kv_status oracle(struct kv_case *c)
     for (int t = T_DKH; t <= T_DK; t++) {
         const int o = out_of(c, t);
         free(c->ovf[o]); /* --oracle both calls the oracle twice */
-        c->ovf[o] = calloc(kv_oracle_len(c, o), 1);
+        c->ovf[o] = kv_calloc_big(kv_oracle_len(c, o), 1);
         if (!c->ovf[o]) return kv_error(KV_EDEVICE, "out of host memory for the oracle");
     }
     unsigned char *need;
