@@ -156,6 +156,23 @@ static inline __attribute__((always_inline)) double cast16(double z, double e, i
     return r;
 }
 
+/* cast16 of a row: dst[j] and err[j] for z[j] held within e[j], j < m (a
+ * loop that vectorizes), the casts that may flip counted into *flips. */
+static inline void cast16_n(const double *restrict z, const double *restrict e, int round, double *restrict dst,
+                            double *restrict err, int m, size_t *flips)
+{
+    if (!round) {
+        for (int j = 0; j < m; j++) dst[j] = z[j], err[j] = e[j];
+        return;
+    }
+    size_t f = 0;
+    for (int j = 0; j < m; j++) {
+        const double r = bf(z[j]), lo = bf(z[j] - e[j]), hi = bf(z[j] + e[j]), d = max_num(hi - r, r - lo);
+        dst[j] = r, err[j] = d, f += d > 0;
+    }
+    *flips += f;
+}
+
 struct spec_work {
     const struct kv_gdn_chunk *x;
     const double *A;
@@ -171,12 +188,13 @@ struct spec_work {
      * of the products (kernels/gdn_prod.h), each sum over the same terms in
      * the same order as a dot product would; P: six n x max(n, D) results. */
     double *KSt, *KSet, *VSt, *kt, *At, *P[6];
+    double *zr, *er; /* a row's values and their errors before a cast: max(n, D) each */
 };
 
 size_t kv_gdn_spec_scratch(int K, int V)
 {
     const size_t n = 64, D = (size_t)(K > V ? K : V), W = D > n ? D : n;
-    return 8 * n * n + 6 * n * D + 3 * n * (size_t)K + n * (size_t)V + n * n + 6 * n * W;
+    return 8 * n * n + 6 * n * D + 3 * n * (size_t)K + n * (size_t)V + n * n + 6 * n * W + 2 * W;
 }
 
 static double lam(const struct spec_work *w, int n) { return (8 * sqrt((double)n) + 1) * w->ua; }
@@ -202,10 +220,12 @@ KV_CLONES static void stage(struct spec_work *w)
     for (int j = 0; j < n; j++) {
         w->ge[j] = exp(x->g[j]), w->bg[j] = x->beta[j] * w->ge[j], w->rbg[j] = rexp(x->g[j]) + U32;
         for (int c = 0; c < K; c++) {
-            double z = x->k[j * K + c] * w->bg[j];
-            w->KS[j * K + c] = cast16(z, fabs(z) * (w->rbg[j] + U32), r, &w->KSe[j * K + c], &w->o->flips);
-            w->KB[j * K + c] = r ? bf((float)(x->k[j * K + c] * x->beta[j])) : x->k[j * K + c] * x->beta[j];
+            const double z = x->k[j * K + c] * w->bg[j];
+            w->zr[c] = z, w->er[c] = fabs(z) * (w->rbg[j] + U32);
         }
+        cast16_n(w->zr, w->er, r, w->KS + j * K, w->KSe + j * K, K, &w->o->flips);
+        for (int c = 0; c < K; c++)
+            w->KB[j * K + c] = r ? bf((float)(x->k[j * K + c] * x->beta[j])) : x->k[j * K + c] * x->beta[j];
         for (int c = 0; c < V; c++)
             w->VS[j * V + c] = r ? bf((float)(x->v[j * V + c] * x->beta[j])) : x->v[j * V + c] * x->beta[j];
     }
@@ -228,11 +248,16 @@ KV_CLONES static void pass1(struct spec_work *w)
     for (int i = 0; i < n; i++) {
         double db = 0, dbS = 0, dbsl = 0, dg = 0, dgS = 0, dgsl = 0;
         const double *sk = SK + i * K, *Sk = SKS + i * K, *sv = SV + i * V, *Sv = SVS + i * V;
-        for (int c = 0; c < K; c++) {
-            double s = sk[c], S = Sk[c];
-            sum_range(w, S), sum_range(w, fabs(s * w->bg[i]));
-            double e = w->lam_n * S, z = s * w->bg[i], kv = x->k[i * K + c];
-            w->dk1[i * K + c] = cast16(z, fabs(w->bg[i]) * e + fabs(z) * (w->rbg[i] + U32), o->round, &w->dk1e[i * K + c], &o->flips);
+        int ov = 0;
+        for (int c = 0; c < K; c++) { /* dk1, cast */
+            const double s = sk[c], S = Sk[c], z = s * w->bg[i];
+            ov |= (S >= F32_OVER) | (fabs(z) >= F32_OVER);
+            w->zr[c] = z, w->er[c] = fabs(w->bg[i]) * (w->lam_n * S) + fabs(z) * (w->rbg[i] + U32);
+        }
+        o->overflow |= ov;
+        cast16_n(w->zr, w->er, o->round, w->dk1 + i * K, w->dk1e + i * K, K, &o->flips);
+        for (int c = 0; c < K; c++) { /* dbeta's and dg's sums, in order */
+            const double s = sk[c], e = w->lam_n * Sk[c], kv = x->k[i * K + c];
             double tb = s * kv * w->ge[i], kbg = kv * w->bg[i], tg = s * kbg;
             db += tb, dbS += mag(tb), dbsl += fabs(kv * w->ge[i]) * e + fabs(tb) * (rexp(x->g[i]) + 2 * U32);
             dg += tg, dgS += mag(tg), dgsl += fabs(kbg) * e + fabs(tg) * (w->rbg[i] + 2 * U32);
@@ -256,12 +281,10 @@ KV_CLONES static void pass1(struct spec_work *w)
 static void put_row(struct spec_work *w, const double *s, const double *S, const double *ep, double lam_t, int ab,
                     double *dst, double *dste)
 {
-    for (int j = 0; j < w->n; j++) {
-        double e = lam_t * S[j] + ep[j];
-        sum_range(w, S[j]);
-        dst[j] = ab ? cast16(s[j], e, 1, &dste[j], &w->o->flips) : s[j];
-        if (!ab) dste[j] = e;
-    }
+    int ov = 0;
+    for (int j = 0; j < w->n; j++) w->er[j] = lam_t * S[j] + ep[j], ov |= S[j] >= F32_OVER;
+    w->o->overflow |= ov;
+    cast16_n(s, w->er, ab, dst, dste, w->n, &w->o->flips);
 }
 
 /* dA = dw KS^T + du VS^T, strictly lower, in A's dtype; T = dA A^T (cast);
@@ -315,11 +338,12 @@ KV_CLONES static void pass2(struct spec_work *w)
     /* M[i][j] = sum_c k[i][c] k[j][c] */
     kv_gdn_prod(&(struct kv_gdn_prod){.L = x->k, .l_row = K, .l_col = 1, .R = w->kt, .ldr = n, .rows = n, .cols = n, .depth = K},
                 w->P[0], w->P[1], NULL, n, 0);
+    int ov = 0;
     for (int i = 0; i < n; i++) {
         const double *s = w->P[0] + i * n, *S = w->P[1] + i * n;
         for (int j = 0; j < n; j++) {
             w->M[i * n + j] = s[j] * x->beta[i];
-            sum_range(w, S[j]), sum_range(w, S[j] * fabs(x->beta[i]));
+            ov |= (S[j] >= F32_OVER) | (S[j] * fabs(x->beta[i]) >= F32_OVER);
             w->Me[i * n + j] = fabs(x->beta[i]) * w->lam_K * S[j] + U32 * fabs(w->M[i * n + j]);
         }
     }
@@ -333,13 +357,18 @@ KV_CLONES static void pass2(struct spec_work *w)
     for (int i = 0; i < n; i++) {
         const double *dkb = w->P[0] + i * K, *Sd = w->P[1] + i * K, *ed = w->P[2] + i * K;
         const double *t = w->P[3] + i * K, *St = w->P[4] + i * K, *et = w->P[5] + i * K;
+        double *restrict dk = o->dk + i * K, *restrict dkS = o->dk_S + i * K, *restrict dksl = o->dk_sl + i * K;
+        const double *dk1 = w->dk1 + i * K, *dk1e = w->dk1e + i * K;
+        const double beta = x->beta[i];
         for (int c = 0; c < K; c++) {
+            dk[c] = dkb[c] * beta + t[c] + dk1[c];
+            dkS[c] = fabs(beta) * Sd[c] + St[c] + mag(dk1[c]);
+            dksl[c] = fabs(beta) * ed[c] + et[c] + dk1e[c];
+            ov |= (Sd[c] >= F32_OVER) | (St[c] >= F32_OVER) | (dkS[c] >= F32_OVER);
+        }
+        for (int c = 0; c < K; c++) { /* dbeta's last sum, in order */
             double kv = x->k[i * K + c], tb = dkb[c] * kv;
             o->dbeta[i] += tb, o->dbeta_S[i] += mag(tb), o->dbeta_sl[i] += fabs(kv) * (w->lam_n * Sd[c] + ed[c]) + fabs(tb) * U32;
-            o->dk[i * K + c] = dkb[c] * x->beta[i] + t[c] + w->dk1[i * K + c];
-            o->dk_S[i * K + c] = fabs(x->beta[i]) * Sd[c] + St[c] + mag(w->dk1[i * K + c]);
-            o->dk_sl[i * K + c] = fabs(x->beta[i]) * ed[c] + et[c] + w->dk1e[i * K + c];
-            sum_range(w, Sd[c]), sum_range(w, St[c]), sum_range(w, o->dk_S[i * K + c]);
         }
         for (int j = 0; j < n; j++) {
             double a = w->Ug[i * n + j] * w->M[i * n + j], b = w->Ug[j * n + i] * w->M[j * n + i];
@@ -349,6 +378,7 @@ KV_CLONES static void pass2(struct spec_work *w)
         }
         sum_range(w, o->dg_S[i]), sum_range(w, o->dbeta_S[i]); /* the sums' final S, once per row */
     }
+    o->overflow |= ov;
 }
 
 void kv_gdn_chunk_backward_spec(const struct kv_gdn_chunk *x, const double *A, struct kv_gdn_spec *o, double *scratch)
@@ -362,6 +392,7 @@ void kv_gdn_chunk_backward_spec(const struct kv_gdn_chunk *x, const double *A, s
     w.Ug = p, p += n * n, w.Uge = p, p += n * n, w.M = p, p += n * n, w.Me = p, p += n * n;
     w.KSt = p, p += n * K, w.KSet = p, p += n * K, w.VSt = p, p += n * V, w.kt = p, p += n * K, w.At = p, p += n * n;
     for (int q = 0; q < 6; q++) w.P[q] = p, p += n * (D > n ? D : n);
+    w.zr = p, p += D > n ? D : n, w.er = p;
     w.lam_n = lam(&w, n), w.lam_K = lam(&w, K), w.lam_KV = lam(&w, K + V);
     o->flips = 0, o->overflow = 0;
     stage(&w);

@@ -144,18 +144,14 @@ static void tiles(const struct kv_gdn_prod *p, double *s, double *S, double *ep,
     rows_part(p, done, p->rows, 0, p->cols, s, S, ep, ld, add);
 }
 
-/* The largest magnitude of outer x inner entries (x[o * stride + e]), or
- * infinity where one is not finite. */
-KV_CLONES static double max_abs(const double *x, int outer, int inner, int stride)
+/* Whether outer x inner entries (x[o * stride + e]) are all finite and at
+ * most 2^510 in magnitude: then no product of two such overflows. */
+KV_CLONES static int fits(const double *x, int outer, int inner, int stride)
 {
-    double mx = 0;
     int bad = 0;
     for (int o = 0; o < outer; o++)
-        for (int e = 0; e < inner; e++) {
-            const double v = fabs(x[(long)o * stride + e]);
-            bad |= !(v < INFINITY), mx = v > mx ? v : mx;
-        }
-    return bad ? INFINITY : mx;
+        for (int e = 0; e < inner; e++) bad += !(fabs(x[(long)o * stride + e]) <= 0x1p510);
+    return !bad;
 }
 
 void kv_gdn_prod_rows(const struct kv_gdn_prod *p, double *s, double *S, double *ep, int ld, int add)
@@ -167,10 +163,9 @@ void kv_gdn_prod_rows(const struct kv_gdn_prod *p, double *s, double *S, double 
 void kv_gdn_prod(const struct kv_gdn_prod *p, double *s, double *S, double *ep, int ld, int add)
 {
     if (!p->Le && !p->Re) ep = NULL;
-    /* every term finite where both factors' largest product is (2^1020: room for its rounding) */
-    const double l = p->l_col == 1 ? max_abs(p->L, p->rows, p->depth, p->l_row) : max_abs(p->L, p->depth, p->rows, p->l_col);
-    const double r = max_abs(p->R, p->depth, p->cols, p->ldr);
-    if (!(l * r <= 0x1p1020)) {
+    /* every term finite where both factors' entries are at most 2^510 */
+    const int l = p->l_col == 1 ? fits(p->L, p->rows, p->depth, p->l_row) : fits(p->L, p->depth, p->rows, p->l_col);
+    if (!l || !fits(p->R, p->depth, p->cols, p->ldr)) {
         kv_gdn_prod_rows(p, s, S, ep, ld, add);
         return;
     }

@@ -199,11 +199,11 @@ static int same_bits(const double *a, const double *b, size_t n)
 static void prod_tiles(void **st)
 {
     (void)st;
-    enum { N = 67 * 131 };
+    enum { N = 67 * 128 };
     double *L = malloc(sizeof(double) * N), *E = malloc(sizeof(double) * N), *R = malloc(sizeof(double) * N);
     double *out = malloc(sizeof(double) * 6 * N);
     assert_non_null(L), assert_non_null(E), assert_non_null(R), assert_non_null(out);
-    const int shapes[][3] = {{64, 64, 128}, {61, 17, 9}, {5, 8, 64}, {1, 3, 1}, {67, 131, 66}, {4, 9, 0}};
+    const int shapes[][3] = {{64, 64, 128}, {61, 17, 9}, {5, 8, 64}, {1, 3, 1}, {67, 67, 66}, {4, 9, 0}};
     int cases = 0;
     for (int sh = 0; sh < 6; sh++)
         for (int v = 0; v < 60; v++) {
@@ -224,9 +224,9 @@ static void prod_tiles(void **st)
                 for (int i = 0; i < rows; i++)
                     for (int m = i; m < depth; m++) L[i * p.l_row + m * p.l_col] = 0, E[i * p.l_row + m * p.l_col] = 0;
             if (odd && rows * depth > 0) {
-                const double l_odd[] = {INFINITY, NAN, 1e300}, r_odd[] = {2, 2, 1e300};
-                const int i = rows - 1 < 4 ? rows - 1 : 4; /* in a tile's rows where there are 8 */
-                L[i * p.l_row] = l_odd[sh % 3], R[cols - 1] = r_odd[sh % 3];
+                const double l_odd[] = {INFINITY, 2, 1e300}, r_odd[] = {2, NAN, 1e300}; /* L's, R's, both */
+                const int i = rows >= 8 ? 4 : rows > 1; /* in a tile's rows where there are some */
+                L[i * p.l_row] = l_odd[sh % 3], R[0] = r_odd[sh % 3];
             }
             double *s = out, *S = s + N, *ep = S + N, *rs = ep + N, *rS = rs + N, *rep = rS + N;
             for (int q = 0; q < 6 * N; q++) out[q] = kv_rng_normal(7, 4, (uint64_t)q); /* add's first part */
