@@ -189,6 +189,7 @@ struct spec_work {
      * the same order as a dot product would; P: six n x max(n, D) results. */
     double *KSt, *KSet, *VSt, *kt, *At, *P[6];
     double *zr, *er; /* a row's values and their errors before a cast: max(n, D) each */
+    int a_lower;     /* A lower-triangular (A[m][i] = 0 for i > m): A^T's zeros left out of the tiles */
 };
 
 size_t kv_gdn_spec_scratch(int K, int V)
@@ -241,9 +242,11 @@ KV_CLONES static void pass1(struct spec_work *w)
     struct kv_gdn_spec *o = w->o;
     const int n = w->n, K = w->K, V = w->V;
     double *SK = w->P[0], *SKS = w->P[1], *SV = w->P[2], *SVS = w->P[3];
-    kv_gdn_prod(&(struct kv_gdn_prod){.L = w->A, .l_row = 1, .l_col = n, .R = x->dw, .ldr = K, .rows = n, .cols = K, .depth = n},
+    kv_gdn_prod(&(struct kv_gdn_prod){.L = w->A, .l_row = 1, .l_col = n, .R = x->dw, .ldr = K, .rows = n, .cols = K, .depth = n,
+                                      .zero_below = w->a_lower},
                 SK, SKS, NULL, K, 0);
-    kv_gdn_prod(&(struct kv_gdn_prod){.L = w->A, .l_row = 1, .l_col = n, .R = x->du, .ldr = V, .rows = n, .cols = V, .depth = n},
+    kv_gdn_prod(&(struct kv_gdn_prod){.L = w->A, .l_row = 1, .l_col = n, .R = x->du, .ldr = V, .rows = n, .cols = V, .depth = n,
+                                      .zero_below = w->a_lower},
                 SV, SVS, NULL, V, 0);
     for (int i = 0; i < n; i++) {
         double db = 0, dbS = 0, dbsl = 0, dg = 0, dgS = 0, dgsl = 0;
@@ -312,7 +315,7 @@ KV_CLONES static void through_A(struct spec_work *w)
     for (int i = 0; i < n; i++) put_row(w, s + i * n, S + i * n, ep + i * n, w->lam_n, ab, w->T + i * n, w->Te + i * n);
     /* Ug[i][j], j < i: sum_m A[m][i] T[m][j], gated */
     kv_gdn_prod(&(struct kv_gdn_prod){.L = A, .l_row = 1, .l_col = n, .R = w->T, .Re = w->Te, .ldr = n, .rows = n,
-                                      .cols = n, .depth = n, .lower_cols = 1},
+                                      .cols = n, .depth = n, .lower_cols = 1, .zero_below = w->a_lower},
                 s, S, ep, n, 0);
     for (int i = 0; i < n; i++) {
         for (int j = 0; j < n; j++) {
@@ -347,12 +350,13 @@ KV_CLONES static void pass2(struct spec_work *w)
             w->Me[i * n + j] = fabs(x->beta[i]) * w->lam_K * S[j] + U32 * fabs(w->M[i * n + j]);
         }
     }
-    /* over j: dkb[i][c] = sum_j Ug[i][j] k[j][c], t[i][c] = sum_j Ug[j][i] KB[j][c] */
+    /* over j: dkb[i][c] = sum_j Ug[i][j] k[j][c], t[i][c] = sum_j Ug[j][i] KB[j][c] (Ug and Uge
+     * strictly lower: the tiles leave out their zeros) */
     kv_gdn_prod(&(struct kv_gdn_prod){.L = w->Ug, .Le = w->Uge, .l_row = n, .l_col = 1, .R = x->k, .ldr = K, .rows = n,
-                                      .cols = K, .depth = n},
+                                      .cols = K, .depth = n, .zero_from_i = 1},
                 w->P[0], w->P[1], w->P[2], K, 0);
     kv_gdn_prod(&(struct kv_gdn_prod){.L = w->Ug, .Le = w->Uge, .l_row = 1, .l_col = n, .R = w->KB, .ldr = K, .rows = n,
-                                      .cols = K, .depth = n},
+                                      .cols = K, .depth = n, .zero_below = 2},
                 w->P[3], w->P[4], w->P[5], K, 0);
     for (int i = 0; i < n; i++) {
         const double *dkb = w->P[0] + i * K, *Sd = w->P[1] + i * K, *ed = w->P[2] + i * K;
@@ -393,6 +397,9 @@ void kv_gdn_chunk_backward_spec(const struct kv_gdn_chunk *x, const double *A, s
     w.KSt = p, p += n * K, w.KSet = p, p += n * K, w.VSt = p, p += n * V, w.kt = p, p += n * K, w.At = p, p += n * n;
     for (int q = 0; q < 6; q++) w.P[q] = p, p += n * (D > n ? D : n);
     w.zr = p, p += D > n ? D : n, w.er = p;
+    w.a_lower = 1;
+    for (int m = 0; m < n; m++)
+        for (int i = m + 1; i < n; i++) w.a_lower &= A[m * n + i] == 0;
     w.lam_n = lam(&w, n), w.lam_K = lam(&w, K), w.lam_KV = lam(&w, K + V);
     o->flips = 0, o->overflow = 0;
     stage(&w);

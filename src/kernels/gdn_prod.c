@@ -46,11 +46,12 @@ KV_CLONES static void rows_part(const struct kv_gdn_prod *p, int i0, int i1, int
 
 #ifdef KV_PROD_X86
 /* A register tile: rows i0..i0+RB-1 by one vector of columns from c0, over
- * m < depth, every term finite. The same operations as rows_part's: t = a b
+ * m0 <= m < depth, every term finite (those before m0 and past depth are 0). The same operations as rows_part's: t = a b
  * rounded, then added; S and ep by fused multiply-adds. */
 #define TILE(NAME, TARGET, VEC, W, LOAD, STORE, ZERO, SET1, ADD, MUL, FMA, ABS)                                        \
     __attribute__((target(TARGET), always_inline)) static inline void NAME(                                            \
-        const struct kv_gdn_prod *p, int i0, int c0, int depth, double *s, double *S, double *ep, int ld, int add,     \
+        const struct kv_gdn_prod *p, int i0, int c0, int m0, int depth, double *s, double *S, double *ep, int ld,      \
+        int add,                                                                                                       \
         int mode)                                                                                                      \
     {                                                                                                                  \
         VEC ts[RB], tS[RB], te[RB];                                                                                    \
@@ -59,7 +60,7 @@ KV_CLONES static void rows_part(const struct kv_gdn_prod *p, int i0, int i1, int
             ts[r] = add ? LOAD(s + q) : ZERO(), tS[r] = add ? LOAD(S + q) : ZERO();                                    \
             te[r] = mode != EP_NONE && add ? LOAD(ep + q) : ZERO();                                                    \
         }                                                                                                              \
-        for (int m = 0; m < depth; m++) {                                                                              \
+        for (int m = m0; m < depth; m++) {                                                                             \
             const long o = (long)m * p->ldr + c0;                                                                      \
             const VEC b = LOAD(p->R + o), ab = ABS(b), re = mode == EP_RE ? LOAD(p->Re + o) : ZERO();                  \
             for (int r = 0; r < RB; r++) {                                                                             \
@@ -96,12 +97,14 @@ TILE(tile256, "avx2,fma", __m256d, 4, _mm256_loadu_pd, _mm256_storeu_pd, _mm256_
             const int last = i0 + RB - 1; /* lower sums stop before the block's last row */                           \
             /* a lower block's columns in whole tiles: those past j = i are set to 0 after */                       \
             const int cols = p->lower_cols && (last + W - 1) / W * W < p->cols ? (last + W - 1) / W * W : p->cols;    \
-            const int depth = p->lower_depth && last < p->depth ? last : p->depth;                                     \
+            const int depth = (p->lower_depth || p->zero_from_i) && last < p->depth ? last : p->depth;                 \
+            /* leading zero terms change no sum that starts at 0 */                                                   \
+            const int m0 = add || !p->zero_below ? 0 : i0 + p->zero_below - 1 < depth ? i0 + p->zero_below - 1 : depth; \
             int c0 = 0;                                                                                                \
             for (; c0 + W <= cols; c0 += W)                                                                            \
-                if (mode == EP_LE) TILEF(p, i0, c0, depth, s, S, ep, ld, add, EP_LE);                                  \
-                else if (mode == EP_RE) TILEF(p, i0, c0, depth, s, S, ep, ld, add, EP_RE);                             \
-                else TILEF(p, i0, c0, depth, s, S, ep, ld, add, EP_NONE);                                              \
+                if (mode == EP_LE) TILEF(p, i0, c0, m0, depth, s, S, ep, ld, add, EP_LE);                              \
+                else if (mode == EP_RE) TILEF(p, i0, c0, m0, depth, s, S, ep, ld, add, EP_RE);                         \
+                else TILEF(p, i0, c0, m0, depth, s, S, ep, ld, add, EP_NONE);                                          \
             if (c0 < cols) rows_part(p, i0, i0 + RB, c0, cols, s, S, ep, ld, add);                                     \
             lower_zero(p, i0, i0 + RB, cols, s, S, ep, ld);                                                            \
         }                                                                                                              \

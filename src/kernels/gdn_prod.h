@@ -22,6 +22,12 @@ struct kv_gdn_prod {
      * lower_depth: only the terms m < i are summed (L(i,m) is 0 for m >= i:
      * the tiles add those zero terms, which changes no sum). */
     int lower_cols, lower_depth;
+    /* Hints for the tiles, which may leave out terms known to be 0 (L and Le
+     * both 0 there; with every factor finite such a term changes no sum):
+     * zero_from_i: L(i,m) = 0 for m >= i; zero_below = d > 0: L(i,m) = 0
+     * for m < i + d - 1 (d = 1: below the diagonal's column, d = 2: up to
+     * it). The row-by-row sums add them all, as the definition does. */
+    int zero_from_i, zero_below;
 };
 
 /* s, S and ep (NULL: not made) rows x cols at row stride ld; add: the sums

@@ -206,30 +206,32 @@ static void prod_tiles(void **st)
     const int shapes[][3] = {{64, 64, 128}, {61, 17, 9}, {5, 8, 64}, {1, 3, 1}, {67, 67, 66}, {4, 9, 0}};
     int cases = 0;
     for (int sh = 0; sh < 6; sh++)
-        for (int v = 0; v < 60; v++) {
+        for (int v = 0; v < 96; v++) {
             const int rows = shapes[sh][0], cols = shapes[sh][1], depth = shapes[sh][2];
-            /* lower: none, cols, depth, none in two parts, cols in two parts; odd: a term not finite */
-            const int by_cols = v & 1, mode = v / 2 % 3, lower = v / 6 % 5, odd = v / 30;
-            const int lower_depth = lower == 2 && cols == rows, add = lower >= 3;
+            /* lower: none, cols, depth, none in two parts, cols in two parts, then the tiles' hints: zeros
+             * from m = i, below m = i, up to m = i (in two parts); odd: a term not finite */
+            const int by_cols = v & 1, mode = v / 2 % 3, lower = v / 6 % 8, odd = v / 48;
+            const int lower_depth = lower == 2 && cols == rows, add = lower == 3 || lower == 4 || lower == 7;
             struct kv_gdn_prod p = {.L = L, .l_row = by_cols ? 1 : depth, .l_col = by_cols ? rows : 1, .R = R, .ldr = cols,
                                     .rows = rows, .cols = cols, .depth = depth, .lower_cols = lower == 1 || lower == 4,
-                                    .lower_depth = lower_depth};
+                                    .lower_depth = lower_depth, .zero_from_i = lower == 5, .zero_below = lower >= 6 ? lower - 5 : 0};
             if (mode == 1) p.Le = E;
             if (mode == 2) p.Re = E;
             for (int q = 0; q < N; q++) {
                 L[q] = kv_rng_normal(100 + (uint64_t)v, 1, (uint64_t)q), R[q] = kv_rng_normal(100 + (uint64_t)v, 2, (uint64_t)q);
                 E[q] = fabs(kv_rng_normal(100 + (uint64_t)v, 3, (uint64_t)q)) * 1e-7;
             }
-            if (lower_depth) /* L(i, m) = 0 for m >= i, as the lower-depth product's left factor is */
-                for (int i = 0; i < rows; i++)
-                    for (int m = i; m < depth; m++) L[i * p.l_row + m * p.l_col] = 0, E[i * p.l_row + m * p.l_col] = 0;
+            for (int i = 0; i < rows; i++) /* L(i, m) = 0 where the product says so, Le too */
+                for (int m = 0; m < depth; m++)
+                    if (((lower_depth || p.zero_from_i) && m >= i) || (p.zero_below && m < i + p.zero_below - 1))
+                        L[i * p.l_row + m * p.l_col] = 0, E[i * p.l_row + m * p.l_col] = 0;
             if (odd && rows * depth > 0) {
                 const double l_odd[] = {INFINITY, 2, 1e300}, r_odd[] = {2, NAN, 1e300}; /* L's, R's, both */
                 const int i = rows >= 8 ? 4 : rows > 1; /* in a tile's rows where there are some */
                 L[i * p.l_row] = l_odd[sh % 3], R[0] = r_odd[sh % 3];
             }
             double *s = out, *S = s + N, *ep = S + N, *rs = ep + N, *rS = rs + N, *rep = rS + N;
-            for (int q = 0; q < 6 * N; q++) out[q] = kv_rng_normal(7, 4, (uint64_t)q); /* add's first part */
+            for (int q = 0; q < 6 * N; q++) out[q] = q % 7 ? kv_rng_normal(7, 4, (uint64_t)q) : -0.0; /* add's first part */
             memcpy(rs, s, sizeof(double) * 3 * N);
             double *e1 = mode ? ep : NULL, *e2 = mode ? rep : NULL;
             kv_gdn_prod(&p, s, S, e1, cols, add), prod_reference(&p, rs, rS, e2, cols, add);
@@ -237,14 +239,14 @@ static void prod_tiles(void **st)
                 (mode && !same_bits(ep, rep, (size_t)rows * cols)))
                 fail_msg("%dx%dx%d, L by %s, mode %d, lower %d, odd %d: not the definition's bits", rows, cols, depth,
                          by_cols ? "columns" : "rows", mode, lower, odd);
-            for (int q = 0; q < 3 * N; q++) out[q] = kv_rng_normal(7, 4, (uint64_t)q);
+            for (int q = 0; q < 3 * N; q++) out[q] = q % 7 ? kv_rng_normal(7, 4, (uint64_t)q) : -0.0;
             kv_gdn_prod_rows(&p, s, S, e1, cols, add);
             if (!same_bits(s, rs, (size_t)rows * cols) || !same_bits(S, rS, (size_t)rows * cols) ||
                 (mode && !same_bits(ep, rep, (size_t)rows * cols)))
                 fail_msg("%dx%dx%d: the row-by-row sums differ from the definition", rows, cols, depth);
             cases++;
         }
-    assert_int_equal(cases, 360);
+    assert_int_equal(cases, 576);
     free(L), free(E), free(R), free(out);
 }
 
