@@ -279,7 +279,7 @@ static enum kv_status inputs(struct kv_case *c)
     for (int t = T_DW; t <= T_DU; t++) {
         uint16_t *x = c->t[t].data;
         const int64_t n = (int64_t)c->t[t].count;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 16)
         for (int64_t i0 = 0; i0 < n; i0 += 1024) {
             double z[1024];
             const int64_t m = n - i0 < 1024 ? n - i0 : 1024;
