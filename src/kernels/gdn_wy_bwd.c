@@ -403,24 +403,8 @@ static size_t scatter(struct kv_case *c, const struct dims *d, struct chunk_work
             if (fed != 0 && (w->sum_lsb[s] == 0 || lf < w->sum_lsb[s])) w->sum_lsb[s] = lf;
             w->sum_chain[s] += (8 * sqrt(BT) + 3) * u_acc * w->dk_S[s] + 0.5 * ulp16(yi) + sl[e] + fabs(fed - yi);
         }
-        if (!c->compact[tk]) { /* the row's oracle in one piece */
-            const size_t q = r * (size_t)K;
-            memset(c->ovf[tk] + q, ovf, (size_t)K), memcpy(c->y[tk] + q, yk, sizeof(double) * (size_t)K);
-            memcpy(c->S[tk] + q, w->dk_S + i * K, sizeof(double) * (size_t)K), memcpy(c->slack[tk] + q, sl, sizeof(double) * (size_t)K);
-        } else
-            for (size_t q = kv_oracle_pos(c, tk, r * K), e = kv_oracle_pos(c, tk, r * K + K); q < e; q++) {
-                const size_t s = kv_oracle_elem(c, tk, q) - r * K;
-                c->ovf[tk][q] = ovf, c->y[tk][q] = yk[s], c->S[tk][q] = w->dk_S[(size_t)i * K + s], c->slack[tk][q] = sl[s];
-            }
-        if (!c->compact[tv]) {
-            const size_t q = r * (size_t)V;
-            memset(c->ovf[tv] + q, ovf, (size_t)V), memcpy(c->y[tv] + q, yv, sizeof(double) * (size_t)V);
-            memcpy(c->S[tv] + q, w->dv_S + i * V, sizeof(double) * (size_t)V);
-        } else
-            for (size_t q = kv_oracle_pos(c, tv, r * V), e = kv_oracle_pos(c, tv, r * V + V); q < e; q++) {
-                const size_t s = kv_oracle_elem(c, tv, q) - r * V;
-                c->ovf[tv][q] = ovf, c->y[tv][q] = yv[s], c->S[tv][q] = w->dv_S[(size_t)i * V + s];
-            }
+        kv_oracle_put_row(c, tk, r * (size_t)K, (size_t)K, yk, w->dk_S + i * K, sl, ovf);
+        kv_oracle_put_row(c, tv, r * (size_t)V, (size_t)V, yv, w->dv_S + i * V, NULL, ovf);
     }
     return amb;
 }
