@@ -129,15 +129,19 @@ ROW_BLOCKS(blocks512, "avx512f", tile512, 8)
 ROW_BLOCKS(blocks256, "avx2,fma", tile256, 4)
 #endif
 
-/* The tiles where this CPU has them; the rows they leave (rows % RB), and
- * every row elsewhere, row by row. */
+static int tiles_cap = 2; /* kv_gdn_prod_tiles */
+
+void kv_gdn_prod_tiles(int most) { tiles_cap = most; }
+
+/* The tiles where this CPU has them (AVX-512, else AVX2 with FMA), as wide
+ * as kv_gdn_prod_tiles allows; the rows they leave (rows % RB), and every
+ * row elsewhere, row by row. */
 static void tiles(const struct kv_gdn_prod *p, double *s, double *S, double *ep, int ld, int add, int mode)
 {
     int done = 0;
 #ifdef KV_PROD_X86
-    static int level = -1;
-    if (level < 0)
-        level = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    const int has = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    const int level = has < tiles_cap ? has : tiles_cap;
     if (level == 2) blocks512(p, s, S, ep, ld, add, mode);
     if (level == 1) blocks256(p, s, S, ep, ld, add, mode);
     if (level > 0) done = p->rows / RB * RB;

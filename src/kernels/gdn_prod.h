@@ -35,6 +35,11 @@ struct kv_gdn_prod {
  * parts, each in order), else they start at 0. */
 void kv_gdn_prod(const struct kv_gdn_prod *p, double *s, double *S, double *ep, int ld, int add);
 
+/* The widest tiles kv_gdn_prod may use from now on: 2 (AVX-512, the
+ * default), 1 (AVX2 with FMA) or 0 (none: row by row), where the CPU has
+ * them; for unit.gdn_grad, which checks each width. Not thread-safe. */
+void kv_gdn_prod_tiles(int most);
+
 /* The row-by-row sums alone (the tiles' reference in unit.gdn_grad). */
 void kv_gdn_prod_rows(const struct kv_gdn_prod *p, double *s, double *S, double *ep, int ld, int add);
 

@@ -191,7 +191,7 @@ static int same_bits(const double *a, const double *b, size_t n)
     return 1;
 }
 
-/* kv_gdn_prod (register tiles where this CPU has them) against the
+/* kv_gdn_prod (its register tiles of each width this CPU has) against the
  * definition, bit for bit: row and column counts off the tiles' multiples,
  * L by rows and by columns, each error operand, the lower cuts, a product
  * made in two parts, and operands where the tiles must not run (an infinite
@@ -201,8 +201,9 @@ static void prod_tiles(void **st)
     (void)st;
     enum { N = 67 * 128 };
     double *L = malloc(sizeof(double) * N), *E = malloc(sizeof(double) * N), *R = malloc(sizeof(double) * N);
-    double *out = malloc(sizeof(double) * 6 * N);
-    assert_non_null(L), assert_non_null(E), assert_non_null(R), assert_non_null(out);
+    double *out = malloc(sizeof(double) * 6 * N), *init = malloc(sizeof(double) * 3 * N);
+    assert_non_null(L), assert_non_null(E), assert_non_null(R), assert_non_null(out), assert_non_null(init);
+    for (int q = 0; q < 3 * N; q++) init[q] = q % 7 ? kv_rng_normal(7, 4, (uint64_t)q) : -0.0; /* add's first part */
     const int shapes[][3] = {{64, 64, 128}, {61, 17, 9}, {5, 8, 64}, {1, 3, 1}, {67, 67, 66}, {4, 9, 0}};
     int cases = 0;
     for (int sh = 0; sh < 6; sh++)
@@ -231,15 +232,20 @@ static void prod_tiles(void **st)
                 L[i * p.l_row] = l_odd[sh % 3], R[0] = r_odd[sh % 3];
             }
             double *s = out, *S = s + N, *ep = S + N, *rs = ep + N, *rS = rs + N, *rep = rS + N;
-            for (int q = 0; q < 6 * N; q++) out[q] = q % 7 ? kv_rng_normal(7, 4, (uint64_t)q) : -0.0; /* add's first part */
-            memcpy(rs, s, sizeof(double) * 3 * N);
+            memcpy(rs, init, sizeof(double) * 3 * N);
             double *e1 = mode ? ep : NULL, *e2 = mode ? rep : NULL;
-            kv_gdn_prod(&p, s, S, e1, cols, add), prod_reference(&p, rs, rS, e2, cols, add);
-            if (!same_bits(s, rs, (size_t)rows * cols) || !same_bits(S, rS, (size_t)rows * cols) ||
-                (mode && !same_bits(ep, rep, (size_t)rows * cols)))
-                fail_msg("%dx%dx%d, L by %s, mode %d, lower %d, odd %d: not the definition's bits", rows, cols, depth,
-                         by_cols ? "columns" : "rows", mode, lower, odd);
-            for (int q = 0; q < 3 * N; q++) out[q] = q % 7 ? kv_rng_normal(7, 4, (uint64_t)q) : -0.0;
+            prod_reference(&p, rs, rS, e2, cols, add);
+            for (int width = 2; width >= 1; width--) { /* AVX-512, AVX2 with FMA (where the CPU has them) */
+                memcpy(out, init, sizeof(double) * 3 * N);
+                kv_gdn_prod_tiles(width);
+                kv_gdn_prod(&p, s, S, e1, cols, add);
+                if (!same_bits(s, rs, (size_t)rows * cols) || !same_bits(S, rS, (size_t)rows * cols) ||
+                    (mode && !same_bits(ep, rep, (size_t)rows * cols)))
+                    fail_msg("%dx%dx%d, L by %s, mode %d, lower %d, odd %d, tiles %d: not the definition's bits", rows, cols,
+                             depth, by_cols ? "columns" : "rows", mode, lower, odd, width);
+            }
+            kv_gdn_prod_tiles(2);
+            memcpy(out, init, sizeof(double) * 3 * N);
             kv_gdn_prod_rows(&p, s, S, e1, cols, add);
             if (!same_bits(s, rs, (size_t)rows * cols) || !same_bits(S, rS, (size_t)rows * cols) ||
                 (mode && !same_bits(ep, rep, (size_t)rows * cols)))
@@ -247,7 +253,7 @@ static void prod_tiles(void **st)
             cases++;
         }
     assert_int_equal(cases, 576);
-    free(L), free(E), free(R), free(out);
+    free(L), free(E), free(R), free(out), free(init);
 }
 
 int main(void)
