@@ -242,11 +242,11 @@ KV_CLONES static void pass1(struct spec_work *w)
     struct kv_gdn_spec *o = w->o;
     const int n = w->n, K = w->K, V = w->V;
     double *SK = w->P[0], *SKS = w->P[1], *SV = w->P[2], *SVS = w->P[3];
-    kv_gdn_prod(&(struct kv_gdn_prod){.L = w->A, .l_row = 1, .l_col = n, .R = x->dw, .ldr = K, .rows = n, .cols = K, .depth = n,
-                                      .zero_below = w->a_lower},
+    kv_gdn_prod(&(struct kv_gdn_prod){.L = w->A, .l_row = 1, .l_col = n, .R = x->dw, .ldr = K, .rows = n, .cols = K,
+                                      .depth = n, .zero_below = w->a_lower},
                 SK, SKS, NULL, K, 0);
-    kv_gdn_prod(&(struct kv_gdn_prod){.L = w->A, .l_row = 1, .l_col = n, .R = x->du, .ldr = V, .rows = n, .cols = V, .depth = n,
-                                      .zero_below = w->a_lower},
+    kv_gdn_prod(&(struct kv_gdn_prod){.L = w->A, .l_row = 1, .l_col = n, .R = x->du, .ldr = V, .rows = n, .cols = V,
+                                      .depth = n, .zero_below = w->a_lower},
                 SV, SVS, NULL, V, 0);
     for (int i = 0; i < n; i++) {
         double db = 0, dbS = 0, dbsl = 0, dg = 0, dgS = 0, dgsl = 0;
@@ -307,7 +307,8 @@ KV_CLONES static void through_A(struct spec_work *w)
     kv_gdn_prod(&(struct kv_gdn_prod){.L = x->du, .l_row = V, .l_col = 1, .R = w->VSt, .ldr = n, .rows = n, .cols = n,
                                       .depth = V, .lower_cols = 1},
                 s, S, NULL, n, 1);
-    for (int i = 0; i < n; i++) put_row(w, s + i * n, S + i * n, ep + i * n, w->lam_KV, ab, w->dA + i * n, w->dAe + i * n);
+    for (int i = 0; i < n; i++)
+        put_row(w, s + i * n, S + i * n, ep + i * n, w->lam_KV, ab, w->dA + i * n, w->dAe + i * n);
     /* T[i][j] = sum_{m < i} dA[i][m] A[j][m] */
     kv_gdn_prod(&(struct kv_gdn_prod){.L = w->dA, .Le = w->dAe, .l_row = n, .l_col = 1, .R = w->At, .ldr = n, .rows = n,
                                       .cols = n, .depth = n, .lower_depth = 1},
@@ -339,7 +340,8 @@ KV_CLONES static void pass2(struct spec_work *w)
     struct kv_gdn_spec *o = w->o;
     const int n = w->n, K = w->K;
     /* M[i][j] = sum_c k[i][c] k[j][c] */
-    kv_gdn_prod(&(struct kv_gdn_prod){.L = x->k, .l_row = K, .l_col = 1, .R = w->kt, .ldr = n, .rows = n, .cols = n, .depth = K},
+    kv_gdn_prod(&(struct kv_gdn_prod){.L = x->k, .l_row = K, .l_col = 1, .R = w->kt, .ldr = n, .rows = n, .cols = n,
+                                      .depth = K},
                 w->P[0], w->P[1], NULL, n, 0);
     int ov = 0;
     for (int i = 0; i < n; i++) {

@@ -26,7 +26,8 @@ KV_CLONES static void rows_part(const struct kv_gdn_prod *p, int i0, int i1, int
     for (int i = i0; i < i1; i++) {
         double *restrict si = s + (long)i * ld, *restrict Si = S + (long)i * ld;
         double *restrict ei = ep ? ep + (long)i * ld : NULL;
-        const int ce = p->lower_cols && i < c1 ? (i > c0 ? i : c0) : c1, depth = p->lower_depth && i < p->depth ? i : p->depth;
+        const int ce = p->lower_cols && i < c1 ? (i > c0 ? i : c0) : c1;
+        const int depth = p->lower_depth && i < p->depth ? i : p->depth;
         for (int j = add ? ce : c0; j < c1; j++) si[j] = 0, Si[j] = 0; /* a lower row past j = i: 0 */
         for (int j = add ? ce : c0; ei && j < c1; j++) ei[j] = 0;
         for (int m = 0; m < depth; m++) {
@@ -46,13 +47,13 @@ KV_CLONES static void rows_part(const struct kv_gdn_prod *p, int i0, int i1, int
 
 #ifdef KV_PROD_X86
 /* A register tile: rows i0..i0+RB-1 by one vector of columns from c0, over
- * m0 <= m < depth, every term finite (those before m0 and past depth are 0). The same operations as rows_part's: t = a b
- * rounded, then added; S and ep by fused multiply-adds. */
-#define TILE(NAME, TARGET, VEC, W, LOAD, STORE, ZERO, SET1, ADD, MUL, FMA, ABS)                                        \
+ * m0 <= m < depth (the terms before m0 and from depth on are 0), every term
+ * finite. The same operations as rows_part's: t = a b rounded, then added;
+ * S and ep by fused multiply-adds. */
+#define TILE(NAME, TARGET, VEC, LOAD, STORE, ZERO, SET1, ADD, MUL, FMA, ABS)                                           \
     __attribute__((target(TARGET), always_inline)) static inline void NAME(                                            \
         const struct kv_gdn_prod *p, int i0, int c0, int m0, int depth, double *s, double *S, double *ep, int ld,      \
-        int add,                                                                                                       \
-        int mode)                                                                                                      \
+        int add, int mode)                                                                                             \
     {                                                                                                                  \
         VEC ts[RB], tS[RB], te[RB];                                                                                    \
         for (int r = 0; r < RB; r++) {                                                                                 \
@@ -82,34 +83,10 @@ static inline __attribute__((target("avx2"), always_inline)) __m256d abs256(__m2
 {
     return _mm256_and_pd(v, _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffLL)));
 }
-TILE(tile512, "avx512f", __m512d, 8, _mm512_loadu_pd, _mm512_storeu_pd, _mm512_setzero_pd, _mm512_set1_pd, _mm512_add_pd,
+TILE(tile512, "avx512f", __m512d, _mm512_loadu_pd, _mm512_storeu_pd, _mm512_setzero_pd, _mm512_set1_pd, _mm512_add_pd,
      _mm512_mul_pd, _mm512_fmadd_pd, _mm512_abs_pd)
-TILE(tile256, "avx2,fma", __m256d, 4, _mm256_loadu_pd, _mm256_storeu_pd, _mm256_setzero_pd, _mm256_set1_pd, _mm256_add_pd,
+TILE(tile256, "avx2,fma", __m256d, _mm256_loadu_pd, _mm256_storeu_pd, _mm256_setzero_pd, _mm256_set1_pd, _mm256_add_pd,
      _mm256_mul_pd, _mm256_fmadd_pd, abs256)
-
-/* Rows i0..i0+RB-1 in tiles of W columns (the last columns row by row), and
- * a lower row's sums past j = i set to 0. */
-#define ROW_BLOCKS(NAME, TARGET, TILEF, W)                                                                             \
-    __attribute__((target(TARGET))) static void NAME(const struct kv_gdn_prod *p, double *s, double *S, double *ep,   \
-                                                     int ld, int add, int mode)                                        \
-    {                                                                                                                  \
-        for (int i0 = 0; i0 + RB <= p->rows; i0 += RB) {                                                               \
-            const int last = i0 + RB - 1; /* lower sums stop before the block's last row */                           \
-            /* a lower block's columns in whole tiles: those past j = i are set to 0 after */                       \
-            const int cols = p->lower_cols && (last + W - 1) / W * W < p->cols ? (last + W - 1) / W * W : p->cols;    \
-            const int depth = (p->lower_depth || p->zero_from_i) && last < p->depth ? last : p->depth;                 \
-            /* leading zero terms change no sum that starts at 0 */                                                   \
-            const int m0 = add || !p->zero_below ? 0 : i0 + p->zero_below - 1 < depth ? i0 + p->zero_below - 1 : depth; \
-            int c0 = 0;                                                                                                \
-            for (; c0 + W <= cols; c0 += W)                                                                            \
-                if (mode == EP_LE) TILEF(p, i0, c0, m0, depth, s, S, ep, ld, add, EP_LE);                              \
-                else if (mode == EP_RE) TILEF(p, i0, c0, m0, depth, s, S, ep, ld, add, EP_RE);                         \
-                else TILEF(p, i0, c0, m0, depth, s, S, ep, ld, add, EP_NONE);                                          \
-            if (c0 < cols) rows_part(p, i0, i0 + RB, c0, cols, s, S, ep, ld, add);                                     \
-            lower_zero(p, i0, i0 + RB, cols, s, S, ep, ld);                                                            \
-        }                                                                                                              \
-    }
-#endif
 
 /* Rows i0..i1-1 of a lower product, whose tiles ran to column cols: the sums
  * past j = i (and past cols) are 0. */
@@ -124,7 +101,29 @@ static void lower_zero(const struct kv_gdn_prod *p, int i0, int i1, int cols, do
     }
 }
 
-#ifdef KV_PROD_X86
+/* Rows i0..i0+RB-1 in tiles of W columns (the last columns row by row), and
+ * a lower row's sums past j = i set to 0. */
+#define ROW_BLOCKS(NAME, TARGET, TILEF, W)                                                                             \
+    __attribute__((target(TARGET))) static void NAME(const struct kv_gdn_prod *p, double *s, double *S, double *ep,   \
+                                                     int ld, int add, int mode)                                        \
+    {                                                                                                                  \
+        for (int i0 = 0; i0 + RB <= p->rows; i0 += RB) {                                                               \
+            const int last = i0 + RB - 1; /* lower sums stop before the block's last row */                           \
+            /* a lower block's columns in whole tiles: those past j = i are set to 0 after */                       \
+            const int cols = p->lower_cols && (last + W - 1) / W * W < p->cols ? (last + W - 1) / W * W : p->cols;    \
+            const int depth = (p->lower_depth || p->zero_from_i) && last < p->depth ? last : p->depth;                 \
+            /* leading zero terms change no sum that starts at 0 */                                                   \
+            const int z = add || !p->zero_below ? 0 : i0 + p->zero_below - 1, m0 = z < depth ? z : depth;             \
+            int c0 = 0;                                                                                                \
+            for (; c0 + W <= cols; c0 += W)                                                                            \
+                if (mode == EP_LE) TILEF(p, i0, c0, m0, depth, s, S, ep, ld, add, EP_LE);                              \
+                else if (mode == EP_RE) TILEF(p, i0, c0, m0, depth, s, S, ep, ld, add, EP_RE);                         \
+                else TILEF(p, i0, c0, m0, depth, s, S, ep, ld, add, EP_NONE);                                          \
+            if (c0 < cols) rows_part(p, i0, i0 + RB, c0, cols, s, S, ep, ld, add);                                     \
+            lower_zero(p, i0, i0 + RB, cols, s, S, ep, ld);                                                            \
+        }                                                                                                              \
+    }
+
 ROW_BLOCKS(blocks512, "avx512f", tile512, 8)
 ROW_BLOCKS(blocks256, "avx2,fma", tile256, 4)
 #endif
@@ -140,7 +139,8 @@ static void tiles(const struct kv_gdn_prod *p, double *s, double *S, double *ep,
 {
     int done = 0;
 #ifdef KV_PROD_X86
-    const int has = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    const int has =
+        __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     const int level = has < tiles_cap ? has : tiles_cap;
     if (level == 2) blocks512(p, s, S, ep, ld, add, mode);
     if (level == 1) blocks256(p, s, S, ep, ld, add, mode);
