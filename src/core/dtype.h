@@ -2,12 +2,15 @@
 #ifndef KV_DTYPE_H
 #define KV_DTYPE_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
 /* KV_U16 holds raw 16-bit words: how .npy files carry bf16 bit patterns. */
 enum kv_dtype { KV_F32, KV_F64, KV_F16, KV_BF16, KV_U8, KV_I32, KV_U16, KV_DTYPE_COUNT };
+/* bf16's significand bits and smallest normal exponent (kv_dtype_info). */
+enum { KV_BF16_PRECISION = 8, KV_BF16_EMIN = -126 };
 
 struct kv_dtype_info {
     const char *name;  /* "f32", as in reports and fixtures */
@@ -64,6 +67,11 @@ static inline double kv_ulp_finite(double y, int emin, int precision)
     int ue = e - precision + 1; /* >= -1074 for every dtype here */
     v.u = ue >= -1022 ? (uint64_t)(ue + 1023) << 52 : 1ull << (ue + 1074);
     return v.d;
+}
+/* kv_ulp(KV_BF16, y), inline. */
+static inline double kv_ulp_bf16(double y)
+{
+    return isfinite(y) ? kv_ulp_finite(y, KV_BF16_EMIN, KV_BF16_PRECISION) : NAN;
 }
 
 /* Whether two buffers of n elements of dtype t hold the same values: the

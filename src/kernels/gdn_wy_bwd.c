@@ -353,15 +353,12 @@ static void gather(const struct kv_case *c, const struct dims *d, struct chunk_w
     w->x = (struct kv_gdn_chunk){(int)n, (int)d->K, (int)d->V, w->k, w->v, w->beta, w->g, w->dw, w->du};
 }
 
-/* kv_ulp(KV_BF16, y), inline. */
-static inline double ulp16(double y) { return isfinite(y) ? kv_ulp_finite(y, -126, 8) : NAN; }
-
 /* The slack of dk_head's element s of the chunk: a flipped intermediate may
  * carry the value across a power of two, where the final rounding's step
  * doubles. */
 static double dk_slack(const struct chunk_work *w, size_t s)
 {
-    return w->dk_sl[s] > 0 ? w->dk_sl[s] + 0.5 * ulp16(fabs(w->dk[s]) + w->dk_sl[s]) : 0;
+    return w->dk_sl[s] > 0 ? w->dk_sl[s] + 0.5 * kv_ulp_bf16(fabs(w->dk[s]) + w->dk_sl[s]) : 0;
 }
 
 /* The chunk's values into the case's outputs (their sampled elements where
@@ -399,9 +396,9 @@ static size_t scatter(struct kv_case *c, const struct dims *d, struct chunk_work
             const double yi = yk[e], fed = c->exact ? yi : kv_bf16_to_f32(kv_f32_to_bf16((float)yi));
             sl[e] = dk_slack(w, s), amb += sl[e] > 0;
             w->sum_y[s] += fed, w->sum_S[s] += fabs(fed);
-            const double lf = fed != 0 ? ulp16(fed) : 0;
+            const double lf = fed != 0 ? kv_ulp_bf16(fed) : 0;
             if (fed != 0 && (w->sum_lsb[s] == 0 || lf < w->sum_lsb[s])) w->sum_lsb[s] = lf;
-            w->sum_chain[s] += (8 * sqrt(BT) + 3) * u_acc * w->dk_S[s] + 0.5 * ulp16(yi) + sl[e] + fabs(fed - yi);
+            w->sum_chain[s] += (8 * sqrt(BT) + 3) * u_acc * w->dk_S[s] + 0.5 * kv_ulp_bf16(yi) + sl[e] + fabs(fed - yi);
         }
         kv_oracle_put_row(c, tk, r * (size_t)K, (size_t)K, yk, w->dk_S + i * K, sl, ovf);
         kv_oracle_put_row(c, tv, r * (size_t)V, (size_t)V, yv, w->dv_S + i * V, NULL, ovf);

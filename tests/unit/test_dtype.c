@@ -148,6 +148,13 @@ static void ulp_values(void **s)
     assert_true(isnan(kv_ulp(KV_F32, INFINITY)));
     assert_true(isnan(kv_ulp(KV_F32, NAN)));
     for (int k = -126; k < 128; k++) assert_true(kv_ulp(KV_F32, ldexp(1.0, k)) == ldexp(1.0, k - 23));
+    /* the inline bf16 ulp is kv_ulp's: powers of two, their neighbours, zero, subnormals, non-finite */
+    for (int k = -140; k < 130; k++) {
+        const double y = ldexp(1.0, k), v[] = {y, -y, nextafter(y, 0), 1.5 * y};
+        for (int j = 0; j < 4; j++) assert_true(kv_ulp_bf16(v[j]) == kv_ulp(KV_BF16, v[j]));
+    }
+    assert_true(kv_ulp_bf16(0.0) == kv_ulp(KV_BF16, 0.0));
+    assert_true(isnan(kv_ulp_bf16(INFINITY)) && isnan(kv_ulp_bf16(NAN)));
 }
 
 /* Same values: NaN payloads and zero signs aside, a bit differs. */
