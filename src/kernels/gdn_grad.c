@@ -144,20 +144,11 @@ static inline double bf(double v) { return (double)kv_bf16_to_f32(kv_f32_to_bf16
 /* fmax, inline: the larger, or the one that is not NaN */
 static inline double max_num(double a, double b) { return a != a ? b : b != b ? a : a > b ? a : b; }
 
-/* The spec's bf16 cast of z, which the device holds within e: the value, and
- * in *err the most the device's cast may differ from it (0 unless z is
- * within e of a rounding boundary: then the neighbour's distance). */
-static inline __attribute__((always_inline)) double cast16(double z, double e, int round, double *err, size_t *flips)
-{
-    if (!round) return *err = e, z;
-    double r = bf(z), lo = bf(z - e), hi = bf(z + e);
-    *err = max_num(hi - r, r - lo);
-    *flips += *err > 0;
-    return r;
-}
-
-/* cast16 of a row: dst[j] and err[j] for z[j] held within e[j], j < m (a
- * loop that vectorizes), the casts that may flip counted into *flips. */
+/* The spec's bf16 casts of a row, z[j] held by the device within e[j]
+ * (j < m, a loop that vectorizes): the values into dst and, in err, the
+ * most the device's cast may differ from each (0 unless z is within e of a
+ * rounding boundary: then the neighbour's distance); the casts that may
+ * flip counted into *flips. Without round, dst = z and err = e. */
 static inline void cast16_n(const double *restrict z, const double *restrict e, int round, double *restrict dst,
                             double *restrict err, int m, size_t *flips)
 {
@@ -319,15 +310,14 @@ KV_CLONES static void through_A(struct spec_work *w)
                                       .cols = n, .depth = n, .lower_cols = 1, .zero_below = w->a_lower},
                 s, S, ep, n, 0);
     for (int i = 0; i < n; i++) {
-        for (int j = 0; j < n; j++) {
-            w->Ug[i * n + j] = w->Uge[i * n + j] = 0;
-            if (j >= i) continue;
+        for (int j = 0; j < i; j++) {
             const double sj = s[i * n + j], Sj = S[i * n + j], ej = ep[i * n + j];
             double d = x->g[i] - x->g[j], gate = exp(d), z = -sj * gate;
             sum_range(w, Sj), sum_range(w, Sj * gate);
-            double e = gate * (w->lam_n * Sj + ej) + fabs(z) * (rexp(d) + U32 * fabs(d) + U32);
-            w->Ug[i * n + j] = cast16(z, e, o->round, &w->Uge[i * n + j], &o->flips);
+            w->zr[j] = z, w->er[j] = gate * (w->lam_n * Sj + ej) + fabs(z) * (rexp(d) + U32 * fabs(d) + U32);
         }
+        cast16_n(w->zr, w->er, o->round, w->Ug + i * n, w->Uge + i * n, i, &o->flips);
+        for (int j = i; j < n; j++) w->Ug[i * n + j] = w->Uge[i * n + j] = 0;
     }
 }
 
