@@ -72,8 +72,9 @@ static double chunk_A(const struct kv_gdn_inputs *d, int64_t b, int64_t ch, int6
         norm_il = fmax(norm_il, ri), norm_x = fmax(norm_x, rx);
         size_t row = (size_t)(((b * d->T + t0 + i) * d->H + h) * BT);
         /* a-bf16: A made in f32, then rounded to bf16, as FLA's solve_tril returns it */
-        for (int64_t j = 0; j < BT; j++)
-            kv_store_f64(d->A->dtype, d->A->data, row + (size_t)j, j < nv ? (float)X[i][j] : 1.0f);
+        double a[BT];
+        for (int64_t j = 0; j < BT; j++) a[j] = j < nv ? (float)X[i][j] : 1.0f;
+        kv_store_f64_n(d->A->dtype, d->A->data, row, a, BT);
     }
     return norm_il * norm_x;
 }
@@ -157,54 +158,83 @@ static void dense_A(const struct kv_gdn_inputs *d)
     }
 }
 
-/* One key vector, L2-normalised unless random. */
-static void key_row(const struct kv_gdn_inputs *d, int64_t r, int random)
+/* One key vector, L2-normalised unless random: its normals z (K of them,
+ * from its row's first index), or drawn here where K is past KEY_BLOCK. */
+#define KEY_BLOCK 4096
+static void key_row(const struct kv_gdn_inputs *d, int64_t r, int random, const double *z)
 {
-    double nrm = 0, x[4096];
+    double nrm = 0, buf[KEY_BLOCK];
     uint16_t *kr = d->k + r * d->K;
-    for (int64_t e0 = 0; e0 < d->K; e0 += 4096) {
-        const int64_t m = d->K - e0 < 4096 ? d->K - e0 : 4096;
-        double z[4096];
-        kv_rng_normal_block(d->seed, R_K, (uint64_t)(r * d->K + e0), (size_t)m, z);
-        for (int64_t e = e0; e < e0 + m; e++) {
-            if (e < 4096) x[e] = z[e - e0];
-            nrm += z[e - e0] * z[e - e0];
-            kr[e] = kv_f32_to_bf16((float)z[e - e0]);
-        }
+    for (int64_t e0 = 0; e0 < d->K; e0 += KEY_BLOCK) {
+        const int64_t m = d->K - e0 < KEY_BLOCK ? d->K - e0 : KEY_BLOCK;
+        const double *x = z ? z + e0 : buf;
+        if (!z) kv_rng_normal_block(d->seed, R_K, (uint64_t)(r * d->K + e0), (size_t)m, buf);
+        for (int64_t e = 0; e < m; e++) nrm += x[e] * x[e], kr[e0 + e] = kv_f32_to_bf16((float)x[e]);
     }
-    if (!random && d->K <= 4096)
-        for (int64_t e = 0; e < d->K; e++) kr[e] = kv_f32_to_bf16((float)(x[e] / sqrt(nrm)));
+    if (!random && z)
+        for (int64_t e = 0; e < d->K; e++) kr[e] = kv_f32_to_bf16((float)(z[e] / sqrt(nrm)));
     else if (!random)
         for (int64_t e = 0; e < d->K; e++) kr[e] = kv_f32_to_bf16(kv_bf16_to_f32(kr[e]) / (float)sqrt(nrm));
+}
+
+/* Every key row, KEY_BLOCK / K rows' normals drawn in one block where K
+ * fits one (each value depends on its index alone: the same values). */
+static void all_keys(const struct kv_gdn_inputs *d, int random)
+{
+    const int64_t rows = d->B * d->T * d->Hg, per = d->K <= KEY_BLOCK ? KEY_BLOCK / d->K : 1;
+#pragma omp parallel for schedule(dynamic, 4)
+    for (int64_t r0 = 0; r0 < rows; r0 += per) {
+        double z[KEY_BLOCK];
+        const int64_t r1 = rows - r0 < per ? rows : r0 + per;
+        if (d->K <= KEY_BLOCK) kv_rng_normal_block(d->seed, R_K, (uint64_t)(r0 * d->K), (size_t)((r1 - r0) * d->K), z);
+        for (int64_t r = r0; r < r1; r++) key_row(d, r, random, d->K <= KEY_BLOCK ? z + (r - r0) * d->K : NULL);
+    }
+}
+
+/* beta = sigmoid(N(0,1)); g = chunk-cumulative log(sigmoid(N(0,1))) (16
+ * times slower where dense), clipped at -20: per chunk of a sequence, its
+ * rows' normals drawn in blocks of whole time steps (rows (b T + t) H + h
+ * of every head h), then each head's sum over the chunk's steps in order. */
+static void beta_g(const struct kv_gdn_inputs *d, int dense)
+{
+    const int64_t NT = (d->T + BT - 1) / BT, H = d->H, steps = H <= KEY_BLOCK ? KEY_BLOCK / H : 1;
+#pragma omp parallel for schedule(dynamic)
+    for (int64_t item = 0; item < d->B * NT; item++) {
+        const int64_t b = item / NT, t0 = item % NT * BT, n = d->T - t0 < BT ? d->T - t0 : BT;
+        double zb[KEY_BLOCK], zg[KEY_BLOCK], acc[KEY_BLOCK];
+        for (int64_t h0 = 0; h0 < H; h0 += KEY_BLOCK) { /* heads h0 .. h1 - 1 side by side */
+            const int64_t h1 = H - h0 < KEY_BLOCK ? H : h0 + KEY_BLOCK, nh = h1 - h0;
+            for (int64_t h = 0; h < nh; h++) acc[h] = 0;
+            for (int64_t i0 = 0; i0 < n; i0 += steps) { /* steps i0 .. i1 - 1, nh heads each */
+                const int64_t i1 = n - i0 < steps ? n : i0 + steps, r0 = (b * d->T + t0 + i0) * H + h0;
+                const size_t m = nh == H ? (size_t)((i1 - i0) * H) : (size_t)nh;
+                kv_rng_normal_block(d->seed, R_BETA, (uint64_t)r0, m, zb);
+                kv_rng_normal_block(d->seed, R_G, (uint64_t)r0, m, zg);
+                for (int64_t i = i0; i < i1; i++)
+                    for (int64_t h = 0; h < nh; h++) {
+                        const int64_t ri = (b * d->T + t0 + i) * H + h0 + h, q = (i - i0) * nh + h;
+                        d->beta[ri] = (float)(1 / (1 + exp(-zb[q])));
+                        acc[h] += -log1p(exp(-zg[q])) * (dense ? 1.0 / 16 : 1.0);
+                        d->g[ri] = (float)fmax(acc[h], -20.0);
+                    }
+            }
+        }
+    }
 }
 
 enum kv_status kv_gdn_make_inputs(const struct kv_gdn_inputs *d, char *note, size_t note_size)
 {
     const int random = d->dist == KV_GDN_RANDOM, dense = d->dist == KV_GDN_DENSE;
-    const int64_t rows = d->B * d->T;
-#pragma omp parallel for schedule(dynamic, 16)
-    for (int64_t r = 0; r < rows * d->Hg; r++) key_row(d, r, random);
-    const int64_t nv = rows * d->H * d->V;
-#pragma omp parallel for schedule(dynamic, 16)
-    for (int64_t i0 = 0; i0 < nv; i0 += 1024) {
-        double z[1024];
-        const int64_t m = nv - i0 < 1024 ? nv - i0 : 1024;
+    all_keys(d, random);
+    const int64_t nv = d->B * d->T * d->H * d->V;
+#pragma omp parallel for schedule(dynamic, 4)
+    for (int64_t i0 = 0; i0 < nv; i0 += KEY_BLOCK) {
+        double z[KEY_BLOCK];
+        const int64_t m = nv - i0 < KEY_BLOCK ? nv - i0 : KEY_BLOCK;
         kv_rng_normal_block(d->seed, R_V, (uint64_t)i0, (size_t)m, z);
         for (int64_t i = i0; i < i0 + m; i++) d->v[i] = kv_f32_to_bf16((float)z[i - i0]);
     }
-    /* beta = sigmoid(N(0,1)); g = chunk-cumulative log(sigmoid(N(0,1))), clipped at -20 */
-#pragma omp parallel for schedule(dynamic, 16)
-    for (int64_t bh = 0; bh < d->B * d->H; bh++) {
-        int64_t b = bh / d->H, h = bh % d->H;
-        double acc = 0;
-        for (int64_t t = 0; t < d->T; t++) {
-            int64_t ri = (b * d->T + t) * d->H + h;
-            if (t % BT == 0) acc = 0;
-            d->beta[ri] = (float)(1 / (1 + exp(-kv_rng_normal(d->seed, R_BETA, (uint64_t)ri))));
-            acc += -log1p(exp(-kv_rng_normal(d->seed, R_G, (uint64_t)ri))) * (dense ? 1.0 / 16 : 1.0);
-            d->g[ri] = (float)fmax(acc, -20.0);
-        }
-    }
+    beta_g(d, dense);
     const double cond = all_A(d);
     if (cond < 0) return kv_error(KV_EDEVICE, "out of host memory making A");
     if (cond > 1e4 || isnan(cond))

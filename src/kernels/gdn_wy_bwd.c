@@ -279,10 +279,10 @@ static enum kv_status inputs(struct kv_case *c)
     for (int t = T_DW; t <= T_DU; t++) {
         uint16_t *x = c->t[t].data;
         const int64_t n = (int64_t)c->t[t].count;
-#pragma omp parallel for schedule(dynamic, 16)
-        for (int64_t i0 = 0; i0 < n; i0 += 1024) {
-            double z[1024];
-            const int64_t m = n - i0 < 1024 ? n - i0 : 1024;
+#pragma omp parallel for schedule(dynamic, 4)
+        for (int64_t i0 = 0; i0 < n; i0 += 4096) {
+            double z[4096];
+            const int64_t m = n - i0 < 4096 ? n - i0 : 4096;
             kv_rng_normal_block(c->seed, 80 + (uint32_t)t, (uint64_t)i0, (size_t)m, z);
             for (int64_t i = i0; i < i0 + m; i++) x[i] = kv_f32_to_bf16((float)(0.25 * z[i - i0]));
         }
