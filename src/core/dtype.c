@@ -136,6 +136,22 @@ KV_CLONES void kv_store_f64_n(enum kv_dtype t, void *data, size_t at, const doub
 }
 #undef STORE_CODES
 
+KV_CLONES void kv_load_f64_n(enum kv_dtype t, const void *data, size_t at, double *v, size_t n)
+{
+    switch (t) {
+    case KV_F32:
+        for (size_t i = 0; i < n; i++) v[i] = ((const float *)data)[at + i];
+        break;
+    case KV_F64: memcpy(v, (const double *)data + at, n * sizeof *v); break;
+    case KV_BF16:
+        for (size_t i = 0; i < n; i++) v[i] = kv_bf16_to_f32(((const uint16_t *)data)[at + i]);
+        break;
+    default:
+        for (size_t i = 0; i < n; i++) v[i] = kv_load_f64(t, data, at + i);
+        break;
+    }
+}
+
 int kv_same_values(enum kv_dtype t, const void *a, const void *b, size_t n)
 {
     size_t es = kv_dtype_info(t)->size;

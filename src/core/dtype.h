@@ -101,5 +101,8 @@ void kv_store_f64(enum kv_dtype t, void *data, size_t i, double v);
 /* kv_store_f64 of v[0], ..., v[n-1] into elements at, ..., at + n - 1: the
  * same values, a loop per dtype that vectorizes. */
 void kv_store_f64_n(enum kv_dtype t, void *data, size_t at, const double *v, size_t n);
+/* v[0], ..., v[n-1] = kv_load_f64 of elements at, ..., at + n - 1: the same
+ * values, a loop per dtype that vectorizes. */
+void kv_load_f64_n(enum kv_dtype t, const void *data, size_t at, double *v, size_t n);
 
 #endif

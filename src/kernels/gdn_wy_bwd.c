@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clones.h"
 #include "core/rng.h"
 #include "core/tensor.h"
 #include "kernels/gdn_grad.h"
@@ -335,30 +336,51 @@ static void work_free(struct chunk_work *w)
 static void gather(const struct kv_case *c, const struct dims *d, struct chunk_work *w, int64_t b, int64_t ch,
                    int64_t h)
 {
-    const int64_t t0 = ch * BT, n = d->T - t0 < BT ? d->T - t0 : BT, kh = h / d->ratio;
+    const int64_t t0 = ch * BT, n = d->T - t0 < BT ? d->T - t0 : BT, kh = h / d->ratio, K = d->K, V = d->V;
     const struct kv_tensor *A = &c->t[a16(c) ? T_A16 : T_A];
     for (int64_t i = 0; i < n; i++) {
         const int64_t r = (b * d->T + t0 + i) * d->H + h, kr = (b * d->T + t0 + i) * d->Hg + kh;
         w->beta[i] = ((const float *)c->t[T_BETA].data)[r], w->g[i] = ((const float *)c->t[T_G].data)[r];
-        for (int64_t j = 0; j < n; j++) w->A[i * n + j] = kv_load_f64_fast(A->dtype, A->data, (size_t)(r * BT + j));
-        for (int64_t e = 0; e < d->K; e++) {
-            w->k[i * d->K + e] = kv_load_f64_fast(KV_BF16, c->t[T_K].data, (size_t)(kr * d->K + e));
-            w->dw[i * d->K + e] = kv_load_f64_fast(KV_BF16, c->t[T_DW].data, (size_t)(r * d->K + e));
-        }
-        for (int64_t e = 0; e < d->V; e++) {
-            w->v[i * d->V + e] = kv_load_f64_fast(KV_BF16, c->t[T_V].data, (size_t)(r * d->V + e));
-            w->du[i * d->V + e] = kv_load_f64_fast(KV_BF16, c->t[T_DU].data, (size_t)(r * d->V + e));
-        }
+        kv_load_f64_n(A->dtype, A->data, (size_t)(r * BT), w->A + i * n, (size_t)n);
+        kv_load_f64_n(KV_BF16, c->t[T_K].data, (size_t)(kr * K), w->k + i * K, (size_t)K);
+        kv_load_f64_n(KV_BF16, c->t[T_DW].data, (size_t)(r * K), w->dw + i * K, (size_t)K);
+        kv_load_f64_n(KV_BF16, c->t[T_V].data, (size_t)(r * V), w->v + i * V, (size_t)V);
+        kv_load_f64_n(KV_BF16, c->t[T_DU].data, (size_t)(r * V), w->du + i * V, (size_t)V);
     }
-    w->x = (struct kv_gdn_chunk){(int)n, (int)d->K, (int)d->V, w->k, w->v, w->beta, w->g, w->dw, w->du};
+    w->x = (struct kv_gdn_chunk){(int)n, (int)K, (int)V, w->k, w->v, w->beta, w->g, w->dw, w->du};
 }
 
-/* The slack of dk_head's element s of the chunk: a flipped intermediate may
- * carry the value across a power of two, where the final rounding's step
- * doubles. */
-static double dk_slack(const struct chunk_work *w, size_t s)
+/* Row i of the chunk's dk_head (the spec's values yk, exact's where
+ * c->exact) into its slacks sl (a flipped intermediate may carry the value
+ * across a power of two, where the final rounding's step doubles) and into
+ * the group's sums (scatter): in a loop that vectorizes. Returns how many
+ * elements have a slack. */
+static inline __attribute__((always_inline)) size_t dk_terms(const double *restrict yk, const double *restrict dk,
+                                                             const double *restrict dsl, const double *restrict dS,
+                                                             double *restrict sy, double *restrict sS,
+                                                             double *restrict lsbs, double *restrict chain,
+                                                             double *restrict sl, int64_t K, int exact, double u_acc)
 {
-    return w->dk_sl[s] > 0 ? w->dk_sl[s] + 0.5 * kv_ulp_bf16(fabs(w->dk[s]) + w->dk_sl[s]) : 0;
+    size_t amb = 0;
+    for (int64_t e = 0; e < K; e++) {
+        const double yi = yk[e], fed = exact ? yi : kv_bf16_to_f32(kv_f32_to_bf16((float)yi));
+        const double d = dsl[e], up = d + 0.5 * kv_ulp_bf16(fabs(dk[e]) + d), se = d > 0 ? up : 0;
+        sl[e] = se, amb += se > 0;
+        sy[e] += fed, sS[e] += fabs(fed);
+        /* the smallest ulp of a nonzero term */
+        const double ul = kv_ulp_bf16(fed), lf = fed != 0 ? ul : 0, lsb = lsbs[e];
+        lsbs[e] = fed == 0 ? lsb : lsb == 0 ? lf : lf < lsb ? lf : lsb;
+        chain[e] += (8 * sqrt(BT) + 3) * u_acc * dS[e] + 0.5 * kv_ulp_bf16(yi) + se + fabs(fed - yi);
+    }
+    return amb;
+}
+KV_CLONES static size_t dk_row(struct chunk_work *w, size_t s0, int64_t K, const double *yk, int exact, double u_acc,
+                               double *sl)
+{
+#define DK_ARGS yk, w->dk + s0, w->dk_sl + s0, w->dk_S + s0, w->sum_y + s0, w->sum_S + s0, w->sum_lsb + s0, \
+                w->sum_chain + s0, sl, K
+    return exact ? dk_terms(DK_ARGS, 1, u_acc) : dk_terms(DK_ARGS, 0, u_acc);
+#undef DK_ARGS
 }
 
 /* The chunk's values into the case's outputs (their sampled elements where
@@ -391,15 +413,7 @@ static size_t scatter(struct kv_case *c, const struct dims *d, struct chunk_work
         const double *yk = (c->exact ? w->ex_dk : w->dk) + i * K, *yv = (c->exact ? w->ex_dv : w->dv) + i * V;
         double *sl = w->sl_row;
         if (iso) kv_store_f64_n(iso->dtype, iso->data, r * (size_t)K, yk, (size_t)K);
-        for (int64_t e = 0; e < K; e++) {
-            const size_t s = (size_t)(i * K + e);
-            const double yi = yk[e], fed = c->exact ? yi : kv_bf16_to_f32(kv_f32_to_bf16((float)yi));
-            sl[e] = dk_slack(w, s), amb += sl[e] > 0;
-            w->sum_y[s] += fed, w->sum_S[s] += fabs(fed);
-            const double lf = fed != 0 ? kv_ulp_bf16(fed) : 0;
-            if (fed != 0 && (w->sum_lsb[s] == 0 || lf < w->sum_lsb[s])) w->sum_lsb[s] = lf;
-            w->sum_chain[s] += (8 * sqrt(BT) + 3) * u_acc * w->dk_S[s] + 0.5 * kv_ulp_bf16(yi) + sl[e] + fabs(fed - yi);
-        }
+        amb += dk_row(w, (size_t)(i * K), K, yk, c->exact, u_acc, sl);
         kv_oracle_put_row(c, tk, r * (size_t)K, (size_t)K, yk, w->dk_S + i * K, sl, ovf);
         kv_oracle_put_row(c, tv, r * (size_t)V, (size_t)V, yv, w->dv_S + i * V, NULL, ovf);
     }

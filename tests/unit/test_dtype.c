@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -208,6 +209,33 @@ static void store_block_is_store(void **state)
     }
 }
 
+/* kv_load_f64_n (a loop per dtype, vectorized where the CPU can) reads
+ * what kv_load_f64 does element by element, bit for bit: every dtype, every
+ * bit pattern of the 16-bit ones (NaN payloads, infinities, subnormals) and
+ * a seeded spread of the wider ones, at an offset and over lengths that
+ * leave a vector loop's remainder, writing no element past n. */
+static void load_block_is_load(void **state)
+{
+    (void)state;
+    enum { N = 65536 + 13, AT = 3 };
+    unsigned char *src = malloc((N + AT) * 8);
+    double *a = malloc((N + 1) * sizeof *a), *b = malloc(N * sizeof *b);
+    assert_non_null(src), assert_non_null(a), assert_non_null(b);
+    for (size_t i = 0; i < (N + AT) * 8; i++)
+        src[i] = (unsigned char)(i < 2 * AT ? 0 : (uint64_t)(kv_rng_uniform(9, 2, i) * 256));
+    for (size_t i = 0; i < 65536; i++) /* the 16-bit patterns in order (AT on) */
+        src[2 * (AT + i)] = (unsigned char)i, src[2 * (AT + i) + 1] = (unsigned char)(i >> 8);
+    for (int t = 0; t < KV_DTYPE_COUNT; t++)
+        for (size_t n = 0; n <= N; n = n < 40 ? n + 1 : n < N - 1 ? N - 1 : n + 1) {
+            a[n] = 12345.0; /* a sentinel past the end */
+            kv_load_f64_n((enum kv_dtype)t, src, AT, a, n);
+            for (size_t i = 0; i < n; i++) b[i] = kv_load_f64((enum kv_dtype)t, src, AT + i);
+            if (memcmp(a, b, n * sizeof *a) || a[n] != 12345.0)
+                fail_msg("%s, n = %zu: not what kv_load_f64 reads", kv_dtype_info((enum kv_dtype)t)->name, n);
+        }
+    free(src), free(a), free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -216,6 +244,7 @@ int main(void)
         cmocka_unit_test(f16_ties), cmocka_unit_test(bf16_ties),
         cmocka_unit_test(random_against_reference), cmocka_unit_test(overflow_and_underflow),
         cmocka_unit_test(ulp_values), cmocka_unit_test(store_block_is_store),
+        cmocka_unit_test(load_block_is_load),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
