@@ -232,7 +232,7 @@ enum kv_status kv_gdn_make_inputs(const struct kv_gdn_inputs *d, char *note, siz
         double z[KEY_BLOCK];
         const int64_t m = nv - i0 < KEY_BLOCK ? nv - i0 : KEY_BLOCK;
         kv_rng_normal_block(d->seed, R_V, (uint64_t)i0, (size_t)m, z);
-        for (int64_t i = i0; i < i0 + m; i++) d->v[i] = kv_f32_to_bf16((float)z[i - i0]);
+        kv_store_f64_n(KV_BF16, d->v, (size_t)i0, z, (size_t)m);
     }
     beta_g(d, dense);
     const double cond = all_A(d);

@@ -285,7 +285,8 @@ static enum kv_status inputs(struct kv_case *c)
             double z[4096];
             const int64_t m = n - i0 < 4096 ? n - i0 : 4096;
             kv_rng_normal_block(c->seed, 80 + (uint32_t)t, (uint64_t)i0, (size_t)m, z);
-            for (int64_t i = i0; i < i0 + m; i++) x[i] = kv_f32_to_bf16((float)(0.25 * z[i - i0]));
+            for (int64_t i = 0; i < m; i++) z[i] *= 0.25; /* exact */
+            kv_store_f64_n(KV_BF16, x, (size_t)i0, z, (size_t)m);
         }
     }
     if (c->p[P_DIST].c == D_NONFINITE) nonfinite(c);
@@ -355,11 +356,10 @@ static void gather(const struct kv_case *c, const struct dims *d, struct chunk_w
  * across a power of two, where the final rounding's step doubles) and into
  * the group's sums (scatter): in a loop that vectorizes. Returns how many
  * elements have a slack. */
-static inline __attribute__((always_inline)) size_t dk_terms(const double *restrict yk, const double *restrict dk,
-                                                             const double *restrict dsl, const double *restrict dS,
-                                                             double *restrict sy, double *restrict sS,
-                                                             double *restrict lsbs, double *restrict chain,
-                                                             double *restrict sl, int64_t K, int exact, double u_acc)
+static inline __attribute__((always_inline)) size_t
+dk_terms(const double *restrict yk, const double *restrict dk, const double *restrict dsl, const double *restrict dS,
+         double *restrict sy, double *restrict sS, double *restrict lsbs, double *restrict chain, double *restrict sl,
+         int64_t K, int exact, double u_acc)
 {
     size_t amb = 0;
     for (int64_t e = 0; e < K; e++) {
