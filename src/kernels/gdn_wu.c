@@ -210,26 +210,34 @@ static double stage(double x, double rel, double *flip)
     return s;
 }
 
-/* Column col of chunk [t0, t0 + nv) of head h as the device stages it for
- * output out (0: u, from v beta; 1: w, from k beta e^g) into st, with each
- * staged value's legal flip (stage) in fl; eg: the chunk's rows' e^g for w
- * (NULL: made here). */
-static void stage_col(const struct kv_case *c, const struct dims *d, int out, int64_t b, int64_t t0, int64_t nv,
-                      int64_t h, int64_t col, const double *eg, double *st, double *fl)
+/* Columns c0 .. c0 + ncol - 1 of chunk [t0, t0 + nv) of head h as the
+ * device stages them for output out (0: u, from v beta; 1: w, from k beta
+ * e^g) into st[j * ld + col], with each staged value's legal flip (stage)
+ * in fl likewise; eg: the chunk's rows' e^g for w (NULL: made here). Row by
+ * row, each row's columns read in order. */
+static void stage_cols(const struct kv_case *c, const struct dims *d, int out, int64_t b, int64_t t0, int64_t nv,
+                       int64_t h, int64_t c0, int64_t ncol, const double *eg, double *st, double *fl, int64_t ld)
 {
     const uint16_t *k = c->t[T_K].data, *v = c->t[T_V].data;
     const float *beta = c->t[T_BETA].data, *g = c->t[T_G].data;
     const int64_t kh = h / d->ratio;
     for (int64_t j = 0; j < nv; j++) {
-        int64_t r = (b * d->T + t0 + j) * d->H + h;
+        const int64_t r = (b * d->T + t0 + j) * d->H + h;
+        double *sj = st + j * ld, *fj = fl + j * ld;
         if (!out) {
-            double x = (double)kv_bf16_to_f32(v[r * d->V + col]) * beta[r];
-            st[j] = c->exact ? x : bf16((float)x), fl[j] = 0;
-        } else {
-            double e = eg ? eg[j] : exp((double)g[r]);
-            double x = (double)kv_bf16_to_f32(k[((b * d->T + t0 + j) * d->Hg + kh) * d->K + col]) * beta[r] * e;
-            st[j] = c->exact ? x : stage(x, (3 + 2 * fabs((double)g[r])) * 0x1p-23 + 0x1p-23, &fl[j]);
-            if (c->exact) fl[j] = 0;
+            const uint16_t *vr = v + r * d->V + c0;
+            for (int64_t col = 0; col < ncol; col++) {
+                const double x = (double)kv_bf16_to_f32(vr[col]) * beta[r];
+                sj[col] = c->exact ? x : bf16((float)x), fj[col] = 0;
+            }
+            continue;
+        }
+        const double e = eg ? eg[j] : exp((double)g[r]), rel = (3 + 2 * fabs((double)g[r])) * 0x1p-23 + 0x1p-23;
+        const uint16_t *kr = k + ((b * d->T + t0 + j) * d->Hg + kh) * d->K + c0;
+        for (int64_t col = 0; col < ncol; col++) {
+            const double x = (double)kv_bf16_to_f32(kr[col]) * beta[r] * e;
+            sj[col] = c->exact ? x : stage(x, rel, &fj[col]);
+            if (c->exact) fj[col] = 0;
         }
     }
 }
@@ -267,16 +275,13 @@ static size_t chunk_out(struct kv_case *c, const struct dims *d, int out, int t,
 {
     const struct kv_tensor *A = &c->t[a_of(c)];
     const int64_t D = out ? d->K : d->V;
-    double st[BT * CB], fl[BT * CB], y[CB], S[CB], sl[CB], cs[BT], cf[BT], eg[BT];
+    double st[BT * CB], fl[BT * CB], y[CB], S[CB], sl[CB], eg[BT];
     const float *g = c->t[T_G].data;
     for (int64_t j = 0; out && j < nv; j++) eg[j] = exp((double)g[(b * d->T + t0 + j) * d->H + h]); /* once, not per column */
     size_t ambiguous = 0;
     for (int64_t c0 = 0; c0 < D; c0 += CB) {
         const int64_t ncol = D - c0 < CB ? D - c0 : CB;
-        for (int64_t col = 0; col < ncol; col++) {
-            stage_col(c, d, out, b, t0, nv, h, c0 + col, eg, cs, cf);
-            for (int64_t j = 0; j < nv; j++) st[j * CB + col] = cs[j], fl[j * CB + col] = cf[j];
-        }
+        stage_cols(c, d, out, b, t0, nv, h, c0, ncol, eg, st, fl, CB);
         for (int64_t i = 0; i < nv; i++) {
             const int64_t r = (b * d->T + t0 + i) * d->H + h;
             row_sums(A, (size_t)r * BT, nv, ncol, CB, st, fl, y, S, sl);
@@ -303,7 +308,7 @@ static size_t oracle_sampled(struct kv_case *c, const struct dims *d, int out, i
         const int64_t e = (int64_t)c->sample[t][q], col = e % D, r = e / D, h = r % d->H, bt = r / d->H;
         const int64_t b = bt / d->T, t0 = bt % d->T / BT * BT, nv = d->T - t0 < BT ? d->T - t0 : BT;
         double st[BT], fl[BT], y, sl;
-        stage_col(c, d, out, b, t0, nv, h, col, NULL, st, fl);
+        stage_cols(c, d, out, b, t0, nv, h, col, 1, NULL, st, fl, 1);
         row_sums(A, (size_t)r * BT, nv, 1, 1, st, fl, &y, &c->S[t][q], &sl);
         const double slack = flip_slack(y, sl);
         c->y[t][q] = y;
