@@ -19,7 +19,8 @@ static inline double Lat(const struct kv_gdn_prod *p, const double *L, int i, in
 }
 
 /* Rows i0..i1-1, columns c0..c1-1, one row at a time (the sums of a row side
- * by side, each over m in order). A non-finite term adds nothing to S. */
+ * by side, each over m in order). A non-finite term adds nothing to S. S's
+ * and ep's terms fused, or (rounded) a rounded product then an add. */
 KV_CLONES static void rows_part(const struct kv_gdn_prod *p, int i0, int i1, int c0, int c1, double *s, double *S,
                                 double *ep, int ld, int add)
 {
@@ -33,14 +34,20 @@ KV_CLONES static void rows_part(const struct kv_gdn_prod *p, int i0, int i1, int
         for (int m = 0; m < depth; m++) {
             const double a = Lat(p, p->L, i, m), aa = fabs(a), le = p->Le ? Lat(p, p->Le, i, m) : 0;
             const double *restrict b = p->R + (long)m * p->ldr, *restrict re = p->Re ? p->Re + (long)m * p->ldr : NULL;
-            for (int j = c0; j < ce; j++) {
-                const double t = a * b[j];
-                si[j] += t, Si[j] = isfinite(t) ? fma(aa, fabs(b[j]), Si[j]) : Si[j];
-            }
+            if (p->rounded)
+                for (int j = c0; j < ce; j++) {
+                    const double t = a * b[j];
+                    si[j] += t, Si[j] = isfinite(t) ? Si[j] + fabs(t) : Si[j];
+                }
+            else
+                for (int j = c0; j < ce; j++) {
+                    const double t = a * b[j];
+                    si[j] += t, Si[j] = isfinite(t) ? fma(aa, fabs(b[j]), Si[j]) : Si[j];
+                }
             if (ei && p->Le)
-                for (int j = c0; j < ce; j++) ei[j] = fma(le, fabs(b[j]), ei[j]);
+                for (int j = c0; j < ce; j++) ei[j] = p->rounded ? ei[j] + le * fabs(b[j]) : fma(le, fabs(b[j]), ei[j]);
             else if (ei && re)
-                for (int j = c0; j < ce; j++) ei[j] = fma(aa, re[j], ei[j]);
+                for (int j = c0; j < ce; j++) ei[j] = p->rounded ? ei[j] + aa * re[j] : fma(aa, re[j], ei[j]);
         }
     }
 }
@@ -49,11 +56,12 @@ KV_CLONES static void rows_part(const struct kv_gdn_prod *p, int i0, int i1, int
 /* A register tile: rows i0..i0+RB-1 by one vector of columns from c0, over
  * m0 <= m < depth (the terms before m0 and from depth on are 0), every term
  * finite. The same operations as rows_part's: t = a b rounded, then added;
- * S and ep by fused multiply-adds. */
+ * S and ep by fused multiply-adds, or (rounded) |t| and a rounded product
+ * added. */
 #define TILE(NAME, TARGET, VEC, LOAD, STORE, ZERO, SET1, ADD, MUL, FMA, ABS)                                           \
     __attribute__((target(TARGET), always_inline)) static inline void NAME(                                            \
         const struct kv_gdn_prod *p, int i0, int c0, int m0, int depth, double *s, double *S, double *ep, int ld,      \
-        int add, int mode)                                                                                             \
+        int add, int mode, int rounded)                                                                                \
     {                                                                                                                  \
         VEC ts[RB], tS[RB], te[RB];                                                                                    \
         for (int r = 0; r < RB; r++) {                                                                                 \
@@ -67,9 +75,10 @@ KV_CLONES static void rows_part(const struct kv_gdn_prod *p, int i0, int i1, int
             for (int r = 0; r < RB; r++) {                                                                             \
                 const double x = Lat(p, p->L, i0 + r, m);                                                              \
                 const VEC a = SET1(x), aa = SET1(fabs(x));                                                             \
-                ts[r] = ADD(ts[r], MUL(a, b)), tS[r] = FMA(aa, ab, tS[r]);                                             \
-                if (mode == EP_LE) te[r] = FMA(SET1(Lat(p, p->Le, i0 + r, m)), ab, te[r]);                             \
-                if (mode == EP_RE) te[r] = FMA(aa, re, te[r]);                                                         \
+                const VEC t = MUL(a, b), le = mode == EP_LE ? SET1(Lat(p, p->Le, i0 + r, m)) : ZERO();            \
+                ts[r] = ADD(ts[r], t), tS[r] = rounded ? ADD(tS[r], ABS(t)) : FMA(aa, ab, tS[r]);                     \
+                if (mode == EP_LE) te[r] = rounded ? ADD(te[r], MUL(le, ab)) : FMA(le, ab, te[r]);                     \
+                if (mode == EP_RE) te[r] = rounded ? ADD(te[r], MUL(aa, re)) : FMA(aa, re, te[r]);                     \
             }                                                                                                          \
         }                                                                                                              \
         for (int r = 0; r < RB; r++) {                                                                                 \
@@ -101,6 +110,12 @@ static void lower_zero(const struct kv_gdn_prod *p, int i0, int i1, int cols, do
     }
 }
 
+#define MODES(TILEF, RD)                                                                                               \
+    {                                                                                                                  \
+        if (mode == EP_LE) TILEF(p, i0, c0, m0, depth, s, S, ep, ld, add, EP_LE, RD);                                  \
+        else if (mode == EP_RE) TILEF(p, i0, c0, m0, depth, s, S, ep, ld, add, EP_RE, RD);                             \
+        else TILEF(p, i0, c0, m0, depth, s, S, ep, ld, add, EP_NONE, RD);                                              \
+    }
 /* Rows i0..i0+RB-1 in tiles of W columns (the last columns row by row), and
  * a lower row's sums past j = i set to 0. */
 #define ROW_BLOCKS(NAME, TARGET, TILEF, W)                                                                             \
@@ -115,10 +130,9 @@ static void lower_zero(const struct kv_gdn_prod *p, int i0, int i1, int cols, do
             /* leading zero terms change no sum that starts at 0 */                                                   \
             const int z = add || !p->zero_below ? 0 : i0 + p->zero_below - 1, m0 = z < depth ? z : depth;             \
             int c0 = 0;                                                                                                \
-            for (; c0 + W <= cols; c0 += W)                                                                            \
-                if (mode == EP_LE) TILEF(p, i0, c0, m0, depth, s, S, ep, ld, add, EP_LE);                              \
-                else if (mode == EP_RE) TILEF(p, i0, c0, m0, depth, s, S, ep, ld, add, EP_RE);                         \
-                else TILEF(p, i0, c0, m0, depth, s, S, ep, ld, add, EP_NONE);                                          \
+            for (; c0 + W <= cols; c0 += W) /* mode and rounded constants in each call */                             \
+                if (p->rounded) MODES(TILEF, 1)                                                                        \
+                else MODES(TILEF, 0)                                                                                   \
             if (c0 < cols) rows_part(p, i0, i0 + RB, c0, cols, s, S, ep, ld, add);                                     \
             lower_zero(p, i0, i0 + RB, cols, s, S, ep, ld);                                                            \
         }                                                                                                              \

@@ -5,7 +5,8 @@
  *   S  = sum_m |L(i,m)| |R(m,j)| over the terms whose product L R is finite
  *   ep = sum_m Le(i,m) |R(m,j)|, or sum_m |L(i,m)| Re(m,j) (Le or Re, not both)
  * S's and ep's terms each added by one fused multiply-add (correctly
- * rounded: the same bits on any machine). Where L's and R's entries are
+ * rounded: the same bits on any machine), or, where rounded, each a rounded
+ * product (|L R|, Le |R| or |L| Re) then an add, as s's. Where L's and R's entries are
  * finite and at most 2^510 in magnitude (no product overflows, every term
  * counts in S), the result is made in register tiles of rows and columns
  * (AVX-512 or AVX2 with FMA); elsewhere row by row, with the same bits. */
@@ -28,6 +29,7 @@ struct kv_gdn_prod {
      * for m < i + d - 1 (d = 1: below the diagonal's column, d = 2: up to
      * it). The row-by-row sums add them all, as the definition does. */
     int zero_from_i, zero_below;
+    int rounded; /* S's and ep's terms: a rounded product, then an add (not fused) */
 };
 
 /* s, S and ep (NULL: not made) rows x cols at row stride ld; add: the sums

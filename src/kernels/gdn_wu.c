@@ -19,6 +19,7 @@
 #include "core/clones.h"
 #include "core/tensor.h"
 #include "kernels/gdn_inputs.h"
+#include "kernels/gdn_prod.h"
 #include "kernels/kernel.h"
 
 static const uint32_t u_sh[] =
@@ -267,24 +268,35 @@ KV_CLONES static void row_sums(const struct kv_tensor *A, size_t row, int64_t nv
  * of two, where the final rounding's step doubles. */
 static double flip_slack(double y, double sl) { return sl > 0 ? sl + 0.5 * kv_ulp(KV_BF16, fabs(y) + sl) : sl; }
 
+/* A thread's room for chunk_out: the chunk's A as doubles, CB staged
+ * columns with their flips, and the sums of every row over them. */
+struct wu_work {
+    double Ad[BT * BT], st[BT * CB], fl[BT * CB], y[BT * CB], S[BT * CB], sl[BT * CB], eg[BT];
+};
+
 /* Output out (t) of chunk [t0, t0 + nv) of head h, whole: CB columns staged
- * side by side, then each row's sums over them. The number of elements with
- * a slack. */
+ * side by side, then every row's sums over them as row_sums makes them (y,
+ * then S and the flips' slack a rounded product then an add: kv_gdn_prod's
+ * rounded sums, in register tiles). The number of elements with a slack. */
 static size_t chunk_out(struct kv_case *c, const struct dims *d, int out, int t, int64_t b, int64_t t0, int64_t nv,
-                        int64_t h)
+                        int64_t h, struct wu_work *w)
 {
     const struct kv_tensor *A = &c->t[a_of(c)];
     const int64_t D = out ? d->K : d->V;
-    double st[BT * CB], fl[BT * CB], y[CB], S[CB], sl[CB], eg[BT];
     const float *g = c->t[T_G].data;
-    for (int64_t j = 0; out && j < nv; j++) eg[j] = exp((double)g[(b * d->T + t0 + j) * d->H + h]); /* once, not per column */
+    for (int64_t j = 0; out && j < nv; j++) w->eg[j] = exp((double)g[(b * d->T + t0 + j) * d->H + h]); /* once, not per column */
+    for (int64_t i = 0; i < nv; i++)
+        kv_load_f64_n(A->dtype, A->data, (size_t)((b * d->T + t0 + i) * d->H + h) * BT, w->Ad + i * nv, (size_t)nv);
     size_t ambiguous = 0;
     for (int64_t c0 = 0; c0 < D; c0 += CB) {
         const int64_t ncol = D - c0 < CB ? D - c0 : CB;
-        stage_cols(c, d, out, b, t0, nv, h, c0, ncol, eg, st, fl, CB);
+        stage_cols(c, d, out, b, t0, nv, h, c0, ncol, w->eg, w->st, w->fl, CB);
+        kv_gdn_prod(&(struct kv_gdn_prod){.L = w->Ad, .l_row = (int)nv, .l_col = 1, .R = w->st, .Re = w->fl, .ldr = CB,
+                                          .rows = (int)nv, .cols = (int)ncol, .depth = (int)nv, .rounded = 1},
+                    w->y, w->S, w->sl, CB, 0);
         for (int64_t i = 0; i < nv; i++) {
             const int64_t r = (b * d->T + t0 + i) * d->H + h;
-            row_sums(A, (size_t)r * BT, nv, ncol, CB, st, fl, y, S, sl);
+            const double *y = w->y + i * CB, *S = w->S + i * CB, *sl = w->sl + i * CB;
             for (int64_t col = 0; col < ncol; col++) {
                 const int64_t o = r * D + c0 + col;
                 const double slack = flip_slack(y[col], sl[col]);
@@ -340,13 +352,21 @@ static enum kv_status oracle(struct kv_case *c)
     size_t ambiguous = 0;
     for (int out = 0; out < 2; out++)
         if (c->compact[out ? tw : tu]) ambiguous += oracle_sampled(c, &d, out, out ? tw : tu);
-#pragma omp parallel for schedule(dynamic) reduction(+ : ambiguous)
-    for (int64_t item = 0; item < d.B * d.NT * d.H; item++) {
-        int64_t b = item / (d.NT * d.H), ch = (item / d.H) % d.NT, h = item % d.H;
-        int64_t t0 = ch * BT, nv = d.T - t0 < BT ? d.T - t0 : BT;
-        for (int out = 0; out < 2; out++)
-            if (!c->compact[out ? tw : tu]) ambiguous += chunk_out(c, &d, out, out ? tw : tu, b, t0, nv, h);
+    int failed = 0;
+#pragma omp parallel reduction(+ : ambiguous) reduction(| : failed)
+    {
+        struct wu_work *w = malloc(sizeof *w);
+        failed |= !w;
+#pragma omp for schedule(dynamic)
+        for (int64_t item = 0; item < d.B * d.NT * d.H; item++) {
+            int64_t b = item / (d.NT * d.H), ch = (item / d.H) % d.NT, h = item % d.H;
+            int64_t t0 = ch * BT, nv = d.T - t0 < BT ? d.T - t0 : BT;
+            for (int out = 0; w && out < 2; out++)
+                if (!c->compact[out ? tw : tu]) ambiguous += chunk_out(c, &d, out, out ? tw : tu, b, t0, nv, h, w);
+        }
+        free(w);
     }
+    if (failed) return kv_error(KV_EDEVICE, "out of host memory for the oracle");
     c->ambiguous[tw] = ambiguous;
     /* bf16-coopmat: the device sums 3 x 64 exact products (A's three parts),
      * and tensor cores may add with directed rounding: 2u per addition. */

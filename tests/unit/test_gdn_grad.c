@@ -163,8 +163,9 @@ static void spec_order(void **s)
 }
 
 /* The products' sums as kernels/gdn_prod.h defines them, term by term: s a
- * product then an add, S and ep fused multiply-adds, S over the finite
- * products alone, lower rows cut at i. */
+ * product then an add, S and ep fused multiply-adds (rounded: a rounded
+ * product then an add), S over the finite products alone, lower rows cut at
+ * i. */
 static void prod_reference(const struct kv_gdn_prod *p, double *s, double *S, double *ep, int ld, int add)
 {
     for (int i = 0; i < p->rows; i++)
@@ -175,9 +176,11 @@ static void prod_reference(const struct kv_gdn_prod *p, double *s, double *S, do
                 if (p->lower_depth && m >= i) break;
                 const double l = p->L[i * p->l_row + m * p->l_col], r = p->R[m * p->ldr + j], t = l * r;
                 a += t;
-                if (isfinite(t)) b = fma(fabs(l), fabs(r), b);
-                if (p->Le) e = fma(p->Le[i * p->l_row + m * p->l_col], fabs(r), e);
-                if (p->Re) e = fma(fabs(l), p->Re[m * p->ldr + j], e);
+                if (isfinite(t)) b = p->rounded ? b + fabs(t) : fma(fabs(l), fabs(r), b);
+                if (p->Le && p->rounded) e += p->Le[i * p->l_row + m * p->l_col] * fabs(r);
+                else if (p->Le) e = fma(p->Le[i * p->l_row + m * p->l_col], fabs(r), e);
+                if (p->Re && p->rounded) e += fabs(l) * p->Re[m * p->ldr + j];
+                else if (p->Re) e = fma(fabs(l), p->Re[m * p->ldr + j], e);
             }
             s[i * ld + j] = a, S[i * ld + j] = b;
             if (ep) ep[i * ld + j] = e;
@@ -232,27 +235,30 @@ static void prod_tiles(void **st)
                 L[i * p.l_row] = l_odd[sh % 3], R[0] = r_odd[sh % 3];
             }
             double *s = out, *S = s + N, *ep = S + N, *rs = ep + N, *rS = rs + N, *rep = rS + N;
-            memcpy(rs, init, sizeof(double) * 3 * N);
             double *e1 = mode ? ep : NULL, *e2 = mode ? rep : NULL;
-            prod_reference(&p, rs, rS, e2, cols, add);
-            for (int width = 2; width >= 1; width--) { /* AVX-512, AVX2 with FMA (where the CPU has them) */
+            for (p.rounded = 0; p.rounded < 2; p.rounded++) {
+                memcpy(rs, init, sizeof(double) * 3 * N);
+                prod_reference(&p, rs, rS, e2, cols, add);
+                for (int width = 2; width >= 1; width--) { /* AVX-512, AVX2 with FMA (where the CPU has them) */
+                    memcpy(out, init, sizeof(double) * 3 * N);
+                    kv_gdn_prod_tiles(width);
+                    kv_gdn_prod(&p, s, S, e1, cols, add);
+                    if (!same_bits(s, rs, (size_t)rows * cols) || !same_bits(S, rS, (size_t)rows * cols) ||
+                        (mode && !same_bits(ep, rep, (size_t)rows * cols)))
+                        fail_msg("%dx%dx%d, L by %s, mode %d, lower %d, odd %d, rounded %d, tiles %d: not the definition's bits",
+                                 rows, cols, depth, by_cols ? "columns" : "rows", mode, lower, odd, p.rounded, width);
+                }
+                kv_gdn_prod_tiles(2);
                 memcpy(out, init, sizeof(double) * 3 * N);
-                kv_gdn_prod_tiles(width);
-                kv_gdn_prod(&p, s, S, e1, cols, add);
+                kv_gdn_prod_rows(&p, s, S, e1, cols, add);
                 if (!same_bits(s, rs, (size_t)rows * cols) || !same_bits(S, rS, (size_t)rows * cols) ||
                     (mode && !same_bits(ep, rep, (size_t)rows * cols)))
-                    fail_msg("%dx%dx%d, L by %s, mode %d, lower %d, odd %d, tiles %d: not the definition's bits", rows, cols,
-                             depth, by_cols ? "columns" : "rows", mode, lower, odd, width);
+                    fail_msg("%dx%dx%d, rounded %d: the row-by-row sums differ from the definition", rows, cols, depth,
+                             p.rounded);
+                cases++;
             }
-            kv_gdn_prod_tiles(2);
-            memcpy(out, init, sizeof(double) * 3 * N);
-            kv_gdn_prod_rows(&p, s, S, e1, cols, add);
-            if (!same_bits(s, rs, (size_t)rows * cols) || !same_bits(S, rS, (size_t)rows * cols) ||
-                (mode && !same_bits(ep, rep, (size_t)rows * cols)))
-                fail_msg("%dx%dx%d: the row-by-row sums differ from the definition", rows, cols, depth);
-            cases++;
         }
-    assert_int_equal(cases, 576);
+    assert_int_equal(cases, 2 * 576);
     free(L), free(E), free(R), free(out), free(init);
 }
 
