@@ -14,9 +14,9 @@
 #define KV_GDN_PROD_H
 
 struct kv_gdn_prod {
-    const double *L, *Le; /* L(i,m) = L[i * l_row + m * l_col], l_col or l_row 1; Le alike (or NULL) */
+    const double *L, *Le; /* L(i,m) = L[i * l_row + m * l_col], l_col or l_row 1; Le alike (or NULL), >= 0 */
     int l_row, l_col;
-    const double *R, *Re; /* R(m,j) = R[m * ldr + j], Re alike (or NULL) */
+    const double *R, *Re; /* R(m,j) = R[m * ldr + j], Re alike (or NULL), >= 0: errors */
     int ldr;
     int rows, cols, depth;
     /* lower_cols: only j < i is summed; the rest of row i is 0.

@@ -266,7 +266,7 @@ KV_CLONES static void row_sums(const struct kv_tensor *A, size_t row, int64_t nv
 
 /* The slack of the flips: a flipped staging may also carry y across a power
  * of two, where the final rounding's step doubles. */
-static double flip_slack(double y, double sl) { return sl > 0 ? sl + 0.5 * kv_ulp(KV_BF16, fabs(y) + sl) : sl; }
+static inline double flip_slack(double y, double sl) { return sl > 0 ? sl + 0.5 * kv_ulp_bf16(fabs(y) + sl) : sl; }
 
 /* A thread's room for chunk_out: the chunk's A as doubles, CB staged
  * columns with their flips, and the sums of every row over them. */
@@ -295,14 +295,13 @@ static size_t chunk_out(struct kv_case *c, const struct dims *d, int out, int t,
                                           .rows = (int)nv, .cols = (int)ncol, .depth = (int)nv, .rounded = 1},
                     w->y, w->S, w->sl, CB, 0);
         for (int64_t i = 0; i < nv; i++) {
-            const int64_t r = (b * d->T + t0 + i) * d->H + h;
-            const double *y = w->y + i * CB, *S = w->S + i * CB, *sl = w->sl + i * CB;
-            for (int64_t col = 0; col < ncol; col++) {
-                const int64_t o = r * D + c0 + col;
-                const double slack = flip_slack(y[col], sl[col]);
-                c->y[t][o] = y[col], c->S[t][o] = S[col];
-                if (out) c->slack[t][o] = slack, ambiguous += slack > 0;
-            }
+            const size_t o = (size_t)(((b * d->T + t0 + i) * d->H + h) * D + c0);
+            const double *y = w->y + i * CB, *sl = w->sl + i * CB;
+            memcpy(c->y[t] + o, y, sizeof(double) * (size_t)ncol);
+            memcpy(c->S[t] + o, w->S + i * CB, sizeof(double) * (size_t)ncol);
+            double *restrict slack = out ? c->slack[t] + o : NULL;
+            for (int64_t col = 0; slack && col < ncol; col++)
+                slack[col] = flip_slack(y[col], sl[col]), ambiguous += slack[col] > 0;
         }
     }
     return ambiguous;
