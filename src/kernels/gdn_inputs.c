@@ -158,36 +158,41 @@ static void dense_A(const struct kv_gdn_inputs *d)
     }
 }
 
-/* One key vector, L2-normalised unless random: its normals z (K of them,
- * from its row's first index), or drawn here where K is past KEY_BLOCK. */
-#define KEY_BLOCK 4096
+/* Normals drawn at a time (a block of 128 alone draws a quarter slower). */
+#define DRAWS 4096
+
+/* One key vector, L2-normalised unless random, from its normals z (K of
+ * them, from its row's first index), or (z NULL, K past DRAWS) drawn here a
+ * block at a time and normalised from their bf16 values. */
 static void key_row(const struct kv_gdn_inputs *d, int64_t r, int random, const double *z)
 {
-    double nrm = 0, buf[KEY_BLOCK];
+    double nrm = 0, x[DRAWS];
     uint16_t *kr = d->k + r * d->K;
-    for (int64_t e0 = 0; e0 < d->K; e0 += KEY_BLOCK) {
-        const int64_t m = d->K - e0 < KEY_BLOCK ? d->K - e0 : KEY_BLOCK;
-        const double *x = z ? z + e0 : buf;
-        if (!z) kv_rng_normal_block(d->seed, R_K, (uint64_t)(r * d->K + e0), (size_t)m, buf);
+    if (z) {
+        for (int64_t e = 0; e < d->K; e++) nrm += z[e] * z[e];
+        for (int64_t e = 0; e < d->K; e++) x[e] = random ? z[e] : z[e] / sqrt(nrm);
+        kv_store_f64_n(KV_BF16, d->k, (size_t)(r * d->K), x, (size_t)d->K);
+        return;
+    }
+    for (int64_t e0 = 0; e0 < d->K; e0 += DRAWS) {
+        const int64_t m = d->K - e0 < DRAWS ? d->K - e0 : DRAWS;
+        kv_rng_normal_block(d->seed, R_K, (uint64_t)(r * d->K + e0), (size_t)m, x);
         for (int64_t e = 0; e < m; e++) nrm += x[e] * x[e], kr[e0 + e] = kv_f32_to_bf16((float)x[e]);
     }
-    if (!random && z)
-        for (int64_t e = 0; e < d->K; e++) kr[e] = kv_f32_to_bf16((float)(z[e] / sqrt(nrm)));
-    else if (!random)
-        for (int64_t e = 0; e < d->K; e++) kr[e] = kv_f32_to_bf16(kv_bf16_to_f32(kr[e]) / (float)sqrt(nrm));
+    for (int64_t e = 0; !random && e < d->K; e++) kr[e] = kv_f32_to_bf16(kv_bf16_to_f32(kr[e]) / (float)sqrt(nrm));
 }
 
-/* Every key row, KEY_BLOCK / K rows' normals drawn in one block where K
- * fits one (each value depends on its index alone: the same values). */
+/* Every key row, DRAWS / K rows' normals drawn in one block where K fits
+ * one (each value depends on its index alone: the same values). */
 static void all_keys(const struct kv_gdn_inputs *d, int random)
 {
-    const int64_t rows = d->B * d->T * d->Hg, per = d->K <= KEY_BLOCK ? KEY_BLOCK / d->K : 1;
+    const int64_t rows = d->B * d->T * d->Hg, per = d->K <= DRAWS ? DRAWS / d->K : 1;
 #pragma omp parallel for schedule(dynamic, 4)
     for (int64_t r0 = 0; r0 < rows; r0 += per) {
-        double z[KEY_BLOCK];
+        double z[DRAWS];
         const int64_t r1 = rows - r0 < per ? rows : r0 + per;
-        if (d->K <= KEY_BLOCK) kv_rng_normal_block(d->seed, R_K, (uint64_t)(r0 * d->K), (size_t)((r1 - r0) * d->K), z);
-        for (int64_t r = r0; r < r1; r++) key_row(d, r, random, d->K <= KEY_BLOCK ? z + (r - r0) * d->K : NULL);
+        if (d->K <= DRAWS) kv_rng_normal_block(d->seed, R_K, (uint64_t)(r0 * d->K), (size_t)((r1 - r0) * d->K), z);
+        for (int64_t r = r0; r < r1; r++) key_row(d, r, random, d->K <= DRAWS ? z + (r - r0) * d->K : NULL);
     }
 }
 
@@ -197,17 +202,17 @@ static void all_keys(const struct kv_gdn_inputs *d, int random)
  * of every head h), then each head's sum over the chunk's steps in order. */
 static void beta_g(const struct kv_gdn_inputs *d, int dense)
 {
-    const int64_t NT = (d->T + BT - 1) / BT, H = d->H, steps = H <= KEY_BLOCK ? KEY_BLOCK / H : 1;
+    const int64_t NT = (d->T + BT - 1) / BT, H = d->H, steps = H <= DRAWS ? DRAWS / H : 1;
 #pragma omp parallel for schedule(dynamic)
     for (int64_t item = 0; item < d->B * NT; item++) {
         const int64_t b = item / NT, t0 = item % NT * BT, n = d->T - t0 < BT ? d->T - t0 : BT;
-        double zb[KEY_BLOCK], zg[KEY_BLOCK], acc[KEY_BLOCK];
-        for (int64_t h0 = 0; h0 < H; h0 += KEY_BLOCK) { /* heads h0 .. h1 - 1 side by side */
-            const int64_t h1 = H - h0 < KEY_BLOCK ? H : h0 + KEY_BLOCK, nh = h1 - h0;
+        double zb[DRAWS], zg[DRAWS], acc[DRAWS];
+        for (int64_t h0 = 0; h0 < H; h0 += DRAWS) { /* heads h0 .. h1 - 1 side by side */
+            const int64_t h1 = H - h0 < DRAWS ? H : h0 + DRAWS, nh = h1 - h0;
             for (int64_t h = 0; h < nh; h++) acc[h] = 0;
             for (int64_t i0 = 0; i0 < n; i0 += steps) { /* steps i0 .. i1 - 1, nh heads each */
                 const int64_t i1 = n - i0 < steps ? n : i0 + steps, r0 = (b * d->T + t0 + i0) * H + h0;
-                const size_t m = nh == H ? (size_t)((i1 - i0) * H) : (size_t)nh;
+                const size_t m = (size_t)((i1 - i0) * nh); /* contiguous: every head, or one step */
                 kv_rng_normal_block(d->seed, R_BETA, (uint64_t)r0, m, zb);
                 kv_rng_normal_block(d->seed, R_G, (uint64_t)r0, m, zg);
                 for (int64_t i = i0; i < i1; i++)
@@ -228,9 +233,9 @@ enum kv_status kv_gdn_make_inputs(const struct kv_gdn_inputs *d, char *note, siz
     all_keys(d, random);
     const int64_t nv = d->B * d->T * d->H * d->V;
 #pragma omp parallel for schedule(dynamic, 4)
-    for (int64_t i0 = 0; i0 < nv; i0 += KEY_BLOCK) {
-        double z[KEY_BLOCK];
-        const int64_t m = nv - i0 < KEY_BLOCK ? nv - i0 : KEY_BLOCK;
+    for (int64_t i0 = 0; i0 < nv; i0 += DRAWS) {
+        double z[DRAWS];
+        const int64_t m = nv - i0 < DRAWS ? nv - i0 : DRAWS;
         kv_rng_normal_block(d->seed, R_V, (uint64_t)i0, (size_t)m, z);
         kv_store_f64_n(KV_BF16, d->v, (size_t)i0, z, (size_t)m);
     }
