@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/clones.h"
+#include "core/dtype.h"
 
 #define PHILOX_M0 0xD2511F53u
 #define PHILOX_M1 0xCD9E8D57u
@@ -420,14 +421,29 @@ void kv_rng_normal_block(uint64_t seed, uint32_t stream, uint64_t i0, size_t n, 
     while (r.n > 0) redo_lanes(seed, stream, &r, out);
 }
 
+/* Normals drawn at a time by the parallel fills below (a block of 128
+ * alone draws a quarter slower, of 1024 a few percent). */
+enum { FILL_BLOCK = 4096 };
+
+/* kv_rng_normal_f32 (f32) or kv_rng_normal_bf16 into dst of dtype t. */
+static void normal_fill(uint64_t seed, uint32_t stream, size_t n, double mul, enum kv_dtype t, void *dst)
+{
+#pragma omp parallel for schedule(dynamic, 4) /* dynamic: a thread may be busy elsewhere (the device opening) */
+    for (size_t i0 = 0; i0 < n; i0 += FILL_BLOCK) {
+        double v[FILL_BLOCK];
+        size_t m = n - i0 < FILL_BLOCK ? n - i0 : FILL_BLOCK;
+        kv_rng_normal_block(seed, stream, i0, m, v);
+        for (size_t k = 0; k < m; k++) v[k] *= mul;
+        kv_store_f64_n(t, dst, i0, v, m); /* (float)v, then bf16's rounding where t is bf16 */
+    }
+}
+
 void kv_rng_normal_f32(uint64_t seed, uint32_t stream, size_t n, double mul, float *dst)
 {
-    enum { B = 1024 };
-#pragma omp parallel for schedule(dynamic, 16) /* dynamic: a thread may be busy elsewhere (the device opening) */
-    for (size_t i0 = 0; i0 < n; i0 += B) {
-        double v[B];
-        size_t m = n - i0 < B ? n - i0 : B;
-        kv_rng_normal_block(seed, stream, i0, m, v);
-        for (size_t k = 0; k < m; k++) dst[i0 + k] = (float)(v[k] * mul);
-    }
+    normal_fill(seed, stream, n, mul, KV_F32, dst);
+}
+
+void kv_rng_normal_bf16(uint64_t seed, uint32_t stream, size_t n, double mul, uint16_t *dst)
+{
+    normal_fill(seed, stream, n, mul, KV_BF16, dst);
 }

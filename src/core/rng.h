@@ -23,6 +23,8 @@ double kv_rng_normal(uint64_t seed, uint32_t stream, uint64_t i);
 void kv_rng_normal_block(uint64_t seed, uint32_t stream, uint64_t i0, size_t n, double *out);
 /* dst[i] = (float)(kv_rng_normal(seed, stream, i) * mul) for i < n, in parallel blocks. */
 void kv_rng_normal_f32(uint64_t seed, uint32_t stream, size_t n, double mul, float *dst);
+/* dst[i] = bf16 of that float (round to nearest even), for i < n, in parallel blocks. */
+void kv_rng_normal_bf16(uint64_t seed, uint32_t stream, size_t n, double mul, uint16_t *dst);
 /* Which lanes kv_rng_normal_block uses (the same bits at any level, faster
  * higher): 2, AVX-512; 1, AVX2; 0, the portable loop. cap >= 0 lowers the
  * level to at most cap for the rest of the process (a test's switch, called

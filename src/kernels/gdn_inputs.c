@@ -231,14 +231,7 @@ enum kv_status kv_gdn_make_inputs(const struct kv_gdn_inputs *d, char *note, siz
 {
     const int random = d->dist == KV_GDN_RANDOM, dense = d->dist == KV_GDN_DENSE;
     all_keys(d, random);
-    const int64_t nv = d->B * d->T * d->H * d->V;
-#pragma omp parallel for schedule(dynamic, 4)
-    for (int64_t i0 = 0; i0 < nv; i0 += DRAWS) {
-        double z[DRAWS];
-        const int64_t m = nv - i0 < DRAWS ? nv - i0 : DRAWS;
-        kv_rng_normal_block(d->seed, R_V, (uint64_t)i0, (size_t)m, z);
-        kv_store_f64_n(KV_BF16, d->v, (size_t)i0, z, (size_t)m);
-    }
+    kv_rng_normal_bf16(d->seed, R_V, (size_t)(d->B * d->T * d->H * d->V), 1.0, d->v);
     beta_g(d, dense);
     const double cond = all_A(d);
     if (cond < 0) return kv_error(KV_EDEVICE, "out of host memory making A");

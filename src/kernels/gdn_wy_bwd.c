@@ -277,18 +277,7 @@ static enum kv_status inputs(struct kv_case *c)
                                      c->t[T_K].data, c->t[T_V].data, c->t[T_BETA].data, c->t[T_G].data, &c->t[ta]};
     KV_TRY_RET(kv_gdn_make_inputs(&in, c->note, sizeof c->note));
     /* dw, du ~ N(0, 1/16): upstream gradients, their own streams */
-    for (int t = T_DW; t <= T_DU; t++) {
-        uint16_t *x = c->t[t].data;
-        const int64_t n = (int64_t)c->t[t].count;
-#pragma omp parallel for schedule(dynamic, 4)
-        for (int64_t i0 = 0; i0 < n; i0 += 4096) {
-            double z[4096];
-            const int64_t m = n - i0 < 4096 ? n - i0 : 4096;
-            kv_rng_normal_block(c->seed, 80 + (uint32_t)t, (uint64_t)i0, (size_t)m, z);
-            for (int64_t i = 0; i < m; i++) z[i] *= 0.25; /* exact */
-            kv_store_f64_n(KV_BF16, x, (size_t)i0, z, (size_t)m);
-        }
-    }
+    for (int t = T_DW; t <= T_DU; t++) kv_rng_normal_bf16(c->seed, 80 + (uint32_t)t, c->t[t].count, 0.25, c->t[t].data);
     if (c->p[P_DIST].c == D_NONFINITE) nonfinite(c);
     return KV_OK;
 }

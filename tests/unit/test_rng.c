@@ -9,6 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "core/dtype.h"
 #include "core/rng.h"
 
 static void philox_known_answers(void **s)
@@ -76,6 +77,32 @@ static void normal_block_is_the_scalar(void **s)
     }
 }
 
+/* The parallel fills: element i is the scalar draw of index i times mul,
+ * rounded to f32 (then to bf16, nearest even), over lengths that end inside
+ * a block and on its edge. */
+static void fills_are_the_scalar(void **s)
+{
+    (void)s;
+    const size_t lens[] = {0, 1, 4095, 4096, 3 * 4096 + 17};
+    float *f = malloc(lens[4] * sizeof *f);
+    uint16_t *h = malloc(lens[4] * sizeof *h);
+    assert_non_null(f), assert_non_null(h);
+    for (int q = 0; q < 5; q++) {
+        const size_t n = lens[q];
+        const double mul = q % 2 ? 0.25 : 3.0;
+        memset(f, 0x55, lens[4] * sizeof *f), memset(h, 0x55, lens[4] * sizeof *h);
+        kv_rng_normal_f32(11, 4, n, mul, f), kv_rng_normal_bf16(11, 5, n, mul, h);
+        for (size_t i = 0; i < lens[4]; i++) {
+            const float wf = (float)(kv_rng_normal(11, 4, i) * mul);
+            const uint16_t wh = kv_f32_to_bf16((float)(kv_rng_normal(11, 5, i) * mul));
+            const uint32_t untouched = 0x55555555u;
+            if (i < n ? memcmp(&f[i], &wf, sizeof wf) || h[i] != wh : memcmp(&f[i], &untouched, 4) || h[i] != 0x5555)
+                fail_msg("n = %zu, element %zu: not the scalar draw's (or written past n)", n, i);
+        }
+    }
+    free(f), free(h);
+}
+
 static void pinned_samples(void **s)
 {
     (void)s;
@@ -136,7 +163,8 @@ static void normal_moments(void **s)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(philox_known_answers), cmocka_unit_test(normal_block_is_the_scalar), cmocka_unit_test(pinned_samples),
+        cmocka_unit_test(philox_known_answers), cmocka_unit_test(normal_block_is_the_scalar), cmocka_unit_test(fills_are_the_scalar),
+        cmocka_unit_test(pinned_samples),
         cmocka_unit_test(counter_based), cmocka_unit_test(log_accuracy), cmocka_unit_test(normal_moments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
