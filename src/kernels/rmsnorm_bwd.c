@@ -119,8 +119,8 @@ static enum kv_status inputs(struct kv_case *c)
     const double scale = c->p[P_SCALE].f, dy_scale = 1.0 / sqrt((double)rows * (double)dim);
     float *x = c->t[T_X].data, *w = c->t[T_W].data, *dy = c->t[T_DY].data;
     const int64_t n = rows * dim;
-    enum { B = 1024 };
-#pragma omp parallel for schedule(dynamic, 16) /* dynamic: the device may be opening on another thread (jobs.c) */
+    enum { B = 4096 }; /* normals drawn at a time: a few percent faster than 1024 */
+#pragma omp parallel for schedule(dynamic, 4) /* dynamic: the device may be opening on another thread (jobs.c) */
     for (int64_t i0 = 0; i0 < n; i0 += B) {
         double vx[B], vdy[B];
         const int64_t m = n - i0 < B ? n - i0 : B;
