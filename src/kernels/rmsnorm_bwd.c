@@ -125,14 +125,12 @@ static enum kv_status inputs(struct kv_case *c)
         double vx[B], vdy[B];
         const int64_t m = n - i0 < B ? n - i0 : B;
         if (dist != DIST_UNIFORM) kv_rng_normal_block(c->seed, T_X, (uint64_t)i0, (size_t)m, vx);
+        else
+            for (int64_t k = 0; k < m; k++) vx[k] = (2.0 * kv_rng_uniform(c->seed, T_X, (uint64_t)(i0 + k)) - 1.0) * sqrt(3.0);
         kv_rng_normal_block(c->seed, T_DY, (uint64_t)i0, (size_t)m, vdy);
-        for (int64_t k = 0; k < m; k++) {
-            const int64_t i = i0 + k;
-            double v = dist == DIST_UNIFORM ? (2.0 * kv_rng_uniform(c->seed, T_X, (uint64_t)i) - 1.0) * sqrt(3.0) : vx[k];
-            if (dist == DIST_ZERO_ROW && i < dim) v = 0.0;
-            x[i] = (float)(v * scale);
-            dy[i] = (float)(vdy[k] * dy_scale);
-        }
+        for (int64_t k = 0; dist == DIST_ZERO_ROW && k < m && i0 + k < dim; k++) vx[k] = 0.0;
+        for (int64_t k = 0; k < m; k++) vx[k] *= scale, vdy[k] *= dy_scale;
+        kv_store_f64_n(KV_F32, x, (size_t)i0, vx, (size_t)m), kv_store_f64_n(KV_F32, dy, (size_t)i0, vdy, (size_t)m);
     }
     for (int64_t j = 0; j < dim; j++) w[j] = (float)(1.0 + 0.1 * kv_rng_normal(c->seed, T_W, (uint64_t)j));
     return KV_OK;
