@@ -14,6 +14,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "core/rng.h"
 #include "kernels/kernel.h"
 #include "kv_test.h"
 
@@ -169,11 +170,33 @@ static void flushed_subnormals(void **state)
     kv_case_free(&x.c);
 }
 
+/* The normal dist's inputs (a fast path of kv_qdq_inputs) are their
+ * definition's, element by element from the scalar draw of each index:
+ * w = f32(N(0,1) * scale) (stream 0), dy = f32(N(0,1)) (stream 1); an
+ * uneven last batch and a scale other than 1 included. */
+static void normal_inputs(void **state)
+{
+    (void)state;
+    const char *const params[] = {"groups=100,group-size=64,scale=3", "groups=4097,group-size=2,scale=1e-30"};
+    for (int p = 0; p < 2; p++) {
+        struct qdq x;
+        make(&x, params[p], 21 + (uint64_t)p);
+        const double scale = p ? 1e-30 : 3;
+        const float *w = x.c.t[x.w].data, *dy = x.c.t[x.dy].data;
+        for (int64_t i = 0; i < x.groups * x.gs; i++)
+            if (w[i] != (float)(kv_rng_normal(21 + (uint64_t)p, 0, (uint64_t)i) * scale) ||
+                dy[i] != (float)kv_rng_normal(21 + (uint64_t)p, 1, (uint64_t)i))
+                fail_msg("%s: element %lld is not its definition's", params[p], (long long)i);
+        kv_case_free(&x.c);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(fd_all), cmocka_unit_test(round_trip), cmocka_unit_test(constant_groups),
         cmocka_unit_test(ties), cmocka_unit_test(nonfinite), cmocka_unit_test(flushed_subnormals),
+        cmocka_unit_test(normal_inputs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

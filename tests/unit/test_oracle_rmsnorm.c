@@ -11,6 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "core/rng.h"
 #include "kernels/kernel.h"
 #include "kv_test.h"
 
@@ -97,11 +98,41 @@ static void zero_row_gives_nan(void **s)
     kv_case_free(&c);
 }
 
+/* The generated inputs are their definition's, element by element from the
+ * scalar draw of each index: x = f32(N(0,1) * scale) (stream 0; uniform:
+ * (2 U - 1) sqrt 3; zero-row: row 0 zero), w = f32(1 + N(0,1) / 10) (stream
+ * 1), dy = f32(N(0,1) / sqrt(rows dim)) (stream 2); rows past a block of
+ * draws and an uneven last block included. */
+static void inputs_by_definition(void **s)
+{
+    (void)s;
+    const char *const params[] = {"rows=3,dim=5000,scale=2", "rows=2,dim=4100,dist=uniform", "rows=5,dim=3000,dist=zero-row"};
+    for (int p = 0; p < 3; p++) {
+        struct kv_case c;
+        const uint64_t seed = 30 + (uint64_t)p;
+        kv_test_case(&c, "rmsnorm-bwd", params[p], seed);
+        const int64_t rows = c.t[kv_case_tensor(&c, "x")].shape[0], dim = c.t[kv_case_tensor(&c, "x")].shape[1];
+        const float *x = c.t[kv_case_tensor(&c, "x")].data, *w = c.t[kv_case_tensor(&c, "w")].data;
+        const float *dy = c.t[kv_case_tensor(&c, "dy")].data;
+        for (int64_t i = 0; i < rows * dim; i++) {
+            double v = p == 1 ? (2.0 * kv_rng_uniform(seed, 0, (uint64_t)i) - 1.0) * sqrt(3.0) : kv_rng_normal(seed, 0, (uint64_t)i);
+            v = p == 2 && i < dim ? 0.0 : v;
+            if (x[i] != (float)(v * (p ? 1.0 : 2.0)) ||
+                dy[i] != (float)(kv_rng_normal(seed, 2, (uint64_t)i) * (1.0 / sqrt((double)rows * (double)dim))))
+                fail_msg("%s: element %lld is not its definition's", params[p], (long long)i);
+        }
+        for (int64_t j = 0; j < dim; j++)
+            if (w[j] != (float)(1.0 + 0.1 * kv_rng_normal(seed, 1, (uint64_t)j))) fail_msg("%s: w[%lld]", params[p], (long long)j);
+        kv_case_free(&c);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(small_shapes),
         cmocka_unit_test(zero_row_gives_nan),
+        cmocka_unit_test(inputs_by_definition),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
