@@ -6,10 +6,11 @@
  *   ep = sum_m Le(i,m) |R(m,j)|, or sum_m |L(i,m)| Re(m,j) (Le or Re, not both)
  * S's and ep's terms each added by one fused multiply-add (correctly
  * rounded: the same bits on any machine), or, where rounded, each a rounded
- * product (|L R|, Le |R| or |L| Re) then an add, as s's. Where L's and R's entries are
- * finite and at most 2^510 in magnitude (no product overflows, every term
- * counts in S), the result is made in register tiles of rows and columns
- * (AVX-512 or AVX2 with FMA); elsewhere row by row, with the same bits. */
+ * product (|L R|, Le |R| or |L| Re) then an add, as s's. Where L's and R's
+ * entries are finite and at most 2^510 in magnitude (no product overflows,
+ * every term counts in S), the result is made in register tiles of rows and
+ * columns (AVX-512 or AVX2 with FMA); elsewhere row by row, with the same
+ * bits. */
 #ifndef KV_GDN_PROD_H
 #define KV_GDN_PROD_H
 

@@ -284,7 +284,8 @@ static size_t chunk_out(struct kv_case *c, const struct dims *d, int out, int t,
     const struct kv_tensor *A = &c->t[a_of(c)];
     const int64_t D = out ? d->K : d->V;
     const float *g = c->t[T_G].data;
-    for (int64_t j = 0; out && j < nv; j++) w->eg[j] = exp((double)g[(b * d->T + t0 + j) * d->H + h]); /* once, not per column */
+    for (int64_t j = 0; out && j < nv; j++) /* once, not per column */
+        w->eg[j] = exp((double)g[(b * d->T + t0 + j) * d->H + h]);
     for (int64_t i = 0; i < nv; i++)
         kv_load_f64_n(A->dtype, A->data, (size_t)((b * d->T + t0 + i) * d->H + h) * BT, w->Ad + i * nv, (size_t)nv);
     size_t ambiguous = 0;

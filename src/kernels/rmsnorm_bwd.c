@@ -126,7 +126,8 @@ static enum kv_status inputs(struct kv_case *c)
         const int64_t m = n - i0 < B ? n - i0 : B;
         if (dist != DIST_UNIFORM) kv_rng_normal_block(c->seed, T_X, (uint64_t)i0, (size_t)m, vx);
         else
-            for (int64_t k = 0; k < m; k++) vx[k] = (2.0 * kv_rng_uniform(c->seed, T_X, (uint64_t)(i0 + k)) - 1.0) * sqrt(3.0);
+            for (int64_t k = 0; k < m; k++)
+                vx[k] = (2.0 * kv_rng_uniform(c->seed, T_X, (uint64_t)(i0 + k)) - 1.0) * sqrt(3.0);
         kv_rng_normal_block(c->seed, T_DY, (uint64_t)i0, (size_t)m, vdy);
         for (int64_t k = 0; dist == DIST_ZERO_ROW && k < m && i0 + k < dim; k++) vx[k] = 0.0;
         for (int64_t k = 0; k < m; k++) vx[k] *= scale, vdy[k] *= dy_scale;

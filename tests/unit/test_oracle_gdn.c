@@ -121,17 +121,22 @@ static void inputs_case(const char *kernel, const char *params, uint64_t seed, i
     const int64_t T = tk->shape[1], H = tv->shape[2], Kd = tk->shape[3], rows = tk->shape[0] * T * tk->shape[2];
     for (int64_t r = 0; r < rows; r++) {
         double nrm = 0;
-        for (int64_t e = 0; e < Kd; e++) { const double z = kv_rng_normal(seed, 0, (uint64_t)(r * Kd + e)); nrm += z * z; }
+        for (int64_t e = 0; e < Kd; e++) {
+            const double z = kv_rng_normal(seed, 0, (uint64_t)(r * Kd + e));
+            nrm += z * z;
+        }
         for (int64_t e = 0; e < Kd; e++) {
             const double z = kv_rng_normal(seed, 0, (uint64_t)(r * Kd + e));
             const uint16_t want = dist == 1   ? kv_f32_to_bf16((float)z)
                                   : Kd <= 4096 ? kv_f32_to_bf16((float)(z / sqrt(nrm)))
                                                : kv_f32_to_bf16(kv_bf16_to_f32(kv_f32_to_bf16((float)z)) / (float)sqrt(nrm));
-            if (((const uint16_t *)tk->data)[r * Kd + e] != want) fail_msg("%s %s: k[%lld]", kernel, params, (long long)(r * Kd + e));
+            if (((const uint16_t *)tk->data)[r * Kd + e] != want)
+                fail_msg("%s %s: k[%lld]", kernel, params, (long long)(r * Kd + e));
         }
     }
     for (size_t i = 0; i < tv->count; i++)
-        if (((const uint16_t *)tv->data)[i] != kv_f32_to_bf16((float)kv_rng_normal(seed, 1, i))) fail_msg("%s: v[%zu]", params, i);
+        if (((const uint16_t *)tv->data)[i] != kv_f32_to_bf16((float)kv_rng_normal(seed, 1, i)))
+            fail_msg("%s: v[%zu]", params, i);
     double acc = 0;
     for (int64_t h = 0; h < H; h++)
         for (int64_t bt = 0; bt < tv->shape[0] * T; bt++) {

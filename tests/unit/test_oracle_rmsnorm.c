@@ -106,7 +106,8 @@ static void zero_row_gives_nan(void **s)
 static void inputs_by_definition(void **s)
 {
     (void)s;
-    const char *const params[] = {"rows=3,dim=5000,scale=2", "rows=2,dim=4100,dist=uniform", "rows=5,dim=3000,dist=zero-row"};
+    const char *const params[] = {"rows=3,dim=5000,scale=2", "rows=2,dim=4100,dist=uniform",
+                                  "rows=5,dim=3000,dist=zero-row"};
     for (int p = 0; p < 3; p++) {
         struct kv_case c;
         const uint64_t seed = 30 + (uint64_t)p;
@@ -115,14 +116,16 @@ static void inputs_by_definition(void **s)
         const float *x = c.t[kv_case_tensor(&c, "x")].data, *w = c.t[kv_case_tensor(&c, "w")].data;
         const float *dy = c.t[kv_case_tensor(&c, "dy")].data;
         for (int64_t i = 0; i < rows * dim; i++) {
-            double v = p == 1 ? (2.0 * kv_rng_uniform(seed, 0, (uint64_t)i) - 1.0) * sqrt(3.0) : kv_rng_normal(seed, 0, (uint64_t)i);
+            double v = p == 1 ? (2.0 * kv_rng_uniform(seed, 0, (uint64_t)i) - 1.0) * sqrt(3.0)
+                              : kv_rng_normal(seed, 0, (uint64_t)i);
             v = p == 2 && i < dim ? 0.0 : v;
             if (x[i] != (float)(v * (p ? 1.0 : 2.0)) ||
                 dy[i] != (float)(kv_rng_normal(seed, 2, (uint64_t)i) * (1.0 / sqrt((double)rows * (double)dim))))
                 fail_msg("%s: element %lld is not its definition's", params[p], (long long)i);
         }
         for (int64_t j = 0; j < dim; j++)
-            if (w[j] != (float)(1.0 + 0.1 * kv_rng_normal(seed, 1, (uint64_t)j))) fail_msg("%s: w[%lld]", params[p], (long long)j);
+            if (w[j] != (float)(1.0 + 0.1 * kv_rng_normal(seed, 1, (uint64_t)j)))
+                fail_msg("%s: w[%lld]", params[p], (long long)j);
         kv_case_free(&c);
     }
 }

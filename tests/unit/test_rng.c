@@ -163,7 +163,8 @@ static void normal_moments(void **s)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(philox_known_answers), cmocka_unit_test(normal_block_is_the_scalar), cmocka_unit_test(fills_are_the_scalar),
+        cmocka_unit_test(philox_known_answers), cmocka_unit_test(normal_block_is_the_scalar),
+        cmocka_unit_test(fills_are_the_scalar),
         cmocka_unit_test(pinned_samples),
         cmocka_unit_test(counter_based), cmocka_unit_test(log_accuracy), cmocka_unit_test(normal_moments),
     };
