@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/clones.h"
 #include "core/tensor.h"
 #include "kernels/gdn_inputs.h"
 #include "kernels/gdn_prod.h"
@@ -188,12 +187,6 @@ static enum kv_status inputs(struct kv_case *c)
 
 /* ---- oracle ---- */
 
-/* Element i of A, f32 or bf16. */
-static inline double a_at(const struct kv_tensor *A, size_t i)
-{
-    return A->dtype == KV_BF16 ? (double)kv_bf16_to_f32(((const uint16_t *)A->data)[i]) : ((const float *)A->data)[i];
-}
-
 /* The staged value bf16(x) and, where x lies so near a bf16 rounding
  * boundary that a legal device computation (rel. error rel) may round it to
  * the other neighbour, |other - staged|; else 0. */
@@ -243,25 +236,20 @@ static void stage_cols(const struct kv_case *c, const struct dims *d, int out, i
     }
 }
 
-/* Row i of the chunk (at A's row `row`) times ncol staged columns (st and
- * fl: [j][col], ld apart): y, S over the finite terms (all of them where y
- * is finite; where an infinite term makes y infinite, whether the f32 sum
- * of the others may overflow: core/compare.c) and the flips' slack. Each
- * column's sums run over j in order; the loop over the columns vectorizes. */
+/* The products of rows of the chunk's A (as doubles, nv a row) with ncol
+ * staged columns (st and fl: [j][col], ld apart): y, S over the finite terms
+ * (all of them where y is finite; where an infinite term makes y infinite,
+ * whether the f32 sum of the others may overflow: core/compare.c) and the
+ * flips' slack |A| fl, at row stride ld. Each column's sums run over j in
+ * order, S's and the slack's terms a rounded product then an add
+ * (kv_gdn_prod's rounded sums: register tiles where every term is finite). */
 enum { CB = 128 };
-KV_CLONES static void row_sums(const struct kv_tensor *A, size_t row, int64_t nv, int64_t ncol, int64_t ld,
-                               const double *restrict st, const double *restrict fl, double *restrict y,
-                               double *restrict S, double *restrict sl)
+static void row_sums(const double *Ad, int64_t rows, int64_t nv, int64_t ncol, int64_t ld, const double *st,
+                     const double *fl, double *y, double *S, double *sl)
 {
-    for (int64_t col = 0; col < ncol; col++) y[col] = S[col] = sl[col] = 0;
-    for (int64_t j = 0; j < nv; j++) {
-        const double a = a_at(A, row + (size_t)j), fa = fabs(a);
-        const double *sj = st + j * ld, *fj = fl + j * ld;
-        for (int64_t col = 0; col < ncol; col++) {
-            double t = a * sj[col];
-            y[col] += t, S[col] += isfinite(t) ? fabs(t) : 0, sl[col] += fa * fj[col];
-        }
-    }
+    kv_gdn_prod(&(struct kv_gdn_prod){.L = Ad, .l_row = (int)nv, .l_col = 1, .R = st, .Re = fl, .ldr = (int)ld,
+                                      .rows = (int)rows, .cols = (int)ncol, .depth = (int)nv, .rounded = 1},
+                y, S, sl, (int)ld, 0);
 }
 
 /* The slack of the flips: a flipped staging may also carry y across a power
@@ -275,9 +263,8 @@ struct wu_work {
 };
 
 /* Output out (t) of chunk [t0, t0 + nv) of head h, whole: CB columns staged
- * side by side, then every row's sums over them as row_sums makes them (y,
- * then S and the flips' slack a rounded product then an add: kv_gdn_prod's
- * rounded sums, in register tiles). The number of elements with a slack. */
+ * side by side, then every row's sums over them. The number of elements
+ * with a slack. */
 static size_t chunk_out(struct kv_case *c, const struct dims *d, int out, int t, int64_t b, int64_t t0, int64_t nv,
                         int64_t h, struct wu_work *w)
 {
@@ -292,9 +279,7 @@ static size_t chunk_out(struct kv_case *c, const struct dims *d, int out, int t,
     for (int64_t c0 = 0; c0 < D; c0 += CB) {
         const int64_t ncol = D - c0 < CB ? D - c0 : CB;
         stage_cols(c, d, out, b, t0, nv, h, c0, ncol, w->eg, w->st, w->fl, CB);
-        kv_gdn_prod(&(struct kv_gdn_prod){.L = w->Ad, .l_row = (int)nv, .l_col = 1, .R = w->st, .Re = w->fl, .ldr = CB,
-                                          .rows = (int)nv, .cols = (int)ncol, .depth = (int)nv, .rounded = 1},
-                    w->y, w->S, w->sl, CB, 0);
+        row_sums(w->Ad, nv, nv, ncol, CB, w->st, w->fl, w->y, w->S, w->sl);
         for (int64_t i = 0; i < nv; i++) {
             const size_t o = (size_t)(((b * d->T + t0 + i) * d->H + h) * D + c0);
             const double *y = w->y + i * CB, *sl = w->sl + i * CB;
@@ -319,9 +304,10 @@ static size_t oracle_sampled(struct kv_case *c, const struct dims *d, int out, i
     for (size_t q = 0; q < c->n_sample[t]; q++) {
         const int64_t e = (int64_t)c->sample[t][q], col = e % D, r = e / D, h = r % d->H, bt = r / d->H;
         const int64_t b = bt / d->T, t0 = bt % d->T / BT * BT, nv = d->T - t0 < BT ? d->T - t0 : BT;
-        double st[BT], fl[BT], y, sl;
+        double Ad[BT], st[BT], fl[BT], y, sl;
+        kv_load_f64_n(A->dtype, A->data, (size_t)r * BT, Ad, (size_t)nv);
         stage_cols(c, d, out, b, t0, nv, h, col, 1, NULL, st, fl, 1);
-        row_sums(A, (size_t)r * BT, nv, 1, 1, st, fl, &y, &c->S[t][q], &sl);
+        row_sums(Ad, 1, nv, 1, 1, st, fl, &y, &c->S[t][q], &sl);
         const double slack = flip_slack(y, sl);
         c->y[t][q] = y;
         if (out) c->slack[t][q] = slack, ambiguous += slack > 0;
