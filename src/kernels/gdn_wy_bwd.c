@@ -340,11 +340,11 @@ static void gather(const struct kv_case *c, const struct dims *d, struct chunk_w
     w->x = (struct kv_gdn_chunk){(int)n, (int)K, (int)V, w->k, w->v, w->beta, w->g, w->dw, w->du};
 }
 
-/* Row i of the chunk's dk_head (the spec's values yk, exact's where
- * c->exact) into its slacks sl (a flipped intermediate may carry the value
- * across a power of two, where the final rounding's step doubles) and into
- * the group's sums (scatter): in a loop that vectorizes. Returns how many
- * elements have a slack. */
+/* A row of the chunk's dk_head, from its element s0 (the spec's values yk,
+ * exact's where c->exact), into its slacks sl (a flipped intermediate may
+ * carry the value across a power of two, where the final rounding's step
+ * doubles) and into the group's sums (scatter): in a loop that vectorizes.
+ * Returns how many elements have a slack. */
 static inline __attribute__((always_inline)) size_t
 dk_terms(const double *restrict yk, const double *restrict dk, const double *restrict dsl, const double *restrict dS,
          double *restrict sy, double *restrict sS, double *restrict lsbs, double *restrict chain, double *restrict sl,
