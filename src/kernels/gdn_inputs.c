@@ -227,8 +227,53 @@ static void beta_g(const struct kv_gdn_inputs *d, int dense)
     }
 }
 
+/* A value in {-1, 0, 1} from a uniform draw (0 a third of the time). */
+static double trit(double u) { return u < 1.0 / 3 ? -1.0 : u < 2.0 / 3 ? 0.0 : 1.0; }
+
+/* --dist grid: inputs on which every product and every partial sum of u and
+ * w is exact in f32 (gdn-wu's oracle then allows an output its final
+ * rounding alone), built so that an error in A's lowest bits flips that
+ * rounding. k and v are -1, 0 or 1, beta 1 and g 0, so the staged values are
+ * -1, 0 or 1. Row i of a chunk's A (each of its nv columns; 1 past them) is
+ * m 2^-9 + f 2^-23 with integers m and f: m in [512, 576) on the diagonal, in
+ * +-[32, 128) at two seeded columns, -1, 0 or 1 elsewhere; f is -1 or 1 an
+ * eighth of the time each, else 0. A's entries are then multiples of 2^-23
+ * whose magnitudes sum to under 1.75 (< 2^(-23+24)): each sum is exact. A
+ * sum's multiple of 2^-9 is a bf16 midpoint for many sums past 0.5, and f's
+ * few terms push it off by a few 2^-23: dropping or misplacing a low bit of
+ * A (bf16-coopmat's three-part split) rounds it the other way. */
+static void grid_inputs(const struct kv_gdn_inputs *d)
+{
+    const int64_t nk = d->B * d->T * d->Hg * d->K, nv = d->B * d->T * d->H * d->V, rows = d->B * d->T * d->H;
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < nk; i++) d->k[i] = kv_f32_to_bf16((float)trit(kv_rng_uniform(d->seed, 90, (uint64_t)i)));
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < nv; i++) d->v[i] = kv_f32_to_bf16((float)trit(kv_rng_uniform(d->seed, 91, (uint64_t)i)));
+#pragma omp parallel for schedule(dynamic, 16)
+    for (int64_t r = 0; r < rows; r++) {
+        const int64_t t = (r / d->H) % d->T, i = t % BT, t0 = t - i, n = d->T - t0 < BT ? d->T - t0 : BT;
+        const int64_t j1 = (int64_t)(kv_rng_uniform(d->seed, 92, (uint64_t)r) * (double)n) % n;
+        const int64_t j2 = (int64_t)(kv_rng_uniform(d->seed, 93, (uint64_t)r) * (double)n) % n;
+        double a[BT];
+        d->beta[r] = 1, d->g[r] = 0;
+        for (int64_t j = 0; j < BT; j++) {
+            const uint64_t e = (uint64_t)(r * BT + j);
+            const double u = kv_rng_uniform(d->seed, 94, e), f = kv_rng_uniform(d->seed, 95, e);
+            const double m = j == i ? 512 + floor(64 * u)
+                             : j == j1 || j == j2 ? (u < 0.5 ? -1 : 1) * (32 + floor(96 * (2 * fmod(u, 0.5))))
+                                                  : trit(u);
+            a[j] = j >= n ? 1.0 : m * 0x1p-9 + (f < 0.125 ? -1 : f < 0.25 ? 1 : 0) * 0x1p-23;
+        }
+        kv_store_f64_n(d->A->dtype, d->A->data, (size_t)(r * BT), a, BT);
+    }
+}
+
 enum kv_status kv_gdn_make_inputs(const struct kv_gdn_inputs *d, char *note, size_t note_size)
 {
+    if (d->dist == KV_GDN_GRID) {
+        grid_inputs(d);
+        return KV_OK;
+    }
     const int random = d->dist == KV_GDN_RANDOM, dense = d->dist == KV_GDN_DENSE;
     all_keys(d, random);
     kv_rng_normal_bf16(d->seed, R_V, (size_t)(d->B * d->T * d->H * d->V), 1.0, d->v);

@@ -10,7 +10,7 @@
 #include "core/status.h"
 #include "core/tensor.h"
 
-enum kv_gdn_dist { KV_GDN_REALISTIC, KV_GDN_RANDOM, KV_GDN_NONFINITE, KV_GDN_DENSE };
+enum kv_gdn_dist { KV_GDN_REALISTIC, KV_GDN_RANDOM, KV_GDN_NONFINITE, KV_GDN_DENSE, KV_GDN_GRID };
 
 struct kv_gdn_inputs {
     int64_t B, T, H, Hg, K, V; /* batch, sequence, value heads, key heads, key and value dims */
@@ -31,7 +31,8 @@ struct kv_gdn_inputs {
 enum kv_status kv_gdn_check_shape(int64_t B, int64_t T, int64_t H, int64_t Hg, int64_t K, int64_t V);
 
 /* Fill k, v, beta, g and A = (I + L)^-1 per chunk (float64, rounded to A's
- * dtype). A remark for the report goes to note when A is ill-conditioned.
+ * dtype), or (grid) gdn_inputs.c's exact-sum inputs. A remark for the
+ * report goes to note when A is ill-conditioned.
  * KV_EDEVICE out of host memory. */
 enum kv_status kv_gdn_make_inputs(const struct kv_gdn_inputs *in, char *note, size_t note_size);
 

@@ -45,7 +45,7 @@ static const uint32_t w_cm[] =
 enum { P_B, P_T, P_H, P_HG, P_K, P_V, P_DIST, P_VARIANT };
 enum { T_K, T_V, T_BETA, T_G, T_A, T_W, T_U, T_W_CM, T_U_CM, T_A16, T_W_AB, T_U_AB };
 enum { S_U, S_W, S_U_CM, S_W_CM, S_U_AB, S_W_AB };
-enum { D_REALISTIC, D_RANDOM, D_NONFINITE, D_DENSE };
+enum { D_REALISTIC, D_RANDOM, D_NONFINITE, D_DENSE, D_GRID };
 enum { V_FMA, V_CM, V_AB };
 
 static const struct kv_param_def params[] = {
@@ -55,12 +55,14 @@ static const struct kv_param_def params[] = {
     {"kv-heads", KV_PARAM_INT, "2", 1, 65536, NULL, "key heads Hg", 1},
     {"dk", KV_PARAM_INT, "128", 1, 65536, NULL, "key dimension K (any)", 1},
     {"dv", KV_PARAM_INT, "128", 1, 65536, NULL, "value dimension V (any)", 1},
-    {"dist", KV_PARAM_CHOICE, "realistic", 0, 0, "realistic|random|nonfinite|dense",
+    {"dist", KV_PARAM_CHOICE, "realistic", 0, 0, "realistic|random|nonfinite|dense|grid",
      "FLA's inputs (L2-normalised k, beta = sigmoid, chunk-cumulative log-sigmoid g, A = (I+L)^-1), "
      "or unnormalised N(0,1) k (A is then ill-conditioned: a stress test), or FLA's with a few NaN and "
      "+-Inf in k, v, beta and A (the shaders' non-finite paths; NaNs only in k and v with bf16-coopmat, whose "
      "three-part split of A multiplies zero parts by Inf), or FLA's with A's strictly upper triangle filled too (the "
-     "math sums over every column of A; FLA's zeros there hide a shader that stages A's slots wrongly)", 0},
+     "math sums over every column of A; FLA's zeros there hide a shader that stages A's slots wrongly), or "
+     "inputs on a grid (k, v in {-1, 0, 1}, beta 1, g 0, A's entries multiples of 2^-23) on which every sum is exact "
+     "in f32, so an output may differ by its final rounding alone: a lost low bit of A shows", 0},
     {"variant", KV_PARAM_CHOICE, "fma", 0, 0, "fma|bf16-coopmat|a-bf16",
      "products on f32 FMAs, or on bf16 cooperative matrices (tensor cores) with A split exactly into three "
      "bf16 parts, or A given in bf16 as FLA's pipeline keeps it (solve_tril's output; products of bf16 "
@@ -252,6 +254,60 @@ static void row_sums(const double *Ad, int64_t rows, int64_t nv, int64_t ncol, i
                 y, S, sl, (int)ld, 0);
 }
 
+/* The exponent of v's lowest set bit (v nonzero; far below any float's
+ * where v is not finite; below -1022 for a subnormal double, which no
+ * factor here is). */
+static int low_bit(double v)
+{
+    uint64_t b;
+    memcpy(&b, &v, sizeof b);
+    const int e = (int)(b >> 52 & 0x7ff);
+    if (e == 0x7ff) return -100000;
+    return e - 1075 + __builtin_ctzll((b & 0xfffffffffffffull) | 1ull << 52);
+}
+
+/* The lowest set bit's exponent over the nonzero v[j * stride], j < n
+ * (100000 where every one is 0). */
+static int min_low(const double *v, int64_t n, int64_t stride)
+{
+    int q = 100000;
+    for (int64_t j = 0; j < n; j++) {
+        const int b = v[j * stride] != 0 ? low_bit(v[j * stride]) : q;
+        q = b < q ? b : q;
+    }
+    return q;
+}
+
+/* Exact sums (not for the exact oracle, whose terms are not the device's).
+ * Where each nonzero factor of an element's terms A_ij x_j is a multiple of
+ * 2^-126 or coarser, their product of a multiple of 2^q (q >= -126), and
+ * S <= (1 - 2^-6) 2^(q+24), every partial sum, in any order or grouping, is
+ * a multiple of 2^q no larger than 2^(q+24): an f32 value. Every product
+ * and every addition is then exact on any device: f32 FMAs, tensor cores'
+ * truncating adders, bf16-coopmat's parts of A (multiples of A's lowest bit,
+ * their magnitudes summing to |A|, or within 2^-7 of it for a rounding
+ * split) and a flush of subnormals alike, and y is the f32 sum. The
+ * element's one error is its final rounding: S = 0 leaves that alone in its
+ * bound. Rows of A (l_row apart, nv terms), ncol columns of the staged st
+ * (ld apart); the sums' S and slack sl at stride ld. An element with a slack
+ * (a staging either way) keeps its S, as does one with a factor that is not
+ * finite (its low bit is far below: y is then not finite either). */
+static void exact_sums(const double *Ad, int64_t rows, int64_t l_row, int64_t nv, int64_t ncol, int64_t ld,
+                       const double *st, const double *sl, double *S)
+{
+    int qx[CB];
+    for (int64_t col = 0; col < ncol; col++) qx[col] = min_low(st + col, nv, ld);
+    for (int64_t i = 0; i < rows; i++) {
+        const int qa = min_low(Ad + i * l_row, nv, 1);
+        for (int64_t col = 0; col < ncol; col++) {
+            const int64_t o = i * ld + col;
+            const int q = qa + qx[col];
+            if (qa >= -126 && qx[col] >= -126 && q >= -126 && sl[o] == 0 && S[o] <= ldexp(1 - 0x1p-6, q + 24))
+                S[o] = 0;
+        }
+    }
+}
+
 /* The slack of the flips: a flipped staging may also carry y across a power
  * of two, where the final rounding's step doubles. */
 static inline double flip_slack(double y, double sl) { return sl > 0 ? sl + 0.5 * kv_ulp_bf16(fabs(y) + sl) : sl; }
@@ -280,6 +336,7 @@ static size_t chunk_out(struct kv_case *c, const struct dims *d, int out, int t,
         const int64_t ncol = D - c0 < CB ? D - c0 : CB;
         stage_cols(c, d, out, b, t0, nv, h, c0, ncol, w->eg, w->st, w->fl, CB);
         row_sums(w->Ad, nv, nv, ncol, CB, w->st, w->fl, w->y, w->S, w->sl);
+        if (!c->exact) exact_sums(w->Ad, nv, nv, nv, ncol, CB, w->st, w->sl, w->S);
         for (int64_t i = 0; i < nv; i++) {
             const size_t o = (size_t)(((b * d->T + t0 + i) * d->H + h) * D + c0);
             const double *y = w->y + i * CB, *sl = w->sl + i * CB;
@@ -308,6 +365,7 @@ static size_t oracle_sampled(struct kv_case *c, const struct dims *d, int out, i
         kv_load_f64_n(A->dtype, A->data, (size_t)r * BT, Ad, (size_t)nv);
         stage_cols(c, d, out, b, t0, nv, h, col, 1, NULL, st, fl, 1);
         row_sums(Ad, 1, nv, 1, 1, st, fl, &y, &c->S[t][q], &sl);
+        if (!c->exact) exact_sums(Ad, 1, nv, nv, 1, 1, st, &sl, &c->S[t][q]);
         const double slack = flip_slack(y, sl);
         c->y[t][q] = y;
         if (out) c->slack[t][q] = slack, ambiguous += slack > 0;
@@ -326,7 +384,8 @@ static size_t oracle_sampled(struct kv_case *c, const struct dims *d, int out, i
  * flipped value may round with a coarser step), and the element is counted
  * as ambiguous (with --sample, among the sampled elements where the oracle
  * holds only those). The bf16-coopmat variant sums 3 n products (the parts
- * of A) with 2u per addition. */
+ * of A) with 2u per addition. Where an element's terms make every partial
+ * sum an f32 value (exact_sums), its S is 0: the final rounding alone. */
 static enum kv_status oracle(struct kv_case *c)
 {
     const struct dims d = dims_of(c);
@@ -373,6 +432,7 @@ static const char *const sweep[] = {
     "batch=1,seq=40,heads=2,kv-heads=1,dk=65,dv=65", /* a one-column last block, D % 4 == 1 */
     "batch=1,seq=130,heads=2,kv-heads=2,dk=64,dv=64,dist=dense",
     "batch=3,seq=10,heads=200,kv-heads=8,dk=16,dv=8", /* 600 items: past 512, not a multiple */
+    "batch=1,seq=100,heads=2,kv-heads=1,dk=64,dv=64,dist=grid", /* exact sums: A's low bits, a partial chunk */
     NULL,
 };
 

@@ -1,5 +1,5 @@
-# gdn-wu: the sweep for 143 cases (GQA ratios 1, 2, 4; T = 1, 40, 63, 64, 65,
-# 130, 200; K, V from 8 to 256; 600 items; B = 2; non-finite inputs; a dense A), both oracles, the conditioning note of
+# gdn-wu: the sweep for 156 cases (GQA ratios 1, 2, 4; T = 1, 40, 63, 64, 65,
+# 100, 130, 200; K, V from 8 to 256; 600 items; B = 2; non-finite inputs; a dense A; grid inputs), both oracles, the conditioning note of
 # random inputs, files in and out, and bad input.
 . "$(dirname "$0")/lib.bash"
 J=(--json "$TMP/report.json")
@@ -13,7 +13,7 @@ assert c["note"] is None
 PY
 # The sanitized run is left to tests/cli/sanitize.sh: this sweep is about the numerics, at 13 seeds.
 expect_exit 0 "$KV" gdn-wu --sweep --seeds 13 --no-sanitize
-grep -q '^143 cases: 143 passed, 0 failed, 0 errors, 0 skipped' "$TMP/out" || fail "sweep: expected 143 passing cases"
+grep -q '^156 cases: 156 passed, 0 failed, 0 errors, 0 skipped' "$TMP/out" || fail "sweep: expected 156 passing cases"
 
 # --oracle both: the exact oracle's rows show what the bf16 stagings cost, unjudged.
 expect_exit 0 "$KV" gdn-wu --seq 65 --heads 2 --kv-heads 1 --oracle both --json "$TMP/b.json"
@@ -44,6 +44,22 @@ o = {x["name"]: x for x in json.load(open(sys.argv[1]))["cases"][0]["outputs"]}
 assert not o["u"]["pass"] and o["w"]["pass"], [(n, x["pass"]) for n, x in o.items()]
 PY
 
+# --dist grid: every sum exact in f32, so each output may differ by its final rounding
+# alone. A planted bug that drops A's lowest bit in u passes the dense inputs and fails
+# these; the sampled oracle makes the same exact sums.
+G=(gdn-wu --seq 100 --heads 2 --kv-heads 1 --dk 64 --dv 64 --dist grid)
+expect_compact_oracle "$KV" "${G[@]}" --sample 90
+mkdir -p "$TMP/mutg" && cp "$KV_SRC"/shaders/gdn_wu* "$TMP/mutg/"
+sed -i 's/#define A_AT(i) A\[i\]/#define A_AT(i) uintBitsToFloat(floatBitsToUint(A[i]) \& 0xfffffffeu)/' "$TMP/mutg/gdn_wu_u.comp"
+grep -q '0xfffffffeu' "$TMP/mutg/gdn_wu_u.comp" || fail "planting the A bug"
+expect_exit 0 "$KV" "${G[@]/grid/dense}" --shader u="$TMP/mutg/gdn_wu_u.comp"
+expect_exit 1 "$KV" "${G[@]}" --shader u="$TMP/mutg/gdn_wu_u.comp" --json "$TMP/g.json"
+python3 - "$TMP/g.json" <<'PY' || fail "grid: the planted A bug"
+import json, sys
+o = {x["name"]: x for x in json.load(open(sys.argv[1]))["cases"][0]["outputs"]}
+assert not o["u"]["pass"] and o["w"]["pass"], [(n, x["pass"]) for n, x in o.items()]
+PY
+
 # Unnormalised inputs: A is ill-conditioned and the report says so.
 expect_exit 0 "$KV" gdn-wu --seq 64 --dist random --json "$TMP/r.json"
 grep -q 'note: A = (I+L)^-1 is ill-conditioned' "$TMP/out" || fail "no conditioning note"
@@ -62,7 +78,7 @@ for f in "$KV_SRC"/fixtures/gdn-wu/*.json; do expect_exit 0 "$KV" gdn-wu --input
 # --variant a-bf16: A in bf16 (as FLA keeps it), the whole sweep, and the round trip through files
 # that judges another backend's outputs against the matching spec.
 expect_exit 0 "$KV" gdn-wu --sweep --seeds 1 --variant a-bf16
-grep -q '^11 cases: 11 passed' "$TMP/out" || fail "a-bf16 sweep"
+grep -q '^12 cases: 12 passed' "$TMP/out" || fail "a-bf16 sweep"
 expect_exit 0 "$KV" gdn-wu --seq 65 --heads 2 --kv-heads 1 --dk 16 --dv 8 --variant a-bf16 --save "$TMP/ab" --json "$TMP/ab.json"
 python3 - "$TMP/ab.json" <<'PY' || fail "a-bf16 report"
 import json, sys
