@@ -51,6 +51,15 @@ static inline uint16_t kv_f32_to_bf16(float f)
     return (uint16_t)(x >> 16);
 }
 static inline float kv_bf16_to_f32(uint16_t b) { return kv_f32_from_bits((uint32_t)b << 16); }
+/* y, an f32 value: at a bf16 midpoint, the even neighbour (round to nearest
+ * even), where that is finite; else y itself. */
+static inline double kv_bf16_even_tie(double y)
+{
+    const float f = (float)y;
+    if ((kv_f32_bits(f) & 0xffffu) != 0x8000u) return y;
+    const double r = kv_bf16_to_f32(kv_f32_to_bf16(f));
+    return isfinite(r) ? r : y;
+}
 
 /* Spacing of dtype t at y (metrics.md): 2^(max(floor(log2|y|), emin) - p + 1).
  * y = 0 uses the spacing at emin. Infinite or NaN y gives NaN. */

@@ -288,12 +288,13 @@ static int min_low(const double *v, int64_t n, int64_t stride)
  * their magnitudes summing to |A|, or within 2^-7 of it for a rounding
  * split) and a flush of subnormals alike, and y is the f32 sum. The
  * element's one error is its final rounding: S = 0 leaves that alone in its
- * bound. Rows of A (l_row apart, nv terms), ncol columns of the staged st
+ * bound, and at a bf16 midpoint y is the even neighbour (that rounding is to
+ * nearest even: the half step alone would pass either). Rows of A (l_row apart, nv terms), ncol columns of the staged st
  * (ld apart); the sums' S and slack sl at stride ld. An element with a slack
  * (a staging either way) keeps its S, as does one with a factor that is not
  * finite (its low bit is far below: y is then not finite either). */
 static void exact_sums(const double *Ad, int64_t rows, int64_t l_row, int64_t nv, int64_t ncol, int64_t ld,
-                       const double *st, const double *sl, double *S)
+                       const double *st, const double *sl, double *y, double *S)
 {
     int qx[CB];
     for (int64_t col = 0; col < ncol; col++) qx[col] = min_low(st + col, nv, ld);
@@ -303,7 +304,7 @@ static void exact_sums(const double *Ad, int64_t rows, int64_t l_row, int64_t nv
             const int64_t o = i * ld + col;
             const int q = qa + qx[col];
             if (qa >= -126 && qx[col] >= -126 && q >= -126 && sl[o] == 0 && S[o] <= ldexp(1 - 0x1p-6, q + 24))
-                S[o] = 0;
+                S[o] = 0, y[o] = kv_bf16_even_tie(y[o]);
         }
     }
 }
@@ -336,7 +337,7 @@ static size_t chunk_out(struct kv_case *c, const struct dims *d, int out, int t,
         const int64_t ncol = D - c0 < CB ? D - c0 : CB;
         stage_cols(c, d, out, b, t0, nv, h, c0, ncol, w->eg, w->st, w->fl, CB);
         row_sums(w->Ad, nv, nv, ncol, CB, w->st, w->fl, w->y, w->S, w->sl);
-        if (!c->exact) exact_sums(w->Ad, nv, nv, nv, ncol, CB, w->st, w->sl, w->S);
+        if (!c->exact) exact_sums(w->Ad, nv, nv, nv, ncol, CB, w->st, w->sl, w->y, w->S);
         for (int64_t i = 0; i < nv; i++) {
             const size_t o = (size_t)(((b * d->T + t0 + i) * d->H + h) * D + c0);
             const double *y = w->y + i * CB, *sl = w->sl + i * CB;
@@ -365,7 +366,7 @@ static size_t oracle_sampled(struct kv_case *c, const struct dims *d, int out, i
         kv_load_f64_n(A->dtype, A->data, (size_t)r * BT, Ad, (size_t)nv);
         stage_cols(c, d, out, b, t0, nv, h, col, 1, NULL, st, fl, 1);
         row_sums(Ad, 1, nv, 1, 1, st, fl, &y, &c->S[t][q], &sl);
-        if (!c->exact) exact_sums(Ad, 1, nv, nv, 1, 1, st, &sl, &c->S[t][q]);
+        if (!c->exact) exact_sums(Ad, 1, nv, nv, 1, 1, st, &sl, &y, &c->S[t][q]);
         const double slack = flip_slack(y, sl);
         c->y[t][q] = y;
         if (out) c->slack[t][q] = slack, ambiguous += slack > 0;

@@ -420,10 +420,7 @@ static size_t scatter(struct kv_case *c, const struct dims *d, struct chunk_work
 static double tie_to_even(double y, double S, double lsb, double *chain)
 {
     if (!(lsb >= 0x1p-126) || !(S < 0x1p24 * lsb)) return y;
-    const float f = (float)y; /* exact */
-    if ((kv_f32_bits(f) & 0xffffu) != 0x8000u) return y;
-    const double r = kv_bf16_to_f32(kv_f32_to_bf16(f));
-    if (!isfinite(r)) return y;
+    const double r = kv_bf16_even_tie(y); /* y is an f32 value: exact */
     *chain += fabs(r - y);
     return r;
 }

@@ -59,6 +59,20 @@ import json, sys
 o = {x["name"]: x for x in json.load(open(sys.argv[1]))["cases"][0]["outputs"]}
 assert not o["u"]["pass"] and o["w"]["pass"], [(n, x["pass"]) for n, x in o.items()]
 PY
+# An exact sum at a bf16 midpoint must round to the even neighbour: a planted bug that
+# rounds ties away from zero passes FLA's inputs (a tie there is within the sum's own
+# error) and fails both outputs on the grid.
+mkdir -p "$TMP/mutt" && cp "$KV_SRC"/shaders/gdn_wu* "$TMP/mutt/"
+sed -i 's/return (u + 0x7FFFu + ((u >> 16) \& 1u)) >> 16;/return (u + 0x8000u) >> 16;/' "$TMP/mutt/gdn_wu.glsl"
+grep -q '(u + 0x8000u) >> 16' "$TMP/mutt/gdn_wu.glsl" || fail "planting the tie bug"
+TB=(--shader u="$TMP/mutt/gdn_wu_u.comp" --shader w="$TMP/mutt/gdn_wu_w.comp")
+expect_exit 0 "$KV" "${G[@]/grid/realistic}" "${TB[@]}"
+expect_exit 1 "$KV" "${G[@]}" "${TB[@]}" --json "$TMP/t.json"
+python3 - "$TMP/t.json" <<'PY' || fail "grid: the planted tie bug"
+import json, sys
+o = {x["name"]: x for x in json.load(open(sys.argv[1]))["cases"][0]["outputs"]}
+assert not o["u"]["pass"] and not o["w"]["pass"], [(n, x["pass"]) for n, x in o.items()]
+PY
 
 # Unnormalised inputs: A is ill-conditioned and the report says so.
 expect_exit 0 "$KV" gdn-wu --seq 64 --dist random --json "$TMP/r.json"

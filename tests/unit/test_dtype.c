@@ -236,6 +236,28 @@ static void load_block_is_load(void **state)
     free(src), free(a), free(b);
 }
 
+/* kv_bf16_even_tie: an f32 value at a bf16 midpoint becomes the neighbour
+ * with an even last bit (below or above, either sign); any other value, and
+ * the midpoint between bf16's largest finite value and Inf, stay. */
+static void even_tie(void **state)
+{
+    (void)state;
+    for (uint32_t hb = 0; hb < 0x7f7f; hb += 0x15) /* bf16 bits, positive finite, each with the next */
+        for (int sign = 0; sign < 2; sign++) {
+            const uint32_t lo = (hb << 16) | (uint32_t)sign << 31;
+            float flo, fhi, fmid, fnear;
+            const uint32_t hi = lo + 0x10000u, mid = lo + 0x8000u, near = lo + 0x8001u;
+            memcpy(&flo, &lo, 4), memcpy(&fhi, &hi, 4), memcpy(&fmid, &mid, 4), memcpy(&fnear, &near, 4);
+            const double want = (hb & 1) ? fhi : flo;
+            assert_true(kv_bf16_even_tie(fmid) == want);
+            assert_true(kv_bf16_even_tie(fnear) == (double)fnear && kv_bf16_even_tie(flo) == (double)flo);
+        }
+    const uint32_t top = 0x7f7f8000u; /* past it lies Inf */
+    float ftop;
+    memcpy(&ftop, &top, 4);
+    assert_true(kv_bf16_even_tie(ftop) == (double)ftop && kv_bf16_even_tie(-(double)ftop) == -(double)ftop);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -244,7 +266,7 @@ int main(void)
         cmocka_unit_test(f16_ties), cmocka_unit_test(bf16_ties),
         cmocka_unit_test(random_against_reference), cmocka_unit_test(overflow_and_underflow),
         cmocka_unit_test(ulp_values), cmocka_unit_test(store_block_is_store),
-        cmocka_unit_test(load_block_is_load),
+        cmocka_unit_test(load_block_is_load), cmocka_unit_test(even_tie),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
