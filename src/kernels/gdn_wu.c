@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clones.h"
 #include "core/tensor.h"
 #include "kernels/gdn_inputs.h"
 #include "kernels/gdn_prod.h"
@@ -254,28 +255,63 @@ static void row_sums(const double *Ad, int64_t rows, int64_t nv, int64_t ncol, i
                 y, S, sl, (int)ld, 0);
 }
 
-/* The exponent of v's lowest set bit (v nonzero; far below any float's
- * where v is not finite; below -1022 for a subnormal double, which no
- * factor here is). */
-static int low_bit(double v)
+/* The exponent of v's lowest set bit: 100000 where v is 0 (no bit), far
+ * below any float's where v is not finite (below -1022 for a subnormal
+ * double, which no factor here is). No branch: the lowest bit of the
+ * significand isolated, converted to a double (exact), its exponent read. */
+static inline int64_t low_bit(double v)
 {
-    uint64_t b;
+    uint64_t b, lb;
     memcpy(&b, &v, sizeof b);
-    const int e = (int)(b >> 52 & 0x7ff);
-    if (e == 0x7ff) return -100000;
-    return e - 1075 + __builtin_ctzll((b & 0xfffffffffffffull) | 1ull << 52);
+    const int64_t e = (int64_t)(b >> 52 & 0x7ff);
+    const uint64_t m = (b & 0xfffffffffffffull) | 1ull << 52;
+    const double low = (double)(int64_t)(m & (0 - m));
+    memcpy(&lb, &low, sizeof lb);
+    const int64_t q = e - 1075 + (int64_t)(lb >> 52) - 1023, zero = (b << 1) == 0;
+    return zero ? 100000 : e == 0x7ff ? -100000 : q; /* on the bits: a select, not a branch */
 }
 
-/* The lowest set bit's exponent over the nonzero v[j * stride], j < n
- * (100000 where every one is 0). */
-static int min_low(const double *v, int64_t n, int64_t stride)
+/* q[c] = the least of q[c] and v[c]'s low_bit, c < n (a row, columns side by side). */
+KV_CLONES static void cols_low(const double *restrict v, int64_t n, int64_t *restrict q)
 {
-    int q = 100000;
+    for (int64_t c = 0; c < n; c++) {
+        const int64_t b = low_bit(v[c]);
+        q[c] = b < q[c] ? b : q[c];
+    }
+}
+
+/* The least low_bit over v[0 .. n) (100000 where every one is 0). */
+KV_CLONES static int64_t row_low(const double *restrict v, int64_t n)
+{
+    int64_t q = 100000;
     for (int64_t j = 0; j < n; j++) {
-        const int b = v[j * stride] != 0 ? low_bit(v[j * stride]) : q;
+        const int64_t b = low_bit(v[j]);
         q = b < q ? b : q;
     }
     return q;
+}
+
+/* 2^e, -1022 <= e <= 1023. */
+static inline double pow2(int64_t e)
+{
+    const uint64_t b = (uint64_t)(e + 1023) << 52;
+    double d;
+    memcpy(&d, &b, sizeof d);
+    return d;
+}
+
+/* A row's exact sums (exact_sums): hit[c] where the row's qa and column c's
+ * qx and tx let S[c] be 0, and S[c] made 0 there. Whether any was. */
+KV_CLONES static int row_hits(int64_t qa, const int64_t *restrict qx, const double *restrict tx,
+                              const double *restrict sl, double *restrict S, int64_t n, unsigned char *restrict hit)
+{
+    const double pa = pow2(qa);
+    int any = 0;
+    for (int64_t c = 0; c < n; c++) { /* no branch: a loop that vectorizes */
+        hit[c] = (qa + qx[c] >= -126) & (sl[c] == 0) & (S[c] <= tx[c] * pa);
+        S[c] = hit[c] ? 0 : S[c], any |= hit[c];
+    }
+    return any;
 }
 
 /* Exact sums (not for the exact oracle, whose terms are not the device's).
@@ -296,16 +332,19 @@ static int min_low(const double *v, int64_t n, int64_t stride)
 static void exact_sums(const double *Ad, int64_t rows, int64_t l_row, int64_t nv, int64_t ncol, int64_t ld,
                        const double *st, const double *sl, double *y, double *S)
 {
-    int qx[CB];
-    for (int64_t col = 0; col < ncol; col++) qx[col] = min_low(st + col, nv, ld);
+    int64_t qx[CB];
+    double tx[CB]; /* (1 - 2^-6) 2^(qx + 24), or 0 where qx < -126 */
+    for (int64_t col = 0; col < ncol; col++) qx[col] = 100000;
+    for (int64_t j = 0; j < nv; j++) cols_low(st + j * ld, ncol, qx); /* st's rows are contiguous */
+    for (int64_t col = 0; col < ncol; col++)
+        tx[col] = qx[col] >= -126 ? (1 - 0x1p-6) * pow2(qx[col] + 24 < 1023 ? qx[col] + 24 : 1023) : 0;
     for (int64_t i = 0; i < rows; i++) {
-        const int qa = min_low(Ad + i * l_row, nv, 1);
-        for (int64_t col = 0; col < ncol; col++) {
-            const int64_t o = i * ld + col;
-            const int q = qa + qx[col];
-            if (qa >= -126 && qx[col] >= -126 && q >= -126 && sl[o] == 0 && S[o] <= ldexp(1 - 0x1p-6, q + 24))
-                S[o] = 0, y[o] = kv_bf16_even_tie(y[o]);
-        }
+        const int64_t qa = row_low(Ad + i * l_row, nv);
+        if (qa < -126 || qa > 1023) continue; /* past 1023: every entry 0, and so S and y */
+        unsigned char hit[CB];
+        if (row_hits(qa, qx, tx, sl + i * ld, S + i * ld, ncol, hit))
+            for (int64_t col = 0; col < ncol; col++)
+                if (hit[col]) y[i * ld + col] = kv_bf16_even_tie(y[i * ld + col]);
     }
 }
 
