@@ -11,6 +11,7 @@
  * cores; VK_KHR_cooperative_matrix, VK_KHR_shader_bfloat16), with A split
  * exactly into three bf16 parts (shaders/gdn_wu_cm.glsl); skipped on devices
  * without them. */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -280,14 +281,17 @@ KV_CLONES static void cols_low(const double *restrict v, int64_t n, int64_t *res
     }
 }
 
-/* The least low_bit over v[0 .. n) (100000 where every one is 0). */
-KV_CLONES static int64_t row_low(const double *restrict v, int64_t n)
+/* The least low_bit over v[0 .. n) (100000 where every one is 0), and the
+ * largest |v| into *top. */
+KV_CLONES static int64_t row_low(const double *restrict v, int64_t n, double *top)
 {
     int64_t q = 100000;
+    double t = 0;
     for (int64_t j = 0; j < n; j++) {
         const int64_t b = low_bit(v[j]);
-        q = b < q ? b : q;
+        q = b < q ? b : q, t = fabs(v[j]) > t ? fabs(v[j]) : t;
     }
+    *top = t;
     return q;
 }
 
@@ -301,14 +305,16 @@ static inline double pow2(int64_t e)
 }
 
 /* A row's exact sums (exact_sums): hit[c] where the row's qa and column c's
- * qx and tx let S[c] be 0, and S[c] made 0 there. Whether any was. */
+ * qx and tx let S[c] be 0 (and y[c] is finite), and S[c] made 0 there.
+ * Whether any was. */
 KV_CLONES static int row_hits(int64_t qa, const int64_t *restrict qx, const double *restrict tx,
-                              const double *restrict sl, double *restrict S, int64_t n, unsigned char *restrict hit)
+                              const double *restrict sl, const double *restrict y, double *restrict S, int64_t n,
+                              unsigned char *restrict hit)
 {
     const double pa = pow2(qa);
     int any = 0;
     for (int64_t c = 0; c < n; c++) { /* no branch: a loop that vectorizes */
-        hit[c] = (qa + qx[c] >= -126) & (sl[c] == 0) & (S[c] <= tx[c] * pa);
+        hit[c] = (qa + qx[c] >= -126) & (sl[c] == 0) & (S[c] <= tx[c] * pa) & (fabs(y[c]) <= DBL_MAX);
         S[c] = hit[c] ? 0 : S[c], any |= hit[c];
     }
     return any;
@@ -325,24 +331,40 @@ KV_CLONES static int row_hits(int64_t qa, const int64_t *restrict qx, const doub
  * split) and a flush of subnormals alike, and y is the f32 sum. The
  * element's one error is its final rounding: S = 0 leaves that alone in its
  * bound, and at a bf16 midpoint y is the even neighbour (that rounding is to
- * nearest even: the half step alone would pass either). Rows of A (l_row apart, nv terms), ncol columns of the staged st
- * (ld apart); the sums' S and slack sl at stride ld. An element with a slack
- * (a staging either way) keeps its S, as does one with a factor that is not
- * finite (its low bit is far below: y is then not finite either). */
+ * nearest even: the half step alone would pass either). Rows of A (l_row
+ * apart, nv terms), ncol columns of the staged st (ld apart); the sums' S
+ * and slack sl at stride ld. An element with a slack (a staging either way)
+ * keeps its S, as does one whose y is not finite (a factor that is not
+ * finite, where it meets a zero A_ij too: its low bit is far below).
+ * A row whose largest |A_ij| is past c 2^(qa+24) is left out: where x_j is
+ * not 0, S >= |A_ij| |x_j| >= |A_ij| 2^qx exceeds c 2^(q+24) (only where the
+ * column's x_j are 0 might it be exact: not found, a weaker bound, never an
+ * unsound one). qx is the least low bit over the rows j of the staged values
+ * that some row left in multiplies by a nonzero A_ij: the others' terms
+ * are 0 there. Realistic f32 A leaves in about a chunk's row 0 alone. */
 static void exact_sums(const double *Ad, int64_t rows, int64_t l_row, int64_t nv, int64_t ncol, int64_t ld,
                        const double *st, const double *sl, double *y, double *S)
 {
-    int64_t qx[CB];
-    double tx[CB]; /* (1 - 2^-6) 2^(qx + 24), or 0 where qx < -126 */
-    for (int64_t col = 0; col < ncol; col++) qx[col] = 100000;
-    for (int64_t j = 0; j < nv; j++) cols_low(st + j * ld, ncol, qx); /* st's rows are contiguous */
-    for (int64_t col = 0; col < ncol; col++)
-        tx[col] = qx[col] >= -126 ? (1 - 0x1p-6) * pow2(qx[col] + 24 < 1023 ? qx[col] + 24 : 1023) : 0;
+    const double c = 1 - 0x1p-6;
+    int64_t qa[BT], qx[CB];
+    unsigned char cand[BT], in[BT] = {0};
+    int any = 0;
     for (int64_t i = 0; i < rows; i++) {
-        const int64_t qa = row_low(Ad + i * l_row, nv);
-        if (qa < -126 || qa > 1023) continue; /* past 1023: every entry 0, and so S and y */
+        double top;
+        qa[i] = row_low(Ad + i * l_row, nv, &top);
+        cand[i] = qa[i] >= -126 && qa[i] <= 999 && top <= c * pow2(qa[i] + 24);
+        for (int64_t j = 0; cand[i] && j < nv; j++) in[j] |= Ad[i * l_row + j] != 0;
+        any |= cand[i];
+    }
+    if (!any) return;
+    for (int64_t col = 0; col < ncol; col++) qx[col] = 100000;
+    for (int64_t j = 0; j < nv; j++) /* st's rows are contiguous */
+        if (in[j]) cols_low(st + j * ld, ncol, qx);
+    double tx[CB]; /* c 2^(qx + 24), or 0 where qx < -126 */
+    for (int64_t col = 0; col < ncol; col++) tx[col] = qx[col] >= -126 ? c * pow2(qx[col] + 24 < 1023 ? qx[col] + 24 : 1023) : 0;
+    for (int64_t i = 0; i < rows; i++) {
         unsigned char hit[CB];
-        if (row_hits(qa, qx, tx, sl + i * ld, S + i * ld, ncol, hit))
+        if (cand[i] && row_hits(qa[i], qx, tx, sl + i * ld, y + i * ld, S + i * ld, ncol, hit))
             for (int64_t col = 0; col < ncol; col++)
                 if (hit[col]) y[i * ld + col] = kv_bf16_even_tie(y[i * ld + col]);
     }

@@ -294,14 +294,14 @@ static void grid_case(const char *params, uint64_t seed, int exact)
  * S is 0 where every nonzero factor's lowest bit (2^qa over a row of A, 2^qx
  * over the staged column) is at or past 2^-126, q = qa + qx too, and S <=
  * (1 - 2^-6) 2^(q+24); else S stays. */
-enum { NH = 9 };
+enum { NH = 11 };
 static void exact_sums_edges(void **s)
 {
     (void)s;
     struct kv_case c;
     const struct kv_kernel *k = kv_kernel_find("gdn-wu");
     assert_int_equal(kv_case_init(&c, k, 1), KV_OK);
-    assert_int_equal(kv_param_apply(&c, "batch=1,seq=2,heads=9,kv-heads=1,dk=1,dv=1"), KV_OK);
+    assert_int_equal(kv_param_apply(&c, "batch=1,seq=2,heads=11,kv-heads=1,dk=1,dv=1"), KV_OK);
     assert_int_equal(kv_case_shapes(&c), KV_OK);
     assert_int_equal(kv_case_alloc(&c), KV_OK);
     assert_int_equal(k->inputs(&c), KV_OK);
@@ -321,11 +321,13 @@ static void exact_sums_edges(void **s)
         {1, 1, INFINITY, 1, 1, 1, 2 | 8},                /* y infinite: S over the finite terms stays */
         {1, 1, 1, 1, 1, 1, 4 | 8},                       /* u's v is +Inf in row 0: u as above, in both rows */
         {0x1p-127, 1, 2, 0, 0, 2, 0},                    /* qx = -127 (q = -126): a subnormal staged value */
+        {1, 1, 0, 1, 0, 1, 4 | 8},                       /* u's v +Inf in row 0 meets only zeros of A: y NaN */
+        {1, 0x1p-30, 1, 0, 1, 0, 1 | 2 | 4 | 8},         /* row 1's fine x meets only zeros of A: no term */
     };
     for (int t = 0; t < 2; t++) {
         kk[t] = kv_f32_to_bf16(1);
         for (int h = 0; h < NH; h++) {
-            v[t * NH + h] = kv_f32_to_bf16(t == 0 && h == 7 ? INFINITY : 1), g[t * NH + h] = 0;
+            v[t * NH + h] = kv_f32_to_bf16(t == 0 && (h == 7 || h == 9) ? INFINITY : 1), g[t * NH + h] = 0;
             beta[t * NH + h] = (float)(t ? hd[h].b1 : hd[h].b0);
             A[(t * NH + h) * 64] = (float)(t ? hd[h].a10 : hd[h].a00);
             A[(t * NH + h) * 64 + 1] = (float)(t ? hd[h].a11 : hd[h].a01);
