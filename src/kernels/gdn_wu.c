@@ -322,7 +322,7 @@ KV_CLONES static int row_hits(int64_t qa, const int64_t *restrict qx, const doub
 
 /* Exact sums (not for the exact oracle, whose terms are not the device's).
  * Where each nonzero factor of an element's terms A_ij x_j is a multiple of
- * 2^-126 or coarser, their product of a multiple of 2^q (q >= -126), and
+ * 2^-126 or coarser, the terms multiples of 2^q (q >= -126), and
  * S <= (1 - 2^-6) 2^(q+24), every partial sum, in any order or grouping, is
  * a multiple of 2^q no larger than 2^(q+24): an f32 value. Every product
  * and every addition is then exact on any device: f32 FMAs, tensor cores'
@@ -352,6 +352,7 @@ static void exact_sums(const double *Ad, int64_t rows, int64_t l_row, int64_t nv
     for (int64_t i = 0; i < rows; i++) {
         double top;
         qa[i] = row_low(Ad + i * l_row, nv, &top);
+        /* past 999: every entry 0 (100000), and so S and y */
         cand[i] = qa[i] >= -126 && qa[i] <= 999 && top <= c * pow2(qa[i] + 24);
         for (int64_t j = 0; cand[i] && j < nv; j++) in[j] |= Ad[i * l_row + j] != 0;
         any |= cand[i];
@@ -361,7 +362,8 @@ static void exact_sums(const double *Ad, int64_t rows, int64_t l_row, int64_t nv
     for (int64_t j = 0; j < nv; j++) /* st's rows are contiguous */
         if (in[j]) cols_low(st + j * ld, ncol, qx);
     double tx[CB]; /* c 2^(qx + 24), or 0 where qx < -126 */
-    for (int64_t col = 0; col < ncol; col++) tx[col] = qx[col] >= -126 ? c * pow2(qx[col] + 24 < 1023 ? qx[col] + 24 : 1023) : 0;
+    for (int64_t col = 0; col < ncol; col++)
+        tx[col] = qx[col] >= -126 ? c * pow2(qx[col] + 24 < 1023 ? qx[col] + 24 : 1023) : 0;
     for (int64_t i = 0; i < rows; i++) {
         unsigned char hit[CB];
         if (cand[i] && row_hits(qa[i], qx, tx, sl + i * ld, y + i * ld, S + i * ld, ncol, hit))
