@@ -95,12 +95,7 @@ static double even_tie(double y)
 static void oracles_recompute(int exact)
 {
     struct kv_case c;
-    const struct kv_kernel *k = kv_kernel_find("gdn-wu");
-    assert_int_equal(kv_case_init(&c, k, 5), KV_OK);
-    assert_int_equal(kv_param_apply(&c, P), KV_OK);
-    assert_int_equal(kv_case_shapes(&c), KV_OK);
-    assert_int_equal(kv_case_alloc(&c), KV_OK);
-    assert_int_equal(k->inputs(&c), KV_OK);
+    const struct kv_kernel *k = kv_test_inputs(&c, "gdn-wu", P, 5);
     c.exact = exact;
     assert_int_equal(k->oracle(&c), KV_OK);
     const uint16_t *kk = c.t[kv_case_tensor(&c, "k")].data, *v = c.t[kv_case_tensor(&c, "v")].data;
@@ -161,12 +156,7 @@ static void exact_oracle(void **s) { (void)s; oracles_recompute(1); }
 static void inputs_case(const char *kernel, const char *params, uint64_t seed, int dist)
 {
     struct kv_case c;
-    const struct kv_kernel *k = kv_kernel_find(kernel);
-    assert_int_equal(kv_case_init(&c, k, seed), KV_OK);
-    assert_int_equal(kv_param_apply(&c, params), KV_OK);
-    assert_int_equal(kv_case_shapes(&c), KV_OK);
-    assert_int_equal(kv_case_alloc(&c), KV_OK);
-    assert_int_equal(k->inputs(&c), KV_OK);
+    kv_test_inputs(&c, kernel, params, seed);
     const struct kv_tensor *tk = &c.t[kv_case_tensor(&c, "k")], *tv = &c.t[kv_case_tensor(&c, "v")];
     const float *beta = c.t[kv_case_tensor(&c, "beta")].data, *g = c.t[kv_case_tensor(&c, "g")].data;
     const int64_t T = tk->shape[1], H = tv->shape[2], Kd = tk->shape[3], rows = tk->shape[0] * T * tk->shape[2];
@@ -229,12 +219,7 @@ static double trit(double u) { return u < 1.0 / 3 ? -1 : u < 2.0 / 3 ? 0 : 1; }
 static void grid_case(const char *params, uint64_t seed, int exact)
 {
     struct kv_case c;
-    const struct kv_kernel *k = kv_kernel_find("gdn-wu");
-    assert_int_equal(kv_case_init(&c, k, seed), KV_OK);
-    assert_int_equal(kv_param_apply(&c, params), KV_OK);
-    assert_int_equal(kv_case_shapes(&c), KV_OK);
-    assert_int_equal(kv_case_alloc(&c), KV_OK);
-    assert_int_equal(k->inputs(&c), KV_OK);
+    const struct kv_kernel *k = kv_test_inputs(&c, "gdn-wu", params, seed);
     const struct kv_tensor *tk = &c.t[kv_case_tensor(&c, "k")], *tv = &c.t[kv_case_tensor(&c, "v")];
     const struct kv_tensor *tA = &c.t[kv_case_tensor(&c, "A")];
     const float *beta = c.t[kv_case_tensor(&c, "beta")].data, *g = c.t[kv_case_tensor(&c, "g")].data;
@@ -299,12 +284,7 @@ static void exact_sums_edges(void **s)
 {
     (void)s;
     struct kv_case c;
-    const struct kv_kernel *k = kv_kernel_find("gdn-wu");
-    assert_int_equal(kv_case_init(&c, k, 1), KV_OK);
-    assert_int_equal(kv_param_apply(&c, "batch=1,seq=2,heads=11,kv-heads=1,dk=1,dv=1"), KV_OK);
-    assert_int_equal(kv_case_shapes(&c), KV_OK);
-    assert_int_equal(kv_case_alloc(&c), KV_OK);
-    assert_int_equal(k->inputs(&c), KV_OK);
+    const struct kv_kernel *k = kv_test_inputs(&c, "gdn-wu", "batch=1,seq=2,heads=11,kv-heads=1,dk=1,dv=1", 1);
     uint16_t *kk = c.t[kv_case_tensor(&c, "k")].data, *v = c.t[kv_case_tensor(&c, "v")].data;
     float *beta = c.t[kv_case_tensor(&c, "beta")].data, *g = c.t[kv_case_tensor(&c, "g")].data;
     float *A = c.t[kv_case_tensor(&c, "A")].data;
