@@ -341,32 +341,46 @@ KV_CLONES static int row_hits(int64_t qa, const int64_t *restrict qx, const doub
  * column's x_j are 0 might it be exact: not found, a weaker bound, never an
  * unsound one). qx is the least low bit over the rows j of the staged values
  * that some row left in multiplies by a nonzero A_ij: the others' terms
- * are 0 there. Realistic f32 A leaves in about a chunk's row 0 alone. */
-static void exact_sums(const double *Ad, int64_t rows, int64_t l_row, int64_t nv, int64_t ncol, int64_t ld,
-                       const double *st, const double *sl, double *y, double *S)
+ * are 0 there. Realistic f32 A leaves in about a chunk's row 0 alone.
+ * The rows' part (exact_rows) is made once per chunk, for both outputs and
+ * every block of columns (exact_sums). */
+/* exact_sums' rows of A: each row's least low bit qa, whether it is left
+ * in (cand), and the columns j of A that a row left in has nonzero (in). */
+struct exact_rows {
+    int64_t qa[BT];
+    unsigned char cand[BT], in[BT];
+    int any;
+};
+
+static void exact_rows(const double *Ad, int64_t rows, int64_t l_row, int64_t nv, struct exact_rows *er)
 {
     const double c = 1 - 0x1p-6;
-    int64_t qa[BT], qx[CB];
-    unsigned char cand[BT], in[BT] = {0};
-    int any = 0;
+    memset(er->in, 0, sizeof er->in);
+    er->any = 0;
     for (int64_t i = 0; i < rows; i++) {
         double top;
-        qa[i] = row_low(Ad + i * l_row, nv, &top);
+        er->qa[i] = row_low(Ad + i * l_row, nv, &top);
         /* past 999: every entry 0 (100000), and so S and y */
-        cand[i] = qa[i] >= -126 && qa[i] <= 999 && top <= c * pow2(qa[i] + 24);
-        for (int64_t j = 0; cand[i] && j < nv; j++) in[j] |= Ad[i * l_row + j] != 0;
-        any |= cand[i];
+        er->cand[i] = er->qa[i] >= -126 && er->qa[i] <= 999 && top <= c * pow2(er->qa[i] + 24);
+        for (int64_t j = 0; er->cand[i] && j < nv; j++) er->in[j] |= Ad[i * l_row + j] != 0;
+        er->any |= er->cand[i];
     }
-    if (!any) return;
+}
+
+static void exact_sums(const struct exact_rows *er, int64_t rows, int64_t nv, int64_t ncol, int64_t ld,
+                       const double *st, const double *sl, double *y, double *S)
+{
+    if (!er->any) return;
+    int64_t qx[CB];
     for (int64_t col = 0; col < ncol; col++) qx[col] = 100000;
     for (int64_t j = 0; j < nv; j++) /* st's rows are contiguous */
-        if (in[j]) cols_low(st + j * ld, ncol, qx);
-    double tx[CB]; /* c 2^(qx + 24), or 0 where qx < -126 */
+        if (er->in[j]) cols_low(st + j * ld, ncol, qx);
+    double tx[CB]; /* (1 - 2^-6) 2^(qx + 24), or 0 where qx < -126 */
     for (int64_t col = 0; col < ncol; col++)
-        tx[col] = qx[col] >= -126 ? c * pow2(qx[col] + 24 < 1023 ? qx[col] + 24 : 1023) : 0;
+        tx[col] = qx[col] >= -126 ? (1 - 0x1p-6) * pow2(qx[col] + 24 < 1023 ? qx[col] + 24 : 1023) : 0;
     for (int64_t i = 0; i < rows; i++) {
         unsigned char hit[CB];
-        if (cand[i] && row_hits(qa[i], qx, tx, sl + i * ld, y + i * ld, S + i * ld, ncol, hit))
+        if (er->cand[i] && row_hits(er->qa[i], qx, tx, sl + i * ld, y + i * ld, S + i * ld, ncol, hit))
             for (int64_t col = 0; col < ncol; col++)
                 if (hit[col]) y[i * ld + col] = kv_bf16_even_tie(y[i * ld + col]);
     }
@@ -376,31 +390,41 @@ static void exact_sums(const double *Ad, int64_t rows, int64_t l_row, int64_t nv
  * of two, where the final rounding's step doubles. */
 static inline double flip_slack(double y, double sl) { return sl > 0 ? sl + 0.5 * kv_ulp_bf16(fabs(y) + sl) : sl; }
 
-/* A thread's room for chunk_out: the chunk's A as doubles, CB staged
- * columns with their flips, and the sums of every row over them. */
+/* A thread's room for chunk_out: the chunk's A as doubles and its exact
+ * sums' rows (load_chunk), CB staged columns with their flips, and the sums
+ * of every row over them. */
 struct wu_work {
     double Ad[BT * BT], st[BT * CB], fl[BT * CB], y[BT * CB], S[BT * CB], sl[BT * CB], eg[BT];
+    struct exact_rows er;
 };
 
-/* Output out (t) of chunk [t0, t0 + nv) of head h, whole: CB columns staged
- * side by side, then every row's sums over them. The number of elements
- * with a slack. */
+/* The chunk [t0, t0 + nv) of head h's A as doubles (nv a row), and, for the
+ * spec oracle, its exact sums' rows: once for both outputs. */
+static void load_chunk(const struct kv_case *c, const struct dims *d, int64_t b, int64_t t0, int64_t nv, int64_t h,
+                       struct wu_work *w)
+{
+    const struct kv_tensor *A = &c->t[a_of(c)];
+    for (int64_t i = 0; i < nv; i++)
+        kv_load_f64_n(A->dtype, A->data, (size_t)((b * d->T + t0 + i) * d->H + h) * BT, w->Ad + i * nv, (size_t)nv);
+    if (!c->exact) exact_rows(w->Ad, nv, nv, nv, &w->er);
+}
+
+/* Output out (t) of chunk [t0, t0 + nv) of head h, whole (its A loaded,
+ * load_chunk): CB columns staged side by side, then every row's sums over
+ * them. The number of elements with a slack. */
 static size_t chunk_out(struct kv_case *c, const struct dims *d, int out, int t, int64_t b, int64_t t0, int64_t nv,
                         int64_t h, struct wu_work *w)
 {
-    const struct kv_tensor *A = &c->t[a_of(c)];
     const int64_t D = out ? d->K : d->V;
     const float *g = c->t[T_G].data;
     for (int64_t j = 0; out && j < nv; j++) /* once, not per column */
         w->eg[j] = exp((double)g[(b * d->T + t0 + j) * d->H + h]);
-    for (int64_t i = 0; i < nv; i++)
-        kv_load_f64_n(A->dtype, A->data, (size_t)((b * d->T + t0 + i) * d->H + h) * BT, w->Ad + i * nv, (size_t)nv);
     size_t ambiguous = 0;
     for (int64_t c0 = 0; c0 < D; c0 += CB) {
         const int64_t ncol = D - c0 < CB ? D - c0 : CB;
         stage_cols(c, d, out, b, t0, nv, h, c0, ncol, w->eg, w->st, w->fl, CB);
         row_sums(w->Ad, nv, nv, ncol, CB, w->st, w->fl, w->y, w->S, w->sl);
-        if (!c->exact) exact_sums(w->Ad, nv, nv, nv, ncol, CB, w->st, w->sl, w->y, w->S);
+        if (!c->exact) exact_sums(&w->er, nv, nv, ncol, CB, w->st, w->sl, w->y, w->S);
         for (int64_t i = 0; i < nv; i++) {
             const size_t o = (size_t)(((b * d->T + t0 + i) * d->H + h) * D + c0);
             const double *y = w->y + i * CB, *sl = w->sl + i * CB;
@@ -429,7 +453,11 @@ static size_t oracle_sampled(struct kv_case *c, const struct dims *d, int out, i
         kv_load_f64_n(A->dtype, A->data, (size_t)r * BT, Ad, (size_t)nv);
         stage_cols(c, d, out, b, t0, nv, h, col, 1, NULL, st, fl, 1);
         row_sums(Ad, 1, nv, 1, 1, st, fl, &y, &c->S[t][q], &sl);
-        if (!c->exact) exact_sums(Ad, 1, nv, nv, 1, 1, st, &sl, &y, &c->S[t][q]);
+        if (!c->exact) {
+            struct exact_rows er;
+            exact_rows(Ad, 1, nv, nv, &er);
+            exact_sums(&er, 1, nv, 1, 1, st, &sl, &y, &c->S[t][q]);
+        }
         const double slack = flip_slack(y, sl);
         c->y[t][q] = y;
         if (out) c->slack[t][q] = slack, ambiguous += slack > 0;
@@ -470,6 +498,7 @@ static enum kv_status oracle(struct kv_case *c)
         for (int64_t item = 0; item < d.B * d.NT * d.H; item++) {
             int64_t b = item / (d.NT * d.H), ch = (item / d.H) % d.NT, h = item % d.H;
             int64_t t0 = ch * BT, nv = d.T - t0 < BT ? d.T - t0 : BT;
+            if (w && !(c->compact[tu] && c->compact[tw])) load_chunk(c, &d, b, t0, nv, h, w);
             for (int out = 0; w && out < 2; out++)
                 if (!c->compact[out ? tw : tu]) ambiguous += chunk_out(c, &d, out, out ? tw : tu, b, t0, nv, h, w);
         }
