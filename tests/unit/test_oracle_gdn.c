@@ -1,7 +1,9 @@
 /* The gdn-wu inputs and oracle: A is the inverse of I + L for every chunk
  * (including a partial last one), and the spec and exact oracles agree with
  * an independent recomputation of u and w from the stored inputs, with the
- * bf16 stagings (spec) or without (exact); ambiguous stagings only widen w. */
+ * bf16 stagings (spec) or without (exact); ambiguous stagings only widen w.
+ * The spec oracle's exact sums (S 0, the even tie at a midpoint) only where
+ * the f32 sum is exact in any order, at their edges, and on --dist grid. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
