@@ -1,21 +1,25 @@
 #include "kernels/blas_core.h"
 
 #include <cblas.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <strings.h>
 #include <unistd.h>
 
-/* Set for the second start: the kernels OpenBLAS chose at the first. */
+/* Set for the second start: the kernels OpenBLAS chose at the first, and
+ * the threads its pthreads build would have run each call on. */
 #define REPLACED "KVERIFY_BLAS_REPLACED"
+#define THREADS "KVERIFY_BLAS_THREADS"
 
 const char *kv_blas_core(void)
 {
     static char name[96];
-    const char *c = openblas_get_corename(), *was = getenv(REPLACED);
+    const char *c = openblas_get_corename(), *was = getenv(REPLACED), *th = getenv(THREADS);
     if (!name[0])
-        snprintf(name, sizeof name, "%s%s%s%s", c ? c : "unknown", was ? " (in place of " : "", was ? was : "",
-                 was ? ", OpenBLAS's choice)" : "");
+        snprintf(name, sizeof name, "%s%s%s%s%s%s%s", c ? c : "unknown", was ? " (in place of " : "", was ? was : "",
+                 was ? ", OpenBLAS's choice)" : "", th ? ", one thread a call (in place of its own " : "",
+                 th ? th : "", th ? ")" : "");
     return name;
 }
 
@@ -25,21 +29,59 @@ const char *kv_blas_core_instead(const char *core, int avx512, int avx2)
     return avx512 ? "SkylakeX" : avx2 ? "Haswell" : NULL;
 }
 
-void kv_blas_core_fit(char **argv)
+int kv_blas_threads_instead(int parallel, const char *user)
+{
+    return parallel == 1 && !(user && *user);
+}
+
+/* The kernels to ask for instead of OpenBLAS's choice, or NULL: none where
+ * OPENBLAS_CORETYPE is set (the user's choice, or this process's second
+ * start). */
+static const char *core_instead(const char **core)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
-    if (getenv("OPENBLAS_CORETYPE")) return; /* the user's choice, or this process's second start */
-    const char *core = getenv("KVERIFY_TEST_BLAS_CORE");
+    if (getenv("OPENBLAS_CORETYPE")) return NULL;
+    *core = getenv("KVERIFY_TEST_BLAS_CORE");
     __builtin_cpu_init();
     const int avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
                        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
     const int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    if (!core || !*core) core = openblas_get_corename();
-    const char *want = kv_blas_core_instead(core, avx512, avx2);
-    if (!want || setenv("OPENBLAS_CORETYPE", want, 1) || setenv(REPLACED, core, 1)) return;
-    execv("/proc/self/exe", argv);
-    unsetenv("OPENBLAS_CORETYPE"), unsetenv(REPLACED); /* not run again: the generic kernels, as before */
+    if (!*core || !**core) *core = openblas_get_corename();
+    return kv_blas_core_instead(*core, avx512, avx2);
 #else
-    (void)argv;
+    (void)core;
+    return NULL;
 #endif
+}
+
+void kv_blas_core_fit(char **argv)
+{
+    const char *core = NULL, *want = core_instead(&core), *par = getenv("KVERIFY_TEST_BLAS_PARALLEL");
+    const char *user = getenv("OPENBLAS_NUM_THREADS");
+    if (!user || !*user) user = getenv("GOTO_NUM_THREADS");
+    const int threads = kv_blas_threads_instead(par && *par ? atoi(par) : openblas_get_parallel(), user);
+    if (!want && !threads) return;
+    char own[16];
+    snprintf(own, sizeof own, "%d", openblas_get_num_threads());
+    if ((!want || (!setenv("OPENBLAS_CORETYPE", want, 1) && !setenv(REPLACED, core, 1))) &&
+        (!threads || (!setenv("OPENBLAS_NUM_THREADS", "1", 1) && !setenv(THREADS, own, 1))))
+        execv("/proc/self/exe", argv);
+    /* not run again: OpenBLAS as it loaded, as before */
+    if (want) unsetenv("OPENBLAS_CORETYPE"), unsetenv(REPLACED);
+    if (threads) unsetenv("OPENBLAS_NUM_THREADS"), unsetenv(THREADS);
+}
+
+void kv_dgemm_rows(int transx, int transy, int rows, int cols, int red, const double *x, int ldx, const double *y,
+                   int ldy, double *c, int ldc)
+{
+    const int blocks = omp_get_max_threads();
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int b = 0; b < blocks; b++) {
+        int r0 = (int)((int64_t)rows * b / blocks), r1 = (int)((int64_t)rows * (b + 1) / blocks);
+        if (r1 <= r0) continue;
+        /* Row r of op(X) starts at x + r*ldx (no transpose) or x + r (transposed). */
+        const double *xb = transx ? x + r0 : x + (size_t)r0 * ldx;
+        cblas_dgemm(CblasRowMajor, transx ? CblasTrans : CblasNoTrans, transy ? CblasTrans : CblasNoTrans, r1 - r0,
+                    cols, red, 1.0, xb, ldx, y, ldy, 0.0, c + (size_t)r0 * ldc, ldc);
+    }
 }

@@ -4,19 +4,41 @@
 
 /* The kernels' name (OpenBLAS's openblas_get_corename: "SkylakeX", "Haswell",
  * ...), and where kv_blas_core_fit replaced OpenBLAS's choice, which it was:
- * "SkylakeX (in place of Prescott, OpenBLAS's choice)". */
+ * "SkylakeX (in place of Prescott, OpenBLAS's choice)"; where it asked for
+ * one thread a call, the threads it replaced: "Haswell, one thread a call (in
+ * place of its own 16)". */
 const char *kv_blas_core(void);
 /* The kernels to ask for instead of core on a CPU with AVX-512 (F, DQ, BW, VL)
  * or AVX2 and FMA, or NULL to keep core: its generic kernels (Prescott) on a
  * CPU that runs better ones. */
 const char *kv_blas_core_instead(const char *core, int avx512, int avx2);
-/* OpenBLAS picks its kernels by CPU model as it loads; Debian 12's 0.3.21
- * falls back to its generic ones on models its build has no kernels for
- * (Cooper Lake, as on cloud GPU hosts): dgemm 4 to 5 times slower. There,
- * unless OPENBLAS_CORETYPE is set, the process runs itself again (argv, once)
- * with OPENBLAS_CORETYPE naming kernels the CPU runs. Returns where it does
- * not (exec failed, or nothing to change). KVERIFY_TEST_BLAS_CORE stands in
- * for the chosen name (tests). */
+/* Whether to ask OpenBLAS for one thread a call: its pthreads build
+ * (openblas_get_parallel() == 1) where the user named no thread count (user:
+ * OPENBLAS_NUM_THREADS or GOTO_NUM_THREADS). kverify calls dgemm from each
+ * thread of its own OpenMP team (row blocks); that build's own pool would
+ * run each call on all cores again, its idle threads spinning beside
+ * kverify's (gemm-bwd 4096^3 on an H200 host: 1.9-2.1 s, 1.26-1.29 s with
+ * one thread a call; every other case a tenth faster). The OpenMP build runs
+ * calls inside a parallel region on one thread already. */
+int kv_blas_threads_instead(int parallel, const char *user);
+/* OpenBLAS picks its kernels by CPU model and starts its threads as it
+ * loads; Debian 12's 0.3.21 falls back to its generic kernels on models its
+ * build has no kernels for (Cooper Lake, as on cloud GPU hosts): dgemm 4 to 5
+ * times slower. There, unless OPENBLAS_CORETYPE is set, and where
+ * kv_blas_threads_instead says so, the process runs itself again (argv,
+ * once) with OPENBLAS_CORETYPE naming kernels the CPU runs and
+ * OPENBLAS_NUM_THREADS=1. Returns where it does not (exec failed, or nothing
+ * to change). KVERIFY_TEST_BLAS_CORE and KVERIFY_TEST_BLAS_PARALLEL stand in
+ * for the chosen name and openblas_get_parallel() (tests). */
 void kv_blas_core_fit(char **argv);
+
+/* C[rows, cols] = op(X) op(Y), row-major (op: transposed where trans*), as row
+ * blocks on the OpenMP team, one dgemm call a thread: the float64 products'
+ * one way to BLAS. OpenBLAS's OpenMP build runs each call single-threaded
+ * inside the parallel region; its pthreads build is asked for one thread a
+ * call (kv_blas_core_fit). Its own threading measured slower on 2 cores (two
+ * blocks of packing are cheaper than its fork-join). */
+void kv_dgemm_rows(int transx, int transy, int rows, int cols, int red, const double *x, int ldx, const double *y,
+                   int ldy, double *c, int ldc);
 
 #endif

@@ -7,13 +7,12 @@
  * two to a word so the variant needs no 16-bit storage or float16 features.
  * f16-coopmat: the f16 math with dA on cooperative matrices (tensor cores;
  * VK_NV_cooperative_matrix), skipped on devices without them. */
-#include <cblas.h>
-#include <omp.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/rng.h"
+#include "kernels/blas_core.h"
 #include "kernels/kernel.h"
 
 static const uint32_t dA_sg[] =
@@ -262,25 +261,6 @@ static enum kv_status widen(const struct kv_tensor *t, int cast16, int pair, dou
     return KV_OK;
 }
 
-/* C[rows, cols] = op(X) op(Y) as row blocks on the OpenMP team; OpenBLAS's
- * OpenMP build runs each call single-threaded inside the parallel region.
- * (Its own threading measured slower here: two blocks of packing are cheaper
- * than its fork-join on 2 cores.) */
-static void dgemm_rows(int transx, int transy, int rows, int cols, int red, const double *x, int ldx, const double *y,
-                       int ldy, double *c, int ldc)
-{
-    const int blocks = omp_get_max_threads();
-#pragma omp parallel for schedule(dynamic, 1)
-    for (int b = 0; b < blocks; b++) {
-        int r0 = (int)((int64_t)rows * b / blocks), r1 = (int)((int64_t)rows * (b + 1) / blocks);
-        if (r1 <= r0) continue;
-        /* Row r of op(X) starts at x + r*ldx (no transpose) or x + r (transposed). */
-        const double *xb = transx ? x + r0 : x + (size_t)r0 * ldx;
-        cblas_dgemm(CblasRowMajor, transx ? CblasTrans : CblasNoTrans, transy ? CblasTrans : CblasNoTrans, r1 - r0,
-                    cols, red, 1.0, xb, ldx, y, ldy, 0.0, c + (size_t)r0 * ldc, ldc);
-    }
-}
-
 /* Sampled elements, straight from the inputs: the dot of row i of X
  * (length n, stride sx along it) with row j of Y; cast16 rounds X's f32
  * values to f16 first (the spec cast). */
@@ -331,8 +311,8 @@ static enum kv_status oracle(struct kv_case *c)
     } else {
         KV_TRY(widen(DC, cast, 0, &dc, &dca));
         KV_TRY(widen(B, 0, 1, &b, &ba));
-        dgemm_rows(0, 1, m, k, n, dc, n, b, n, c->y[tda], k);
-        dgemm_rows(0, 1, m, k, n, dca, n, ba, n, c->S[tda], k);
+        kv_dgemm_rows(0, 1, m, k, n, dc, n, b, n, c->y[tda], k);
+        kv_dgemm_rows(0, 1, m, k, n, dca, n, ba, n, c->S[tda], k);
     }
     /* dB follows the f32 path in every variant. */
     if (c->sample[T_DB]) {
@@ -350,8 +330,8 @@ static enum kv_status oracle(struct kv_case *c)
             dbv = dc32, dba = dc32a;
         }
         KV_TRY(widen(A, 0, 1, &a, &aa));
-        dgemm_rows(1, 0, k, n, m, a, k, dbv, n, c->y[T_DB], n);
-        dgemm_rows(1, 0, k, n, m, aa, k, dba, n, c->S[T_DB], n);
+        kv_dgemm_rows(1, 0, k, n, m, a, k, dbv, n, c->y[T_DB], n);
+        kv_dgemm_rows(1, 0, k, n, m, aa, k, dba, n, c->S[T_DB], n);
     }
     const double u = 0x1p-24;
     c->bound[tda] = (struct kv_bound){.n = n, .k_op = 1, .u_acc = u, .rho = 1};

@@ -1,16 +1,16 @@
 /* A statement that is a matrix product of two inputs,
  *   T[i, j] = sum(k in 0..K, X[i or k, k or i] * Y[j or k, k or j]),
- * evaluated by BLAS (OpenBLAS's dgemm, as the built-in gemm oracle) instead
- * of the lanes: the values, and the magnitudes as a second product, from
- * which the rest follows exactly as the evaluator's rules give it (inputs
- * carry no error; each product rounds once, u|x*y|; the sum adds
- * lambda*sqrt(K)*u*sum|x*y|). */
-#include <cblas.h>
+ * evaluated by BLAS (OpenBLAS's dgemm in row blocks, kv_dgemm_rows, as the
+ * built-in gemm oracle) instead of the lanes: the values, and the magnitudes
+ * as a second product, from which the rest follows exactly as the
+ * evaluator's rules give it (inputs carry no error; each product rounds
+ * once, u|x*y|; the sum adds lambda*sqrt(K)*u*sum|x*y|). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/dtype.h"
+#include "kernels/blas_core.h"
 #include "specs/contract.h"
 
 /* Which of e's two indices is variable v: 0, 1, or -1 when neither or e is
@@ -83,10 +83,8 @@ int kv_ev_contract(struct kv_ev *x, int i, enum kv_status *st)
         *st = kv_error(KV_EDEVICE, "out of host memory for a product in %s", x->s->path);
     } else {
         double *v = t->part[KV_EV_V], *S = t->part[KV_EV_S];
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)R, (int)C, (int)K, 1.0, xv, (int)K, yv, (int)K, 0.0,
-                    v, (int)C);
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)R, (int)C, (int)K, 1.0, xm, (int)K, ym, (int)K, 0.0,
-                    S, (int)C);
+        kv_dgemm_rows(0, 1, (int)R, (int)C, (int)K, xv, (int)K, yv, (int)K, v, (int)C);
+        kv_dgemm_rows(0, 1, (int)R, (int)C, (int)K, xm, (int)K, ym, (int)K, S, (int)C);
         const double u = x->u, lam = K > 1 ? sqrt((double)K) * u : 0;
 #pragma omp parallel for schedule(static)
         for (size_t n = 0; n < t->count; n++) {

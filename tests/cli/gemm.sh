@@ -21,6 +21,26 @@ PY
   python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["kverify"]["blas"] == "Haswell"' "$TMP/blas.json" \
     || fail "OPENBLAS_CORETYPE not kept"
 fi
+# OpenBLAS's pthreads build (here a test switch names it) is asked for one thread a
+# call: kverify calls dgemm from each thread of its own team. The process runs itself
+# again with OPENBLAS_NUM_THREADS=1, together with the kernels where both change, and the
+# report says so; a user's OPENBLAS_NUM_THREADS or GOTO_NUM_THREADS stands.
+KVERIFY_TEST_BLAS_PARALLEL=1 expect_exit 0 "$KV" gemm-bwd --m 40 --n 30 --k 20 --json "$TMP/blas.json"
+python3 -c 'import json,sys; b=json.load(open(sys.argv[1]))["kverify"]["blas"]; assert ", one thread a call (in place of its own " in b, b' \
+  "$TMP/blas.json" || fail "the pthreads build's threads were not replaced"
+if grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo; then
+  KVERIFY_TEST_BLAS_PARALLEL=1 KVERIFY_TEST_BLAS_CORE=Prescott expect_exit 0 "$KV" gemm-bwd --m 40 --n 30 --k 20 --json "$TMP/blas.json"
+  python3 -c 'import json,sys; b=json.load(open(sys.argv[1]))["kverify"]["blas"]; assert "(in place of Prescott, OpenBLAS'"'"'s choice), one thread a call (in place of its own " in b, b' \
+    "$TMP/blas.json" || fail "the kernels and the threads were not replaced in one start"
+fi
+for v in OPENBLAS_NUM_THREADS GOTO_NUM_THREADS; do
+  expect_exit 0 env "$v=3" KVERIFY_TEST_BLAS_PARALLEL=1 "$KV" gemm-bwd --m 40 --n 30 --k 20 --json "$TMP/blas.json"
+  python3 -c 'import json,sys; b=json.load(open(sys.argv[1]))["kverify"]["blas"]; assert "thread" not in b, b' "$TMP/blas.json" \
+    || fail "$v not kept"
+done
+KVERIFY_TEST_BLAS_PARALLEL=2 expect_exit 0 "$KV" gemm-bwd --m 40 --n 30 --k 20 --json "$TMP/blas.json"
+python3 -c 'import json,sys; b=json.load(open(sys.argv[1]))["kverify"]["blas"]; assert "thread" not in b, b' "$TMP/blas.json" \
+  || fail "the OpenMP build's threads replaced"
 # The sanitized run is left to tests/cli/sanitize.sh and the smoke suite's gemm-bwd
 # sweep (cli.suite): this sweep is about the numerics, at 7 seeds.
 expect_exit 0 "$KV" gemm-bwd --sweep --seeds 7 --no-sanitize

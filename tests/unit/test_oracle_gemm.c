@@ -126,6 +126,12 @@ static void blas_core_choice(void **s)
     assert_null(kv_blas_core_instead("Haswell", 1, 1));
     assert_null(kv_blas_core_instead(NULL, 1, 1));
     assert_non_null(kv_blas_core()); /* the kernels this process runs */
+    /* one thread a call: the pthreads build (1), unless the user named a count */
+    assert_true(kv_blas_threads_instead(1, NULL));
+    assert_true(kv_blas_threads_instead(1, ""));
+    assert_false(kv_blas_threads_instead(1, "4"));
+    assert_false(kv_blas_threads_instead(2, NULL)); /* OpenMP: one thread inside kverify's team already */
+    assert_false(kv_blas_threads_instead(0, NULL)); /* sequential */
 }
 
 int main(void)
