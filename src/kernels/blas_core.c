@@ -14,7 +14,7 @@
 
 const char *kv_blas_core(void)
 {
-    static char name[96];
+    static char name[192]; /* the longest: a core name, another, and a thread count */
     const char *c = openblas_get_corename(), *was = getenv(REPLACED), *th = getenv(THREADS);
     if (!name[0])
         snprintf(name, sizeof name, "%s%s%s%s%s%s%s", c ? c : "unknown", was ? " (in place of " : "", was ? was : "",
