@@ -41,6 +41,23 @@ done
 KVERIFY_TEST_BLAS_PARALLEL=2 expect_exit 0 "$KV" gemm-bwd --m 40 --n 30 --k 20 --json "$TMP/blas.json"
 python3 -c 'import json,sys; b=json.load(open(sys.argv[1]))["kverify"]["blas"]; assert "thread" not in b, b' "$TMP/blas.json" \
   || fail "the OpenMP build's threads replaced"
+# The float64 products' values do not depend on the number of threads (dgemm in blocks
+# of 96 rows, whatever the team): the same report on 1 and 3 threads, for gemm-bwd and
+# for a spec's product of two inputs (the shapes' rows split across kernel tiles when
+# the blocks followed the threads).
+for k in "gemm-bwd --m 1000 --n 333 --k 77" "--kernels $KV_SRC/tests/specs gemm-bwd-spec --m 1000 --n 333 --k 77"; do
+  for t in 1 3; do
+    # shellcheck disable=SC2086
+    OMP_NUM_THREADS=$t expect_exit 0 "$KV" $k --no-sanitize --json "$TMP/threads$t.json"
+  done
+  python3 - "$TMP/threads1.json" "$TMP/threads3.json" <<'PY' || fail "$k: the report depends on the number of threads"
+import json, sys
+a, b = (json.load(open(f))["cases"] for f in sys.argv[1:])
+for c in a + b:
+    c.pop("time_ms", None)
+assert a == b
+PY
+done
 # The sanitized run is left to tests/cli/sanitize.sh and the smoke suite's gemm-bwd
 # sweep (cli.suite): this sweep is about the numerics, at 7 seeds.
 expect_exit 0 "$KV" gemm-bwd --sweep --seeds 7 --no-sanitize
