@@ -17,9 +17,10 @@ const char *kv_blas_core_instead(const char *core, int avx512, int avx2);
  * OPENBLAS_NUM_THREADS or GOTO_NUM_THREADS). kverify calls dgemm from each
  * thread of its own OpenMP team (row blocks); that build's own pool would
  * run each call on all cores again, its idle threads spinning beside
- * kverify's (gemm-bwd 4096^3 on a 16-core H200 host: 1.7-2.1 s, 1.0-1.3 s with
- * one thread a call; the other production cases 5-15% faster). The OpenMP
- * build runs calls inside a parallel region on one thread already. */
+ * kverify's (gemm-bwd on a 16-core H200 host, 4096^3: 1.7-2.3 s, 1.0-1.4 s
+ * with one thread a call; 1024^3: 0.54-0.68 s, 0.24-0.25 s; the other
+ * production cases 5-15% faster). The OpenMP build runs calls inside a
+ * parallel region on one thread already. */
 int kv_blas_threads_instead(int parallel, const char *user);
 /* OpenBLAS picks its kernels by CPU model and starts its threads as it
  * loads; Debian 12's 0.3.21 falls back to its generic kernels on models its
