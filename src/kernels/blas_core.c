@@ -71,9 +71,11 @@ void kv_blas_core_fit(char **argv)
     if (threads) unsetenv("OPENBLAS_NUM_THREADS"), unsetenv(THREADS);
 }
 
-/* Rows a call: a multiple of every x86-64 OpenBLAS dgemm kernel's tile
- * (4, 8, 12, 16, 24, 32, 48 rows), so that each element's sum is made by the
- * same kernel tile in the same order whatever the number of threads. */
+/* Rows a call: a multiple of the row tiles of OpenBLAS's x86-64 dgemm
+ * kernels (4 to 48), so that each element's sum is made by the same kernel
+ * tile in the same order whatever the number of threads (checked with the
+ * SkylakeX, Cooperlake and Haswell kernels: the same reports on 1 to 16
+ * threads; cut where the threads split the rows, they differed). */
 #define ROWS_A_CALL 96
 
 void kv_dgemm_rows(int transx, int transy, int rows, int cols, int red, const double *x, int ldx, const double *y,
