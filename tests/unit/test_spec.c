@@ -160,6 +160,36 @@ static void test_reductions(void **st)
     kv_spec_free(s);
 }
 
+/* A long reduction over the arrays' last index with many outer elements at
+ * once (32 lanes, 300 terms: walked with its lanes across the range, which
+ * reads memory in order): each element's terms in order, as a short one's. */
+static void test_long_reduction(void **st)
+{
+    (void)st;
+    enum { N = 300 };
+    float a[N], b[N], cc[N];
+    int32_t lab[N];
+    for (int i = 0; i < N; i++)
+        a[i] = (float)((i % 7) - 3) * 0.37f + 0.001f * (float)i, b[i] = 1.0f / (float)(i + 3),
+        cc[i] = (float)((i * 13) % 11) - 5.5f, lab[i] = i;
+    struct kv_spec *s = make(OUT("o", "n") "," OUT("q", "n"),
+                             "\"o[i] = sum(j in 0..n, a[j] * b[i])\", \"q[i] = sum(j in 0..n, a[i] * c[j] + b[j])\"",
+                             KV_OK);
+    struct kv_case c;
+    run(s, &c, N, a, b, cc, lab, 0);
+    for (int i = 0; i < N; i++) {
+        double o = 0, oa = 0, q = 0;
+        for (int j = 0; j < N; j++) {
+            const double t = (double)a[j] * b[i];
+            o += t, oa += fabs(t), q += (double)a[i] * cc[j] + b[j];
+        }
+        near(c.y[4][i], o, 0), near(c.y[5][i], q, 0);
+        near(c.lam[4][i], sqrt((double)N) * u * oa, 1e-12);
+    }
+    kv_case_free(&c);
+    kv_spec_free(s);
+}
+
 /* round(): the spec oracle rounds, the exact one does not; the bound gains
  * one ulp of the type where the operand carries an error (a flip). */
 static void test_rounding(void **st)
@@ -277,7 +307,7 @@ static void test_index_error(void **st)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parse),     cmocka_unit_test(test_functions), cmocka_unit_test(test_reductions),
+        cmocka_unit_test(test_parse),     cmocka_unit_test(test_functions), cmocka_unit_test(test_reductions), cmocka_unit_test(test_long_reduction),
         cmocka_unit_test(test_rounding),  cmocka_unit_test(test_ieee),      cmocka_unit_test(test_flip),
         cmocka_unit_test(test_stages),    cmocka_unit_test(test_index_error),
     };
