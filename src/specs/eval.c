@@ -336,17 +336,15 @@ static int reduce_inner(struct kv_ev_ctx *c, const struct kv_sx *e, int nl, cons
     return rc;
 }
 
-/* Whether e reads an array at index variable v last (consecutive elements as
- * v steps): a long range over v is then walked with its lanes across v
- * (reduce_inner), reading memory in order, rather than one v at a time
- * across the outer elements (reduce_outer), each lane a row apart. Either
- * adds a lane's terms in the same order: the same values. */
-static int range_last(const struct kv_sx *e, int v)
+/* The index variables (bit per slot) at which e reads last some array
+ * whose element read depends on the variables v (consecutive elements as
+ * the variable steps). */
+static unsigned read_last(const struct kv_sx *e, unsigned v)
 {
-    if (e->op == KV_SX_ACCESS && e->n > 0 && e->kid[e->n - 1]->op == KV_SX_VAR && e->kid[e->n - 1]->ref == v) return 1;
-    for (int i = 0; i < e->n; i++)
-        if (range_last(e->kid[i], v)) return 1;
-    return 0;
+    const struct kv_sx *k = e->op == KV_SX_ACCESS && e->n > 0 && (e->vars & v) ? e->kid[e->n - 1] : NULL;
+    unsigned m = k && k->op == KV_SX_VAR ? 1u << k->ref : 0;
+    for (int i = 0; i < e->n; i++) m |= read_last(e->kid[i], v);
+    return m;
 }
 
 static int kv_ev_reduce(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
@@ -354,8 +352,16 @@ static int kv_ev_reduce(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
     int64_t lo[LANES], hi[LANES];
     int uniform;
     if (reduce_range(c, e, nl, lo, hi, &uniform)) return -1;
-    if (uniform && nl >= 32 && !(hi[0] - lo[0] >= LANES && range_last(e->kid[2], e->ref)))
-        return reduce_outer(c, e, nl, lo[0], hi[0]);
+    /* A long range whose body reads memory in order along it, and none of
+     * the arrays it steps through along a variable that differs between the
+     * lanes (sum over a row's columns, lanes across rows), is walked with its
+     * lanes across the range (reduce_inner); else one index at a time across
+     * the outer elements (reduce_outer), whose lanes then read in order.
+     * Either adds a lane's terms in the same order: the same values. */
+    if (uniform && nl >= 32) {
+        const unsigned v = 1u << e->ref, last = hi[0] - lo[0] >= LANES ? read_last(e->kid[2], v) : 0;
+        if (!(last & v) || (last & ~v & ~c->uni)) return reduce_outer(c, e, nl, lo[0], hi[0]);
+    }
     return reduce_inner(c, e, nl, lo, hi);
 }
 

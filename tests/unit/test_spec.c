@@ -161,8 +161,9 @@ static void test_reductions(void **st)
 }
 
 /* A long reduction over the arrays' last index with many outer elements at
- * once (32 lanes, 300 terms: walked with its lanes across the range, which
- * reads memory in order): each element's terms in order, as a short one's. */
+ * once, the outer index read only through an expression (32 lanes, 300
+ * terms: walked with its lanes across the range, which reads memory in
+ * order): each element's terms in order, as a short one's. */
 static void test_long_reduction(void **st)
 {
     (void)st;
@@ -173,15 +174,15 @@ static void test_long_reduction(void **st)
         a[i] = (float)((i % 7) - 3) * 0.37f + 0.001f * (float)i, b[i] = 1.0f / (float)(i + 3),
         cc[i] = (float)((i * 13) % 11) - 5.5f, lab[i] = i;
     struct kv_spec *s = make(OUT("o", "n") "," OUT("q", "n"),
-                             "\"o[i] = sum(j in 0..n, a[j] * b[i])\", \"q[i] = sum(j in 0..n, a[i] * c[j] + b[j])\"",
+                             "\"o[i] = sum(j in 0..n, a[j] * b[n - 1 - i])\", \"q[i] = sum(j in 0..n, a[n - 1 - i] * c[j] + b[j])\"",
                              KV_OK);
     struct kv_case c;
     run(s, &c, N, a, b, cc, lab, 0);
     for (int i = 0; i < N; i++) {
         double o = 0, oa = 0, q = 0;
         for (int j = 0; j < N; j++) {
-            const double t = (double)a[j] * b[i];
-            o += t, oa += fabs(t), q += (double)a[i] * cc[j] + b[j];
+            const double t = (double)a[j] * b[N - 1 - i];
+            o += t, oa += fabs(t), q += (double)a[N - 1 - i] * cc[j] + b[j];
         }
         near(c.y[4][i], o, 0), near(c.y[5][i], q, 0);
         near(c.lam[4][i], sqrt((double)N) * u * oa, 1e-12);
