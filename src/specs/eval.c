@@ -168,7 +168,13 @@ static int eval_leaf(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
         return 0;
     default: { /* a random draw (input preparation) */
         uint32_t stream = 1000u + 64u * (uint32_t)c->stmt_pos + (uint32_t)e->id;
-        for (int l = 0; l < nl; l++)
+        /* normals of consecutive elements (a prepare statement's block, as
+         * they always are: such a statement is never virtual) drawn as a
+         * block, the same values as one at a time */
+        int run = e->ref == KV_FN_NORMAL && nl > 1;
+        for (int l = 1; run && l < nl; l++) run = c->flat[l] == c->flat[0] + l;
+        if (run) kv_rng_normal_block(c->x->c->seed, stream, (uint64_t)c->flat[0], (size_t)nl, vals);
+        for (int l = 0; l < nl && !run; l++)
             vals[l] = e->ref == KV_FN_NORMAL ? kv_rng_normal(c->x->c->seed, stream, (uint64_t)c->flat[l])
                                              : kv_rng_uniform(c->x->c->seed, stream, (uint64_t)c->flat[l]);
         leaf(c, e, nl, vals, 0, 0);

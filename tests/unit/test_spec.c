@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "core/dtype.h"
+#include "core/rng.h"
 #include "specs/spec.h"
 #include "specs/sx.h"
 
@@ -191,6 +192,37 @@ static void test_long_reduction(void **st)
     kv_spec_free(s);
 }
 
+/* Random draws in input preparation: each element's normal is its own
+ * index's scalar draw (kv_rng_normal), though drawn a block of consecutive
+ * elements at a time; into an input directly, and into a temp (held: a
+ * statement with a draw is never recomputed where read) read in reverse. */
+static void test_draws(void **st)
+{
+    (void)st;
+    const char *text =
+        "{\"kernel\": \"d\", \"params\": [{\"name\": \"n\", \"type\": \"int\", \"default\": 300}],"
+        " \"tensors\": [{\"name\": \"a\", \"role\": \"input\", \"dtype\": \"f32\", \"shape\": \"n\"},"
+        " {\"name\": \"b\", \"role\": \"input\", \"dtype\": \"f32\", \"shape\": \"n\"},"
+        " {\"name\": \"o\", \"role\": \"output\", \"dtype\": \"f32\", \"shape\": \"n\"}],"
+        " \"prepare\": [\"a[i in n] = normal()\", \"z[i in n] = 0.5 * normal()\", \"b[i] = z[n - 1 - i]\"],"
+        " \"math\": [\"o[i] = a[i] + b[i]\"], \"stages\": [{\"name\": \"s\", \"shader\": \"none.comp\"}]}";
+    struct kv_spec *s = NULL;
+    assert_int_equal(kv_spec_parse("d.kernel.json", text, strlen(text), 1, &s), KV_OK);
+    struct kv_case c;
+    assert_int_equal(kv_case_init(&c, &s->k, 7), KV_OK);
+    assert_int_equal(kv_case_shapes(&c), KV_OK);
+    assert_int_equal(kv_case_alloc(&c), KV_OK);
+    assert_int_equal(s->k.inputs(&c), KV_OK);
+    const float *a = c.t[0].data, *b = c.t[1].data;
+    /* statement k's draw at node id d: stream 1000 + 64 k + d (eval.c) */
+    for (int i = 0; i < 300; i++) {
+        assert_true(a[i] == (float)kv_rng_normal(7, 1000, (uint64_t)i));
+        assert_true(b[i] == (float)(0.5 * kv_rng_normal(7, 1000 + 64 + 1, (uint64_t)(299 - i))));
+    }
+    kv_case_free(&c);
+    kv_spec_free(s);
+}
+
 /* round(): the spec oracle rounds, the exact one does not; the bound gains
  * one ulp of the type where the operand carries an error (a flip). */
 static void test_rounding(void **st)
@@ -308,7 +340,7 @@ static void test_index_error(void **st)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parse),     cmocka_unit_test(test_functions), cmocka_unit_test(test_reductions), cmocka_unit_test(test_long_reduction),
+        cmocka_unit_test(test_parse),     cmocka_unit_test(test_functions), cmocka_unit_test(test_reductions), cmocka_unit_test(test_long_reduction), cmocka_unit_test(test_draws),
         cmocka_unit_test(test_rounding),  cmocka_unit_test(test_ieee),      cmocka_unit_test(test_flip),
         cmocka_unit_test(test_stages),    cmocka_unit_test(test_index_error),
     };
