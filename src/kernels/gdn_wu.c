@@ -320,30 +320,6 @@ KV_CLONES static int row_hits(int64_t qa, const int64_t *restrict qx, const doub
     return any;
 }
 
-/* Exact sums (not for the exact oracle, whose terms are not the device's).
- * Where each nonzero factor of an element's terms A_ij x_j is a multiple of
- * 2^-126 or coarser, the terms multiples of 2^q (q >= -126), and
- * S <= (1 - 2^-6) 2^(q+24), every partial sum, in any order or grouping, is
- * a multiple of 2^q no larger than 2^(q+24): an f32 value. Every product
- * and every addition is then exact on any device: f32 FMAs, tensor cores'
- * truncating adders, bf16-coopmat's parts of A (multiples of A's lowest bit,
- * their magnitudes summing to |A|, or within 2^-7 of it for a rounding
- * split) and a flush of subnormals alike, and y is the f32 sum. The
- * element's one error is its final rounding: S = 0 leaves that alone in its
- * bound, and at a bf16 midpoint y is the even neighbour (that rounding is to
- * nearest even: the half step alone would pass either). Rows of A (l_row
- * apart, nv terms), ncol columns of the staged st (ld apart); the sums' S
- * and slack sl at stride ld. An element with a slack (a staging either way)
- * keeps its S, as does one whose y is not finite (a factor that is not
- * finite, where it meets a zero A_ij too: its low bit is far below).
- * A row whose largest |A_ij| is past c 2^(qa+24) is left out: where x_j is
- * not 0, S >= |A_ij| |x_j| >= |A_ij| 2^qx exceeds c 2^(q+24) (only where the
- * column's x_j are 0 might it be exact: not found, a weaker bound, never an
- * unsound one). qx is the least low bit over the rows j of the staged values
- * that some row left in multiplies by a nonzero A_ij: the others' terms
- * are 0 there. Realistic f32 A leaves in about a chunk's row 0 alone.
- * The rows' part (exact_rows) is made once per chunk, for both outputs and
- * every block of columns (exact_sums). */
 /* exact_sums' rows of A: each row's least low bit qa, whether it is left
  * in (cand), and the columns j of A that a row left in has nonzero (in). */
 struct exact_rows {
@@ -367,6 +343,30 @@ static void exact_rows(const double *Ad, int64_t rows, int64_t l_row, int64_t nv
     }
 }
 
+/* Exact sums (not for the exact oracle, whose terms are not the device's).
+ * Where each nonzero factor of an element's terms A_ij x_j is a multiple of
+ * 2^-126 or coarser, the terms multiples of 2^q (q >= -126), and
+ * S <= (1 - 2^-6) 2^(q+24), every partial sum, in any order or grouping, is
+ * a multiple of 2^q no larger than 2^(q+24): an f32 value. Every product
+ * and every addition is then exact on any device: f32 FMAs, tensor cores'
+ * truncating adders, bf16-coopmat's parts of A (multiples of A's lowest bit,
+ * their magnitudes summing to |A|, or within 2^-7 of it for a rounding
+ * split) and a flush of subnormals alike, and y is the f32 sum. The
+ * element's one error is its final rounding: S = 0 leaves that alone in its
+ * bound, and at a bf16 midpoint y is the even neighbour (that rounding is to
+ * nearest even: the half step alone would pass either). Rows of A (l_row
+ * apart, nv terms), ncol columns of the staged st (ld apart); the sums' S
+ * and slack sl at stride ld. An element with a slack (a staging either way)
+ * keeps its S, as does one whose y is not finite (a factor that is not
+ * finite, where it meets a zero A_ij too: its low bit is far below).
+ * A row whose largest |A_ij| is past c 2^(qa+24) is left out: where x_j is
+ * not 0, S >= |A_ij| |x_j| >= |A_ij| 2^qx exceeds c 2^(q+24) (only where the
+ * column's x_j are 0 might it be exact: not found, a weaker bound, never an
+ * unsound one). qx is the least low bit over the rows j of the staged values
+ * that some row left in multiplies by a nonzero A_ij: the others' terms
+ * are 0 there. Realistic f32 A leaves in about a chunk's row 0 alone.
+ * The rows' part (exact_rows, above) is made once per chunk, for both outputs and
+ * every block of columns (exact_sums). */
 static void exact_sums(const struct exact_rows *er, int64_t rows, int64_t nv, int64_t ncol, int64_t ld,
                        const double *st, const double *sl, double *y, double *S)
 {

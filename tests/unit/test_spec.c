@@ -61,6 +61,14 @@ static void run(struct kv_spec *s, struct kv_case *c, int n, const float *a, con
     assert_int_equal(st, KV_OK);
 }
 
+/* A case of s at its parameters' defaults, its tensors allocated. */
+static void new_case(struct kv_spec *s, struct kv_case *c, uint64_t seed)
+{
+    assert_int_equal(kv_case_init(c, &s->k, seed), KV_OK);
+    assert_int_equal(kv_case_shapes(c), KV_OK);
+    assert_int_equal(kv_case_alloc(c), KV_OK);
+}
+
 #define OUT(name, shape) "{\"name\": \"" name "\", \"role\": \"output\", \"dtype\": \"f32\", \"shape\": \"" shape "\"}"
 
 static const float A[4] = {0.5f, -1.25f, 3.0f, 0.0078125f}, B[4] = {2.0f, 0.75f, -0.5f, 1.5f},
@@ -175,7 +183,8 @@ static void test_long_reduction(void **st)
         a[i] = (float)((i % 7) - 3) * 0.37f + 0.001f * (float)i, b[i] = 1.0f / (float)(i + 3),
         cc[i] = (float)((i * 13) % 11) - 5.5f, lab[i] = i;
     struct kv_spec *s = make(OUT("o", "n") "," OUT("q", "n"),
-                             "\"o[i] = sum(j in 0..n, a[j] * b[n - 1 - i])\", \"q[i] = sum(j in 0..n, a[n - 1 - i] * c[j] + b[j])\"",
+                             "\"o[i] = sum(j in 0..n, a[j] * b[n - 1 - i])\","
+                             "\"q[i] = sum(j in 0..n, a[n - 1 - i] * c[j] + b[j])\"",
                              KV_OK);
     struct kv_case c;
     run(s, &c, N, a, b, cc, lab, 0);
@@ -209,9 +218,7 @@ static void test_draws(void **st)
     struct kv_spec *s = NULL;
     assert_int_equal(kv_spec_parse("d.kernel.json", text, strlen(text), 1, &s), KV_OK);
     struct kv_case c;
-    assert_int_equal(kv_case_init(&c, &s->k, 7), KV_OK);
-    assert_int_equal(kv_case_shapes(&c), KV_OK);
-    assert_int_equal(kv_case_alloc(&c), KV_OK);
+    new_case(s, &c, 7);
     assert_int_equal(s->k.inputs(&c), KV_OK);
     const float *a = c.t[0].data, *b = c.t[1].data;
     /* statement k's draw at node id d: stream 1000 + 64 k + d (eval.c) */
@@ -299,9 +306,7 @@ static void test_stages(void **st)
     assert_int_equal(s->stages[0].n_bindings, 2);
     assert_int_equal(s->stages[1].n_bindings, 3);
     struct kv_case c;
-    assert_int_equal(kv_case_init(&c, &s->k, 1), KV_OK);
-    assert_int_equal(kv_case_shapes(&c), KV_OK);
-    assert_int_equal(kv_case_alloc(&c), KV_OK);
+    new_case(s, &c, 1);
     const float a[3] = {1.0f, 0.00390625f, 0.0009765625f};
     memcpy(c.t[0].data, a, sizeof a);
     assert_int_equal(s->k.oracle(&c), KV_OK);
@@ -327,9 +332,7 @@ static void test_index_error(void **st)
     run(s, &c, 4, A, B, C, LAB, 0);
     for (int i = 0; i < 4; i++) near(c.y[4][i], A[LAB[i]], 0);
     kv_case_free(&c);
-    assert_int_equal(kv_case_init(&c, &s->k, 1), KV_OK);
-    assert_int_equal(kv_case_shapes(&c), KV_OK);
-    assert_int_equal(kv_case_alloc(&c), KV_OK);
+    new_case(s, &c, 1);
     memcpy(c.t[3].data, bad, sizeof bad);
     assert_int_equal(s->k.oracle(&c), KV_EDATA);
     assert_non_null(strstr(kv_error_msg(), "math[0] column 8: index 1 of a is 4, outside [0, 4) (at i=2)"));
@@ -340,8 +343,9 @@ static void test_index_error(void **st)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parse),     cmocka_unit_test(test_functions), cmocka_unit_test(test_reductions), cmocka_unit_test(test_long_reduction), cmocka_unit_test(test_draws),
-        cmocka_unit_test(test_rounding),  cmocka_unit_test(test_ieee),      cmocka_unit_test(test_flip),
+        cmocka_unit_test(test_parse),     cmocka_unit_test(test_functions),   cmocka_unit_test(test_reductions),
+        cmocka_unit_test(test_long_reduction), cmocka_unit_test(test_draws),
+        cmocka_unit_test(test_rounding),  cmocka_unit_test(test_ieee),        cmocka_unit_test(test_flip),
         cmocka_unit_test(test_stages),    cmocka_unit_test(test_index_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
