@@ -7,11 +7,20 @@
 #define WY 16 // 1024 invocations: enough loads in flight when the columns are few
 layout(local_size_x = WX, local_size_y = WY) in;
 
-layout(std430, set = 0, binding = 0) readonly buffer X { float x[]; };
-layout(std430, set = 0, binding = 1) readonly buffer DY { float dy[]; };
-layout(std430, set = 0, binding = 2) readonly buffer R { float r[]; };
-layout(std430, set = 0, binding = 3) writeonly buffer DW { float dw[]; };
+#ifdef KV_ADDR
+#include "addr.glsl"
+layout(push_constant) uniform Push { KvF32 x, dy, r, dw; uint rows; uint dim; } p;
+#define X p.x.v
+#define DY p.dy.v
+#define R p.r.v
+#define DW p.dw.v
+#else
+layout(std430, set = 0, binding = 0) readonly buffer XB { float X[]; };
+layout(std430, set = 0, binding = 1) readonly buffer DYB { float DY[]; };
+layout(std430, set = 0, binding = 2) readonly buffer RB { float R[]; };
+layout(std430, set = 0, binding = 3) writeonly buffer DWB { float DW[]; };
 layout(push_constant) uniform Push { uint rows; uint dim; } p;
+#endif
 
 shared float part[WY][WX];
 
@@ -24,14 +33,14 @@ void main()
         if (col < p.dim)
             for (uint b = ly; b < p.rows; b += WY) {
                 uint i = b * p.dim + col;
-                acc += dy[i] * x[i] * r[b];
+                acc += DY[i] * X[i] * R[b];
             }
         part[ly][lx] = acc;
         barrier();
         if (ly == 0u && col < p.dim) {
             float t = 0.0;
             for (uint k = 0u; k < WY; k++) t += part[k][lx];
-            dw[col] = t;
+            DW[col] = t;
         }
         barrier();
     }

@@ -4,9 +4,16 @@
 #define KV_WG 256
 layout(local_size_x = KV_WG) in;
 
-layout(std430, set = 0, binding = 0) readonly buffer X { float x[]; };
-layout(std430, set = 0, binding = 1) writeonly buffer R { float r[]; };
+#ifdef KV_ADDR
+#include "addr.glsl"
+layout(push_constant) uniform Push { KvF32 x, r; uint rows; uint dim; float eps; } p;
+#define X p.x.v
+#define R p.r.v
+#else
+layout(std430, set = 0, binding = 0) readonly buffer XB { float X[]; };
+layout(std430, set = 0, binding = 1) writeonly buffer RB { float R[]; };
 layout(push_constant) uniform Push { uint rows; uint dim; float eps; } p;
+#endif
 
 #include "reduce.glsl"
 
@@ -16,10 +23,10 @@ void main()
         uint base = row * p.dim;
         float acc = 0.0;
         for (uint i = gl_LocalInvocationID.x; i < p.dim; i += KV_WG) {
-            float v = x[base + i];
+            float v = X[base + i];
             acc += v * v;
         }
         float ss = kv_wg_sum(acc);
-        if (gl_LocalInvocationID.x == 0u) r[row] = inversesqrt(ss / float(p.dim) + p.eps);
+        if (gl_LocalInvocationID.x == 0u) R[row] = inversesqrt(ss / float(p.dim) + p.eps);
     }
 }

@@ -109,6 +109,12 @@ struct kv_stage_def {
      * from its source: an embedded file, or with source_disk a path on disk
      * (a spec kernel's shader beside its spec file). */
     int source_disk;
+    /* Its source also builds with KV_ADDR (shaders/addr.glsl): each tensor
+     * read through a device address in the push constants, in binding order
+     * before the stage's own, so that a tensor longer than a binding reaches
+     * (maxStorageBufferRange) runs in one dispatch where the device has
+     * bufferDeviceAddress (pipeline/addr.h). */
+    int addr;
 };
 
 enum {

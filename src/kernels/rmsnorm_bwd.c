@@ -89,16 +89,16 @@ static const struct kv_stage_def stages[] = {
     [S_R] = {"r", KV_SPIRV(r_sg), KV_SPIRV(r_sh), 2, {T_X, T_R}, sizeof(struct push3),
              "uint rows; uint dim; float eps;",
              "groups = (min(rows, maxComputeWorkGroupCount.x), 1, 1); a workgroup handles rows "
-             "gl_WorkGroupID.x, +gl_NumWorkGroups.x, ...", launch_rows},
+             "gl_WorkGroupID.x, +gl_NumWorkGroups.x, ...", launch_rows, .addr = 1},
     [S_DX] = {"dx", KV_SPIRV(dx_sg), KV_SPIRV(dx_sh), 5, {T_X, T_W, T_DY, T_R, T_DX},
               sizeof(struct push2), "uint rows; uint dim;",
               "groups = (min(rows, maxComputeWorkGroupCount.x), 1, 1); rows grid-strided as in r",
-              launch_rows},
+              launch_rows, .addr = 1},
     [S_DW] = {"dw", KV_SPIRV(dw_sg), KV_SPIRV(dw_sh), 4, {T_X, T_DY, T_R, T_DW},
               sizeof(struct push2), "uint rows; uint dim;",
               "groups = (min(ceil(dim / local_size_x), maxComputeWorkGroupCount.x), 1, 1); a "
               "workgroup handles columns [g*local_size_x, (g+1)*local_size_x), then strides by "
-              "gl_NumWorkGroups.x*local_size_x", launch_cols},
+              "gl_NumWorkGroups.x*local_size_x", launch_cols, .addr = 1},
 };
 
 static enum kv_status validate(struct kv_case *c)

@@ -70,8 +70,26 @@ static enum kv_status check_offsets(const struct kv_case *c, int s, const struct
     return KV_OK;
 }
 
+/* Stage s's tensors through device addresses: their indices, 32-bit and
+ * signed in the address arithmetic (shaders/addr.glsl), reach below 2^31
+ * words. */
+static enum kv_status addressed(const struct kv_case *c, int s, struct kv_windows *w)
+{
+    const struct kv_stage_def *sd = &c->k->stages[s];
+    for (int i = 0; i < sd->n_bindings; i++) {
+        int t = sd->bindings[i];
+        uint64_t words = (kv_tensor_bytes(&c->t[t]) + 3) / 4;
+        if (words > (uint64_t)INT32_MAX + 1)
+            return kv_error(KV_EUSAGE, "%s: tensor %s holds %llu 32-bit words, and stage %s, bound by address, "
+                            "indexes at most 2^31 of them", c->name, c->k->tensors[t].name,
+                            (unsigned long long)words, sd->name);
+    }
+    w->addr = 1;
+    return KV_OK;
+}
+
 enum kv_status kv_windows_plan(const struct kv_case *c, int s, uint64_t max_range, uint64_t align,
-                               struct kv_windows *w)
+                               const char *no_addr, struct kv_windows *w)
 {
     const struct kv_kernel *k = c->k;
     const struct kv_stage_def *sd = &k->stages[s];
@@ -85,11 +103,12 @@ enum kv_status kv_windows_plan(const struct kv_case *c, int s, uint64_t max_rang
         if (b > worst) worst = b, worst_t = t;
     }
     if (worst <= max_range) return KV_OK;
+    if (!k->window_chunk && !no_addr) return addressed(c, s, w);
     if (!k->window_chunk)
         return kv_error(KV_EUSAGE, "%s: tensor %s needs %llu bytes, more than this device's "
-                        "maxStorageBufferRange (%llu bytes), and stage %s cannot bind it in windows", c->name,
-                        k->tensors[worst_t].name, (unsigned long long)worst, (unsigned long long)max_range,
-                        sd->name);
+                        "maxStorageBufferRange (%llu bytes), and stage %s cannot bind it in windows, nor by "
+                        "address: %s", c->name, k->tensors[worst_t].name, (unsigned long long)worst,
+                        (unsigned long long)max_range, sd->name, no_addr);
     const int64_t B = c->p[k->window_batch].i, T = c->p[k->window_seq].i, chunk = k->window_chunk;
     /* whole sequences where one fits, else runs of chunks within each; the
      * most that fit (fits is monotone in the rows) */

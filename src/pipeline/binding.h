@@ -22,17 +22,21 @@ size_t kv_poison_bytes(size_t bytes);
 size_t kv_bound_bytes(const struct kv_tensor_def *td, size_t bytes);
 
 struct kv_windows {
-    int64_t n;       /* dispatches; 1: the whole tensors are bound (no windows) */
+    int64_t n;       /* dispatches; 1: the whole tensors are bound (no windows), or addressed */
+    int addr;        /* 1: no bindings, the stage's build that reads through device addresses (pipeline/addr.h) */
     int64_t batches; /* > 0: windows of this many whole sequences */
     int64_t rows;    /* else: windows of this many sequence rows (a multiple of the chunk) within one sequence */
 };
 
 /* The windows of stage s of case c where a binding reaches max_range bytes
- * from an offset that is a multiple of align: KV_EUSAGE in one line where
- * the stage cannot run so (no window rule, a row too long, an offset the
- * device cannot bind at). */
+ * from an offset that is a multiple of align; or, for a stage without a
+ * window rule, its tensors read through device addresses where no_addr is
+ * NULL (else it says why they cannot be: kv_addr_lacks, pipeline/addr.h).
+ * KV_EUSAGE in one line where the stage cannot run so (neither possible, a
+ * row too long, an offset the device cannot bind at, a tensor of 2^31 words
+ * or more to address). */
 enum kv_status kv_windows_plan(const struct kv_case *c, int s, uint64_t max_range, uint64_t align,
-                               struct kv_windows *w);
+                               const char *no_addr, struct kv_windows *w);
 /* Window i: the batch and sequence length it launches as, and (returned)
  * the row of the case's batch x seq its tensors start at. */
 int64_t kv_window_at(const struct kv_case *c, const struct kv_windows *w, int64_t i, int64_t *batch, int64_t *seq);

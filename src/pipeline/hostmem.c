@@ -4,7 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pipeline/addr.h"
 #include "pipeline/binding.h"
+#include "pipeline/runner.h"
 #include "pipeline/stream.h"
 
 uint64_t kv_case_host_floor(const struct kv_case *c, const struct kv_vk_info *dev)
@@ -43,7 +45,7 @@ uint64_t kv_host_available(void)
     return (uint64_t)kb * 1024;
 }
 
-enum kv_status kv_case_check(struct kv_case *c, const struct kv_vk_info *dev, int host)
+enum kv_status kv_case_check(struct kv_case *c, const struct kv_vk_info *dev, const struct kv_run_opts *o, int host)
 {
     const struct kv_kernel *k = c->k;
     KV_TRY_RET(kv_case_shapes(c));
@@ -53,10 +55,13 @@ enum kv_status kv_case_check(struct kv_case *c, const struct kv_vk_info *dev, in
                                                           c->t[t].shape, &n));
     }
     /* every binding within maxStorageBufferRange, or bound in windows where
-     * the kernel has them (binding.h) */
+     * the kernel has them, or by address where its stages and the device
+     * can (binding.h) */
     for (int s = 0; dev && s < k->n_stages; s++) {
         struct kv_windows w;
-        if (kv_stage_on(c, s)) KV_TRY_RET(kv_windows_plan(c, s, dev->max_storage_range, dev->min_storage_align, &w));
+        if (kv_stage_on(c, s))
+            KV_TRY_RET(kv_windows_plan(c, s, dev->max_storage_range, dev->min_storage_align,
+                                       kv_addr_lacks(dev, k, s, o ? o->shader[s] : NULL, o && o->abi[s]), &w));
     }
     /* a buffer past maxMemoryAllocationSize is tried (drivers that report
      * 4 GiB there make larger ones): one that fails is a device error */

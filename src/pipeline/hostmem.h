@@ -9,6 +9,8 @@
 #include "kernels/kernel.h"
 #include "vk/vk.h"
 
+struct kv_run_opts;
+
 /* A lower bound of the host memory case c holds at its peak on device dev
  * (NULL: none): each input generated (and staged for upload where the plan
  * is not streamed), each output downloaded; on a CPU device (lavapipe) each
@@ -21,8 +23,10 @@ uint64_t kv_case_host_floor(const struct kv_case *c, const struct kv_vk_info *de
 uint64_t kv_host_available(void);
 
 /* Check a case's shapes against the kernel and the device's limits (dev
- * NULL: the kernel's alone), and (host) that its inputs and outputs fit the
- * host's available memory. */
-enum kv_status kv_case_check(struct kv_case *c, const struct kv_vk_info *dev, int host);
+ * NULL: the kernel's alone) in a run with options o (NULL: the built-in
+ * shaders), and (host) that its inputs and outputs fit the host's
+ * available memory. */
+enum kv_status kv_case_check(struct kv_case *c, const struct kv_vk_info *dev, const struct kv_run_opts *o,
+                             int host);
 
 #endif

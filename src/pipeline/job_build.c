@@ -36,7 +36,7 @@ static enum kv_status build_cases(const struct kv_kernel *k, const struct kopts 
                 c->seed += j; /* a fixture's seed starts the range */
             }
             kv_case_name(c);
-            KV_TRY(kv_case_check(c, NULL, 1));
+            KV_TRY(kv_case_check(c, NULL, NULL, 1));
         }
 cleanup:
     return st;

@@ -124,7 +124,8 @@ static enum kv_status device_opened(struct jobs_run *x)
     /* One job (a kernel command): a case beyond the device's limits is a
      * usage error before anything runs; in a suite it is that case's error. */
     for (size_t i = 0; x->n == 1 && !x->jobs[0].error && i < x->jobs[0].n_cases; i++)
-        KV_TRY(kv_case_check(&x->jobs[0].cases[i], &x->dev->info, &x->jobs[0].cases[i] != x->pre_case));
+        KV_TRY(kv_case_check(&x->jobs[0].cases[i], &x->dev->info, &x->jobs[0].o.run,
+                            &x->jobs[0].cases[i] != x->pre_case));
 cleanup:
     return st;
 }
@@ -339,7 +340,7 @@ static struct kv_case *case_to_prepare(const struct jobs_run *x, size_t *job)
             for (int s = 0; s < KV_MAX_STAGES; s++) abi |= jb->o.run.abi[s] != NULL;
             if (jb->error || !jb->need_device || abi) return NULL;
             /* its shapes made again (a run on an earlier device freed them) */
-            if (kv_case_check(&jb->cases[i], NULL, 0) != KV_OK) return NULL; /* its error comes when it runs */
+            if (kv_case_check(&jb->cases[i], NULL, NULL, 0) != KV_OK) return NULL; /* its error comes when it runs */
             const struct kv_vk_info cpu = {.type = "cpu"};
             uint64_t avail = kv_host_available();
             if (avail && kv_case_host_floor(&jb->cases[i], &cpu) > avail) return NULL;

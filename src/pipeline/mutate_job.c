@@ -180,6 +180,7 @@ static void process(struct kv_mut_job *j, struct worker_state *w, int slot, long
         memset(&r.alt[s], 0, sizeof r.alt[s]); /* the mutant runs every case, aligned ones too */
         memset(&r.san[s], 0, sizeof r.san[s]);
         r.san_mod[s] = NULL;
+        memset(r.addr[s], 0, sizeof r.addr[s]); /* built from the mutant where a case needs it */
         struct kv_run_opts o = j->job.o.run;
         o.src_env[s] = &env, o.src_name[s] = ms->names[0], o.src_words[s] = words, o.src_bytes[s] = bytes;
         if (kv_runner_stage(&r, s, &o) != KV_OK) {
@@ -192,6 +193,7 @@ static void process(struct kv_mut_job *j, struct worker_state *w, int slot, long
         kv_vk_pipeline_destroy(r.d, &r.pipe[s]);
         kv_vk_pipeline_destroy(r.d, &r.rev[s]);
         kv_runner_sanitized_free(&r, s);
+        kv_runner_addr_free(&r, &w->base);
     }
     free(words);
     free(text);

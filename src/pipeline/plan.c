@@ -6,6 +6,7 @@
 
 #include "core/clock.h"
 #include "pipeline/abi_stage.h"
+#include "pipeline/addr.h"
 
 /* Whether a stage reads a tensor that another stage produces. */
 int kv_consumes_intermediate(const struct kv_kernel *k, int s)
@@ -114,7 +115,9 @@ static enum kv_status plan_windows(const struct kv_runner *r, const struct kv_ca
     for (int s = 0; s < r->k->n_stages; s++) {
         p->win[s].n = 1;
         if (!kv_stage_on(c, s)) continue;
-        KV_TRY_RET(kv_windows_plan(c, s, dev->max_storage_range, dev->min_storage_align, &p->win[s]));
+        KV_TRY_RET(kv_windows_plan(c, s, dev->max_storage_range, dev->min_storage_align,
+                                   kv_runner_addr_lacks(r, s),
+                                   &p->win[s]));
         if (r->abi[s] && p->win[s].n > 1)
             return kv_error(KV_EUSAGE, "%s: stage %s runs with an --abi file, which binds whole tensors, and one "
                             "of its tensors is longer than maxStorageBufferRange", c->name, r->k->stages[s].name);
@@ -476,7 +479,13 @@ enum kv_status kv_plan_dispatch(struct kv_runner *r, struct kv_case *c, struct k
         uint32_t groups[3];
         KV_TRY_RET(stage_launch(r, c, p, s, pass, cap, w, bind, push, groups));
         const struct kv_vk_pipeline *pipe = kv_runner_pipe(r, c, s, variant);
-        if (pipe == &r->san[s]) {
+        if (p->win[s].addr) { /* the addresses, then the stage's own push constants */
+            unsigned char pushed[256];
+            const struct kv_stage_def *sd = &r->k->stages[s];
+            KV_TRY_RET(kv_runner_addr(r, s, variant == KV_VARIANT_REVERSED, &pipe));
+            kv_addr_push(r->d, bind, sd->n_bindings, push, sd->push_size, pushed);
+            memcpy(push, pushed, sizeof push);
+        } else if (pipe == &r->san[s]) {
             bind[r->san_mod[s]->binding] = (struct kv_vk_range){&p->san_dev, (size_t)(2 * s + pass) * KV_SAN_SLOT,
                                                                 KV_SAN_SLOT};
             if (r->san_mod[s]->shadow_binding)
@@ -496,10 +505,11 @@ enum kv_status kv_plan_run(struct kv_runner *r, struct kv_case *c, struct kv_pla
     struct kv_vk_device *d = r->d;
     struct kv_vk_batch b;
     int64_t n_disp = 0;
-    for (int s = 0; s < k->n_stages; s++) n_disp += 2 * p->win[s].n;
-    KV_CHECK(variant != KV_VARIANT_SANITIZED || n_disp == 2 * k->n_stages, KV_EUSAGE,
-             "%s: the sanitizer checks whole bindings, and a stage here runs in windows (a tensor is longer than "
-             "maxStorageBufferRange)", c->name);
+    int addressed = 0;
+    for (int s = 0; s < k->n_stages; s++) n_disp += 2 * p->win[s].n, addressed |= p->win[s].addr;
+    KV_CHECK(variant != KV_VARIANT_SANITIZED || (n_disp == 2 * k->n_stages && !addressed), KV_EUSAGE,
+             "%s: the sanitizer checks whole bindings, and a stage here runs in windows or by address (a tensor "
+             "is longer than maxStorageBufferRange)", c->name);
     KV_CHECK(n_disp < UINT32_MAX - 4, KV_EUSAGE, "%s: %lld dispatches of windows are too many", c->name,
              (long long)n_disp);
     double t_host = kv_now_ms();

@@ -41,8 +41,8 @@ struct kv_early_plan *kv_early_plan(struct kv_runner *r, struct kv_case *c)
     if (!e) return NULL;
     e->r = r;
     /* the device's limits first, as the case's run checks them */
-    if (!r->d || kv_case_check(c, &r->d->info, 0) || kv_case_stages(r, c, run_stage, chain_stage, &any) || !any ||
-        kv_plan_alloc(r, c, chain_stage, &e->p)) {
+    if (!r->d || kv_case_check(c, &r->d->info, NULL, 0) || kv_case_stages(r, c, run_stage, chain_stage, &any) ||
+        !any || kv_plan_alloc(r, c, chain_stage, &e->p)) {
         kv_early_plan_free(r->d, e);
         kv_error_clear();
         return NULL;

@@ -220,7 +220,8 @@ static enum kv_status bench_stages(struct case_run *x)
         res->bench[s].ran = 1;
         res->bench[s].min_ms = mn[s], res->bench[s].median_ms = md[s], res->bench[s].bytes = bytes;
         res->bench[s].flops = sd->flops ? sd->flops(c) : 0;
-        res->bench[s].n_stats = kv_vk_pipeline_stats(x->r->d, kv_runner_pipe(x->r, c, s, 0), res->bench[s].stats, KV_BENCH_STATS);
+        const struct kv_vk_pipeline *pipe = x->p.win[s].addr ? &x->r->addr[s][0] : kv_runner_pipe(x->r, c, s, 0);
+        res->bench[s].n_stats = kv_vk_pipeline_stats(x->r->d, pipe, res->bench[s].stats, KV_BENCH_STATS);
     }
 cleanup:
     return st;
@@ -239,7 +240,7 @@ static enum kv_status run_device(struct case_run *x)
     if (x->pre) x->pre->early = NULL;
     KV_TRY(kv_plan_make(x->r, x->c, x->chain_stage, &x->p));
     res->ms.buffers = kv_now_ms() - t0;
-    for (int s = 0; s < k->n_stages; s++) res->windows[s] = x->p.win[s].n;
+    for (int s = 0; s < k->n_stages; s++) res->windows[s] = x->p.win[s].n, res->addressed[s] = x->p.win[s].addr;
     double stage_runs[64][KV_MAX_STAGES];
     int repeat = x->o->repeat < 1 ? 1 : x->o->repeat > 64 ? 64 : x->o->repeat;
     /* one run and nothing after it: the outputs are judged where they were
@@ -446,10 +447,12 @@ static enum kv_status stress(struct case_run *x)
         any_san |= x->run_stage[s] && (x->r->san[s].pipeline || x->r->san_missing[s][0]);
     }
     for (int s = 0; any_san && s < x->c->k->n_stages; s++)
-        if (x->run_stage[s] && x->p.win[s].n > 1) { /* its record buffer's header holds whole bindings */
-            snprintf(x->res->sanitize, sizeof x->res->sanitize, "not run: stage %s runs in %lld windows (a tensor "
-                     "is longer than a binding reaches), and the sanitizer checks whole bindings only",
-                     x->c->k->stages[s].name, (long long)x->p.win[s].n);
+        if (x->run_stage[s] && (x->p.win[s].n > 1 || x->p.win[s].addr)) { /* its records name whole bindings */
+            char how[64];
+            if (x->p.win[s].addr) snprintf(how, sizeof how, "reads its tensors by address");
+            else snprintf(how, sizeof how, "runs in %lld windows", (long long)x->p.win[s].n);
+            snprintf(x->res->sanitize, sizeof x->res->sanitize, "not run: stage %s %s (a tensor is longer than a "
+                     "binding reaches), and the sanitizer checks whole bindings only", x->c->k->stages[s].name, how);
             any_san = 0;
         }
     for (int v = 0; v < KV_STRESS_RUNS; v++) {
@@ -471,7 +474,7 @@ static enum kv_status run_case(struct case_run *x)
     struct kv_case_result *res = x->res;
     /* a prepared case's inputs count in the host memory the check would
      * measure: it was checked before they were made (jobs.c) */
-    KV_TRY(kv_case_check(c, x->r->d ? &x->r->d->info : NULL, !x->pre));
+    KV_TRY(kv_case_check(c, x->r->d ? &x->r->d->info : NULL, x->o, !x->pre));
     KV_TRY(kv_case_stages(x->r, c, x->run_stage, x->chain_stage, &x->any_stage));
     if (x->pre) {
         KV_CHECK(!x->pre->st, x->pre->st, "%s", x->pre->msg);
@@ -532,7 +535,7 @@ void kv_case_prepare(struct kv_case *c, const struct kv_run_opts *o, struct kv_c
     kv_error_clear();
     /* its shapes first, as kv_run_case makes them: a case run before (on
      * another device) was freed, shapes and all */
-    enum kv_status st = kv_case_check(c, NULL, 0);
+    enum kv_status st = kv_case_check(c, NULL, NULL, 0);
     if (!st) st = make_inputs(&x);
     *pre = (struct kv_case_prep){st, "", kv_now_ms() - t0, 0, 0, NULL};
     if (st) snprintf(pre->msg, sizeof pre->msg, "%s", kv_error_msg());

@@ -8,6 +8,7 @@
 
 #include "core/clock.h"
 #include "pipeline/abi_stage.h"
+#include "pipeline/addr.h"
 #include "spirv/shader.h"
 #include "spirv/spirv.h"
 
@@ -99,7 +100,9 @@ const char *kv_stage_lacks(const struct kv_vk_info *dev, const struct kv_stage_d
                : NULL;
 }
 
-enum kv_status kv_runner_stage(struct kv_runner *r, int s, const struct kv_run_opts *o)
+/* Stage s's pipelines: the plain one (of the build the device takes), the
+ * aligned, reversed and sanitized ones where they apply. */
+static enum kv_status stage_pipelines(struct kv_runner *r, int s, const struct kv_run_opts *o)
 {
     enum kv_status st = KV_OK;
     uint32_t *user = NULL;
@@ -180,6 +183,82 @@ cleanup:
     return st;
 }
 
+/* Vulkan's least maxPushConstantsSize: every device takes this many bytes. */
+#define KV_PUSH_MIN 128u
+
+/* At kv_runner_stage: what stage s's address build is compiled from (the
+ * built-in source, a --shader's or the mutant o gives, with defines), or
+ * why there is none. */
+static void addr_source(struct kv_runner *r, int s, const struct kv_run_opts *o, unsigned defines)
+{
+    const struct kv_stage_def *sd = &r->k->stages[s];
+    const char *lacks = kv_addr_lacks(&r->d->info, r->k, s, o->shader[s], o->abi[s] != NULL);
+    if (!lacks && o->src_words[s] && !o->src_env[s]) lacks = "its module has no source to build again";
+    snprintf(r->addr_why[s], sizeof r->addr_why[s], "%s", lacks ? lacks : "");
+    r->addr_env[s] = (struct kv_glsl_env){.builtin = !sd->source_disk && !o->shader[s], .defines = defines};
+    if (o->src_env[s]) {
+        r->addr_env[s] = *o->src_env[s];
+        snprintf(r->addr_src[s], sizeof r->addr_src[s], "%s", o->src_name[s]);
+    } else if (o->shader[s]) {
+        snprintf(r->addr_src[s], sizeof r->addr_src[s], "%s", o->shader[s]);
+    } else {
+        kv_stage_source(r->k, s, r->addr_src[s], sizeof r->addr_src[s]);
+    }
+    r->addr_env[s].defines |= KV_SHADER_ADDR;
+}
+
+const char *kv_runner_addr_lacks(const struct kv_runner *r, int s)
+{
+    return r->addr_why[s][0] ? r->addr_why[s] : NULL;
+}
+
+enum kv_status kv_runner_addr(struct kv_runner *r, int s, int reversed, const struct kv_vk_pipeline **out)
+{
+    enum kv_status st = KV_OK;
+    const struct kv_stage_def *sd = &r->k->stages[s];
+    struct kv_vk_pipeline *p = &r->addr[s][reversed != 0];
+    uint32_t *words = NULL;
+    size_t bytes = 0;
+    *out = p;
+    if (p->pipeline) return KV_OK;
+    KV_CHECK(!r->addr_why[s][0], KV_EUSAGE, "%s: stage %s cannot be bound by address: %s", r->k->name, sd->name,
+             r->addr_why[s]);
+    struct kv_glsl_env env = r->addr_env[s];
+    env.reverse = reversed != 0;
+    KV_TRY(kv_glsl_compile(&env, r->addr_src[s], &words, &bytes));
+    char what[1200];
+    snprintf(what, sizeof what, "%s stage %s (%s, bound by address%s)", r->k->name, sd->name, r->addr_src[s],
+             reversed ? ", subgroups reversed" : "");
+    struct kv_spirv_iface iface;
+    KV_TRY(kv_spirv_reflect(what, words, bytes / 4, &iface));
+    const uint32_t push = 8u * (uint32_t)sd->n_bindings + sd->push_size;
+    KV_CHECK(push <= KV_PUSH_MIN, KV_EDATA, "%s: %u bytes of addresses and push constants, more than the %u every "
+             "device takes", what, push, KV_PUSH_MIN);
+    KV_TRY(kv_spirv_check(what, &iface, 0, 0, push));
+    KV_CHECK(!memcmp(iface.local, r->local[s], sizeof iface.local), KV_EDATA,
+             "%s: its workgroup (%u, %u, %u) is not the bound build's (%u, %u, %u)", what, iface.local[0],
+             iface.local[1], iface.local[2], r->local[s][0], r->local[s][1], r->local[s][2]);
+    KV_TRY(kv_vk_pipeline_create(r->d, what, words, bytes, 0, push, p));
+cleanup:
+    free(words);
+    return st;
+}
+
+void kv_runner_addr_free(struct kv_runner *r, const struct kv_runner *base)
+{
+    for (int s = 0; s < KV_MAX_STAGES; s++)
+        for (int v = 0; v < 2; v++)
+            if (r->addr[s][v].pipeline && (!base || base->addr[s][v].pipeline != r->addr[s][v].pipeline))
+                kv_vk_pipeline_destroy(r->d, &r->addr[s][v]);
+}
+
+enum kv_status kv_runner_stage(struct kv_runner *r, int s, const struct kv_run_opts *o)
+{
+    KV_TRY_RET(stage_pipelines(r, s, o));
+    addr_source(r, s, o, kv_stage_defines(&r->d->info, &r->k->stages[s], o));
+    return KV_OK;
+}
+
 enum kv_status kv_runner_init(struct kv_runner *r, struct kv_vk_device *d, const struct kv_kernel *k,
                               const struct kv_run_opts *o)
 {
@@ -205,6 +284,7 @@ void kv_runner_free(struct kv_runner *r)
         kv_vk_pipeline_destroy(r->d, &r->alt[s]);
         kv_runner_sanitized_free(r, s);
     }
+    kv_runner_addr_free(r, NULL);
     memset(r, 0, sizeof *r);
 }
 

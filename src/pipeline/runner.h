@@ -73,6 +73,13 @@ struct kv_runner {
     struct kv_vk_pipeline san[KV_MAX_STAGES]; /* with o->sanitize: the instrumented build (pipeline/sanitize.h) */
     struct kv_san_module *san_mod[KV_MAX_STAGES];
     char san_missing[KV_MAX_STAGES][256];     /* why a stage has no sanitized build, or "" */
+    /* Each stage's build bound by address, [0] plain and [1] with its subgroups
+     * reversed: made when a case first needs it (pipeline/addr.h) from
+     * addr_src with addr_env; addr_why: why the stage has none, or "". */
+    struct kv_vk_pipeline addr[KV_MAX_STAGES][2];
+    struct kv_glsl_env addr_env[KV_MAX_STAGES];
+    char addr_src[KV_MAX_STAGES][1024];
+    char addr_why[KV_MAX_STAGES][160];
     double pipeline_ms;
 };
 
@@ -103,5 +110,14 @@ void kv_runner_sanitized_free(struct kv_runner *r, int s);
 /* (Re)build stage s's pipelines of r (the plain one, and the reversed one
  * with o->stress) from o; kverify mutate swaps one stage of a runner this way. */
 enum kv_status kv_runner_stage(struct kv_runner *r, int s, const struct kv_run_opts *o);
+
+/* Why stage s cannot be bound by address in this run, or NULL. */
+const char *kv_runner_addr_lacks(const struct kv_runner *r, int s);
+/* Stage s's address build, reversed (the stress runs' subgroup order) or
+ * not, compiled and made where it is not yet. */
+enum kv_status kv_runner_addr(struct kv_runner *r, int s, int reversed, const struct kv_vk_pipeline **out);
+/* The address builds made in r and not in base (a runner copied from base
+ * for one mutant), destroyed; base NULL: all of r's. */
+void kv_runner_addr_free(struct kv_runner *r, const struct kv_runner *base);
 
 #endif

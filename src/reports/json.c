@@ -190,7 +190,8 @@ static cJSON *output_json(const struct kv_output_result *x)
     return o;
 }
 
-/* A case's "time_ms", and "windows" where a stage ran in windows. */
+/* A case's "time_ms", "windows" where a stage ran in windows, and
+ * "addressed" where one read its tensors by address. */
 static void time_json(cJSON *o, const struct kv_case_result *c)
 {
     cJSON *t = cJSON_AddObjectToObject(o, "time_ms");
@@ -212,6 +213,12 @@ static void time_json(cJSON *o, const struct kv_case_result *c)
         if (c->windows[i] > 1) {
             if (!win) win = cJSON_AddObjectToObject(o, "windows");
             cJSON_AddNumberToObject(win, c->stage_name[i], (double)c->windows[i]);
+        }
+    cJSON *addr = NULL; /* only where a stage read its tensors by address: their names */
+    for (int i = 0; i < c->n_stages; i++)
+        if (c->addressed[i]) {
+            if (!addr) addr = cJSON_AddArrayToObject(o, "addressed");
+            cJSON_AddItemToArray(addr, cJSON_CreateString(c->stage_name[i]));
         }
 }
 

@@ -83,6 +83,7 @@ struct kv_case_result {
     double stage_ms[KV_MAX_STAGES];     /* median device time per stage */
     double stage_min_ms[KV_MAX_STAGES]; /* and the fastest of the --repeat runs */
     int64_t windows[KV_MAX_STAGES];     /* dispatches per stage: > 1 where it ran in windows (pipeline/binding.h) */
+    int addressed[KV_MAX_STAGES];       /* 1 where the stage read its tensors through device addresses (pipeline/addr.h) */
     int bench_runs;                     /* --bench N, or 0 */
     double bench_warmup_s;              /* --bench-warmup S */
     struct kv_bench_stage {

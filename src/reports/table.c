@@ -39,6 +39,14 @@ void kv_table_case(FILE *f, const struct kv_case_result *c)
             if (c->windows[i] > 1) fprintf(f, " %s %lld", c->stage_name[i], (long long)c->windows[i]);
         fputc('\n', f);
     }
+    int addressed = 0;
+    for (int i = 0; i < c->n_stages; i++) addressed |= c->addressed[i];
+    if (addressed) { /* stages that read their tensors through device addresses (pipeline/addr.h) */
+        fprintf(f, "  bound by address (tensors longer than a binding reaches):");
+        for (int i = 0; i < c->n_stages; i++)
+            if (c->addressed[i]) fprintf(f, " %s", c->stage_name[i]);
+        fputc('\n', f);
+    }
     for (int i = 0; i < c->n_outputs; i++) {
         const struct kv_output_result *o = &c->out[i];
         const struct kv_metrics *m = &o->m;

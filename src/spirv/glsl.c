@@ -252,6 +252,7 @@ static enum kv_status run_shaderc(const struct kv_glsl_env *env, const char *nam
     if (env->defines & KV_SHADER_BF16CM) shaderc_compile_options_add_macro_definition(o, "KV_BF16CM", 9, "1", 1);
     if (env->defines & KV_SHADER_CMEL) shaderc_compile_options_add_macro_definition(o, "KV_CM_EL", 8, "1", 1);
     if (env->defines & KV_SHADER_ABF16) shaderc_compile_options_add_macro_definition(o, "KV_ABF16", 8, "1", 1);
+    if (env->defines & KV_SHADER_ADDR) shaderc_compile_options_add_macro_definition(o, "KV_ADDR", 7, "1", 1);
     for (int i = 0; env->extra && i < env->extra->n_macros; i++)
         shaderc_compile_options_add_macro_definition(o, env->extra->macro[i][0], strlen(env->extra->macro[i][0]),
                                                      env->extra->macro[i][1], strlen(env->extra->macro[i][1]));

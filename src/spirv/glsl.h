@@ -22,6 +22,7 @@ enum {
     KV_SHADER_BF16CM = 4,   /* KV_BF16CM=1, then NV float16 matrices rewritten as KHR bfloat16 (spirv_khr.h) */
     KV_SHADER_ABF16 = 8,    /* KV_ABF16=1: gdn's A in bf16 (--variant a-bf16) */
     KV_SHADER_CMEL = 16,    /* KV_CM_EL=1: accumulators' elements by position (kv_vk_info.cm_layout) */
+    KV_SHADER_ADDR = 32,    /* KV_ADDR=1: tensors read through device addresses in the push constants (addr.glsl) */
 };
 
 /* Where a compile finds its files, and what it does to them. */

@@ -21,6 +21,10 @@ enum kv_status kv_vk_buffer_create(struct kv_vk_device *d, VkDeviceSize size,
     VkBufferUsageFlags usage = kind == KV_MEM_DEVICE
         ? VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT
         : kind == KV_MEM_UPLOAD ? VK_BUFFER_USAGE_TRANSFER_SRC_BIT : VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+    /* a device buffer has an address where the device gives them (a stage
+     * bound by address reads its tensors so: pipeline/addr.h) */
+    const int addressed = kind == KV_MEM_DEVICE && d->info.addr;
+    if (addressed) usage |= VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT;
     VkBufferCreateInfo bi = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
                              .size = size ? size : 4, .usage = usage,
                              .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
@@ -42,7 +46,9 @@ enum kv_status kv_vk_buffer_create(struct kv_vk_device *d, VkDeviceSize size,
     KV_CHECK(type >= 0, KV_EDEVICE, "no suitable memory type for a %llu-byte buffer",
              (unsigned long long)size);
     out->coherent = (d->mem.memoryTypes[type].propertyFlags & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT) != 0;
-    VkMemoryAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+    VkMemoryAllocateFlagsInfo fi = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO,
+                                     .flags = VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT};
+    VkMemoryAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, .pNext = addressed ? &fi : NULL,
                                .allocationSize = req.size, .memoryTypeIndex = (uint32_t)type};
     VkResult ar = vkAllocateMemory(d->dev, &ai, NULL, &out->mem);
     if (ar != VK_SUCCESS && d->info.max_alloc && req.size > d->info.max_alloc) {
@@ -71,6 +77,12 @@ void kv_vk_buffer_destroy(struct kv_vk_device *d, struct kv_vk_buffer *b)
     if (b->buf) vkDestroyBuffer(d->dev, b->buf, NULL);
     if (b->mem) vkFreeMemory(d->dev, b->mem, NULL);
     memset(b, 0, sizeof *b);
+}
+
+uint64_t kv_vk_buffer_address(struct kv_vk_device *d, const struct kv_vk_buffer *b)
+{
+    VkBufferDeviceAddressInfo ai = {.sType = VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO, .buffer = b->buf};
+    return (uint64_t)vkGetBufferDeviceAddress(d->dev, &ai);
 }
 
 enum kv_status kv_vk_buffer_sync(struct kv_vk_device *d, struct kv_vk_buffer *b, VkDeviceSize off,

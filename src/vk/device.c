@@ -286,6 +286,9 @@ static int describe(VkInstance inst, VkPhysicalDevice p, uint32_t index, struct 
     o->float16 = v12 && f12.shaderFloat16;
     o->int8 = v12 && f12.shaderInt8;
     o->storage8 = v12 && f12.storageBuffer8BitAccess;
+    /* For the tests: a device without buffer addresses, KVERIFY_TEST_NO_ADDR=1. */
+    const char *no_addr = getenv("KVERIFY_TEST_NO_ADDR");
+    o->addr = v12 && f12.bufferDeviceAddress && !(no_addr && !strcmp(no_addr, "1"));
     o->bfloat16 = has_extension(p, KV_KHR_BF16_EXT);
     o->coopmat = has_extension(p, KV_KHR_COOPMAT_EXT) || has_extension(p, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
     o->coopmat16 = coopmat16(inst, p, o);
@@ -465,7 +468,8 @@ static enum kv_status create_device(struct kv_vk_device *d)
     VkPhysicalDeviceVulkan12Features f12 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
                                             .shaderFloat16 = (VkBool32)d->info.float16,
                                             .shaderInt8 = (VkBool32)d->info.int8,
-                                            .storageBuffer8BitAccess = (VkBool32)d->info.storage8};
+                                            .storageBuffer8BitAccess = (VkBool32)d->info.storage8,
+                                            .bufferDeviceAddress = (VkBool32)d->info.addr};
     VkPhysicalDevice16BitStorageFeatures s16 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
                                                 .storageBuffer16BitAccess = (VkBool32)d->info.storage16};
     VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};

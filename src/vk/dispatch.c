@@ -104,18 +104,16 @@ int kv_vk_batch_stamp(struct kv_vk_batch *b)
     return (int)b->n_stamps++;
 }
 
-enum kv_status kv_vk_batch_dispatch(struct kv_vk_batch *b, const struct kv_vk_pipeline *p,
-                                    const struct kv_vk_range *bindings, const void *push,
-                                    const uint32_t groups[3])
+/* A descriptor set of p's storage buffers, written and bound. */
+static enum kv_status bind_set(struct kv_vk_batch *b, const struct kv_vk_pipeline *p,
+                               const struct kv_vk_range *bindings)
 {
     enum kv_status st = KV_OK;
-    KV_CHECK(b->n_sets < b->max_sets, KV_EDEVICE, "internal: batch has no room for another dispatch");
     VkDescriptorSetAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
                                       .descriptorPool = b->pool, .descriptorSetCount = 1,
                                       .pSetLayouts = &p->set_layout};
     VkDescriptorSet set;
     VK_TRY(vkAllocateDescriptorSets(b->d->dev, &ai, &set));
-    b->n_sets++;
     VkDescriptorBufferInfo info[KV_VK_MAX_BINDINGS];
     VkWriteDescriptorSet w[KV_VK_MAX_BINDINGS];
     for (uint32_t i = 0; i < p->n_bindings; i++) {
@@ -126,8 +124,20 @@ enum kv_status kv_vk_batch_dispatch(struct kv_vk_batch *b, const struct kv_vk_pi
                                       .pBufferInfo = &info[i]};
     }
     vkUpdateDescriptorSets(b->d->dev, p->n_bindings, w, 0, NULL);
-    vkCmdBindPipeline(b->cb, VK_PIPELINE_BIND_POINT_COMPUTE, p->pipeline);
     vkCmdBindDescriptorSets(b->cb, VK_PIPELINE_BIND_POINT_COMPUTE, p->layout, 0, 1, &set, 0, NULL);
+cleanup:
+    return st;
+}
+
+enum kv_status kv_vk_batch_dispatch(struct kv_vk_batch *b, const struct kv_vk_pipeline *p,
+                                    const struct kv_vk_range *bindings, const void *push,
+                                    const uint32_t groups[3])
+{
+    enum kv_status st = KV_OK;
+    KV_CHECK(b->n_sets < b->max_sets, KV_EDEVICE, "internal: batch has no room for another dispatch");
+    b->n_sets++;
+    vkCmdBindPipeline(b->cb, VK_PIPELINE_BIND_POINT_COMPUTE, p->pipeline);
+    if (p->n_bindings) KV_TRY(bind_set(b, p, bindings));
     if (p->push_size)
         vkCmdPushConstants(b->cb, p->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, p->push_size, push);
     vkCmdDispatch(b->cb, groups[0], groups[1], groups[2]);

@@ -32,6 +32,8 @@ struct kv_vk_info {
     int cm_layout;        /* an opened device with coopmat_bf16 whose 16x16 f32 accumulators have the
                              element layout that KV_CM_EL builds are written for (kv_vk_cm_layout) */
     int exec_stats;       /* VK_KHR_pipeline_executable_properties: the compiler's statistics per pipeline */
+    int addr;             /* bufferDeviceAddress (Vulkan 1.2), enabled: device buffers have addresses that
+                             shaders read through (kv_vk_buffer_address); 0 where KVERIFY_TEST_NO_ADDR=1 */
     uint64_t max_storage_range;
     uint64_t min_storage_align;  /* minStorageBufferOffsetAlignment */
     uint64_t max_alloc;          /* maxMemoryAllocationSize: allocations past it may fail (some drivers make them) */
@@ -102,6 +104,8 @@ struct kv_vk_buffer {
 enum kv_status kv_vk_buffer_create(struct kv_vk_device *d, VkDeviceSize size,
                                    enum kv_vk_mem kind, struct kv_vk_buffer *out);
 void kv_vk_buffer_destroy(struct kv_vk_device *d, struct kv_vk_buffer *b);
+/* The device address of a device buffer's first byte (d->info.addr only). */
+uint64_t kv_vk_buffer_address(struct kv_vk_device *d, const struct kv_vk_buffer *b);
 /* Flush (down = 0) or invalidate (down = 1) the mapped bytes [off, off + len)
  * of b, widened to 256-byte bounds (a multiple of any nonCoherentAtomSize);
  * nothing where b is coherent. kv_vk_buffer_flush and _invalidate: the
@@ -120,7 +124,9 @@ struct kv_vk_pipeline {
     uint32_t n_bindings, push_size;
 };
 /* One compute pipeline from SPIR-V: n_bindings storage buffers at set 0,
- * bindings 0..n-1, and push_size bytes of push constants. */
+ * bindings 0..n-1 (none: a shader that reads through addresses in its push
+ * constants, dispatched with no descriptor set), and push_size bytes of
+ * push constants. */
 enum kv_status kv_vk_pipeline_create(struct kv_vk_device *d, const char *name,
                                      const uint32_t *spirv, size_t bytes,
                                      uint32_t n_bindings, uint32_t push_size,

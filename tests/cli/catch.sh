@@ -41,9 +41,9 @@ fi
 
 # 4. The barrier before dw's partial sums are overwritten by the next column
 # tile, removed: it takes several tiles per workgroup and the other subgroup order.
-plant rmsnorm_bwd_dw.comp '            dw[col] = t;
+plant rmsnorm_bwd_dw.comp '            DW[col] = t;
         }
-        barrier();' '            dw[col] = t;
+        barrier();' '            DW[col] = t;
         }'
 expect_exit 0 "$KV" rmsnorm-bwd --rows 13 --dim 1021 --no-stress --shader dw="$TMP/p/rmsnorm_bwd_dw.comp"
 expect_exit 1 "$KV" rmsnorm-bwd --rows 13 --dim 1021 --stress --shader dw="$TMP/p/rmsnorm_bwd_dw.comp"

@@ -36,7 +36,7 @@ PY
 
 # A bug confined to row 7 and column 13 of dx (scalar path: dim 101) is that row and column of the map.
 cp -r "$KV_SRC/shaders" "$TMP/sh"
-sed -i 's|^\( *\)dx\[base + k\] = rb \* |\1dx[base + k] = (row == 7u \|\| k == 13u ? 1.01 : 1.0) * rb * |' "$TMP/sh/rmsnorm_bwd_dx.comp"
+sed -i 's|^\( *\)DX\[base + k\] = rb \* |\1DX[base + k] = (row == 7u \|\| k == 13u ? 1.01 : 1.0) * rb * |' "$TMP/sh/rmsnorm_bwd_dx.comp"
 grep -q 'row == 7u' "$TMP/sh/rmsnorm_bwd_dx.comp" || fail "could not plant the bug"
 expect_exit 1 "$KV" rmsnorm-bwd --rows 40 --dim 101 --shader dx="$TMP/sh/rmsnorm_bwd_dx.comp" --json "$TMP/bug.json" \
   --html "$TMP/bug.html"

@@ -14,7 +14,7 @@ expect_same_report 0 KVERIFY_TEST_NO_OVERLAP "$KV" qdq-affine --groups 16 --grou
 expect_same_report 0 KVERIFY_TEST_NO_OVERLAP "$KV" softmax-bwd --rows 8 --dim 300
 # a wrong shader: the prepared case fails as the other one does
 mkdir -p "$TMP/p"; cp "$KV_SRC"/shaders/* "$TMP/p/"
-OLD='dx[base + k] = rb * (dy' NEW='dx[base + k] = 1.001 * rb * (dy' perl -0pi -e 's/\Q$ENV{OLD}\E/$ENV{NEW}/' "$TMP/p/rmsnorm_bwd_dx.comp"
+OLD='DX[base + k] = rb * (DY' NEW='DX[base + k] = 1.001 * rb * (DY' perl -0pi -e 's/\Q$ENV{OLD}\E/$ENV{NEW}/' "$TMP/p/rmsnorm_bwd_dx.comp"
 grep -qF '1.001 * rb' "$TMP/p/rmsnorm_bwd_dx.comp" || fail "plant: dx's store is not in rmsnorm_bwd_dx.comp (update the test)"
 expect_same_report 1 KVERIFY_TEST_NO_OVERLAP "$KV" rmsnorm-bwd --rows 8 --dim 99 --shader dx="$TMP/p/rmsnorm_bwd_dx.comp"
 cat > "$TMP/suite.json" <<'JSON'

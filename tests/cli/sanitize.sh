@@ -26,25 +26,25 @@ caught() {
 
 RMS="rmsnorm-bwd --rows 8 --dim 256"
 # A private index one past its end, whose value no output sees.
-plant rmsnorm_bwd_dx.comp 's/vec4 t = ds\[c\] \* xs\[c\] \* w4\[i\];/vec4 t = ds[c] * xs[c] * w4[i]; if (xs[min(p.dim, CAP)].x == 1.0e30) acc = 2.0;/'
-caught memcheck 'rmsnorm_bwd_dx\.comp:43.*: index 8 of xs \(length 8\), invocation [0-9]+ of workgroup \([0-9]+,0,0\)' \
+plant rmsnorm_bwd_dx.comp 's/vec4 t = ds\[c\] \* xs\[c\] \* W4\[i\];/vec4 t = ds[c] * xs[c] * W4[i]; if (xs[min(p.dim, CAP)].x == 1.0e30) acc = 2.0;/'
+caught memcheck 'rmsnorm_bwd_dx\.comp:57.*: index 8 of xs \(length 8\), invocation [0-9]+ of workgroup \([0-9]+,0,0\)' \
   $RMS --shader "dx=$TMP/rmsnorm_bwd_dx.comp"
 grep -Eq '^  dx ' "$TMP/out" && grep -E '^  dx ' "$TMP/out" | grep -q FAIL && fail "private-oob: the output itself failed; the bug should reach only the sanitizer"
 # A shared index one past its end.
 plant rmsnorm_bwd_dw.comp 's/for (uint k = 0u; k < WY; k++) t += part\[k\]\[lx\];/for (uint k = 0u; k <= WY; k++) { float v = part[k][lx]; if (k < WY) t += v; }/'
-caught memcheck 'rmsnorm_bwd_dw\.comp:33.*: index 16 of part \(length 16\)' $RMS --shader "dw=$TMP/rmsnorm_bwd_dw.comp"
+caught memcheck 'rmsnorm_bwd_dw\.comp:42.*: index 16 of part \(length 16\)' $RMS --shader "dw=$TMP/rmsnorm_bwd_dw.comp"
 # A read one past an input's logical end, its value discarded.
-plant rmsnorm_bwd_dw.comp 's/acc += dy\[i\] \* x\[i\] \* r\[b\];/acc += dy[i] * x[i] * r[b]; if (x[i + 1u] == 1.0e30) acc = 0.0;/'
-caught memcheck 'rmsnorm_bwd_dw\.comp:27.*: index 2048 of tensor x \(binding 0, 2048 elements\)' \
+plant rmsnorm_bwd_dw.comp 's/acc += DY\[i\] \* X\[i\] \* R\[b\];/acc += DY[i] * X[i] * R[b]; if (X[i + 1u] == 1.0e30) acc = 0.0;/'
+caught memcheck 'rmsnorm_bwd_dw\.comp:36.*: index 2048 of tensor x \(binding 0, 2048 elements\)' \
   $RMS --shader "dw=$TMP/rmsnorm_bwd_dw.comp"
 # A removed barrier between a shared write and another invocation's read (the
 # next column block's write races with this one's reads).
 awk '/barrier\(\);/{n++; if (n == 2) next} {print}' "$S/rmsnorm_bwd_dw.comp" > "$TMP/rmsnorm_bwd_dw.comp"
-caught racecheck 'rmsnorm_bwd_dw\.comp:29.*: shared part\[[0-9]+\]\[[0-9]+\] \(of \[16\]\[64\]\) accessed between two barriers, invocations [0-9]+ and [0-9]+ of workgroup' \
+caught racecheck 'rmsnorm_bwd_dw\.comp:38.*: shared part\[[0-9]+\]\[[0-9]+\] \(of \[16\]\[64\]\) accessed between two barriers, invocations [0-9]+ and [0-9]+ of workgroup' \
   rmsnorm-bwd --rows 8 --dim 512 --shader "dw=$TMP/rmsnorm_bwd_dw.comp"
 # A read of a shared word never written.
 plant rmsnorm_bwd_dw.comp 's/part\[ly\]\[lx\] = acc;/if (ly != 1u) part[ly][lx] = acc;/'
-caught initcheck 'rmsnorm_bwd_dw\.comp:33.*: shared part\[1\]\[[0-9]+\] \(of \[16\]\[64\]\), invocation 0 of workgroup' \
+caught initcheck 'rmsnorm_bwd_dw\.comp:42.*: shared part\[1\]\[[0-9]+\] \(of \[16\]\[64\]\), invocation 0 of workgroup' \
   $RMS --shader "dw=$TMP/rmsnorm_bwd_dw.comp"
 grep -q 'failure type="initcheck"' "$TMP/report.json" && fail "the JSON report is not JUnit"
 expect_exit 1 "$KV" $RMS --sanitize --shader "dw=$TMP/rmsnorm_bwd_dw.comp" --junit "$TMP/junit.xml" --markdown "$TMP/r.md"
@@ -75,7 +75,7 @@ expect_exit 0 "$KV" $RMS --sanitize --shader "dx=$TMP/rmsnorm_bwd_dx.comp" --sha
 grep -Eq 'memcheck|racecheck|initcheck' "$TMP/out" && fail "the unplanted shaders have sanitizer rows"
 
 # A .spv works too; without debug information the location is a SPIR-V word.
-plant rmsnorm_bwd_dw.comp 's/acc += dy\[i\] \* x\[i\] \* r\[b\];/acc += dy[i] * x[i] * r[b]; if (x[i + 1u] == 1.0e30) acc = 0.0;/'
+plant rmsnorm_bwd_dw.comp 's/acc += DY\[i\] \* X\[i\] \* R\[b\];/acc += DY[i] * X[i] * R[b]; if (X[i + 1u] == 1.0e30) acc = 0.0;/'
 glslc --target-env=vulkan1.2 -O "$TMP/rmsnorm_bwd_dw.comp" -o "$TMP/dw.spv" || fail "glslc"
 caught memcheck 'SPIR-V word [0-9]+ \(OpAccessChain\): index 2048 of tensor x' $RMS --shader "dw=$TMP/dw.spv"
 

@@ -9,23 +9,34 @@ J=(--json "$TMP/report.json")
 
 # same_run NAME RANGE WANT ARGS...: the case run whole and with bindings of at
 # most RANGE bytes; the windowed run reports WANT ("stage:count,...") in its
-# "windows", the same report otherwise (the sanitizer, which checks whole
-# bindings, says it did not run), and device outputs identical to the byte.
+# "windows", or with WANT "addressed:stage,..." those stages in its
+# "addressed" (read through device addresses), the same report otherwise (the
+# sanitizer, which checks whole bindings, says it did not run), and device
+# outputs identical to the byte.
 same_run() {
   local name=$1 range=$2 want=$3; shift 3
   expect_exit 0 "$KV" "$@" --save "$TMP/$name-whole" --json "$TMP/$name-whole.json"
   KVERIFY_TEST_MAX_STORAGE_RANGE=$range expect_exit 0 "$KV" "$@" --save "$TMP/$name-win" --json "$TMP/$name-win.json"
-  grep -q "windows (tensors longer than a binding reaches):" "$TMP/out" || fail "$name: the table does not show the windows"
+  case $want in
+    addressed:*) grep -q "bound by address (tensors longer than a binding reaches): ${want#addressed:}" "$TMP/out" ||
+                   fail "$name: the table does not show the stages bound by address" ;;
+    *) grep -q "windows (tensors longer than a binding reaches):" "$TMP/out" || fail "$name: the table does not show the windows" ;;
+  esac
   python3 - "$TMP/$name-whole.json" "$TMP/$name-win.json" "$want" <<'PY' || fail "$name: the windowed report differs"
 import json, sys
 a, b = (json.load(open(f)) for f in sys.argv[1:3])
-want = dict((kv.split(":")[0], int(kv.split(":")[1])) for kv in sys.argv[3].split(","))
-assert "windows" not in a["cases"][0], "the whole run has windows"
-assert b["cases"][0].get("windows") == want, b["cases"][0].get("windows")
+assert "windows" not in a["cases"][0] and "addressed" not in a["cases"][0], "the whole run has windows"
+if sys.argv[3].startswith("addressed:"):
+    assert b["cases"][0].get("addressed") == sys.argv[3].split(":")[1].split(" "), b["cases"][0].get("addressed")
+    assert "windows" not in b["cases"][0]
+else:
+    want = dict((kv.split(":")[0], int(kv.split(":")[1])) for kv in sys.argv[3].split(","))
+    assert b["cases"][0].get("windows") == want, b["cases"][0].get("windows")
 def strip(o):
     if isinstance(o, dict):
         return {k: strip(v) for k, v in o.items()
-                if k not in ("time_ms", "command", "kverify", "windows", "saved", "stress", "sanitizer_note")}
+                if k not in ("time_ms", "command", "kverify", "windows", "addressed", "saved", "stress",
+                             "sanitizer_note")}
     if isinstance(o, list):
         return [strip(v) for v in o]
     return o
@@ -62,7 +73,47 @@ KVERIFY_TEST_MAX_STORAGE_RANGE=60000 expect_error 2 "one chunk of 64 rows of ten
 # a window of the second sequence would start at row 101: beta's byte 808 (8 a row), not a multiple of 16
 KVERIFY_TEST_MAX_STORAGE_RANGE=100000 expect_error 2 "would bind .* from byte [0-9]+, not a multiple of this device's minStorageBufferOffsetAlignment" \
   "$KV" gdn-wu --batch 2 --seq 101 --heads 2 --kv-heads 1 --dk 40 --dv 72 "${J[@]}"
-# kernels without windows, and --abi stages, bind whole tensors
-KVERIFY_TEST_MAX_STORAGE_RANGE=60000 expect_error 2 "tensor x needs [0-9]+ bytes, more than this device's maxStorageBufferRange \(60000 bytes\)" \
+
+# rmsnorm-bwd has no windows (dw sums every row): its stages read their tensors
+# through device addresses in one dispatch each (pipeline/addr.h), the stress
+# runs' reversed builds too; the rows held in registers (dim 512), read twice
+# (dim 8200) and one at a time (dim 301). On a CPU device addresses are taken
+# for the tests alone (the shaders here stay within the guard words).
+export KVERIFY_TEST_ADDR_ON_CPU=1
+same_run rms-addr 60000 "addressed:r dx dw" rmsnorm-bwd --rows 64 --dim 512 --stress
+grep -Eq '"sanitizer_note":[[:space:]]*"not run: stage r reads its tensors by address' "$TMP/rms-addr-win.json" ||
+  fail "the addressed --stress run does not say why the sanitizer did not run"
+same_run rms-addr2 60000 "addressed:r dx dw" rmsnorm-bwd --rows 5 --dim 8200
+same_run rms-addr3 30000 "addressed:r dx dw" rmsnorm-bwd --rows 33 --dim 301 --no-subgroup
+# a --shader whose source builds with KV_ADDR is bound by address too: the same
+# shader passes, and a one-line bug in it (dx's store one element late) fails
+cp "$KV_SRC"/shaders/*.glsl "$TMP/"
+cp "$KV_SRC/shaders/rmsnorm_bwd_dx.comp" "$TMP/dx.comp"
+KVERIFY_TEST_MAX_STORAGE_RANGE=30000 expect_exit 0 "$KV" rmsnorm-bwd --rows 33 --dim 301 --shader "dx=$TMP/dx.comp" "${J[@]}"
+grep -q "bound by address (tensors longer than a binding reaches): r dx dw" "$TMP/out" || fail "the --shader was not bound by address"
+sed 's/DX\[base + k\] = rb/DX[base + k + 1u] = rb/' "$TMP/dx.comp" > "$TMP/dx-mut.comp"
+grep -qF 'DX[base + k + 1u]' "$TMP/dx-mut.comp" || fail "plant: dx's store is not in rmsnorm_bwd_dx.comp (update the test)"
+KVERIFY_TEST_MAX_STORAGE_RANGE=30000 expect_exit 1 "$KV" rmsnorm-bwd --rows 33 --dim 301 --shader "dx=$TMP/dx-mut.comp" "${J[@]}"
+grep -q "bound by address (tensors longer than a binding reaches): r dx dw" "$TMP/out" || fail "the mutant was not bound by address"
+grep -Eq '^  dx .* FAIL' "$TMP/out" || fail "the mutant's dx did not fail"
+
+# what cannot be bound by address is refused in one line, exit 2, nothing written:
+# a device without buffer addresses, a kernel without an address build, a
+# --shader without KV_ADDR, and a CPU device without the test hook
+KVERIFY_TEST_NO_ADDR=1 KVERIFY_TEST_MAX_STORAGE_RANGE=60000 expect_error 2 "tensor x needs [0-9]+ bytes, more than this device's maxStorageBufferRange \(60000 bytes\), and stage r cannot bind it in windows, nor by address: this device lacks bufferDeviceAddress" \
   "$KV" rmsnorm-bwd --rows 64 --dim 512 "${J[@]}"
+KVERIFY_TEST_MAX_STORAGE_RANGE=60000 expect_error 2 "nor by address: it has no build that reads through addresses" \
+  "$KV" gemm-bwd --m 128 --n 128 --k 128 "${J[@]}"
+# the bound build alone, as a user's shader without KV_ADDR is
+awk '/^#ifdef KV_ADDR/ {skip = 1; next} skip && /^#else/ {skip = 0; bound = 1; next}
+  bound && /^#endif/ {bound = 0; next} !skip {print}' "$TMP/dx.comp" > "$TMP/dx-bound.comp"
+grep -q KV_ADDR "$TMP/dx-bound.comp" && fail "the bound build still names KV_ADDR"
+expect_exit 0 "$KV" rmsnorm-bwd --rows 64 --dim 512 --shader "dx=$TMP/dx-bound.comp" "${J[@]}"
+KVERIFY_TEST_MAX_STORAGE_RANGE=60000 expect_error 2 "stage dx cannot bind it in windows, nor by address: its --shader has no KV_ADDR build" \
+  "$KV" rmsnorm-bwd --rows 64 --dim 512 --shader "dx=$TMP/dx-bound.comp" "${J[@]}"
+unset KVERIFY_TEST_ADDR_ON_CPU
+if "$KV" devices | awk 'NR == 2 {exit $0 !~ / cpu /}'; then
+  KVERIFY_TEST_MAX_STORAGE_RANGE=60000 expect_error 2 "stage r cannot bind it in windows, nor by address: on a CPU device an access past a tensor through an address would reach kverify's own memory" \
+    "$KV" rmsnorm-bwd --rows 64 --dim 512 "${J[@]}"
+fi
 exit 0

@@ -1,0 +1,54 @@
+#include "pipeline/addr.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "spirv/glsl.h"
+
+/* Whether a --shader's source names KV_ADDR (so builds with it), as the
+ * build decides for the built-in ones; why not, as text, or NULL. */
+static const char *shader_lacks(const char *path)
+{
+    size_t n = strlen(path);
+    if (n > 4 && !strcmp(path + n - 4, ".spv")) return "its --shader is a .spv, which cannot be built again";
+    struct kv_glsl_env env = {0};
+    char *text = NULL;
+    size_t len = 0;
+    int named = kv_glsl_read(&env, path, &text, &len) == KV_OK && strstr(text, "KV_ADDR");
+    kv_error_clear();
+    free(text);
+    return named ? NULL : "its --shader has no KV_ADDR build (shaders/addr.glsl)";
+}
+
+/* A shader's access past a tensor through an address is checked by nothing:
+ * on a GPU it faults (the device is lost: exit 4), but on a CPU device
+ * (lavapipe) it reaches kverify's own memory, which a buggy kernel or a
+ * mutant could corrupt. There addresses are taken for the tests alone
+ * (KVERIFY_TEST_ADDR_ON_CPU=1, with shaders known to stay in bounds). */
+static int cpu_refused(const struct kv_vk_info *dev)
+{
+    const char *hook = getenv("KVERIFY_TEST_ADDR_ON_CPU");
+    return dev->type && !strcmp(dev->type, "cpu") && !(hook && !strcmp(hook, "1"));
+}
+
+const char *kv_addr_lacks(const struct kv_vk_info *dev, const struct kv_kernel *k, int s, const char *shader,
+                          int abi)
+{
+    return !k->stages[s].addr ? "it has no build that reads through addresses"
+           : !dev->addr       ? "this device lacks bufferDeviceAddress"
+           : cpu_refused(dev) ? "on a CPU device an access past a tensor through an address would reach "
+                                "kverify's own memory"
+           : abi              ? "an --abi stage binds its tensors"
+           : shader           ? shader_lacks(shader)
+                              : NULL;
+}
+
+void kv_addr_push(struct kv_vk_device *d, const struct kv_vk_range *bind, int n, const void *push,
+                  uint32_t push_size, unsigned char *out)
+{
+    for (int i = 0; i < n; i++) {
+        uint64_t a = kv_vk_buffer_address(d, bind[i].buf) + bind[i].offset;
+        memcpy(out + 8 * i, &a, sizeof a);
+    }
+    memcpy(out + 8 * n, push, push_size);
+}
