@@ -4,8 +4,9 @@
 // start of its push constants, in binding order, and its own push constants
 // follow; the shader names each tensor's elements by one macro in both
 // builds (X[i]: a bound buffer's array, or p.x.v[i] here). Indices stay
-// 32-bit, and SPIR-V's access chains take them as signed, so the runner
-// binds by address only tensors of fewer than 2^31 words.
+// 32-bit (GLSL indexes with no wider integer), and drivers make the byte
+// offset in 32 bits as well, so the runner binds by address only tensors of
+// at most 2^32 bytes: 2^30 f32 or 2^31 bf16 elements.
 #extension GL_EXT_buffer_reference : require
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer KvF32 { float v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 16) buffer KvVec4 { vec4 v[]; };

@@ -70,19 +70,20 @@ static enum kv_status check_offsets(const struct kv_case *c, int s, const struct
     return KV_OK;
 }
 
-/* Stage s's tensors through device addresses: their indices, 32-bit and
- * signed in the address arithmetic (shaders/addr.glsl), reach below 2^31
- * words. */
+/* Stage s's tensors through device addresses: their indices are 32-bit, and
+ * drivers make an access's byte offset in 32 bits too (an NVIDIA H200 wraps
+ * an f32 index of 2^30 to the tensor's start), so each reaches at most
+ * 2^32 bytes from its address (shaders/addr.glsl). */
 static enum kv_status addressed(const struct kv_case *c, int s, struct kv_windows *w)
 {
     const struct kv_stage_def *sd = &c->k->stages[s];
     for (int i = 0; i < sd->n_bindings; i++) {
         int t = sd->bindings[i];
-        uint64_t words = (kv_tensor_bytes(&c->t[t]) + 3) / 4;
-        if (words > (uint64_t)INT32_MAX + 1)
-            return kv_error(KV_EUSAGE, "%s: tensor %s holds %llu 32-bit words, and stage %s, bound by address, "
-                            "indexes at most 2^31 of them", c->name, c->k->tensors[t].name,
-                            (unsigned long long)words, sd->name);
+        uint64_t bytes = kv_tensor_bytes(&c->t[t]);
+        if (bytes > (uint64_t)1 << 32)
+            return kv_error(KV_EUSAGE, "%s: tensor %s needs %llu bytes, and stage %s, bound by address, reaches "
+                            "2^32 bytes of a tensor at most (its offsets are 32-bit)", c->name,
+                            c->k->tensors[t].name, (unsigned long long)bytes, sd->name);
     }
     w->addr = 1;
     return KV_OK;

@@ -33,8 +33,8 @@ struct kv_windows {
  * window rule, its tensors read through device addresses where no_addr is
  * NULL (else it says why they cannot be: kv_addr_lacks, pipeline/addr.h).
  * KV_EUSAGE in one line where the stage cannot run so (neither possible, a
- * row too long, an offset the device cannot bind at, a tensor of 2^31 words
- * or more to address). */
+ * row too long, an offset the device cannot bind at, a tensor of more than
+ * 2^32 bytes to address). */
 enum kv_status kv_windows_plan(const struct kv_case *c, int s, uint64_t max_range, uint64_t align,
                                const char *no_addr, struct kv_windows *w);
 /* Window i: the batch and sequence length it launches as, and (returned)

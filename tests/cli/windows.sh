@@ -111,6 +111,9 @@ grep -q KV_ADDR "$TMP/dx-bound.comp" && fail "the bound build still names KV_ADD
 expect_exit 0 "$KV" rmsnorm-bwd --rows 64 --dim 512 --shader "dx=$TMP/dx-bound.comp" "${J[@]}"
 KVERIFY_TEST_MAX_STORAGE_RANGE=60000 expect_error 2 "stage dx cannot bind it in windows, nor by address: its --shader has no KV_ADDR build" \
   "$KV" rmsnorm-bwd --rows 64 --dim 512 --shader "dx=$TMP/dx-bound.comp" "${J[@]}"
+# an address reaches 2^32 bytes (32-bit offsets): 2^31-1 f32 elements are 8 GiB
+expect_error 2 "tensor x needs 8589934588 bytes, and stage r, bound by address, reaches 2\^32 bytes of a tensor at most" \
+  "$KV" rmsnorm-bwd --rows 1 --dim 2147483647 "${J[@]}"
 unset KVERIFY_TEST_ADDR_ON_CPU
 if "$KV" devices | awk 'NR == 2 {exit $0 !~ / cpu /}'; then
   KVERIFY_TEST_MAX_STORAGE_RANGE=60000 expect_error 2 "stage r cannot bind it in windows, nor by address: on a CPU device an access past a tensor through an address would reach kverify's own memory" \
