@@ -10,3 +10,4 @@
 #extension GL_EXT_buffer_reference : require
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer KvF32 { float v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 16) buffer KvVec4 { vec4 v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 4) buffer KvU32 { uint v[]; };

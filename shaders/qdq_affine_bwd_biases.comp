@@ -7,10 +7,18 @@
 // are summed within the quad.
 layout(local_size_x = 256) in;
 
+#ifdef KV_ADDR
+#include "addr.glsl"
+layout(push_constant) uniform Push { KvF32 dy, db; uint groups; uint group_size; uint bits; } p;
+#define dy4 KvVec4(p.dy).v
+#define dy1 p.dy.v
+#define d_biases p.db.v
+#else
 layout(std430, binding = 0) readonly buffer DY4 { vec4 dy4[]; };
 layout(std430, binding = 0) readonly buffer DY1 { float dy1[]; };
 layout(std430, binding = 1) writeonly buffer DB { float d_biases[]; };
 layout(push_constant) uniform Push { uint groups; uint group_size; uint bits; } p;
+#endif
 
 shared float part[4][256];
 

@@ -7,12 +7,21 @@
 // are summed within the quad.
 layout(local_size_x = 256) in;
 
+#ifdef KV_ADDR
+#include "addr.glsl"
+layout(push_constant) uniform Push { KvU32 q; KvF32 dy, ds; uint groups; uint group_size; uint bits; } p;
+#include "qdq_codes.glsl"
+#define dy4 KvVec4(p.dy).v
+#define dy1 p.dy.v
+#define d_scales p.ds.v
+#else
 #define CODES_BINDING 0
 #include "qdq_codes.glsl"
 layout(std430, binding = 1) readonly buffer DY4 { vec4 dy4[]; };
 layout(std430, binding = 1) readonly buffer DY1 { float dy1[]; };
 layout(std430, binding = 2) writeonly buffer DS { float d_scales[]; };
 layout(push_constant) uniform Push { uint groups; uint group_size; uint bits; } p;
+#endif
 
 shared float part[4][256];
 

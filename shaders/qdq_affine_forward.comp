@@ -6,6 +6,15 @@
 // invocation has four loads in flight; grid-strided over tiles.
 layout(local_size_x = 256) in;
 
+#ifdef KV_ADDR
+#include "addr.glsl"
+layout(push_constant) uniform Push { KvU32 q; KvF32 s, b, o; uint groups; uint group_size; uint bits; } p;
+#include "qdq_codes.glsl"
+#define scales p.s.v
+#define biases p.b.v
+#define o4 KvVec4(p.o).v
+#define o1 p.o.v
+#else
 #define CODES_BINDING 0
 #include "qdq_codes.glsl"
 layout(std430, binding = 1) readonly buffer S { float scales[]; };
@@ -13,6 +22,7 @@ layout(std430, binding = 2) readonly buffer B { float biases[]; };
 layout(std430, binding = 3) writeonly buffer O4 { vec4 o4[]; };
 layout(std430, binding = 3) writeonly buffer O1 { float o1[]; };
 layout(push_constant) uniform Push { uint groups; uint group_size; uint bits; } p;
+#endif
 
 void main()
 {

@@ -10,6 +10,16 @@
 // (a power of two <= 1024) divides 1024, so groups never straddle tiles.
 layout(local_size_x = 256) in;
 
+#ifdef KV_ADDR
+#include "addr.glsl"
+layout(push_constant) uniform Push { KvF32 w, s, b; KvU32 q; uint groups; uint group_size; uint bits; } p;
+#define w4 KvVec4(p.w).v
+#define w1 p.w.v
+#define scales p.s.v
+#define biases p.b.v
+#define CODES_WRITE
+#include "qdq_codes.glsl"
+#else
 layout(std430, binding = 0) readonly buffer W4 { vec4 w4[]; };
 layout(std430, binding = 0) readonly buffer W1 { float w1[]; };
 layout(std430, binding = 1) writeonly buffer S { float scales[]; };
@@ -18,6 +28,7 @@ layout(std430, binding = 2) writeonly buffer B { float biases[]; };
 #define CODES_WRITE
 #include "qdq_codes.glsl"
 layout(push_constant) uniform Push { uint groups; uint group_size; uint bits; } p;
+#endif
 
 const uint F_NAN = 1u, F_FINITE = 2u;
 shared float s_lo[256], s_hi[256];

@@ -113,16 +113,16 @@ static const struct kv_stage_def stages[] = {
     [S_INIT] = {.name = "init", .subgroup = KV_SPIRV(init_sh), .fallback = KV_SPIRV(init_sh), .n_bindings = 4,
                 .bindings = {T_W, T_S, T_B, T_Q}, .push_size = sizeof(struct push), .push_doc = PUSH_DOC,
                 .dispatch_doc = DISPATCH("1024"), .launch = launch_init, .subgroup8 = KV_SPIRV(init_sh8),
-                .fallback8 = KV_SPIRV(init_sh8)},
+                .fallback8 = KV_SPIRV(init_sh8), .addr = 1},
     [S_FWD] = {.name = "forward", .subgroup = KV_SPIRV(fwd_sh), .fallback = KV_SPIRV(fwd_sh), .n_bindings = 4,
                .bindings = {T_Q, T_S, T_B, T_QDQ}, .push_size = sizeof(struct push), .push_doc = PUSH_DOC,
-               .dispatch_doc = DISPATCH("4096"), .launch = launch},
+               .dispatch_doc = DISPATCH("4096"), .launch = launch, .addr = 1},
     [S_DSC] = {.name = "bwd-scales", .subgroup = KV_SPIRV(dsc_sh), .fallback = KV_SPIRV(dsc_sh),
                .n_bindings = 3, .bindings = {T_Q, T_DY, T_DS}, .push_size = sizeof(struct push),
-               .push_doc = PUSH_DOC, .dispatch_doc = DISPATCH("4096"), .launch = launch},
+               .push_doc = PUSH_DOC, .dispatch_doc = DISPATCH("4096"), .launch = launch, .addr = 1},
     [S_DBI] = {.name = "bwd-biases", .subgroup = KV_SPIRV(dbi_sh), .fallback = KV_SPIRV(dbi_sh),
                .n_bindings = 2, .bindings = {T_DY, T_DB}, .push_size = sizeof(struct push),
-               .push_doc = PUSH_DOC, .dispatch_doc = DISPATCH("4096"), .launch = launch},
+               .push_doc = PUSH_DOC, .dispatch_doc = DISPATCH("4096"), .launch = launch, .addr = 1},
 };
 
 static enum kv_status validate(struct kv_case *c)

@@ -85,6 +85,10 @@ grep -Eq '"sanitizer_note":[[:space:]]*"not run: stage r reads its tensors by ad
   fail "the addressed --stress run does not say why the sanitizer did not run"
 same_run rms-addr2 60000 "addressed:r dx dw" rmsnorm-bwd --rows 5 --dim 8200
 same_run rms-addr3 30000 "addressed:r dx dw" rmsnorm-bwd --rows 33 --dim 301 --no-subgroup
+# qdq-affine's four stages too: codes as bytes (8-bit storage) and as packed words,
+# a partial quad, groups of 2
+same_run qdq-addr 10000 "addressed:init forward bwd-scales bwd-biases" qdq-affine --groups 1000 --group-size 64 --stress
+same_run qdq-addr2 2000 "addressed:init forward bwd-scales bwd-biases" qdq-affine --groups 333 --group-size 2 --no-8bit
 # a --shader whose source builds with KV_ADDR is bound by address too: the same
 # shader passes, and a one-line bug in it (dx's store one element late) fails
 cp "$KV_SRC"/shaders/*.glsl "$TMP/"
