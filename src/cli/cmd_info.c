@@ -181,14 +181,15 @@ int cmd_devices(int argc, char **argv)
         fprintf(stderr, "kverify: %s\n", kv_error_msg());
         return (int)st;
     }
-    printf("%-5s %-36s %-10s %-8s %-8s %-5s %-5s %-5s %-5s %-7s %s\n", "index", "name", "type", "vulkan",
-           "subgroup", "f16", "int8", "bf16", "coop", "maxbuf", "driver");
-    for (uint32_t i = 0; i < n; i++)
-        printf("%-5u %-36s %-10s %-8s %-8u %-5s %-5s %-5s %-5s %-7s %s\n", d[i].index, d[i].name, d[i].type,
+    printf("%-5s %-36s %-10s %-8s %-8s %-5s %-5s %-5s %-5s %-7s %-5s %s\n", "index", "name", "type", "vulkan",
+           "subgroup", "f16", "int8", "bf16", "coop", "maxbuf", "addr", "driver");
+    for (uint32_t i = 0; i < n; i++) {
+        char buf[32]; /* maxStorageBufferRange, rounded up to whole MiB */
+        snprintf(buf, sizeof buf, "%lluM", (unsigned long long)((d[i].max_storage_range + (1u << 20) - 1) >> 20));
+        printf("%-5u %-36s %-10s %-8s %-8u %-5s %-5s %-5s %-5s %-7s %-5s %s\n", d[i].index, d[i].name, d[i].type,
                d[i].api, d[i].subgroup_size, d[i].float16 ? "yes" : "no", d[i].int8 ? "yes" : "no",
-               d[i].bfloat16 ? "yes" : "no", d[i].coopmat ? "yes" : "no",
-               d[i].max_storage_range >= (1ull << 30) ? "4G" : d[i].max_storage_range >= (1ull << 20) ? "MiB" : "small",
-               d[i].driver);
+               d[i].bfloat16 ? "yes" : "no", d[i].coopmat ? "yes" : "no", buf, d[i].addr ? "yes" : "no", d[i].driver);
+    }
     for (uint32_t i = 0; i < n; i++) {
         struct kv_ceilings c;
         if (!kv_ceilings_load(&d[i], &c)) continue;

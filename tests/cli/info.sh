@@ -32,4 +32,9 @@ grep -q 'push constants (12 bytes): uint rows; uint dim; float eps;' "$TMP/out" 
 expect_exit 0 "$KV" devices
 head -1 "$TMP/out" | grep -q 'subgroup' || fail "devices header"
 [ "$(wc -l < "$TMP/out")" -ge 2 ] || fail "devices lists no device"
+# maxStorageBufferRange in MiB (the test hook's 60000 bytes rounds up to 1M) and buffer addresses
+KVERIFY_TEST_MAX_STORAGE_RANGE=60000 KVERIFY_TEST_NO_ADDR=1 expect_exit 0 "$KV" devices
+awk 'NR == 1 {m = index($0, "maxbuf"); a = index($0, "addr")}
+  NR == 2 {split(substr($0, m), x, " "); split(substr($0, a), y, " "); ok = m && a && x[1] == "1M" && y[1] == "no"}
+  END {exit !ok}' "$TMP/out" || { cat "$TMP/out"; fail "devices: maxbuf and addr columns"; }
 exit 0
