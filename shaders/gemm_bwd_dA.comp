@@ -1,5 +1,14 @@
 #version 450
 // dA[M,K] = dC[M,N] . B[K,N]^T: B is read transposed in place.
+#ifdef KV_ADDR
+#include "addr.glsl"
+layout(push_constant) uniform Push { KvF32 dc_, b_, da_; uint m; uint n; uint k; } p;
+#define dc p.dc_.v
+#define b p.b_.v
+#define dc4 KvVec4(p.dc_).v
+#define b4 KvVec4(p.b_).v
+#define da p.da_.v
+#else
 layout(std430, set = 0, binding = 0) readonly buffer DC { float dc[]; };
 layout(std430, set = 0, binding = 1) readonly buffer Bm { float b[]; };
 // The same two buffers as vec4s, for aligned loads when n is a multiple of 4.
@@ -7,6 +16,7 @@ layout(std430, set = 0, binding = 0) readonly buffer DC4 { vec4 dc4[]; };
 layout(std430, set = 0, binding = 1) readonly buffer Bm4 { vec4 b4[]; };
 layout(std430, set = 0, binding = 2) writeonly buffer DA { float da[]; };
 layout(push_constant) uniform Push { uint m; uint n; uint k; } p;
+#endif
 #define X_RED_CONTIG 1
 #define Y_RED_CONTIG 1
 #define ROWS p.m

@@ -149,9 +149,11 @@ static double gemm_flops(const struct kv_case *c)
 
 static const struct kv_stage_def stages[] = {
     [S_DA] = {"dA", KV_SPIRV(dA_sg), KV_SPIRV(dA_sh), 3, {T_DC, T_B, T_DA}, sizeof(struct push),
-              "uint m; uint n; uint k;", TILES_DOC " over dA[m, k]", launch_dA, is_f32, .flops = gemm_flops},
+              "uint m; uint n; uint k;", TILES_DOC " over dA[m, k]", launch_dA, is_f32, .flops = gemm_flops,
+              .addr = 1},
     [S_DA_ACC] = {"dA_acc", KV_SPIRV(dA_acc_sg), KV_SPIRV(dA_acc_sh), 4, {T_DC, T_B, T_DAIN, T_DA_ACC},
-                  sizeof(struct push), "uint m; uint n; uint k;", TILES_DOC " over dA[m, k]", launch_dA, is_acc, .flops = gemm_flops},
+                  sizeof(struct push), "uint m; uint n; uint k;", TILES_DOC " over dA[m, k]", launch_dA, is_acc,
+                  .flops = gemm_flops, .addr = 1},
     [S_CAST] = {"cast", KV_SPIRV(cast_sg), KV_SPIRV(cast_sh), 2, {T_DC, T_DC16}, sizeof(struct push),
                 "uint m; uint n; uint k;",
                 "groups = min(ceil(m*n/2 / local_size_x), max); one packed word (two f16) per invocation, "
@@ -165,7 +167,7 @@ static const struct kv_stage_def stages[] = {
                  "packed two per uint",
                  launch_dA16cm, is_cm, .needs = KV_NEED_COOPMAT16, .flops = gemm_flops, .flops_f16 = 1},
     [S_DB] = {"dB", KV_SPIRV(dB_sg), KV_SPIRV(dB_sh), 3, {T_A, T_DC, T_DB}, sizeof(struct push),
-              "uint m; uint n; uint k;", TILES_DOC " over dB[k, n]", launch_dB, NULL, .flops = gemm_flops},
+              "uint m; uint n; uint k;", TILES_DOC " over dB[k, n]", launch_dB, NULL, .flops = gemm_flops, .addr = 1},
 };
 
 static enum kv_status validate(struct kv_case *c)

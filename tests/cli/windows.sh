@@ -89,6 +89,11 @@ same_run rms-addr3 30000 "addressed:r dx dw" rmsnorm-bwd --rows 33 --dim 301 --n
 # a partial quad, groups of 2
 same_run qdq-addr 10000 "addressed:init forward bwd-scales bwd-biases" qdq-affine --groups 1000 --group-size 64 --stress
 same_run qdq-addr2 2000 "addressed:init forward bwd-scales bwd-biases" qdq-affine --groups 333 --group-size 2 --no-8bit
+# gemm-bwd's f32 stages: rows read one value at a time (n 77) and as vec4s (n 64),
+# and the accumulate variant's dA_acc
+same_run gemm-addr 4000 "addressed:dA dB" gemm-bwd --m 100 --n 77 --k 64 --stress
+same_run gemm-addr2 4000 "addressed:dA dB" gemm-bwd --m 50 --n 64 --k 64
+same_run gemm-addr3 4000 "addressed:dA_acc dB" gemm-bwd --m 64 --n 33 --k 40 --variant accumulate
 # a --shader whose source builds with KV_ADDR is bound by address too: the same
 # shader passes, and a one-line bug in it (dx's store one element late) fails
 cp "$KV_SRC"/shaders/*.glsl "$TMP/"
@@ -106,8 +111,8 @@ grep -Eq '^  dx .* FAIL' "$TMP/out" || fail "the mutant's dx did not fail"
 # --shader without KV_ADDR, and a CPU device without the test hook
 KVERIFY_TEST_NO_ADDR=1 KVERIFY_TEST_MAX_STORAGE_RANGE=60000 expect_error 2 "tensor x needs [0-9]+ bytes, more than this device's maxStorageBufferRange \(60000 bytes\), and stage r cannot bind it in windows, nor by address: this device lacks bufferDeviceAddress" \
   "$KV" rmsnorm-bwd --rows 64 --dim 512 "${J[@]}"
-KVERIFY_TEST_MAX_STORAGE_RANGE=60000 expect_error 2 "nor by address: it has no build that reads through addresses" \
-  "$KV" gemm-bwd --m 128 --n 128 --k 128 "${J[@]}"
+KVERIFY_TEST_MAX_STORAGE_RANGE=60000 expect_error 2 "stage cast cannot bind it in windows, nor by address: it has no build that reads through addresses" \
+  "$KV" gemm-bwd --m 128 --n 128 --k 128 --variant f16 "${J[@]}"
 # the bound build alone, as a user's shader without KV_ADDR is
 awk '/^#ifdef KV_ADDR/ {skip = 1; next} skip && /^#else/ {skip = 0; bound = 1; next}
   bound && /^#endif/ {bound = 0; next} !skip {print}' "$TMP/dx.comp" > "$TMP/dx-bound.comp"
