@@ -70,13 +70,33 @@ static enum kv_status check_offsets(const struct kv_case *c, int s, const struct
     return KV_OK;
 }
 
-/* Stage s's tensors through device addresses: their indices are 32-bit, and
- * drivers make an access's byte offset in 32 bits too (an NVIDIA H200 wraps
- * an f32 index of 2^30 to the tensor's start), so each reaches at most
- * 2^32 bytes from its address (shaders/addr.glsl). */
-static enum kv_status addressed(const struct kv_case *c, int s, struct kv_windows *w)
+/* The most bytes a binding of stage s covers, and (*worst_t) its tensor. */
+static uint64_t widest(const struct kv_case *c, int s, int *worst_t)
 {
     const struct kv_stage_def *sd = &c->k->stages[s];
+    uint64_t worst = 0;
+    *worst_t = sd->bindings[0];
+    for (int i = 0; i < sd->n_bindings; i++) {
+        int t = sd->bindings[i];
+        uint64_t b = kv_bound_bytes(&c->k->tensors[t], kv_tensor_bytes(&c->t[t]));
+        if (b > worst) worst = b, *worst_t = t;
+    }
+    return worst;
+}
+
+enum kv_status kv_addr_plan(const struct kv_case *c, int s, uint64_t max_range, const char *why)
+{
+    const struct kv_stage_def *sd = &c->k->stages[s];
+    int worst_t;
+    uint64_t worst = widest(c, s, &worst_t);
+    if (why)
+        return kv_error(KV_EUSAGE, "%s: tensor %s needs %llu bytes, more than this device's "
+                        "maxStorageBufferRange (%llu bytes), and stage %s cannot bind it in windows, nor by "
+                        "address: %s", c->name, c->k->tensors[worst_t].name, (unsigned long long)worst,
+                        (unsigned long long)max_range, sd->name, why);
+    /* 32-bit indices, and drivers make an access's byte offset in 32 bits
+     * too (an NVIDIA H200 wraps an f32 index of 2^30 to the tensor's start):
+     * an address reaches 2^32 bytes (shaders/addr.glsl) */
     for (int i = 0; i < sd->n_bindings; i++) {
         int t = sd->bindings[i];
         uint64_t bytes = kv_tensor_bytes(&c->t[t]);
@@ -85,31 +105,22 @@ static enum kv_status addressed(const struct kv_case *c, int s, struct kv_window
                             "2^32 bytes of a tensor at most (its offsets are 32-bit)", c->name,
                             c->k->tensors[t].name, (unsigned long long)bytes, sd->name);
     }
-    w->addr = 1;
     return KV_OK;
 }
 
 enum kv_status kv_windows_plan(const struct kv_case *c, int s, uint64_t max_range, uint64_t align,
-                               const char *no_addr, struct kv_windows *w)
+                               struct kv_windows *w)
 {
     const struct kv_kernel *k = c->k;
     const struct kv_stage_def *sd = &k->stages[s];
     memset(w, 0, sizeof *w);
     w->n = 1;
-    uint64_t worst = 0;
-    int worst_t = sd->bindings[0];
-    for (int i = 0; i < sd->n_bindings; i++) {
-        int t = sd->bindings[i];
-        uint64_t b = kv_bound_bytes(&k->tensors[t], kv_tensor_bytes(&c->t[t]));
-        if (b > worst) worst = b, worst_t = t;
+    int worst_t;
+    if (widest(c, s, &worst_t) <= max_range) return KV_OK;
+    if (!k->window_chunk) { /* bound by address, where it can be: kv_addr_plan */
+        w->addr = 1;
+        return KV_OK;
     }
-    if (worst <= max_range) return KV_OK;
-    if (!k->window_chunk && !no_addr) return addressed(c, s, w);
-    if (!k->window_chunk)
-        return kv_error(KV_EUSAGE, "%s: tensor %s needs %llu bytes, more than this device's "
-                        "maxStorageBufferRange (%llu bytes), and stage %s cannot bind it in windows, nor by "
-                        "address: %s", c->name, k->tensors[worst_t].name, (unsigned long long)worst,
-                        (unsigned long long)max_range, sd->name, no_addr);
     const int64_t B = c->p[k->window_batch].i, T = c->p[k->window_seq].i, chunk = k->window_chunk;
     /* whole sequences where one fits, else runs of chunks within each; the
      * most that fit (fits is monotone in the rows) */

@@ -29,14 +29,18 @@ struct kv_windows {
 };
 
 /* The windows of stage s of case c where a binding reaches max_range bytes
- * from an offset that is a multiple of align; or, for a stage without a
- * window rule, its tensors read through device addresses where no_addr is
- * NULL (else it says why they cannot be: kv_addr_lacks, pipeline/addr.h).
- * KV_EUSAGE in one line where the stage cannot run so (neither possible, a
- * row too long, an offset the device cannot bind at, a tensor of more than
- * 2^32 bytes to address). */
+ * from an offset that is a multiple of align, or for a stage without a
+ * window rule w->addr (its tensors to be read through device addresses,
+ * where kv_addr_plan allows it). KV_EUSAGE in one line where the stage
+ * cannot run in windows (a row too long, an offset the device cannot bind
+ * at). */
 enum kv_status kv_windows_plan(const struct kv_case *c, int s, uint64_t max_range, uint64_t align,
-                               const char *no_addr, struct kv_windows *w);
+                               struct kv_windows *w);
+/* Whether stage s, longer than max_range and without windows, is bound by
+ * address: KV_EUSAGE in one line where it cannot be (why: the reason, as
+ * kv_addr_lacks gives it, pipeline/addr.h, or NULL where it can) or where a
+ * tensor is longer than an address reaches (2^32 bytes). */
+enum kv_status kv_addr_plan(const struct kv_case *c, int s, uint64_t max_range, const char *why);
 /* Window i: the batch and sequence length it launches as, and (returned)
  * the row of the case's batch x seq its tensors start at. */
 int64_t kv_window_at(const struct kv_case *c, const struct kv_windows *w, int64_t i, int64_t *batch, int64_t *seq);

@@ -59,9 +59,11 @@ enum kv_status kv_case_check(struct kv_case *c, const struct kv_vk_info *dev, co
      * can (binding.h) */
     for (int s = 0; dev && s < k->n_stages; s++) {
         struct kv_windows w;
-        if (kv_stage_on(c, s))
-            KV_TRY_RET(kv_windows_plan(c, s, dev->max_storage_range, dev->min_storage_align,
-                                       kv_addr_lacks(dev, k, s, o ? o->shader[s] : NULL, o && o->abi[s]), &w));
+        if (!kv_stage_on(c, s)) continue;
+        KV_TRY_RET(kv_windows_plan(c, s, dev->max_storage_range, dev->min_storage_align, &w));
+        if (w.addr)
+            KV_TRY_RET(kv_addr_plan(c, s, dev->max_storage_range,
+                                    kv_addr_lacks(dev, k, s, o ? o->shader[s] : NULL, o && o->abi[s])));
     }
     /* a buffer past maxMemoryAllocationSize is tried (drivers that report
      * 4 GiB there make larger ones): one that fails is a device error */

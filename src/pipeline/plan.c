@@ -115,9 +115,8 @@ static enum kv_status plan_windows(const struct kv_runner *r, const struct kv_ca
     for (int s = 0; s < r->k->n_stages; s++) {
         p->win[s].n = 1;
         if (!kv_stage_on(c, s)) continue;
-        KV_TRY_RET(kv_windows_plan(c, s, dev->max_storage_range, dev->min_storage_align,
-                                   kv_runner_addr_lacks(r, s),
-                                   &p->win[s]));
+        KV_TRY_RET(kv_windows_plan(c, s, dev->max_storage_range, dev->min_storage_align, &p->win[s]));
+        if (p->win[s].addr) KV_TRY_RET(kv_addr_plan(c, s, dev->max_storage_range, kv_runner_addr_lacks(r, s)));
         if (r->abi[s] && p->win[s].n > 1)
             return kv_error(KV_EUSAGE, "%s: stage %s runs with an --abi file, which binds whole tensors, and one "
                             "of its tensors is longer than maxStorageBufferRange", c->name, r->k->stages[s].name);
@@ -479,19 +478,20 @@ enum kv_status kv_plan_dispatch(struct kv_runner *r, struct kv_case *c, struct k
         uint32_t groups[3];
         KV_TRY_RET(stage_launch(r, c, p, s, pass, cap, w, bind, push, groups));
         const struct kv_vk_pipeline *pipe = kv_runner_pipe(r, c, s, variant);
+        unsigned char pushed[256];
+        const void *pushes = push;
         if (p->win[s].addr) { /* the addresses, then the stage's own push constants */
-            unsigned char pushed[256];
             const struct kv_stage_def *sd = &r->k->stages[s];
             KV_TRY_RET(kv_runner_addr(r, s, variant == KV_VARIANT_REVERSED, &pipe));
             kv_addr_push(r->d, bind, sd->n_bindings, push, sd->push_size, pushed);
-            memcpy(push, pushed, sizeof push);
+            pushes = pushed;
         } else if (pipe == &r->san[s]) {
             bind[r->san_mod[s]->binding] = (struct kv_vk_range){&p->san_dev, (size_t)(2 * s + pass) * KV_SAN_SLOT,
                                                                 KV_SAN_SLOT};
             if (r->san_mod[s]->shadow_binding)
                 bind[r->san_mod[s]->shadow_binding] = whole(&p->san_shadow, p->san_shadow.size);
         }
-        KV_TRY_RET(kv_vk_batch_dispatch(b, pipe, bind, push, groups));
+        KV_TRY_RET(kv_vk_batch_dispatch(b, pipe, bind, pushes, groups));
     }
     return KV_OK;
 }
