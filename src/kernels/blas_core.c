@@ -91,3 +91,36 @@ void kv_dgemm_rows(int transx, int transy, int rows, int cols, int red, const do
                     cols, red, 1.0, xb, ldx, y, ldy, 0.0, c + (size_t)r0 * ldc, ldc);
     }
 }
+
+enum kv_status kv_dgemm_rows_t2(int rows, int cols, int red, void (*widen)(const void *ctx, int r0, int r1, double *v,
+                                                                           double *a),
+                                const void *ctx, const double *y1, const double *y2, int ldy, double *c1,
+                                double *c2, int ldc)
+{
+    const int blocks = (int)(((int64_t)rows + ROWS_A_CALL - 1) / ROWS_A_CALL);
+    int oom = 0;
+#pragma omp parallel
+    {
+        const size_t width = rows < ROWS_A_CALL ? (size_t)rows : ROWS_A_CALL;
+        double *v = malloc((size_t)red * width * sizeof *v), *a = malloc((size_t)red * width * sizeof *a);
+        if (!v || !a) {
+#pragma omp atomic write
+            oom = 1;
+        }
+#pragma omp for schedule(dynamic, 1)
+        for (int b = 0; b < blocks; b++) {
+            if (!v || !a) continue;
+            const int r0 = b * ROWS_A_CALL, r1 = rows - r0 < ROWS_A_CALL ? rows : r0 + ROWS_A_CALL, w = r1 - r0;
+            widen(ctx, r0, r1, v, a);
+            cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, w, cols, red, 1.0, v, w, y1, ldy, 0.0,
+                        c1 + (size_t)r0 * ldc, ldc);
+            cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, w, cols, red, 1.0, a, w, y2, ldy, 0.0,
+                        c2 + (size_t)r0 * ldc, ldc);
+        }
+        free(v);
+        free(a);
+    }
+    return oom ? kv_error(KV_EDEVICE, "out of host memory for a product's blocks (%d x %d doubles a thread)", red,
+                          rows < ROWS_A_CALL ? rows : ROWS_A_CALL)
+               : KV_OK;
+}

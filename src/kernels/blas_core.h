@@ -2,6 +2,8 @@
 #ifndef KV_BLAS_CORE_H
 #define KV_BLAS_CORE_H
 
+#include "core/status.h"
+
 /* The kernels' name (OpenBLAS's openblas_get_corename: "SkylakeX", "Haswell",
  * ...), and where kv_blas_core_fit replaced OpenBLAS's choice, which it was:
  * "SkylakeX (in place of Prescott, OpenBLAS's choice)"; where it asked for
@@ -45,5 +47,16 @@ void kv_blas_core_fit(char **argv);
  * time in blocks of 96 as in one block a thread. */
 void kv_dgemm_rows(int transx, int transy, int rows, int cols, int red, const double *x, int ldx, const double *y,
                    int ldy, double *c, int ldc);
+
+/* Two products with X transposed, c1 = X^T y1 and c2 = |X|^T y2 (rows x cols,
+ * X red x rows), in kv_dgemm_rows's blocks and calls (so the same bits),
+ * without X held whole in float64: widen(ctx, r0, r1, v, a) writes X's
+ * columns [r0, r1) and their magnitudes, red x (r1 - r0) each at row
+ * stride r1 - r0, on the block's thread (red x 96 x 16 bytes a thread).
+ * KV_EDEVICE where that scratch cannot be had. */
+enum kv_status kv_dgemm_rows_t2(int rows, int cols, int red, void (*widen)(const void *ctx, int r0, int r1, double *v,
+                                                                           double *a),
+                                const void *ctx, const double *y1, const double *y2, int ldy, double *c1,
+                                double *c2, int ldc);
 
 #endif

@@ -263,6 +263,19 @@ static enum kv_status widen(const struct kv_tensor *t, int cast16, int pair, dou
     return KV_OK;
 }
 
+/* Columns [k0, k1) of A (m x k) as float64 values and magnitudes, m x (k1 - k0)
+ * each (kv_dgemm_rows_t2: dB's operand, a block at a time). */
+static void widen_cols(const void *ctx, int k0, int k1, double *v, double *a)
+{
+    const struct kv_tensor *A = ctx;
+    const int64_t m = A->shape[0], k = A->shape[1], w = k1 - k0;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < w; j++) {
+            const double x = kv_load_f64(A->dtype, A->data, (size_t)(i * k + k0 + j));
+            v[i * w + j] = x, a[i * w + j] = fabs(x);
+        }
+}
+
 /* Sampled elements, straight from the inputs: the dot of row i of X
  * (length n, stride sx along it) with row j of Y; cast16 rounds X's f32
  * values to f16 first (the spec cast). */
@@ -303,7 +316,7 @@ static enum kv_status oracle(struct kv_case *c)
     const int f16 = is_f16(c), cast = f16 && !c->exact;
     const struct kv_tensor *B = f16 ? &c->t[T_B16] : &c->t[T_B], *A = &c->t[T_A], *DC = &c->t[T_DC];
     const int tda = is_cm(c) ? T_DA_CM : f16 ? T_DA16 : is_acc(c) ? T_DA_ACC : T_DA;
-    double *dc = NULL, *dca = NULL, *b = NULL, *ba = NULL, *a = NULL, *aa = NULL, *dc32 = NULL, *dc32a = NULL;
+    double *dc = NULL, *dca = NULL, *b = NULL, *ba = NULL, *dc32 = NULL, *dc32a = NULL;
     if (c->sample[tda]) {
 #pragma omp parallel for schedule(dynamic, 64)
         for (size_t s = 0; s < c->n_sample[tda]; s++) {
@@ -331,9 +344,7 @@ static enum kv_status oracle(struct kv_case *c)
             KV_TRY(widen(DC, 0, 0, &dc32, &dc32a));
             dbv = dc32, dba = dc32a;
         }
-        KV_TRY(widen(A, 0, 1, &a, &aa));
-        kv_dgemm_rows(1, 0, k, n, m, a, k, dbv, n, c->y[T_DB], n);
-        kv_dgemm_rows(1, 0, k, n, m, aa, k, dba, n, c->S[T_DB], n);
+        KV_TRY(kv_dgemm_rows_t2(k, n, m, widen_cols, A, dbv, dba, n, c->y[T_DB], c->S[T_DB], n));
     }
     const double u = 0x1p-24;
     c->bound[tda] = (struct kv_bound){.n = n, .k_op = 1, .u_acc = u, .rho = 1};

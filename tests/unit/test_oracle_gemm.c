@@ -134,9 +134,52 @@ static void blas_core_choice(void **s)
     assert_false(kv_blas_threads_instead(0, NULL)); /* sequential */
 }
 
+/* X (red x rows, row-major) as kv_dgemm_rows_t2's blocks take it: columns [r0, r1). */
+struct cols {
+    const double *x;
+    int red, rows;
+};
+static void cols_of(const void *ctx, int r0, int r1, double *v, double *a)
+{
+    const struct cols *c = ctx;
+    const int w = r1 - r0;
+    for (int l = 0; l < c->red; l++)
+        for (int j = 0; j < w; j++) {
+            v[l * w + j] = c->x[(size_t)l * c->rows + r0 + j];
+            a[l * w + j] = fabs(v[l * w + j]);
+        }
+}
+
+/* dB's products made a block of X at a time give kv_dgemm_rows's bits on
+ * the whole X: the same calls (rows one short of, at and past a block of 96,
+ * and several blocks). */
+static void blocks_of_x_transposed(void **s)
+{
+    (void)s;
+    const int shapes[][3] = {{1, 3, 5}, {95, 7, 33}, {96, 4, 129}, {97, 9, 64}, {300, 17, 250}};
+    for (size_t q = 0; q < sizeof shapes / sizeof shapes[0]; q++) {
+        const int rows = shapes[q][0], cols = shapes[q][1], red = shapes[q][2];
+        double *x = malloc((size_t)red * rows * sizeof *x), *xa = malloc((size_t)red * rows * sizeof *xa);
+        double *y = malloc((size_t)red * cols * sizeof *y), *ya = malloc((size_t)red * cols * sizeof *ya);
+        double *c1 = malloc((size_t)rows * cols * sizeof *c1), *c2 = malloc((size_t)rows * cols * sizeof *c2);
+        double *w1 = malloc((size_t)rows * cols * sizeof *w1), *w2 = malloc((size_t)rows * cols * sizeof *w2);
+        assert_true(x && xa && y && ya && c1 && c2 && w1 && w2);
+        for (size_t i = 0; i < (size_t)red * rows; i++) x[i] = sin(1.0 + 0.37 * (double)i) * 3.1, xa[i] = fabs(x[i]);
+        for (size_t i = 0; i < (size_t)red * cols; i++) y[i] = cos(0.5 + 0.11 * (double)i), ya[i] = fabs(y[i]);
+        kv_dgemm_rows(1, 0, rows, cols, red, x, rows, y, cols, w1, cols);
+        kv_dgemm_rows(1, 0, rows, cols, red, xa, rows, ya, cols, w2, cols);
+        const struct cols ctx = {x, red, rows};
+        assert_int_equal(kv_dgemm_rows_t2(rows, cols, red, cols_of, &ctx, y, ya, cols, c1, c2, cols), KV_OK);
+        assert_memory_equal(c1, w1, (size_t)rows * cols * sizeof *c1);
+        assert_memory_equal(c2, w2, (size_t)rows * cols * sizeof *c2);
+        free(x), free(xa), free(y), free(ya), free(c1), free(c2), free(w1), free(w2);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(f32), cmocka_unit_test(accumulate), cmocka_unit_test(f16),
-                                       cmocka_unit_test(sampled_matches_full), cmocka_unit_test(blas_core_choice)};
+                                       cmocka_unit_test(sampled_matches_full), cmocka_unit_test(blas_core_choice),
+                                       cmocka_unit_test(blocks_of_x_transposed)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
