@@ -6,18 +6,23 @@
 #include "spirv/glsl.h"
 
 /* Whether a --shader's source names KV_ADDR (so builds with it), as the
- * build decides for the built-in ones; why not, as text, or NULL. */
-static const char *shader_lacks(const char *path)
+ * build decides for the built-in ones. */
+static int shader_names(const char *path)
 {
     size_t n = strlen(path);
-    if (n > 4 && !strcmp(path + n - 4, ".spv")) return "its --shader is a .spv, which cannot be built again";
+    if (n > 4 && !strcmp(path + n - 4, ".spv")) return 0;
     struct kv_glsl_env env = {0};
     char *text = NULL;
     size_t len = 0;
     int named = kv_glsl_read(&env, path, &text, &len) == KV_OK && strstr(text, "KV_ADDR");
     kv_error_clear();
     free(text);
-    return named ? NULL : "its --shader has no KV_ADDR build (shaders/addr.glsl)";
+    return named;
+}
+
+int kv_addr_source(const struct kv_kernel *k, int s, const char *shader)
+{
+    return shader ? shader_names(shader) : k->stages[s].addr;
 }
 
 /* A shader's access past a tensor through an address is checked by nothing:
@@ -31,24 +36,26 @@ static int cpu_refused(const struct kv_vk_info *dev)
     return dev->type && !strcmp(dev->type, "cpu") && !(hook && !strcmp(hook, "1"));
 }
 
-const char *kv_addr_lacks(const struct kv_vk_info *dev, const struct kv_kernel *k, int s, const char *shader,
-                          int abi)
+const char *kv_addr_lacks(const struct kv_vk_info *dev, int abi)
 {
-    return !k->stages[s].addr ? "it has no build that reads through addresses"
-           : !dev->addr       ? "this device lacks bufferDeviceAddress"
+    return !dev->addr       ? "this device lacks bufferDeviceAddress or shaderInt64"
            : cpu_refused(dev) ? "on a CPU device an access past a tensor through an address would reach "
                                 "kverify's own memory"
            : abi              ? "an --abi stage binds its tensors"
-           : shader           ? shader_lacks(shader)
                               : NULL;
 }
 
-void kv_addr_push(struct kv_vk_device *d, const struct kv_vk_range *bind, int n, const void *push,
-                  uint32_t push_size, unsigned char *out)
+enum kv_status kv_addr_push(struct kv_vk_device *d, const struct kv_vk_range *bind, int n, const void *push,
+                            uint32_t push_size, unsigned char *out)
 {
     for (int i = 0; i < n; i++) {
         uint64_t a = kv_vk_buffer_address(d, bind[i].buf) + bind[i].offset;
+        /* the address builds' accesses claim the alignment their offsets prove from 16 */
+        if (a % 16)
+            return kv_error(KV_EDEVICE, "binding %d's device address 0x%llx is not a multiple of 16", i,
+                            (unsigned long long)a);
         memcpy(out + 8 * i, &a, sizeof a);
     }
     memcpy(out + 8 * n, push, push_size);
+    return KV_OK;
 }

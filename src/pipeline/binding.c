@@ -94,17 +94,6 @@ enum kv_status kv_addr_plan(const struct kv_case *c, int s, uint64_t max_range, 
                         "maxStorageBufferRange (%llu bytes), and stage %s cannot bind it in windows, nor by "
                         "address: %s", c->name, c->k->tensors[worst_t].name, (unsigned long long)worst,
                         (unsigned long long)max_range, sd->name, why);
-    /* 32-bit indices, and drivers make an access's byte offset in 32 bits
-     * too (an NVIDIA H200 wraps an f32 index of 2^30 to the tensor's start):
-     * an address reaches 2^32 bytes (shaders/addr.glsl) */
-    for (int i = 0; i < sd->n_bindings; i++) {
-        int t = sd->bindings[i];
-        uint64_t bytes = kv_tensor_bytes(&c->t[t]);
-        if (bytes > (uint64_t)1 << 32)
-            return kv_error(KV_EUSAGE, "%s: tensor %s needs %llu bytes, and stage %s, bound by address, reaches "
-                            "2^32 bytes of a tensor at most (its offsets are 32-bit)", c->name,
-                            c->k->tensors[t].name, (unsigned long long)bytes, sd->name);
-    }
     return KV_OK;
 }
 

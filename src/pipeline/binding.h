@@ -38,8 +38,7 @@ enum kv_status kv_windows_plan(const struct kv_case *c, int s, uint64_t max_rang
                                struct kv_windows *w);
 /* Whether stage s, longer than max_range and without windows, is bound by
  * address: KV_EUSAGE in one line where it cannot be (why: the reason, as
- * kv_addr_lacks gives it, pipeline/addr.h, or NULL where it can) or where a
- * tensor is longer than an address reaches (2^32 bytes). */
+ * kv_addr_lacks gives it, pipeline/addr.h, or NULL where it can). */
 enum kv_status kv_addr_plan(const struct kv_case *c, int s, uint64_t max_range, const char *why);
 /* Window i: the batch and sequence length it launches as, and (returned)
  * the row of the case's batch x seq its tensors start at. */

@@ -8,6 +8,8 @@
 #include "pipeline/binding.h"
 #include "pipeline/runner.h"
 #include "pipeline/stream.h"
+#include "spirv/shader.h"
+#include "spirv/spirv_addr.h"
 
 uint64_t kv_case_host_floor(const struct kv_case *c, const struct kv_vk_info *dev)
 {
@@ -45,6 +47,27 @@ uint64_t kv_host_available(void)
     return (uint64_t)kb * 1024;
 }
 
+/* Why stage s cannot be bound by address on dev, as text, or NULL where it
+ * can: the device's or an --abi stage's reason (kv_addr_lacks), or, for a
+ * --shader without a KV_ADDR build, the rewrite's (spirv/spirv_addr.h), the
+ * shader compiled and rewritten here as the runner will (a shader that does
+ * not compile gets its error from the runner). */
+static const char *addr_lacks(const struct kv_vk_info *dev, const struct kv_kernel *k, int s,
+                              const struct kv_run_opts *o)
+{
+    static _Thread_local char why[300];
+    const char *lacks = kv_addr_lacks(dev, o && o->abi[s]);
+    if (lacks || !o || !o->shader[s] || kv_addr_source(k, s, o->shader[s])) return lacks;
+    uint32_t *words = NULL, *out = NULL;
+    size_t bytes = 0, n_out = 0;
+    int bad = 0;
+    if (kv_shader_load(o->shader[s], kv_stage_defines(dev, &k->stages[s], o), NULL, &words, &bytes) == KV_OK)
+        bad = kv_spirv_addr(words, bytes / 4, (uint32_t)k->stages[s].n_bindings, &out, &n_out, why, sizeof why);
+    kv_error_clear();
+    free(words), free(out);
+    return bad ? why : NULL;
+}
+
 enum kv_status kv_case_check(struct kv_case *c, const struct kv_vk_info *dev, const struct kv_run_opts *o, int host)
 {
     const struct kv_kernel *k = c->k;
@@ -62,8 +85,7 @@ enum kv_status kv_case_check(struct kv_case *c, const struct kv_vk_info *dev, co
         if (!kv_stage_on(c, s)) continue;
         KV_TRY_RET(kv_windows_plan(c, s, dev->max_storage_range, dev->min_storage_align, &w));
         if (w.addr)
-            KV_TRY_RET(kv_addr_plan(c, s, dev->max_storage_range,
-                                    kv_addr_lacks(dev, k, s, o ? o->shader[s] : NULL, o && o->abi[s])));
+            KV_TRY_RET(kv_addr_plan(c, s, dev->max_storage_range, addr_lacks(dev, k, s, o)));
     }
     /* a buffer past maxMemoryAllocationSize is tried (drivers that report
      * 4 GiB there make larger ones): one that fails is a device error */

@@ -324,13 +324,9 @@ static void free_runners(struct jobs_run *x)
 
 /* The first selected case, where it can be prepared before the device is
  * open: a case of a job without --abi stages (their interface comes with
- * the runner), that needs the device, whose inputs and outputs fit the
+ * the runner), that needs the device, and whose inputs and outputs fit the
  * host's memory on any device (the check that would refuse it in one line
- * runs once the device is open, and must not meet a process killed first),
- * and that no device refuses: a kernel without windows cannot bind a
- * tensor past 2^32 bytes (a binding reaches less, an address no more:
- * pipeline/binding.h), and its refusal is better known before the inputs
- * are made (seconds and gigabytes at such shapes) than after. */
+ * runs once the device is open, and must not meet a process killed first). */
 static struct kv_case *case_to_prepare(const struct jobs_run *x, size_t *job)
 {
     size_t seen = 0, index;
@@ -348,9 +344,6 @@ static struct kv_case *case_to_prepare(const struct jobs_run *x, size_t *job)
             const struct kv_vk_info cpu = {.type = "cpu"};
             uint64_t avail = kv_host_available();
             if (avail && kv_case_host_floor(&jb->cases[i], &cpu) > avail) return NULL;
-            for (int t = 0; !jb->k->window_chunk && t < jb->k->n_tensors; t++)
-                if (kv_tensor_on(&jb->cases[i], t) && kv_tensor_bytes(&jb->cases[i].t[t]) > (size_t)1 << 32)
-                    return NULL;
             *job = j;
             return &x->jobs[j].cases[i];
         }

@@ -9,6 +9,7 @@
 #include "core/clock.h"
 #include "pipeline/abi_stage.h"
 #include "pipeline/addr.h"
+#include "spirv/spirv_addr.h"
 #include "spirv/shader.h"
 #include "spirv/spirv.h"
 
@@ -36,6 +37,16 @@ static enum kv_status stage_pipeline(struct kv_runner *r, int s, const char *wha
     if (!r->abi[s]) return kv_vk_pipeline_create(r->d, what, words, bytes, (uint32_t)sd->n_bindings, sd->push_size, out);
     return kv_vk_pipeline_create_spec(r->d, what, words, bytes, kv_abi_slots(r->abi[s]), kv_abi_push_size(r->abi[s]),
                                       &r->spec[s], out);
+}
+
+/* A copy of a bound build's words, for its address build (r->addr_words). */
+static enum kv_status keep_words(struct kv_runner *r, int s, int v, const uint32_t *words, size_t bytes)
+{
+    r->addr_words[s][v] = malloc(bytes ? bytes : 1);
+    if (!r->addr_words[s][v]) return kv_error(KV_EDEVICE, "out of host memory");
+    memcpy(r->addr_words[s][v], words, bytes);
+    r->addr_bytes[s][v] = bytes;
+    return KV_OK;
 }
 
 /* Stage s recompiled with its subgroups numbered in reverse (spirv/glsl.h), from
@@ -70,6 +81,7 @@ static enum kv_status reversed_pipeline(struct kv_runner *r, int s, const struct
         kv_stage_source(r->k, s, name, sizeof name);
     }
     KV_TRY(kv_glsl_compile(&env, file, &words, &bytes));
+    KV_TRY(keep_words(r, s, 1, words, bytes));
     char rwhat[1200];
     snprintf(rwhat, sizeof rwhat, "%s, subgroups reversed", what);
     KV_TRY(stage_pipeline(r, s, rwhat, words, bytes, &r->rev[s]));
@@ -100,6 +112,19 @@ const char *kv_stage_lacks(const struct kv_vk_info *dev, const struct kv_stage_d
                : NULL;
 }
 
+/* A stage the device cannot run gets no pipeline (r->missing says why);
+ * a case that runs it is skipped. */
+static int stage_missing(struct kv_runner *r, int s)
+{
+    const struct kv_stage_def *sd = &r->k->stages[s];
+    const char *lacks = kv_stage_lacks(&r->d->info, sd);
+    r->missing[s][0] = '\0';
+    if (lacks)
+        snprintf(r->missing[s], sizeof r->missing[s], "%s: stage %s needs %s, which %s lacks", r->k->name, sd->name,
+                 lacks, r->d->info.name);
+    return lacks != NULL;
+}
+
 /* Stage s's pipelines: the plain one (of the build the device takes), the
  * aligned, reversed and sanitized ones where they apply. */
 static enum kv_status stage_pipelines(struct kv_runner *r, int s, const struct kv_run_opts *o)
@@ -111,14 +136,7 @@ static enum kv_status stage_pipelines(struct kv_runner *r, int s, const struct k
     const struct kv_stage_def *sd = &k->stages[s];
     unsigned defines = kv_stage_defines(&d->info, sd, o);
     int subgroup = (defines & KV_SHADER_SUBGROUP) != 0, int8 = (defines & KV_SHADER_INT8) != 0;
-    /* A stage the device cannot run gets no pipeline; a case that runs it is skipped. */
-    const char *lacks = kv_stage_lacks(&d->info, sd);
-    if (lacks) {
-        snprintf(r->missing[s], sizeof r->missing[s], "%s: stage %s needs %s, which %s lacks", k->name, sd->name,
-                 lacks, d->info.name);
-        return KV_OK;
-    }
-    r->missing[s][0] = '\0';
+    if (stage_missing(r, s)) return KV_OK;
     const uint32_t *words;
     size_t bytes;
     char what[1100];
@@ -169,6 +187,7 @@ static enum kv_status stage_pipelines(struct kv_runner *r, int s, const struct k
              (unsigned long long)inv, d->info.max_invocations);
     memcpy(r->local[s], iface.local, sizeof iface.local);
     KV_TRY(stage_pipeline(r, s, what, words, bytes, &r->pipe[s]));
+    KV_TRY(keep_words(r, s, 0, words, bytes));
     if (!o->shader[s] && !o->src_env[s] && !o->src_words[s] && sd->aligned.words && subgroup && !int8) {
         const struct kv_spirv_blob *al = (defines & KV_SHADER_CMEL) ? &sd->aligned_el : &sd->aligned;
         snprintf(what, sizeof what, "built-in %s stage %s (aligned build)", k->name, sd->name);
@@ -186,15 +205,16 @@ cleanup:
 /* Vulkan's least maxPushConstantsSize: every device takes this many bytes. */
 #define KV_PUSH_MIN 128u
 
-/* At kv_runner_stage: what stage s's address build is compiled from (the
- * built-in source, a --shader's or the mutant o gives, with defines), or
- * why there is none. */
+/* At kv_runner_stage: what stage s's address build is made from (its
+ * source's KV_ADDR build, where it has one: the built-in source, a
+ * --shader's or the mutant o gives, with defines; else the bound build's
+ * words), or why there is none. */
 static void addr_source(struct kv_runner *r, int s, const struct kv_run_opts *o, unsigned defines)
 {
     const struct kv_stage_def *sd = &r->k->stages[s];
-    const char *lacks = kv_addr_lacks(&r->d->info, r->k, s, o->shader[s], o->abi[s] != NULL);
-    if (!lacks && o->src_words[s] && !o->src_env[s]) lacks = "its module has no source to build again";
+    const char *lacks = kv_addr_lacks(&r->d->info, o->abi[s] != NULL);
     snprintf(r->addr_why[s], sizeof r->addr_why[s], "%s", lacks ? lacks : "");
+    r->addr_glsl[s] = kv_addr_source(r->k, s, o->shader[s]);
     r->addr_env[s] = (struct kv_glsl_env){.builtin = !sd->source_disk && !o->shader[s], .defines = defines};
     if (o->src_env[s]) {
         r->addr_env[s] = *o->src_env[s];
@@ -212,6 +232,36 @@ const char *kv_runner_addr_lacks(const struct kv_runner *r, int s)
     return r->addr_why[s][0] ? r->addr_why[s] : NULL;
 }
 
+/* Stage s's address build's words (malloc'd into *words): its source's
+ * KV_ADDR build, or the bound build's words; either rewritten so that its
+ * tensors are read through addresses with 64-bit offsets. */
+static enum kv_status addr_words(struct kv_runner *r, int s, int reversed, const char *what, uint32_t **words,
+                                 size_t *bytes)
+{
+    enum kv_status st = KV_OK;
+    uint32_t *src = NULL, *out = NULL;
+    size_t n_src = 0, n_out = 0;
+    uint32_t n_bind = 0;
+    char err[300];
+    if (r->addr_glsl[s]) {
+        struct kv_glsl_env env = r->addr_env[s];
+        env.reverse = reversed != 0;
+        KV_TRY(kv_glsl_compile(&env, r->addr_src[s], &src, &n_src));
+    } else {
+        KV_CHECK(r->addr_words[s][reversed != 0], KV_EUSAGE, "%s: no build of it to rewrite", what);
+        n_bind = (uint32_t)r->k->stages[s].n_bindings;
+    }
+    const uint32_t *in = src ? src : r->addr_words[s][reversed != 0];
+    const size_t n_in = (src ? n_src : r->addr_bytes[s][reversed != 0]) / 4;
+    KV_CHECK(!kv_spirv_addr(in, n_in, n_bind, &out, &n_out, err, sizeof err), KV_EUSAGE,
+             "%s: cannot be bound by address: %s", what, err);
+    *words = out, *bytes = 4 * n_out;
+    out = NULL;
+cleanup:
+    free(src), free(out);
+    return st;
+}
+
 enum kv_status kv_runner_addr(struct kv_runner *r, int s, int reversed, const struct kv_vk_pipeline **out)
 {
     enum kv_status st = KV_OK;
@@ -223,12 +273,10 @@ enum kv_status kv_runner_addr(struct kv_runner *r, int s, int reversed, const st
     if (p->pipeline) return KV_OK;
     KV_CHECK(!r->addr_why[s][0], KV_EUSAGE, "%s: stage %s cannot be bound by address: %s", r->k->name, sd->name,
              r->addr_why[s]);
-    struct kv_glsl_env env = r->addr_env[s];
-    env.reverse = reversed != 0;
-    KV_TRY(kv_glsl_compile(&env, r->addr_src[s], &words, &bytes));
     char what[1200];
     snprintf(what, sizeof what, "%s stage %s (%s, bound by address%s)", r->k->name, sd->name, r->addr_src[s],
              reversed ? ", subgroups reversed" : "");
+    KV_TRY(addr_words(r, s, reversed, what, &words, &bytes));
     struct kv_spirv_iface iface;
     KV_TRY(kv_spirv_reflect(what, words, bytes / 4, &iface));
     const uint32_t push = 8u * (uint32_t)sd->n_bindings + sd->push_size;
@@ -247,13 +295,17 @@ cleanup:
 void kv_runner_addr_free(struct kv_runner *r, const struct kv_runner *base)
 {
     for (int s = 0; s < KV_MAX_STAGES; s++)
-        for (int v = 0; v < 2; v++)
+        for (int v = 0; v < 2; v++) {
             if (r->addr[s][v].pipeline && (!base || base->addr[s][v].pipeline != r->addr[s][v].pipeline))
                 kv_vk_pipeline_destroy(r->d, &r->addr[s][v]);
+            if (!base || base->addr_words[s][v] != r->addr_words[s][v]) free(r->addr_words[s][v]);
+            r->addr_words[s][v] = NULL;
+        }
 }
 
 enum kv_status kv_runner_stage(struct kv_runner *r, int s, const struct kv_run_opts *o)
 {
+    r->addr_words[s][0] = r->addr_words[s][1] = NULL; /* a mutant's runner: the base's stay the base's */
     KV_TRY_RET(stage_pipelines(r, s, o));
     addr_source(r, s, o, kv_stage_defines(&r->d->info, &r->k->stages[s], o));
     return KV_OK;

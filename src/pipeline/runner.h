@@ -74,12 +74,17 @@ struct kv_runner {
     struct kv_san_module *san_mod[KV_MAX_STAGES];
     char san_missing[KV_MAX_STAGES][256];     /* why a stage has no sanitized build, or "" */
     /* Each stage's build bound by address, [0] plain and [1] with its subgroups
-     * reversed: made when a case first needs it (pipeline/addr.h) from
-     * addr_src with addr_env; addr_why: why the stage has none, or "". */
+     * reversed: made when a case first needs it (pipeline/addr.h), from
+     * addr_src with addr_env where the source has a KV_ADDR build (addr_glsl),
+     * else from the bound build's words (addr_words, owned); addr_why: why the
+     * stage has none, or "". */
     struct kv_vk_pipeline addr[KV_MAX_STAGES][2];
     struct kv_glsl_env addr_env[KV_MAX_STAGES];
     char addr_src[KV_MAX_STAGES][1024];
     char addr_why[KV_MAX_STAGES][160];
+    int addr_glsl[KV_MAX_STAGES];
+    uint32_t *addr_words[KV_MAX_STAGES][2];
+    size_t addr_bytes[KV_MAX_STAGES][2];
     double pipeline_ms;
 };
 

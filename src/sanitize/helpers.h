@@ -6,7 +6,7 @@
 #ifndef KV_SAN_HELPERS_H
 #define KV_SAN_HELPERS_H
 
-#include "sanitize/spv.h"
+#include "spirv/spv.h"
 
 /* Private state per kind: site, index, bound, other invocation, count. */
 #define KV_SAN_ST_STRIDE 8

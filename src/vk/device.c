@@ -288,7 +288,8 @@ static int describe(VkInstance inst, VkPhysicalDevice p, uint32_t index, struct 
     o->storage8 = v12 && f12.storageBuffer8BitAccess;
     /* For the tests: a device without buffer addresses, KVERIFY_TEST_NO_ADDR=1. */
     const char *no_addr = getenv("KVERIFY_TEST_NO_ADDR");
-    o->addr = v12 && f12.bufferDeviceAddress && !(no_addr && !strcmp(no_addr, "1"));
+    /* the address builds widen their indices to 64 bits (spirv/spirv_addr.h) */
+    o->addr = v12 && f12.bufferDeviceAddress && f2.features.shaderInt64 && !(no_addr && !strcmp(no_addr, "1"));
     o->bfloat16 = has_extension(p, KV_KHR_BF16_EXT);
     o->coopmat = has_extension(p, KV_KHR_COOPMAT_EXT) || has_extension(p, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
     o->coopmat16 = coopmat16(inst, p, o);
@@ -472,7 +473,8 @@ static enum kv_status create_device(struct kv_vk_device *d)
                                             .bufferDeviceAddress = (VkBool32)d->info.addr};
     VkPhysicalDevice16BitStorageFeatures s16 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
                                                 .storageBuffer16BitAccess = (VkBool32)d->info.storage16};
-    VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+                                    .features = {.shaderInt64 = (VkBool32)d->info.addr}};
     if (d->info.api_version >= VK_API_VERSION_1_2) {
         f2.pNext = &f11;
         f11.pNext = &f12;

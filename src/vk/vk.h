@@ -32,8 +32,9 @@ struct kv_vk_info {
     int cm_layout;        /* an opened device with coopmat_bf16 whose 16x16 f32 accumulators have the
                              element layout that KV_CM_EL builds are written for (kv_vk_cm_layout) */
     int exec_stats;       /* VK_KHR_pipeline_executable_properties: the compiler's statistics per pipeline */
-    int addr;             /* bufferDeviceAddress (Vulkan 1.2), enabled: device buffers have addresses that
-                             shaders read through (kv_vk_buffer_address); 0 where KVERIFY_TEST_NO_ADDR=1 */
+    int addr;             /* bufferDeviceAddress (Vulkan 1.2) and shaderInt64, enabled: device buffers have
+                             addresses that shaders read through (kv_vk_buffer_address) with 64-bit offsets;
+                             0 where KVERIFY_TEST_NO_ADDR=1 */
     uint64_t max_storage_range;
     uint64_t min_storage_align;  /* minStorageBufferOffsetAlignment */
     uint64_t max_alloc;          /* maxMemoryAllocationSize: allocations past it may fail (some drivers make them) */

@@ -1,9 +1,9 @@
-/* The sanitizer's view of a SPIR-V module: its ids indexed (definitions,
- * names, decorations), types measured, and a word buffer new instructions
- * are written into, with the types and constants they need found in the
- * module or declared anew. */
-#ifndef KV_SAN_SPV_H
-#define KV_SAN_SPV_H
+/* A SPIR-V module as the rewrites see it (the sanitizer's, the address
+ * build's): its ids indexed (definitions, names, decorations), types
+ * measured, and a word buffer new instructions are written into, with the
+ * types and constants they need found in the module or declared anew. */
+#ifndef KV_SPIRV_SPV_H
+#define KV_SPIRV_SPV_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -64,7 +64,7 @@ struct kv_spv {
     /* new global instructions (types, constants, variables) and annotations */
     struct kv_words globals, annot;
     /* what was found or declared, so that each is made once */
-    uint32_t t_void, t_bool, t_uint, t_uvec3, c_true;
+    uint32_t t_void, t_bool, t_uint, t_uvec3, t_u64, c_true;
     int n_const, n_ptr;
     uint32_t cval[512], cid[512];
     uint32_t pkey[64][2], pid[64];
@@ -91,6 +91,7 @@ const char *kv_spv_name(const struct kv_spv *m, uint32_t id);
 uint32_t kv_spv_void(struct kv_spv *m);
 uint32_t kv_spv_bool(struct kv_spv *m);
 uint32_t kv_spv_uint(struct kv_spv *m);
+uint32_t kv_spv_u64(struct kv_spv *m); /* a 64-bit unsigned integer (the Int64 capability's) */
 uint32_t kv_spv_uvec3(struct kv_spv *m);
 uint32_t kv_spv_fn(struct kv_spv *m, uint32_t ret, int n, const uint32_t *params);
 uint32_t kv_spv_ptr(struct kv_spv *m, uint32_t sclass, uint32_t type);

@@ -1,4 +1,4 @@
-#include "sanitize/spv.h"
+#include "spirv/spv.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -217,6 +217,7 @@ static uint32_t type(struct kv_spv *m, uint32_t *cache, uint32_t op, size_t n, c
 uint32_t kv_spv_void(struct kv_spv *m) { return type(m, &m->t_void, SpvOpTypeVoid, 0, NULL); }
 uint32_t kv_spv_bool(struct kv_spv *m) { return type(m, &m->t_bool, SpvOpTypeBool, 0, NULL); }
 uint32_t kv_spv_uint(struct kv_spv *m) { return type(m, &m->t_uint, SpvOpTypeInt, 2, (uint32_t[]){32, 0}); }
+uint32_t kv_spv_u64(struct kv_spv *m) { return type(m, &m->t_u64, SpvOpTypeInt, 2, (uint32_t[]){64, 0}); }
 uint32_t kv_spv_uvec3(struct kv_spv *m)
 {
     uint32_t u = kv_spv_uint(m);

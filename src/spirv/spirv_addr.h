@@ -1,0 +1,29 @@
+/* A compute module's address build, made from its SPIR-V: the module that
+ * reads every tensor through a 64-bit device address instead of a binding
+ * (pipeline/addr.h says when a stage runs so).
+ *
+ * Each storage buffer at set 0, binding b < n_bind, becomes a pointer to its
+ * block in the PhysicalStorageBuffer class, read from the push constants at
+ * byte 8 b; the module's own push constants follow at 8 n_bind. Each
+ * function that names a buffer loads its pointer first, and every access
+ * through it carries the alignment its offsets prove (16 at the tensor's
+ * start). Every index into an array reached through an address (those of a
+ * KV_ADDR build too, with n_bind 0) is widened to 64 bits first, so that the
+ * byte offset is made in 64 bits: a driver makes it in 32 bits from a 32-bit
+ * index, which wraps past 2^32 bytes.
+ *
+ * What the rewrite cannot follow is refused with a reason: a buffer passed
+ * to a function, its length(), a pointer chosen by a phi or a select, a
+ * uniform buffer, a binding past the stage's. */
+#ifndef KV_SPIRV_ADDR_H
+#define KV_SPIRV_ADDR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Returns 0 and a malloc'd module in *out (n_out words), or -1 with the
+ * reason in err. */
+int kv_spirv_addr(const uint32_t *in, size_t n_in, uint32_t n_bind, uint32_t **out, size_t *n_out, char *err,
+                  size_t err_size);
+
+#endif
