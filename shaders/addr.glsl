@@ -3,10 +3,10 @@
 // pipeline/addr.h). The stage's bindings become 64-bit addresses at the
 // start of its push constants, in binding order, and its own push constants
 // follow; the shader names each tensor's elements by one macro in both
-// builds (X[i]: a bound buffer's array, or p.x.v[i] here). Indices stay
-// 32-bit (GLSL indexes with no wider integer), and drivers make the byte
-// offset in 32 bits as well, so the runner binds by address only tensors of
-// at most 2^32 bytes: 2^30 f32 or 2^31 bf16 elements.
+// builds (X[i]: a bound buffer's array, or p.x.v[i] here). Its access
+// chains become 64-bit pointer arithmetic in the runner's rewrite
+// (src/spirv/spirv_addr.c), since drivers make an access chain's byte offset
+// in 32 bits: so a tensor may be as large as the device's buffers.
 #extension GL_EXT_buffer_reference : require
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer KvF32 { float v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 16) buffer KvVec4 { vec4 v[]; };

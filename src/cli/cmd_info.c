@@ -67,11 +67,11 @@ static void list_abi(const struct kv_kernel *k)
         printf("    --max-groups: %s\n", sd->fixed_grid ? "not honoured (a fixed grid): the stage runs uncapped"
                                                        : "honoured (at most N groups along x, 1 along y and z; "
                                                          "grid-stride loops cover the rest)");
-        if (sd->addr) /* the KV_ADDR build (pipeline/addr.h) */
-            printf("    by address, where a tensor passes maxStorageBufferRange (a .comp naming KV_ADDR, built with "
-                   "it): no bindings; push constants (%u bytes): %d buffer_reference addresses in binding order, "
-                   "then the %u bytes above\n", 8u * (unsigned)sd->n_bindings + sd->push_size, sd->n_bindings,
-                   sd->push_size);
+        if (!k->window_chunk) /* the address build (pipeline/addr.h); a kernel with windows takes those */
+            printf("    by address, where a tensor passes maxStorageBufferRange (the shader rewritten so, or a .comp "
+                   "naming KV_ADDR built with it first): no bindings; push constants (%u bytes): %d "
+                   "buffer_reference addresses in binding order, then the %u bytes above\n",
+                   8u * (unsigned)sd->n_bindings + sd->push_size, sd->n_bindings, sd->push_size);
     }
 }
 

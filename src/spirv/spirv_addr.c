@@ -29,6 +29,9 @@ struct ax {
     } var[MAXV];
     uint32_t pc_old, P;  /* the module's push-constant variable and struct (0: none) */
     uint32_t P2, V2, pm_ptr, cb[MAXB], u64;
+    int n_c64;
+    uint64_t c64v[64];
+    uint32_t c64id[64];
     uint32_t *aln, *pty;          /* id -> alignment (0: no address made here) and pointee type */
     size_t n_aln;
     uint32_t (*off)[3];           /* Offset decorations: struct, member, offset */
@@ -47,9 +50,18 @@ static int fail(struct ax *x, const char *fmt, ...)
     return -1;
 }
 
+/* The instruction defining id, where it has the words its opcode's
+ * operands the rewrite reads need (a type's), else NULL. */
 static const uint32_t *def_of(const struct ax *x, uint32_t id)
 {
-    return id < x->m.bound && x->m.def[id] ? x->m.w + x->m.def[id] : NULL;
+    if (id >= x->m.bound || !x->m.def[id]) return NULL;
+    const uint32_t *d = x->m.w + x->m.def[id], op = kv_op(d[0]), len = kv_len(d[0]);
+    const uint32_t need = op == SpvOpTypePointer || op == SpvOpTypeArray || op == SpvOpTypeVector ||
+                                  op == SpvOpTypeMatrix || op == SpvOpTypeInt
+                              ? 4
+                          : op == SpvOpTypeRuntimeArray || op == SpvOpTypeFloat ? 3
+                                                                                : 2;
+    return len >= need ? d : NULL;
 }
 
 /* A pointer type's storage class and pointee (0 where t is not a pointer type). */
@@ -244,17 +256,41 @@ static uint32_t widen(struct ax *x, uint32_t idx)
     return id;
 }
 
-/* An access chain through an address: its indices into arrays widened, its
- * result a PhysicalStorageBuffer pointer with the alignment its offsets
- * prove. A chain into the push constants reaches the member n_bind later. */
+/* A 64-bit constant. */
+static uint32_t c64(struct ax *x, uint64_t v)
+{
+    for (int i = 0; i < x->n_c64; i++)
+        if (x->c64v[i] == v) return x->c64id[i];
+    uint32_t id = kv_spv_id(&x->m);
+    KV_INS(&x->m.globals, SpvOpConstant, x->u64, id, (uint32_t)v, (uint32_t)(v >> 32));
+    if (x->n_c64 < 64) x->c64v[x->n_c64] = v, x->c64id[x->n_c64++] = id;
+    return id;
+}
+
+/* addr + idx * step, 64-bit, made before its use (idx widened first). */
+static uint32_t add_scaled(struct ax *x, uint32_t addr, uint32_t idx, uint64_t step)
+{
+    uint32_t t = kv_spv_id(&x->m), sum = kv_spv_id(&x->m);
+    KV_INS(&x->body, SpvOpIMul, x->u64, t, widen(x, idx), c64(x, step));
+    KV_INS(&x->body, SpvOpIAdd, x->u64, sum, addr, t);
+    return sum;
+}
+
+/* An access chain through an address, made as the pointer arithmetic it
+ * stands for, in 64 bits: the base as an integer, plus each index times its
+ * ArrayStride (widened) and each member's Offset, made a pointer again.
+ * Drivers make an access chain's byte offset in 32 bits even from a 64-bit
+ * index (an NVIDIA H200 wraps there at 2^32 bytes); integer arithmetic they
+ * must make as written. Its result is a PhysicalStorageBuffer pointer with
+ * the alignment its offsets prove. A chain into the push constants reaches
+ * the member n_bind later. */
 static int chain(struct ax *x, const uint32_t *w, uint32_t len)
 {
     const uint32_t op = kv_op(w[0]), base = w[3];
-    uint32_t out[72];
-    if (len > 64) return fail(x, "an access chain of %u words", len);
-    memcpy(out, w, len * 4);
     if (x->n_bind && x->pc_old && base == x->pc_old) {
-        uint32_t k;
+        uint32_t out[72], k;
+        if (len > 64) return fail(x, "an access chain of %u words", len);
+        memcpy(out, w, len * 4);
         if (len < 5 || !kv_spv_const(&x->m, w[4], &k)) return fail(x, "it reads its push constants whole");
         out[3] = x->V2, out[4] = kv_spv_u32(&x->m, k + x->n_bind);
         return unfollowed(x, out, len, 0) || (put(x, out, len), 0);
@@ -263,37 +299,42 @@ static int chain(struct ax *x, const uint32_t *w, uint32_t len)
     uint32_t a = get_aln(x, b), cur = a ? x->pty[b] : 0;
     if (!a && orig_psb(x, base)) cur = pointee(x, kv_spv_type(&x->m, base), NULL);
     if (!cur) return unfollowed(x, w, len, 0) || (put(x, w, len), 0);
-    uint32_t k = 4;
+    uint32_t addr = kv_spv_id(&x->m), k = 4;
+    uint64_t konst = 0;
+    KV_INS(&x->body, SpvOpConvertPtrToU, x->u64, addr, b);
     if (op == SpvOpPtrAccessChain || op == SpvOpInBoundsPtrAccessChain) {
-        if (a) return fail(x, "it steps a pointer into a buffer (OpPtrAccessChain)");
-        out[k] = widen(x, w[k]), k++;
+        const uint32_t stride = x->m.stride[kv_spv_type(&x->m, base)];
+        if (a || len < 5 || !stride) return fail(x, "it steps a pointer into a buffer (OpPtrAccessChain)");
+        addr = add_scaled(x, addr, w[k++], stride);
     }
     for (; k < len; k++) {
         const uint32_t *d = def_of(x, cur), cop = d ? kv_op(d[0]) : 0;
         uint32_t c;
-        int is_c = kv_spv_const(&x->m, w[k], &c);
+        const int is_c = kv_spv_const(&x->m, w[k], &c);
+        if (addressed(x, w[k])) return fail(x, "it indexes by a pointer");
         if (cop == SpvOpTypeStruct) {
             if (!is_c || c + 2 >= kv_len(d[0])) return fail(x, "a struct member it indexes is not a constant");
-            a = a ? min_al(a, member_offset(x, cur, c)) : 0, cur = d[2 + c];
-        } else if (cop == SpvOpTypeArray || cop == SpvOpTypeRuntimeArray) {
-            const uint32_t stride = x->m.stride[cur];
-            a = a ? min_al(a, is_c ? (uint64_t)c * stride : stride ? stride : 1) : 0;
-            out[k] = widen(x, w[k]), cur = d[2];
-        } else if (cop == SpvOpTypeVector || cop == SpvOpTypeMatrix) {
-            a = a ? min_al(a, is_c && c == 0 ? 0 : scalar_bytes(x, cur)) : 0, cur = d[2];
-        } else {
-            return fail(x, "it indexes into a type (opcode %u) the address build cannot follow", cop);
+            const uint32_t off = member_offset(x, cur, c);
+            konst += off, a = a ? min_al(a, off) : 0, cur = d[2 + c];
+            continue;
         }
-        if (addressed(x, w[k])) return fail(x, "it indexes by a pointer");
+        uint64_t step;
+        if (cop == SpvOpTypeArray || cop == SpvOpTypeRuntimeArray) step = x->m.stride[cur];
+        else if (cop == SpvOpTypeVector) step = scalar_bytes(x, cur);
+        else return fail(x, "it indexes into a type (opcode %u) the address build cannot follow", cop);
+        if (!step) return fail(x, "an array it indexes has no ArrayStride");
+        if (is_c) konst += (uint64_t)c * step, a = a ? min_al(a, (uint64_t)c * step) : 0;
+        else addr = add_scaled(x, addr, w[k], step), a = a ? min_al(a, step) : 0;
+        cur = d[2];
     }
-    out[3] = b;
-    if (a) {
-        const uint32_t pt = pointee(x, w[1], NULL);
-        out[1] = kv_spv_ptr(&x->m, SC_PSB, pt);
-        if (set_aln(x, w[2], a, pt)) return -1;
+    if (konst) {
+        uint32_t sum = kv_spv_id(&x->m);
+        KV_INS(&x->body, SpvOpIAdd, x->u64, sum, addr, c64(x, konst));
+        addr = sum;
     }
-    put(x, out, len);
-    return 0;
+    const uint32_t pt = pointee(x, w[1], NULL);
+    KV_INS(&x->body, SpvOpConvertUToPtr, a ? kv_spv_ptr(&x->m, SC_PSB, pt) : w[1], w[2], addr);
+    return a ? set_aln(x, w[2], a, pt) : 0;
 }
 
 /* A load, store or cooperative-matrix access at pointer operand pi, its
