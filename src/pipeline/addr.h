@@ -3,9 +3,10 @@
  * every tensor through a 64-bit address in its push constants and runs in
  * one dispatch with no descriptor set. The build is the stage's own SPIR-V
  * rewritten (spirv/spirv_addr.h), or, where its source has one, its KV_ADDR
- * build (shaders/addr.glsl) with its indices widened by the same rewrite;
- * the arithmetic is the bound build's. The runner makes the builds the
- * first time a case needs them (kv_runner_addr). */
+ * build (shaders/addr.glsl) with its accesses made 64-bit pointer
+ * arithmetic by the same rewrite; the arithmetic is the bound build's. The
+ * runner makes the builds the first time a case needs them
+ * (kv_runner_addr). */
 #ifndef KV_PIPELINE_ADDR_H
 #define KV_PIPELINE_ADDR_H
 

@@ -49,20 +49,30 @@ uint64_t kv_host_available(void)
 
 /* Why stage s cannot be bound by address on dev, as text, or NULL where it
  * can: the device's or an --abi stage's reason (kv_addr_lacks), or, for a
- * --shader without a KV_ADDR build, the rewrite's (spirv/spirv_addr.h), the
- * shader compiled and rewritten here as the runner will (a shader that does
- * not compile gets its error from the runner). */
+ * shader not built into kverify (a --shader, a spec kernel's from a folder)
+ * without a KV_ADDR build, the rewrite's (spirv/spirv_addr.h), the shader
+ * compiled and rewritten here as the runner will (a shader that does not
+ * compile gets its error from the runner). */
 static const char *addr_lacks(const struct kv_vk_info *dev, const struct kv_kernel *k, int s,
                               const struct kv_run_opts *o)
 {
     static _Thread_local char why[300];
-    const char *lacks = kv_addr_lacks(dev, o && o->abi[s]);
-    if (lacks || !o || !o->shader[s] || kv_addr_source(k, s, o->shader[s])) return lacks;
+    const struct kv_stage_def *sd = &k->stages[s];
+    const char *shader = o ? o->shader[s] : NULL, *lacks = kv_addr_lacks(dev, o && o->abi[s]);
+    if (lacks || !o || !(shader || sd->source_disk) || kv_addr_source(k, s, shader)) return lacks;
     uint32_t *words = NULL, *out = NULL;
     size_t bytes = 0, n_out = 0;
-    int bad = 0;
-    if (kv_shader_load(o->shader[s], kv_stage_defines(dev, &k->stages[s], o), NULL, &words, &bytes) == KV_OK)
-        bad = kv_spirv_addr(words, bytes / 4, (uint32_t)k->stages[s].n_bindings, &out, &n_out, why, sizeof why);
+    const unsigned defines = kv_stage_defines(dev, sd, o);
+    char path[1024];
+    enum kv_status st;
+    if (shader) {
+        st = kv_shader_load(shader, defines, NULL, &words, &bytes);
+    } else {
+        kv_stage_source(k, s, path, sizeof path);
+        st = kv_glsl_compile(&(struct kv_glsl_env){.defines = defines}, path, &words, &bytes);
+    }
+    int bad = st == KV_OK &&
+              kv_spirv_addr(words, bytes / 4, (uint32_t)sd->n_bindings, &out, &n_out, why, sizeof why);
     kv_error_clear();
     free(words), free(out);
     return bad ? why : NULL;

@@ -266,6 +266,8 @@ enum kv_status kv_runner_addr(struct kv_runner *r, int s, int reversed, const st
 {
     enum kv_status st = KV_OK;
     const struct kv_stage_def *sd = &r->k->stages[s];
+    /* a .spv has no reversed build: its stress run keeps the plain one, as bound */
+    if (reversed && !r->addr_glsl[s] && !r->addr_words[s][1]) reversed = 0;
     struct kv_vk_pipeline *p = &r->addr[s][reversed != 0];
     uint32_t *words = NULL;
     size_t bytes = 0;
