@@ -44,9 +44,7 @@ struct ax {
 static int fail(struct ax *x, const char *fmt, ...)
 {
     va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(x->err, x->err_size, fmt, ap);
-    va_end(ap);
+    va_start(ap, fmt), vsnprintf(x->err, x->err_size, fmt, ap), va_end(ap);
     return -1;
 }
 
@@ -89,11 +87,22 @@ static int has_member_deco(const struct ax *x, uint32_t st, uint32_t k, uint32_t
     return 0;
 }
 
-static uint32_t member_offset(const struct ax *x, uint32_t st, uint32_t k)
+/* Member k's Offset in struct st: 1 with *off set, 0 where none is given. */
+static int member_offset(const struct ax *x, uint32_t st, uint32_t k, uint32_t *off)
 {
     for (size_t i = 0; i < x->n_off; i++)
-        if (x->off[i][0] == st && x->off[i][1] == k) return x->off[i][2];
-    return 1; /* unknown: no alignment proved */
+        if (x->off[i][0] == st && x->off[i][1] == k) return *off = x->off[i][2], 1;
+    return 0;
+}
+
+/* A constant index, sign-extended where its type is signed: 1 with *v set. */
+static int const_index(const struct ax *x, uint32_t id, uint64_t *v)
+{
+    uint32_t c;
+    if (!kv_spv_const(&x->m, id, &c)) return 0;
+    const uint32_t *t = def_of(x, kv_spv_type(&x->m, id));
+    *v = t && t[3] ? (uint64_t)(int64_t)(int32_t)c : c;
+    return 1;
 }
 
 static uint32_t get_aln(const struct ax *x, uint32_t id) { return id < x->n_aln ? x->aln[id] : 0; }
@@ -106,7 +115,8 @@ static int set_aln(struct ax *x, uint32_t id, uint32_t a, uint32_t pt)
         if (al) x->aln = al;
         if (!p) return fail(x, "out of host memory");
         x->pty = p;
-        memset(x->aln + x->n_aln, 0, (n - x->n_aln) * sizeof *al), memset(x->pty + x->n_aln, 0, (n - x->n_aln) * sizeof *p);
+        memset(x->aln + x->n_aln, 0, (n - x->n_aln) * sizeof *al);
+        memset(x->pty + x->n_aln, 0, (n - x->n_aln) * sizeof *p);
         x->n_aln = n;
     }
     x->aln[id] = a, x->pty[id] = pt;
@@ -189,18 +199,20 @@ static void member_decos(struct ax *x, int v, uint32_t deco)
 
 /* The new push block: the addresses as 64-bit words, then the module's
  * members; its variable, V2. Each buffer variable's pointer type. */
-static void declare_push(struct ax *x)
+static int declare_push(struct ax *x)
 {
     struct kv_spv *m = &x->m;
     uint32_t members[MAXB + KV_SPIRV_MAX_PUSH + 2], n = 0;
+    const uint32_t *pd = def_of(x, x->P);
+    if (pd && kv_len(pd[0]) - 2 > KV_SPIRV_MAX_PUSH)
+        return fail(x, "its push constants have more than %d members", KV_SPIRV_MAX_PUSH);
     x->pm_ptr = kv_spv_ptr(m, SC_PUSH, x->u64);
     for (uint32_t b = 0; b < x->n_bind; b++) x->cb[b] = kv_spv_u32(m, b);
     for (int v = 0; v < x->n_var; v++) x->var[v].psb = kv_spv_ptr(m, SC_PSB, x->var[v].block);
     uint32_t P2 = x->P2 = kv_spv_id(m);
     members[n++] = P2;
     for (uint32_t b = 0; b < x->n_bind; b++) members[n++] = x->u64;
-    const uint32_t *pd = def_of(x, x->P);
-    for (uint32_t k = 2; pd && k < kv_len(pd[0]) && n < sizeof members / sizeof *members; k++) members[n++] = pd[k];
+    for (uint32_t k = 2; pd && k < kv_len(pd[0]); k++) members[n++] = pd[k];
     kv_words_ins(&m->globals, SpvOpTypeStruct, n, members);
     x->V2 = kv_spv_id(m);
     KV_INS(&m->globals, SpvOpVariable, kv_spv_ptr(m, SC_PUSH, P2), x->V2, SC_PUSH);
@@ -211,6 +223,7 @@ static void declare_push(struct ax *x)
         if (x->var[v].coherent) member_decos(x, v, SpvDecorationCoherent);
         if (x->var[v].vol) member_decos(x, v, SpvDecorationVolatile);
     }
+    return 0;
 }
 
 /* ---- the functions ---- */
@@ -309,12 +322,13 @@ static int chain(struct ax *x, const uint32_t *w, uint32_t len)
     }
     for (; k < len; k++) {
         const uint32_t *d = def_of(x, cur), cop = d ? kv_op(d[0]) : 0;
-        uint32_t c;
-        const int is_c = kv_spv_const(&x->m, w[k], &c);
+        uint64_t c;
+        uint32_t off;
+        const int is_c = const_index(x, w[k], &c);
         if (addressed(x, w[k])) return fail(x, "it indexes by a pointer");
         if (cop == SpvOpTypeStruct) {
             if (!is_c || c + 2 >= kv_len(d[0])) return fail(x, "a struct member it indexes is not a constant");
-            const uint32_t off = member_offset(x, cur, c);
+            if (!member_offset(x, cur, (uint32_t)c, &off)) return fail(x, "a struct member it reaches has no Offset");
             konst += off, a = a ? min_al(a, off) : 0, cur = d[2 + c];
             continue;
         }
@@ -323,7 +337,7 @@ static int chain(struct ax *x, const uint32_t *w, uint32_t len)
         else if (cop == SpvOpTypeVector) step = scalar_bytes(x, cur);
         else return fail(x, "it indexes into a type (opcode %u) the address build cannot follow", cop);
         if (!step) return fail(x, "an array it indexes has no ArrayStride");
-        if (is_c) konst += (uint64_t)c * step, a = a ? min_al(a, (uint64_t)c * step) : 0;
+        if (is_c) konst += c * step, a = a ? min_al(a, c * step) : 0;
         else addr = add_scaled(x, addr, w[k], step), a = a ? min_al(a, step) : 0;
         cur = d[2];
     }
@@ -413,7 +427,7 @@ static int instruction(struct ax *x, const uint32_t *w, uint32_t len)
 
 /* Each function's addresses, loaded from the push constants after its
  * first block's variables. */
-static void load_addresses(struct ax *x)
+static int load_addresses(struct ax *x)
 {
     for (int v = 0; v < x->n_var; v++) {
         uint32_t pp = kv_spv_id(&x->m), u = kv_spv_id(&x->m), p = kv_spv_id(&x->m);
@@ -421,8 +435,9 @@ static void load_addresses(struct ax *x)
         KV_INS(&x->body, SpvOpLoad, x->u64, u, pp);
         KV_INS(&x->body, SpvOpConvertUToPtr, x->var[v].psb, p, u);
         x->var[v].fn_ptr = p;
-        set_aln(x, p, TOP_ALIGN, x->var[v].block);
+        if (set_aln(x, p, TOP_ALIGN, x->var[v].block)) return -1;
     }
+    return 0;
 }
 
 static int rewrite_functions(struct ax *x)
@@ -434,7 +449,7 @@ static int rewrite_functions(struct ax *x)
         if (op == SpvOpFunction) state = 1;
         else if (state == 1 && op == SpvOpLabel) state = 3;
         else if (state == 2 && op != SpvOpVariable && op != SpvOpLine && op != SpvOpNoLine) {
-            load_addresses(x);
+            if (load_addresses(x)) return -1;
             state = 0;
         }
         if (state == 3) {
@@ -453,17 +468,13 @@ static int rewrite_functions(struct ax *x)
 
 /* ---- the module put together ---- */
 
-static int has_cap(const struct ax *x, uint32_t cap)
+/* Whether the module declares capability cap (name NULL) or extension name. */
+static int has_cap(const struct ax *x, uint32_t cap, const char *name)
 {
     for (size_t i = 5; i < x->m.after_ext; i += kv_len(x->m.w[i]))
-        if (kv_op(x->m.w[i]) == SpvOpCapability && x->m.w[i + 1] == cap) return 1;
-    return 0;
-}
-
-static int has_ext(const struct ax *x, const char *name)
-{
-    for (size_t i = 5; i < x->m.after_ext; i += kv_len(x->m.w[i]))
-        if (kv_op(x->m.w[i]) == SpvOpExtension && !strcmp((const char *)(x->m.w + i + 1), name)) return 1;
+        if (name ? kv_op(x->m.w[i]) == SpvOpExtension && !strcmp((const char *)(x->m.w + i + 1), name)
+                 : kv_op(x->m.w[i]) == SpvOpCapability && x->m.w[i + 1] == cap)
+            return 1;
     return 0;
 }
 
@@ -476,22 +487,24 @@ static int dropped(const struct ax *x, uint32_t id)
 }
 
 /* The entry point, its interface less the removed variables, plus V2. */
-static void entry_point(struct ax *x, struct kv_words *o)
+static int entry_point(struct ax *x, struct kv_words *o)
 {
     const uint32_t *w = x->m.w + x->m.entry, len = kv_len(w[0]);
     uint32_t out[256], n = 3;
+    if (len > 250) return fail(x, "an entry point of %u words", len);
     out[1] = w[1], out[2] = w[2];
     uint32_t k = 3;
-    while (k < len && n < 200) { /* the name, to its nul */
+    while (k < len) { /* the name, to its nul */
         uint32_t word = w[k++];
         out[n++] = word;
         if (!(word & 0xffu) || !(word & 0xff00u) || !(word & 0xff0000u) || !(word & 0xff000000u)) break;
     }
-    for (; k < len && n < 250; k++)
+    for (; k < len; k++)
         if (!dropped(x, w[k])) out[n++] = w[k];
     if (x->n_bind && x->m.version >= 0x10400) out[n++] = x->V2;
     out[0] = (n << 16) | SpvOpEntryPoint;
     kv_words_put(o, out, n);
+    return 0;
 }
 
 /* Debug instructions and annotations: the dropped ids' go; the push
@@ -530,11 +543,11 @@ static int assemble(struct ax *x, uint32_t **out, size_t *n_out)
     struct kv_words o = {0};
     uint32_t head[5] = {w[0], w[1], w[2], 0, w[4]};
     kv_words_put(&o, head, 5);
-    if (!has_cap(x, CAP_PSB)) KV_INS(&o, SpvOpCapability, CAP_PSB);
-    if (!has_cap(x, CAP_INT64)) KV_INS(&o, SpvOpCapability, CAP_INT64);
+    if (!has_cap(x, CAP_PSB, NULL)) KV_INS(&o, SpvOpCapability, CAP_PSB);
+    if (!has_cap(x, CAP_INT64, NULL)) KV_INS(&o, SpvOpCapability, CAP_INT64);
     kv_words_put(&o, w + 5, m->after_ext - 5);
-    if (m->version < 0x10500 && !has_ext(x, "SPV_KHR_physical_storage_buffer") &&
-        !has_ext(x, "SPV_EXT_physical_storage_buffer")) {
+    if (m->version < 0x10500 && !has_cap(x, 0, "SPV_KHR_physical_storage_buffer") &&
+        !has_cap(x, 0, "SPV_EXT_physical_storage_buffer")) {
         uint32_t s[16];
         size_t n = kv_words_str(s, 16, "SPV_KHR_physical_storage_buffer");
         kv_words_ins(&o, SpvOpExtension, n, s);
@@ -548,7 +561,7 @@ static int assemble(struct ax *x, uint32_t **out, size_t *n_out)
             kv_words_put(&o, w + i, kv_len(w[i]));
         }
     }
-    entry_point(x, &o);
+    if (entry_point(x, &o)) return free(o.w), -1;
     annotations(x, &o, m->entry + kv_len(w[m->entry]), m->first_type);
     kv_words_put(&o, m->annot.w, m->annot.n);
     for (size_t i = m->first_type; i < m->first_fn; i += kv_len(w[i]))
@@ -577,7 +590,7 @@ int kv_spirv_addr(const uint32_t *in, size_t n_in, uint32_t n_bind, uint32_t **o
     }
     if (scan_globals(&x)) goto done;
     x.u64 = kv_spv_u64(&x.m);
-    if (n_bind) declare_push(&x);
+    if (n_bind && declare_push(&x)) goto done;
     if (rewrite_functions(&x) || assemble(&x, out, n_out)) goto done;
     rc = 0;
 done:
