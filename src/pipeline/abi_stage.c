@@ -175,3 +175,11 @@ enum kv_status kv_abi_launch(const struct kv_case *c, const struct kv_abi *a, co
     }
     return KV_OK;
 }
+
+const struct kv_glsl_extra *kv_abi_glsl_extra(const struct kv_abi *a, struct kv_glsl_extra *x)
+{
+    if (!a) return NULL;
+    *x = (struct kv_glsl_extra){a->n_defines, (const char(*)[2][256])a->define, a->n_include,
+                                (const char(*)[1024])a->include};
+    return x;
+}

@@ -6,6 +6,7 @@
 #define KV_ABI_STAGE_H
 
 #include "formats/abi.h"
+#include "spirv/glsl.h"
 #include "spirv/spirv.h"
 #include "vk/vk.h"
 
@@ -19,6 +20,9 @@ enum kv_status kv_abi_check(const char *what, const struct kv_abi *a, const stru
                             const struct kv_spirv_iface *got, struct kv_vk_spec *spec);
 /* Descriptor slots the pipeline has: the largest binding + 1. */
 uint32_t kv_abi_slots(const struct kv_abi *a);
+/* The file's defines and include folders for its shader's compile into x;
+ * NULL without a file. */
+const struct kv_glsl_extra *kv_abi_glsl_extra(const struct kv_abi *a, struct kv_glsl_extra *x);
 /* Binding b's product for case c: a * b, b broadcast over a (b's shape is
  * the tail of a's), rounded to a's dtype; out is allocated. */
 enum kv_status kv_abi_product(const struct kv_case *c, const struct kv_abi_binding *b, struct kv_tensor *out);

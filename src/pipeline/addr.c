@@ -36,12 +36,11 @@ static int cpu_refused(const struct kv_vk_info *dev)
     return dev->type && !strcmp(dev->type, "cpu") && !(hook && !strcmp(hook, "1"));
 }
 
-const char *kv_addr_lacks(const struct kv_vk_info *dev, int abi)
+const char *kv_addr_lacks(const struct kv_vk_info *dev)
 {
     return !dev->addr       ? "this device lacks bufferDeviceAddress or shaderInt64"
            : cpu_refused(dev) ? "on a CPU device an access past a tensor through an address would reach "
                                 "kverify's own memory"
-           : abi              ? "an --abi stage binds its tensors"
                               : NULL;
 }
 

@@ -13,17 +13,17 @@
 #include "kernels/kernel.h"
 #include "vk/vk.h"
 
-/* Why no stage reads its tensors through addresses on dev, or an --abi
- * stage (abi), as text, or NULL where they can: the device lacks
- * bufferDeviceAddress or shaderInt64, it is a CPU device (nothing checks
- * an access there), or the stage binds as its --abi file says. */
-const char *kv_addr_lacks(const struct kv_vk_info *dev, int abi);
+/* Why no stage reads its tensors through addresses on dev, as text, or
+ * NULL where they can: the device lacks bufferDeviceAddress or shaderInt64,
+ * or it is a CPU device (nothing checks an access there). */
+const char *kv_addr_lacks(const struct kv_vk_info *dev);
 /* Whether stage s of kernel k, run from shader (a --shader path, or NULL:
  * the built-in source), has a KV_ADDR build of its source. */
 int kv_addr_source(const struct kv_kernel *k, int s, const char *shader);
 
 /* An addressed dispatch's push constants into out (at least 8 * n + push_size
- * bytes): each binding's address (its buffer's, plus its offset), in order,
+ * bytes; an --abi stage's n is its file's slots, push_size its push bytes):
+ * each binding's address (its buffer's, plus its offset), in order,
  * then the stage's own push_size bytes; KV_EDEVICE where an address is not
  * a multiple of 16. */
 enum kv_status kv_addr_push(struct kv_vk_device *d, const struct kv_vk_range *bind, int n, const void *push,

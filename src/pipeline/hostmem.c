@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pipeline/abi_stage.h"
 #include "pipeline/addr.h"
 #include "pipeline/binding.h"
 #include "pipeline/runner.h"
@@ -48,7 +49,7 @@ uint64_t kv_host_available(void)
 }
 
 /* Why stage s cannot be bound by address on dev, as text, or NULL where it
- * can: the device's or an --abi stage's reason (kv_addr_lacks), or, for a
+ * can: the device's reason (kv_addr_lacks), or, for a
  * shader not built into kverify (a --shader, a spec kernel's from a folder)
  * without a KV_ADDR build, the rewrite's (spirv/spirv_addr.h), the shader
  * compiled and rewritten here as the runner will (a shader that does not
@@ -58,21 +59,23 @@ static const char *addr_lacks(const struct kv_vk_info *dev, const struct kv_kern
 {
     static _Thread_local char why[300];
     const struct kv_stage_def *sd = &k->stages[s];
-    const char *shader = o ? o->shader[s] : NULL, *lacks = kv_addr_lacks(dev, o && o->abi[s]);
-    if (lacks || !o || !(shader || sd->source_disk) || kv_addr_source(k, s, shader)) return lacks;
+    const char *shader = o ? o->shader[s] : NULL, *lacks = kv_addr_lacks(dev);
+    const struct kv_abi *abi = o ? o->abi[s] : NULL;
+    if (lacks || !o || !(shader || sd->source_disk) || (!abi && kv_addr_source(k, s, shader))) return lacks;
     uint32_t *words = NULL, *out = NULL;
     size_t bytes = 0, n_out = 0;
     const unsigned defines = kv_stage_defines(dev, sd, o);
     char path[1024];
     enum kv_status st;
+    struct kv_glsl_extra extra;
     if (shader) {
-        st = kv_shader_load(shader, defines, NULL, &words, &bytes);
+        st = kv_shader_load(shader, defines, kv_abi_glsl_extra(abi, &extra), &words, &bytes);
     } else {
         kv_stage_source(k, s, path, sizeof path);
         st = kv_glsl_compile(&(struct kv_glsl_env){.defines = defines}, path, &words, &bytes);
     }
-    int bad = st == KV_OK &&
-              kv_spirv_addr(words, bytes / 4, (uint32_t)sd->n_bindings, &out, &n_out, why, sizeof why);
+    const uint32_t n_bind = abi ? kv_abi_slots(abi) : (uint32_t)sd->n_bindings;
+    int bad = st == KV_OK && kv_spirv_addr(words, bytes / 4, n_bind, &out, &n_out, why, sizeof why);
     kv_error_clear();
     free(words), free(out);
     return bad ? why : NULL;

@@ -20,15 +20,6 @@ const struct kv_stress_run kv_stress_runs[KV_STRESS_RUNS] = {
     {3, KV_VARIANT_SANITIZED, "@sanitized"},
 };
 
-/* A user shader's own defines and include folders (--abi), or NULL. */
-static const struct kv_glsl_extra *abi_extra(const struct kv_abi *a, struct kv_glsl_extra *x)
-{
-    if (!a) return NULL;
-    *x = (struct kv_glsl_extra){a->n_defines, (const char(*)[2][256])a->define, a->n_include,
-                                (const char(*)[1024])a->include};
-    return x;
-}
-
 /* Stage s's pipeline from words: the stage's interface, or its --abi file's. */
 static enum kv_status stage_pipeline(struct kv_runner *r, int s, const char *what, const uint32_t *words, size_t bytes,
                                      struct kv_vk_pipeline *out)
@@ -75,7 +66,7 @@ static enum kv_status reversed_pipeline(struct kv_runner *r, int s, const struct
                      sd->name);
             return KV_OK;
         }
-        env = (struct kv_glsl_env){.defines = defines, .reverse = 1, .extra = abi_extra(o->abi[s], &extra)};
+        env = (struct kv_glsl_env){.defines = defines, .reverse = 1, .extra = kv_abi_glsl_extra(o->abi[s], &extra)};
         file = o->shader[s];
     } else {
         kv_stage_source(r->k, s, name, sizeof name);
@@ -150,7 +141,7 @@ static enum kv_status stage_pipelines(struct kv_runner *r, int s, const struct k
         snprintf(what, sizeof what, "%s (stage %s)", o->src_name[s], sd->name);
     } else if (o->shader[s]) {
         struct kv_glsl_extra extra;
-        KV_TRY(kv_shader_load(o->shader[s], defines, abi_extra(o->abi[s], &extra), &user, &bytes));
+        KV_TRY(kv_shader_load(o->shader[s], defines, kv_abi_glsl_extra(o->abi[s], &extra), &user, &bytes));
         words = user;
         snprintf(what, sizeof what, "%s (stage %s)", o->shader[s], sd->name);
     } else if (!sd->subgroup.words) { /* compiled at run time from its source */
@@ -212,9 +203,9 @@ cleanup:
 static void addr_source(struct kv_runner *r, int s, const struct kv_run_opts *o, unsigned defines)
 {
     const struct kv_stage_def *sd = &r->k->stages[s];
-    const char *lacks = kv_addr_lacks(&r->d->info, o->abi[s] != NULL);
+    const char *lacks = kv_addr_lacks(&r->d->info);
     snprintf(r->addr_why[s], sizeof r->addr_why[s], "%s", lacks ? lacks : "");
-    r->addr_glsl[s] = kv_addr_source(r->k, s, o->shader[s]);
+    r->addr_glsl[s] = !o->abi[s] && kv_addr_source(r->k, s, o->shader[s]); /* (an --abi stage's own words) */
     r->addr_env[s] = (struct kv_glsl_env){.builtin = !sd->source_disk && !o->shader[s], .defines = defines};
     if (o->src_env[s]) {
         r->addr_env[s] = *o->src_env[s];
@@ -225,6 +216,13 @@ static void addr_source(struct kv_runner *r, int s, const struct kv_run_opts *o,
         kv_stage_source(r->k, s, r->addr_src[s], sizeof r->addr_src[s]);
     }
     r->addr_env[s].defines |= KV_SHADER_ADDR;
+}
+
+void kv_runner_addr_layout(const struct kv_runner *r, int s, uint32_t *n_bind, uint32_t *push_size)
+{
+    const struct kv_stage_def *sd = &r->k->stages[s];
+    *n_bind = r->abi[s] ? kv_abi_slots(r->abi[s]) : (uint32_t)sd->n_bindings;
+    *push_size = r->abi[s] ? kv_abi_push_size(r->abi[s]) : sd->push_size;
 }
 
 const char *kv_runner_addr_lacks(const struct kv_runner *r, int s)
@@ -248,8 +246,9 @@ static enum kv_status addr_words(struct kv_runner *r, int s, int reversed, const
         env.reverse = reversed != 0;
         KV_TRY(kv_glsl_compile(&env, r->addr_src[s], &src, &n_src));
     } else {
+        uint32_t push;
         KV_CHECK(r->addr_words[s][reversed != 0], KV_EUSAGE, "%s: no build of it to rewrite", what);
-        n_bind = (uint32_t)r->k->stages[s].n_bindings;
+        kv_runner_addr_layout(r, s, &n_bind, &push);
     }
     const uint32_t *in = src ? src : r->addr_words[s][reversed != 0];
     const size_t n_in = (src ? n_src : r->addr_bytes[s][reversed != 0]) / 4;
@@ -281,14 +280,16 @@ enum kv_status kv_runner_addr(struct kv_runner *r, int s, int reversed, const st
     KV_TRY(addr_words(r, s, reversed, what, &words, &bytes));
     struct kv_spirv_iface iface;
     KV_TRY(kv_spirv_reflect(what, words, bytes / 4, &iface));
-    const uint32_t push = 8u * (uint32_t)sd->n_bindings + sd->push_size;
+    uint32_t n_bind, own;
+    kv_runner_addr_layout(r, s, &n_bind, &own);
+    const uint32_t push = 8u * n_bind + own;
     KV_CHECK(push <= KV_PUSH_MIN, KV_EDATA, "%s: %u bytes of addresses and push constants, more than the %u every "
              "device takes", what, push, KV_PUSH_MIN);
     KV_TRY(kv_spirv_check(what, &iface, 0, 0, push));
     KV_CHECK(!memcmp(iface.local, r->local[s], sizeof iface.local), KV_EDATA,
              "%s: its workgroup (%u, %u, %u) is not the bound build's (%u, %u, %u)", what, iface.local[0],
              iface.local[1], iface.local[2], r->local[s][0], r->local[s][1], r->local[s][2]);
-    KV_TRY(kv_vk_pipeline_create(r->d, what, words, bytes, 0, push, p));
+    KV_TRY(kv_vk_pipeline_create_spec(r->d, what, words, bytes, 0, push, r->abi[s] ? &r->spec[s] : NULL, p));
 cleanup:
     free(words);
     return st;
@@ -374,7 +375,7 @@ static enum kv_status debug_words(struct kv_runner *r, int s, const struct kv_ru
     if (o->shader[s]) {
         size_t n = strlen(o->shader[s]);
         const struct kv_abi *a = o->abi[s];
-        const struct kv_glsl_extra *x = abi_extra(a, &extra);
+        const struct kv_glsl_extra *x = kv_abi_glsl_extra(a, &extra);
         if (n > 4 && !strcmp(o->shader[s] + n - 4, ".spv")) return kv_shader_load(o->shader[s], defines, x, words, bytes);
         env = (struct kv_glsl_env){.defines = defines, .extra = x, .debug = 1};
         return kv_glsl_compile(&env, o->shader[s], words, bytes);

@@ -118,6 +118,9 @@ enum kv_status kv_runner_stage(struct kv_runner *r, int s, const struct kv_run_o
 
 /* Why stage s cannot be bound by address in this run, or NULL. */
 const char *kv_runner_addr_lacks(const struct kv_runner *r, int s);
+/* The bindings stage s's address build reads through addresses, and the
+ * push bytes after them: its --abi file's slots and push, or the stage's. */
+void kv_runner_addr_layout(const struct kv_runner *r, int s, uint32_t *n_bind, uint32_t *push_size);
 /* Stage s's address build, reversed (the stress runs' subgroup order) or
  * not, compiled and made where it is not yet. */
 enum kv_status kv_runner_addr(struct kv_runner *r, int s, int reversed, const struct kv_vk_pipeline **out);

@@ -112,6 +112,13 @@ grep -Eq '^  dx .* FAIL' "$TMP/out" || fail "the mutant's dx did not fail"
 same_run gemm16-addr 4000 "addressed:cast dA16 dB" gemm-bwd --m 100 --n 77 --k 64 --variant f16 --stress
 same_run ln-addr 4000 "addressed:dx dwdb" layernorm-bwd --rows 33 --dim 300 --stress
 same_run rope-addr 4000 "addressed:dx" rope-bwd
+# an --abi stage too: the file's slots are the addresses, its push constants and
+# specialization constants (the strided example's) follow
+EX=$KV_SRC/examples
+same_run abi-addr 4000 "addressed:r dx dw" rmsnorm-bwd --rows 40 --dim 100 --stress \
+  --shader dx="$EX/generic-push/rms_norm_back.comp" --abi "$EX/generic-push/rms_norm_back.abi.json"
+same_run abi-addr2 1000 "addressed:dA dB" gemm-bwd --m 70 --n 33 --k 20 --shader dB="$EX/strided/matmul_at_b.comp" \
+  --abi "$EX/strided/matmul_at_b.abi.json"
 # the bound build alone, as a user's shader without KV_ADDR is
 awk '/^#ifdef KV_ADDR/ {skip = 1; next} skip && /^#else/ {skip = 0; bound = 1; next}
   bound && /^#endif/ {bound = 0; next} !skip {print}' "$TMP/dx.comp" > "$TMP/dx-bound.comp"
