@@ -308,7 +308,8 @@ static double dc16_of(float d, int cast) { return cast ? kv_f16_to_f32(kv_f32_to
  * The exact oracle skips the casts (dC16 = dC, dA from the f32 dC).
  * With --sample, dA and dB are computed only at the sampled elements, and
  * every output's oracle holds only those (compact; dC16's whole cast goes
- * to its isolated input, c->iso). */
+ * to its isolated input, c->iso). Unsampled, dC16's oracle is made in
+ * blocks from that input (oracle_block): y and S are never held whole. */
 static enum kv_status oracle(struct kv_case *c)
 {
     enum kv_status st = KV_OK;
@@ -363,14 +364,15 @@ static enum kv_status oracle(struct kv_case *c)
     }
     if (f16) {
         const float *d = DC->data;
-        struct kv_tensor *iso = c->compact[T_DC16] ? &c->iso[T_DC16] : NULL; /* the next stage's whole input */
+        /* the next stage's whole input, where the oracle is the sample's or made in blocks (oracle_block) */
+        struct kv_tensor *iso = c->compact[T_DC16] || c->blocked[T_DC16] ? &c->iso[T_DC16] : NULL;
 #pragma omp parallel for schedule(static)
         for (size_t i = 0; i < (size_t)m * n; i++) {
             const double v = dc16_of(d[i], cast);
             if (iso) kv_store_f64(KV_F16, iso->data, i, v);
             else c->y[T_DC16][i] = v, c->S[T_DC16][i] = fabs(v);
         }
-        for (size_t q = 0; iso && q < c->n_sample[T_DC16]; q++) {
+        for (size_t q = 0; c->compact[T_DC16] && q < c->n_sample[T_DC16]; q++) {
             const double v = dc16_of(d[c->sample[T_DC16][q]], cast);
             c->y[T_DC16][q] = v, c->S[T_DC16][q] = fabs(v);
         }
@@ -378,6 +380,18 @@ static enum kv_status oracle(struct kv_case *c)
     }
 cleanup:
     return st;
+}
+
+/* dC16's oracle for the flat elements [lo, hi) (oracle_block): the cast
+ * oracle() wrote into its isolated input, as it would have made y and S. */
+static enum kv_status oracle_block(const struct kv_case *c, int t, size_t lo, size_t hi, int chained,
+                                   const struct kv_oracle_block *b)
+{
+    (void)chained;
+    if (t != T_DC16) return kv_error(KV_EDEVICE, "gemm-bwd: no block oracle for %s", c->k->tensors[t].name);
+    kv_load_f64_n(KV_F16, c->iso[T_DC16].data, lo, b->y, hi - lo);
+    for (size_t i = 0; i < hi - lo; i++) b->S[i] = fabs(b->y[i]);
+    return KV_OK;
 }
 
 static const char *const sweep[] = {
@@ -414,5 +428,8 @@ const struct kv_kernel kv_kernel_gemm_bwd = {
     .validate = validate,
     .inputs = inputs,
     .oracle = oracle,
+    .oracle_block = oracle_block,
+    .block_outputs = 1ull << T_DC16,
+    .block_iso = 1ull << T_DC16,
     .sample_outputs = 1ull << T_DA | 1ull << T_DA_ACC | 1ull << T_DA16 | 1ull << T_DA_CM | 1ull << T_DB | 1ull << T_DC16,
 };

@@ -114,6 +114,12 @@ gc=$(ls -d "$TMP"/g/*/)
 expect_exit 0 "$KV" gemm-bwd --inputs "${gc}inputs" --candidate dA="${gc}device/dA.npy" \
   --candidate dB="${gc}device/dB.npy" --no-device --seeds 4
 grep -q '^4 cases: 4 passed' "$TMP/out" || fail "repeated oracle runs disagree"
+# dC16's oracle is made block by block as it is judged (never held whole), from its
+# isolated input: the same report as the whole oracle's, the cast's special values and
+# the stress runs included, and 16 bytes an element less at the peak (1Mi elements:
+# more than 12 MB less)
+expect_whole_oracle_report "$KV" gemm-bwd --variant f16 --m 33 --n 40 --k 17 --dist special --stress
+expect_lower_peak KVERIFY_TEST_FULL_ORACLE $((12 * 1024)) "$KV" gemm-bwd --variant f16 --m 1024 --n 1024 --k 16 --no-stress
 expect_error 2 "--m: 0 is out of range" "$KV" gemm-bwd --m 0 "${J[@]}"
 expect_error 2 "--k: -3 is out of range" "$KV" gemm-bwd --k -3 "${J[@]}"
 expect_error 2 "--variant: 'bf16' is not one of f32\|accumulate\|f16\|f16-coopmat" "$KV" gemm-bwd --variant bf16 "${J[@]}"
