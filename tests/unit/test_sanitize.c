@@ -13,20 +13,10 @@
 #include <cmocka.h>
 #include <spirv-tools/libspirv.h>
 
+#include "kv_spv_valid.h"
+
 #include "sanitize/san.h"
 #include "spirv/glsl.h"
-
-static int valid(spv_context ctx, const uint32_t *w, size_t n, char *why, size_t size)
-{
-    spv_diagnostic diag = NULL;
-    spv_const_binary_t bin = {w, n};
-    spv_validator_options opts = spvValidatorOptionsCreate();
-    spv_result_t r = spvValidateWithOptions(ctx, opts, &bin, &diag);
-    if (why) snprintf(why, size, "%s", diag && diag->error ? diag->error : "");
-    spvDiagnosticDestroy(diag);
-    spvValidatorOptionsDestroy(opts);
-    return r == SPV_SUCCESS;
-}
 
 static void all_builtins_validate(void **state)
 {
@@ -45,11 +35,11 @@ static void all_builtins_validate(void **state)
                 uint32_t *w = NULL;
                 size_t bytes = 0;
                 if (kv_glsl_compile(&env, name, &w, &bytes) != KV_OK) continue; /* a build it does not have */
-                int orig_ok = valid(ctx, w, bytes / 4, NULL, 0);
+                int orig_ok = kv_spv_valid(ctx, w, bytes / 4, NULL, 0);
                 struct kv_san_module m;
                 assert_int_equal(kv_san_instrument(name, w, bytes, 8, 65536, &m), KV_OK);
                 char why[1024];
-                int ok = valid(ctx, m.words, m.bytes / 4, why, sizeof why);
+                int ok = kv_spv_valid(ctx, m.words, m.bytes / 4, why, sizeof why);
                 if (orig_ok && !ok) fail_msg("%s (defines %u, debug %d): instrumented module invalid: %s", name, defs[d],
                                              debug, why);
                 sites += m.n_sites;

@@ -16,6 +16,8 @@
 #include <cmocka.h>
 #include <spirv-tools/libspirv.h>
 
+#include "kv_spv_valid.h"
+
 #include "spirv/glsl.h"
 #include "spirv/spirv.h"
 #include "spirv/spirv_addr.h"
@@ -23,18 +25,6 @@
 enum { OP_TYPE_INT = 21, OP_TYPE_STRUCT = 30, OP_TYPE_POINTER = 32, OP_VARIABLE = 59, OP_LOAD = 61, OP_STORE = 62,
        OP_ACCESS_CHAIN = 65, OP_IN_BOUNDS_ACCESS_CHAIN = 66, OP_MEMBER_DECORATE = 72, OP_CONVERT_U_TO_PTR = 120,
        SC_UNIFORM = 2, SC_PUSH = 9, SC_SB = 12, SC_PSB = 5349, DECO_OFFSET = 35, MEM_ALIGNED = 2 };
-
-static int valid(spv_context ctx, const uint32_t *w, size_t n, char *why, size_t size)
-{
-    spv_diagnostic diag = NULL;
-    spv_const_binary_t bin = {w, n};
-    spv_validator_options opts = spvValidatorOptionsCreate();
-    spv_result_t r = spvValidateWithOptions(ctx, opts, &bin, &diag);
-    if (why) snprintf(why, size, "%s", diag && diag->error ? diag->error : "");
-    spvDiagnosticDestroy(diag);
-    spvValidatorOptionsDestroy(opts);
-    return r == SPV_SUCCESS;
-}
 
 /* The push block's member offsets (struct of the PushConstant variable), -1 past its members. */
 static void push_offsets(const uint32_t *m, size_t n, int64_t off[64], uint32_t kind[64])
@@ -113,7 +103,7 @@ static void all_builtins_rewrite(void **state)
             char err[300], why[1024];
             if (kv_spirv_addr(w, bytes / 4, n_bind, &out, &n_out, err, sizeof err))
                 fail_msg("%s (defines %u): refused: %s", name, env.defines, err);
-            if (valid(ctx, w, bytes / 4, NULL, 0) && !valid(ctx, out, n_out, why, sizeof why))
+            if (kv_spv_valid(ctx, w, bytes / 4, NULL, 0) && !kv_spv_valid(ctx, out, n_out, why, sizeof why))
                 fail_msg("%s (defines %u): the address build is invalid: %s", name, env.defines, why);
             int buffers, chains, unaligned, m;
             inspect(out, n_out, &buffers, &chains, &unaligned, &m);
