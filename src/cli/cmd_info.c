@@ -70,7 +70,8 @@ static void list_abi(const struct kv_kernel *k)
         if (!k->window_chunk) /* the address build (pipeline/addr.h); a kernel with windows takes those */
             printf("    by address, where a tensor passes maxStorageBufferRange (the shader rewritten so, or a .comp "
                    "naming KV_ADDR built with it first): no bindings; push constants (%u bytes): %d "
-                   "buffer_reference addresses in binding order, then the %u bytes above\n",
+                   "buffer_reference addresses in binding order (where it reads a buffer's length(), then "
+                   "each binding's byte range, 8 bytes more each), then the %u bytes above\n",
                    8u * (unsigned)sd->n_bindings + sd->push_size, sd->n_bindings, sd->push_size);
     }
 }

@@ -44,8 +44,8 @@ const char *kv_addr_lacks(const struct kv_vk_info *dev)
                               : NULL;
 }
 
-enum kv_status kv_addr_push(struct kv_vk_device *d, const struct kv_vk_range *bind, int n, const void *push,
-                            uint32_t push_size, unsigned char *out)
+enum kv_status kv_addr_push(struct kv_vk_device *d, const struct kv_vk_range *bind, int n, int lengths,
+                            const void *push, uint32_t push_size, unsigned char *out)
 {
     for (int i = 0; i < n; i++) {
         uint64_t a = kv_vk_buffer_address(d, bind[i].buf) + bind[i].offset;
@@ -54,7 +54,10 @@ enum kv_status kv_addr_push(struct kv_vk_device *d, const struct kv_vk_range *bi
             return kv_error(KV_EDEVICE, "binding %d's device address 0x%llx is not a multiple of 16", i,
                             (unsigned long long)a);
         memcpy(out + 8 * i, &a, sizeof a);
+        if (!lengths) continue;
+        const uint64_t range = bind[i].size; /* what a bound binding's length() reads */
+        memcpy(out + 8 * (n + i), &range, sizeof range);
     }
-    memcpy(out + 8 * n, push, push_size);
+    memcpy(out + 8 * n * (lengths ? 2 : 1), push, push_size);
     return KV_OK;
 }

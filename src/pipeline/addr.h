@@ -21,12 +21,13 @@ const char *kv_addr_lacks(const struct kv_vk_info *dev);
  * the built-in source), has a KV_ADDR build of its source. */
 int kv_addr_source(const struct kv_kernel *k, int s, const char *shader);
 
-/* An addressed dispatch's push constants into out (at least 8 * n + push_size
- * bytes; an --abi stage's n is its file's slots, push_size its push bytes):
- * each binding's address (its buffer's, plus its offset), in order,
- * then the stage's own push_size bytes; KV_EDEVICE where an address is not
- * a multiple of 16. */
-enum kv_status kv_addr_push(struct kv_vk_device *d, const struct kv_vk_range *bind, int n, const void *push,
-                            uint32_t push_size, unsigned char *out);
+/* An addressed dispatch's push constants into out (at least 16 * n +
+ * push_size bytes; an --abi stage's n is its file's slots, push_size its
+ * push bytes): each binding's address (its buffer's, plus its offset), in
+ * order; with lengths (a build that reads a buffer's length()) each
+ * binding's byte range after them; then the stage's own push_size bytes.
+ * KV_EDEVICE where an address is not a multiple of 16. */
+enum kv_status kv_addr_push(struct kv_vk_device *d, const struct kv_vk_range *bind, int n, int lengths,
+                            const void *push, uint32_t push_size, unsigned char *out);
 
 #endif

@@ -75,7 +75,7 @@ static const char *addr_lacks(const struct kv_vk_info *dev, const struct kv_kern
         st = kv_glsl_compile(&(struct kv_glsl_env){.defines = defines}, path, &words, &bytes);
     }
     const uint32_t n_bind = abi ? kv_abi_slots(abi) : (uint32_t)sd->n_bindings;
-    int bad = st == KV_OK && kv_spirv_addr(words, bytes / 4, n_bind, &out, &n_out, why, sizeof why);
+    int bad = st == KV_OK && kv_spirv_addr(words, bytes / 4, n_bind, &out, &n_out, NULL, why, sizeof why);
     kv_error_clear();
     free(words), free(out);
     return bad ? why : NULL;

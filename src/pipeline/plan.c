@@ -482,9 +482,10 @@ enum kv_status kv_plan_dispatch(struct kv_runner *r, struct kv_case *c, struct k
         const void *pushes = push;
         if (p->win[s].addr) { /* the addresses, then the stage's own push constants */
             uint32_t n_bind, own;
+            int lengths;
             kv_runner_addr_layout(r, s, &n_bind, &own);
-            KV_TRY_RET(kv_runner_addr(r, s, variant == KV_VARIANT_REVERSED, &pipe));
-            KV_TRY_RET(kv_addr_push(r->d, bind, (int)n_bind, push, own, pushed));
+            KV_TRY_RET(kv_runner_addr(r, s, variant == KV_VARIANT_REVERSED, &pipe, &lengths));
+            KV_TRY_RET(kv_addr_push(r->d, bind, (int)n_bind, lengths, push, own, pushed));
             pushes = pushed;
         } else if (pipe == &r->san[s]) {
             bind[r->san_mod[s]->binding] = (struct kv_vk_range){&p->san_dev, (size_t)(2 * s + pass) * KV_SAN_SLOT,

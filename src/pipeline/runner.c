@@ -234,7 +234,7 @@ const char *kv_runner_addr_lacks(const struct kv_runner *r, int s)
  * KV_ADDR build, or the bound build's words; either rewritten so that its
  * tensors are read through addresses with 64-bit offsets. */
 static enum kv_status addr_words(struct kv_runner *r, int s, int reversed, const char *what, uint32_t **words,
-                                 size_t *bytes)
+                                 size_t *bytes, int *lengths)
 {
     enum kv_status st = KV_OK;
     uint32_t *src = NULL, *out = NULL;
@@ -252,7 +252,7 @@ static enum kv_status addr_words(struct kv_runner *r, int s, int reversed, const
     }
     const uint32_t *in = src ? src : r->addr_words[s][reversed != 0];
     const size_t n_in = (src ? n_src : r->addr_bytes[s][reversed != 0]) / 4;
-    KV_CHECK(!kv_spirv_addr(in, n_in, n_bind, &out, &n_out, err, sizeof err), KV_EUSAGE,
+    KV_CHECK(!kv_spirv_addr(in, n_in, n_bind, &out, &n_out, lengths, err, sizeof err), KV_EUSAGE,
              "%s: cannot be bound by address: %s", what, err);
     *words = out, *bytes = 4 * n_out;
     out = NULL;
@@ -261,7 +261,8 @@ cleanup:
     return st;
 }
 
-enum kv_status kv_runner_addr(struct kv_runner *r, int s, int reversed, const struct kv_vk_pipeline **out)
+enum kv_status kv_runner_addr(struct kv_runner *r, int s, int reversed, const struct kv_vk_pipeline **out,
+                              int *lengths)
 {
     enum kv_status st = KV_OK;
     const struct kv_stage_def *sd = &r->k->stages[s];
@@ -271,18 +272,20 @@ enum kv_status kv_runner_addr(struct kv_runner *r, int s, int reversed, const st
     uint32_t *words = NULL;
     size_t bytes = 0;
     *out = p;
+    *lengths = r->addr_len[s][reversed != 0];
     if (p->pipeline) return KV_OK;
     KV_CHECK(!r->addr_why[s][0], KV_EUSAGE, "%s: stage %s cannot be bound by address: %s", r->k->name, sd->name,
              r->addr_why[s]);
     char what[1200];
     snprintf(what, sizeof what, "%s stage %s (%s, bound by address%s)", r->k->name, sd->name, r->addr_src[s],
              reversed ? ", subgroups reversed" : "");
-    KV_TRY(addr_words(r, s, reversed, what, &words, &bytes));
+    KV_TRY(addr_words(r, s, reversed, what, &words, &bytes, &r->addr_len[s][reversed != 0]));
+    *lengths = r->addr_len[s][reversed != 0];
     struct kv_spirv_iface iface;
     KV_TRY(kv_spirv_reflect(what, words, bytes / 4, &iface));
     uint32_t n_bind, own;
     kv_runner_addr_layout(r, s, &n_bind, &own);
-    const uint32_t push = 8u * n_bind + own;
+    const uint32_t push = 8u * n_bind * (*lengths ? 2 : 1) + own;
     KV_CHECK(push <= KV_PUSH_MIN, KV_EDATA, "%s: %u bytes of addresses and push constants, more than the %u every "
              "device takes", what, push, KV_PUSH_MIN);
     KV_TRY(kv_spirv_check(what, &iface, 0, 0, push));

@@ -83,6 +83,7 @@ struct kv_runner {
     char addr_src[KV_MAX_STAGES][1024];
     char addr_why[KV_MAX_STAGES][160];
     int addr_glsl[KV_MAX_STAGES];
+    int addr_len[KV_MAX_STAGES][2]; /* the build reads a buffer's length(): the ranges follow the addresses */
     uint32_t *addr_words[KV_MAX_STAGES][2];
     size_t addr_bytes[KV_MAX_STAGES][2];
     double pipeline_ms;
@@ -122,8 +123,10 @@ const char *kv_runner_addr_lacks(const struct kv_runner *r, int s);
  * push bytes after them: its --abi file's slots and push, or the stage's. */
 void kv_runner_addr_layout(const struct kv_runner *r, int s, uint32_t *n_bind, uint32_t *push_size);
 /* Stage s's address build, reversed (the stress runs' subgroup order) or
- * not, compiled and made where it is not yet. */
-enum kv_status kv_runner_addr(struct kv_runner *r, int s, int reversed, const struct kv_vk_pipeline **out);
+ * not, compiled and made where it is not yet; *lengths: whether it reads a
+ * buffer's length() (kv_addr_push then writes the ranges). */
+enum kv_status kv_runner_addr(struct kv_runner *r, int s, int reversed, const struct kv_vk_pipeline **out,
+                              int *lengths);
 /* The address builds made in r and not in base (a runner copied from base
  * for one mutant), destroyed; base NULL: all of r's. */
 void kv_runner_addr_free(struct kv_runner *r, const struct kv_runner *base);

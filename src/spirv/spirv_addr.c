@@ -49,8 +49,7 @@ static int unfollowed(struct ax *x, const uint32_t *w, uint32_t len, uint32_t sk
     const uint32_t op = kv_op(w[0]);
     for (uint32_t k = 1; k < len; k++)
         if (k != skip && addressed(x, w[k]))
-            return op == SpvOpArrayLength    ? fail(x, "it reads a buffer's length()")
-                   : op == SpvOpFunctionCall ? fail(x, "it passes a buffer to a function")
+            return op == SpvOpFunctionCall ? fail(x, "it passes a buffer to a function")
                    : op == SpvOpPhi || op == SpvOpSelect
                        ? fail(x, "it chooses between pointers into buffers (a phi or a select)")
                        : fail(x, "it gives a buffer, or a pointer into one, to an instruction the address build "
@@ -109,7 +108,7 @@ static uint32_t add_scaled(struct ax *x, uint32_t addr, uint32_t idx, uint64_t s
  * index (an NVIDIA H200 wraps there at 2^32 bytes); integer arithmetic they
  * must make as written. Its result is a PhysicalStorageBuffer pointer with
  * the alignment its offsets prove. A chain into the push constants reaches
- * the member n_bind later. */
+ * the member n_mem later. */
 static int chain(struct ax *x, const uint32_t *w, uint32_t len)
 {
     const uint32_t op = kv_op(w[0]), base = w[3];
@@ -118,7 +117,7 @@ static int chain(struct ax *x, const uint32_t *w, uint32_t len)
         if (len > 64) return fail(x, "an access chain of %u words", len);
         memcpy(out, w, len * 4);
         if (len < 5 || !kv_spv_const(&x->m, w[4], &k)) return fail(x, "it reads its push constants whole");
-        out[3] = x->V2, out[4] = kv_spv_u32(&x->m, k + x->n_bind);
+        out[3] = x->V2, out[4] = kv_spv_u32(&x->m, k + x->n_mem);
         return unfollowed(x, out, len, 0) || (put(x, out, len), 0);
     }
     const uint32_t b = sub(x, base);
@@ -162,6 +161,39 @@ static int chain(struct ax *x, const uint32_t *w, uint32_t len)
     const uint32_t pt = pointee(x, w[1], NULL);
     KV_INS(&x->body, SpvOpConvertUToPtr, a ? kv_spv_ptr(&x->m, SC_PSB, pt) : w[1], w[2], addr);
     return a ? set_aln(x, w[2], a, pt) : 0;
+}
+
+/* A buffer's length(), as a binding reads it: (its byte range - the array's
+ * Offset) / its ArrayStride, the range from the push constants (0 where the
+ * range is shorter than the Offset). */
+static int array_length(struct ax *x, const uint32_t *w, uint32_t len)
+{
+    const int v = len >= 5 && w[3] < x->m.bound ? x->bind_of[w[3]] - 1 : -1;
+    if (v < 0) return unfollowed(x, w, len, 0) || (put(x, w, len), 0);
+    const uint32_t *bd = def_of(x, x->var[v].block), mi = w[4];
+    uint32_t off;
+    if (!bd || mi + 2 >= kv_len(bd[0]) || !member_offset(x, x->var[v].block, mi, &off) || !x->m.stride[bd[2 + mi]])
+        return fail(x, "it reads the length() of an array without an Offset or an ArrayStride");
+    struct kv_spv *m = &x->m;
+    const uint32_t pp = kv_spv_id(m), r = kv_spv_id(m), gt = kv_spv_id(m), d = kv_spv_id(m), z = kv_spv_id(m);
+    const uint32_t q = kv_spv_id(m);
+    KV_INS(&x->body, SpvOpAccessChain, x->pm_ptr, pp, x->V2, x->cb[x->n_bind + x->var[v].binding]);
+    KV_INS(&x->body, SpvOpLoad, x->u64, r, pp);
+    KV_INS(&x->body, SpvOpUGreaterThan, kv_spv_bool(m), gt, r, c64(x, off));
+    KV_INS(&x->body, SpvOpISub, x->u64, d, r, c64(x, off));
+    KV_INS(&x->body, SpvOpSelect, x->u64, z, gt, d, c64(x, 0));
+    KV_INS(&x->body, SpvOpUDiv, x->u64, q, z, c64(x, x->m.stride[bd[2 + mi]]));
+    KV_INS(&x->body, SpvOpUConvert, w[1], w[2], q);
+    return 0;
+}
+
+/* Whether a function reads a removed buffer's length() (x->lengths). */
+static void find_lengths(struct ax *x)
+{
+    for (size_t i = x->m.first_fn; i < x->m.n; i += kv_len(x->m.w[i]))
+        x->lengths |= kv_op(x->m.w[i]) == SpvOpArrayLength && kv_len(x->m.w[i]) >= 5 &&
+                      x->m.w[i + 3] < x->m.bound && x->bind_of[x->m.w[i + 3]];
+    x->n_mem = x->n_bind * (x->lengths ? 2u : 1u);
 }
 
 /* A load, store or cooperative-matrix access at pointer operand pi, its
@@ -227,7 +259,8 @@ static int instruction(struct ax *x, const uint32_t *w, uint32_t len)
         return unfollowed(x, w, len, 4) || (put(x, w, len), 0);
     /* the other instructions a pointer may be an operand of (Logical
      * addressing): where one names an address, refused */
-    case SpvOpFunctionCall: case SpvOpArrayLength: case SpvOpPhi: case SpvOpSelect: case SpvOpCopyMemory:
+    case SpvOpArrayLength: return array_length(x, w, len);
+    case SpvOpFunctionCall: case SpvOpPhi: case SpvOpSelect: case SpvOpCopyMemory:
     case SpvOpCopyMemorySized: case SpvOpBitcast: case SpvOpConvertPtrToU: case SpvOpVariable:
     case SpvOpReturnValue: case SpvOpPtrEqual: case SpvOpPtrNotEqual: case SpvOpPtrDiff:
         return unfollowed(x, w, len, 0) || (put(x, w, len), 0);
@@ -279,8 +312,8 @@ static int rewrite_functions(struct ax *x)
     return x->body.oom || x->m.globals.oom || x->m.annot.oom ? fail(x, "out of host memory") : 0;
 }
 
-int kv_spirv_addr(const uint32_t *in, size_t n_in, uint32_t n_bind, uint32_t **out, size_t *n_out, char *err,
-                  size_t err_size)
+int kv_spirv_addr(const uint32_t *in, size_t n_in, uint32_t n_bind, uint32_t **out, size_t *n_out, int *lengths,
+                  char *err, size_t err_size)
 {
     struct ax x = {.n_bind = n_bind, .err = err, .err_size = err_size};
     *out = NULL, *n_out = 0;
@@ -294,9 +327,11 @@ int kv_spirv_addr(const uint32_t *in, size_t n_in, uint32_t n_bind, uint32_t **o
     }
     if (kv_ax_scan_globals(&x)) goto done;
     x.u64 = kv_spv_u64(&x.m);
+    find_lengths(&x);
     if (n_bind && kv_ax_declare_push(&x)) goto done;
     if (rewrite_functions(&x) || kv_ax_assemble(&x, out, n_out)) goto done;
     rc = 0;
+    if (lengths) *lengths = x.lengths;
 done:
     free(x.bind_of), free(x.aln), free(x.pty), free(x.off), free(x.body.w);
     kv_spv_free(&x.m);

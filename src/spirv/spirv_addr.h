@@ -12,18 +12,23 @@
  * byte offset is made in 64 bits: a driver makes it in 32 bits from a 32-bit
  * index, which wraps past 2^32 bytes.
  *
- * What the rewrite cannot follow is refused with a reason: a buffer passed
- * to a function, its length(), a pointer chosen by a phi or a select, a
- * uniform buffer, a binding past the stage's. */
+ * A buffer's length() is its binding's byte range (from the push
+ * constants, as below) less the array's Offset, over its ArrayStride, as a
+ * bound binding's is. What the rewrite cannot follow is refused with a
+ * reason: a buffer passed to a function, a pointer chosen by a phi or a
+ * select, a uniform buffer, a binding past the stage's. */
 #ifndef KV_SPIRV_ADDR_H
 #define KV_SPIRV_ADDR_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-/* Returns 0 and a malloc'd module in *out (n_out words), or -1 with the
+/* Returns 0 and a malloc'd module in *out (n_out words), with *lengths (if
+ * given) set where it reads a buffer's length(): then the push constants
+ * hold each binding's byte range as a 64-bit word after the addresses (at
+ * 8 (n_bind + b)), and the module's own follow at 16 n_bind. Or -1 with the
  * reason in err. */
-int kv_spirv_addr(const uint32_t *in, size_t n_in, uint32_t n_bind, uint32_t **out, size_t *n_out, char *err,
-                  size_t err_size);
+int kv_spirv_addr(const uint32_t *in, size_t n_in, uint32_t n_bind, uint32_t **out, size_t *n_out, int *lengths,
+                  char *err, size_t err_size);
 
 #endif

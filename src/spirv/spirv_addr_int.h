@@ -32,7 +32,12 @@ struct ax {
         uint32_t fn_ptr; /* the address the function loaded */
     } var[MAXV];
     uint32_t pc_old, P;  /* the module's push-constant variable and struct (0: none) */
-    uint32_t P2, V2, pm_ptr, cb[MAXB], u64;
+    uint32_t P2, V2, pm_ptr, cb[2 * MAXB], u64;
+    /* Whether a function reads a buffer's length(): then each binding's byte
+     * range follows the addresses (64-bit words at 8 (n_bind + b)); n_mem, the
+     * push block's members before the module's own (n_bind, or 2 n_bind). */
+    int lengths;
+    uint32_t n_mem;
     int n_c64;
     uint64_t c64v[64];
     uint32_t c64id[64];

@@ -58,8 +58,9 @@ static void member_decos(struct ax *x, int v, uint32_t deco)
         if (!has_member_deco(x, st, k, deco)) KV_INS(&x->m.annot, SpvOpMemberDecorate, st, k, deco);
 }
 
-/* The new push block: the addresses as 64-bit words, then the module's
- * members; its variable, V2. Each buffer variable's pointer type. */
+/* The new push block: the addresses as 64-bit words (and where lengths are
+ * read, the bindings' byte ranges), then the module's members; its
+ * variable, V2. Each buffer variable's pointer type. */
 int kv_ax_declare_push(struct ax *x)
 {
     struct kv_spv *m = &x->m;
@@ -68,17 +69,17 @@ int kv_ax_declare_push(struct ax *x)
     if (pd && kv_len(pd[0]) - 2 > KV_SPIRV_MAX_PUSH)
         return fail(x, "its push constants have more than %d members", KV_SPIRV_MAX_PUSH);
     x->pm_ptr = kv_spv_ptr(m, SC_PUSH, x->u64);
-    for (uint32_t b = 0; b < x->n_bind; b++) x->cb[b] = kv_spv_u32(m, b);
+    for (uint32_t b = 0; b < x->n_mem; b++) x->cb[b] = kv_spv_u32(m, b);
     for (int v = 0; v < x->n_var; v++) x->var[v].psb = kv_spv_ptr(m, SC_PSB, x->var[v].block);
     uint32_t P2 = x->P2 = kv_spv_id(m);
     members[n++] = P2;
-    for (uint32_t b = 0; b < x->n_bind; b++) members[n++] = x->u64;
+    for (uint32_t b = 0; b < x->n_mem; b++) members[n++] = x->u64;
     for (uint32_t k = 2; pd && k < kv_len(pd[0]); k++) members[n++] = pd[k];
     kv_words_ins(&m->globals, SpvOpTypeStruct, n, members);
     x->V2 = kv_spv_id(m);
     KV_INS(&m->globals, SpvOpVariable, kv_spv_ptr(m, SC_PUSH, P2), x->V2, SC_PUSH);
     KV_INS(&m->annot, SpvOpDecorate, P2, SpvDecorationBlock);
-    for (uint32_t b = 0; b < x->n_bind; b++) KV_INS(&m->annot, SpvOpMemberDecorate, P2, b, SpvDecorationOffset, 8 * b);
+    for (uint32_t b = 0; b < x->n_mem; b++) KV_INS(&m->annot, SpvOpMemberDecorate, P2, b, SpvDecorationOffset, 8 * b);
     /* P's member decorations, shifted, are copied with the annotations (assemble) */
     for (int v = 0; v < x->n_var; v++) {
         if (x->var[v].coherent) member_decos(x, v, SpvDecorationCoherent);
@@ -129,8 +130,8 @@ static int entry_point(struct ax *x, struct kv_words *o)
 }
 
 /* Debug instructions and annotations: the dropped ids' go; the push
- * block's member decorations are copied onto the new block, n_bind later
- * (offsets 8 n_bind later); a removed buffer's BufferBlock becomes Block. */
+ * block's member decorations are copied onto the new block, n_mem later
+ * (offsets 8 n_mem later); a removed buffer's BufferBlock becomes Block. */
 static void annotations(struct ax *x, struct kv_words *o, size_t from, size_t to)
 {
     const uint32_t *w = x->m.w;
@@ -150,8 +151,8 @@ static void annotations(struct ax *x, struct kv_words *o, size_t from, size_t to
         if (op == SpvOpMemberDecorate && len >= 4 && len <= 16 && x->n_bind && x->P && w[i + 1] == x->P) {
             uint32_t c[16];
             memcpy(c, w + i, len * 4);
-            c[1] = x->P2, c[2] += x->n_bind;
-            if (c[3] == SpvDecorationOffset && len >= 5) c[4] += 8 * x->n_bind;
+            c[1] = x->P2, c[2] += x->n_mem;
+            if (c[3] == SpvDecorationOffset && len >= 5) c[4] += 8 * x->n_mem;
             kv_words_put(o, c, len);
         }
     }

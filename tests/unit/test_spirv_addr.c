@@ -5,7 +5,8 @@
  * storage buffer left, no access chain through an address (every one made
  * as 64-bit arithmetic), every load and store through an address Aligned,
  * and the push constants n_bind words later with the addresses before
- * them; what it cannot follow is refused with its reason. */
+ * them (and the bindings' ranges, where a buffer's length() is read); what
+ * it cannot follow is refused with its reason. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -101,7 +102,7 @@ static void all_builtins_rewrite(void **state)
             for (int b = 0; b < iface.n_bindings; b++)
                 if (iface.b[b].binding + 1 > n_bind) n_bind = iface.b[b].binding + 1;
             char err[300], why[1024];
-            if (kv_spirv_addr(w, bytes / 4, n_bind, &out, &n_out, err, sizeof err))
+            if (kv_spirv_addr(w, bytes / 4, n_bind, &out, &n_out, NULL, err, sizeof err))
                 fail_msg("%s (defines %u): refused: %s", name, env.defines, err);
             if (kv_spv_valid(ctx, w, bytes / 4, NULL, 0) && !kv_spv_valid(ctx, out, n_out, why, sizeof why))
                 fail_msg("%s (defines %u): the address build is invalid: %s", name, env.defines, why);
@@ -154,22 +155,60 @@ static uint32_t *compile_text(const char *text, size_t *n)
     return w;
 }
 
+/* A buffer's length() read through an address: the binding's byte range
+ * follows the addresses in the push constants, the module's own after it. */
+static void reads_lengths_from_the_push_constants(void **state)
+{
+    (void)state;
+    size_t n, n_out;
+    uint32_t *out = NULL;
+    char err[300], why[1024];
+    uint32_t *w = compile_text("#version 450\nlayout(local_size_x = 64) in;\n"
+                               "layout(std430, binding = 0) readonly buffer A { uint k; float a[]; };\n"
+                               "layout(std430, binding = 1) buffer B { float b[]; };\n"
+                               "layout(push_constant) uniform P { uint n; } p;\n"
+                               "void main() { uint i = gl_GlobalInvocationID.x;\n"
+                               "  if (i < min(p.n, uint(a.length()))) b[i] = a[i] + float(k); }\n",
+                               &n);
+    int lengths = 0, buffers, chains, unaligned, made;
+    assert_int_equal(kv_spirv_addr(w, n, 2, &out, &n_out, &lengths, err, sizeof err), 0);
+    assert_true(lengths);
+    spv_context ctx = spvContextCreate(SPV_ENV_VULKAN_1_2);
+    if (!kv_spv_valid(ctx, out, n_out, why, sizeof why)) fail_msg("invalid: %s", why);
+    spvContextDestroy(ctx);
+    inspect(out, n_out, &buffers, &chains, &unaligned, &made);
+    assert_int_equal(buffers + chains + unaligned, 0);
+    int64_t off[64];
+    uint32_t kind[64];
+    push_offsets(out, n_out, off, kind);
+    for (int b = 0; b < 4; b++) assert_int_equal(off[b], 8 * b), assert_int_equal(kind[b], 64); /* 2 addresses, 2 ranges */
+    assert_int_equal(off[4], 32); /* p.n */
+    free(w), free(out);
+    /* without length(): no ranges */
+    w = compile_text("#version 450\nlayout(local_size_x = 64) in;\n"
+                     "layout(std430, binding = 0) buffer B { float b[]; };\n"
+                     "layout(push_constant) uniform P { uint n; } p;\n"
+                     "void main() { if (gl_GlobalInvocationID.x < p.n) b[gl_GlobalInvocationID.x] = 1.0; }\n",
+                     &n);
+    assert_int_equal(kv_spirv_addr(w, n, 1, &out, &n_out, &lengths, err, sizeof err), 0);
+    assert_false(lengths);
+    push_offsets(out, n_out, off, kind);
+    assert_int_equal(off[1], 8);
+    free(w), free(out);
+}
+
 static void refuses_what_it_cannot_follow(void **state)
 {
     (void)state;
     char err[300];
     uint32_t *out = NULL;
     size_t n, n_out;
-    /* a buffer's length() */
+    /* a binding past the stage's */
     uint32_t *w = compile_text("#version 450\nlayout(local_size_x = 64) in;\n"
                                "layout(std430, binding = 0) buffer A { float a[]; };\n"
-                               "void main() { if (gl_GlobalInvocationID.x < a.length()) a[gl_GlobalInvocationID.x] = 1.0; }\n",
+                               "void main() { a[gl_GlobalInvocationID.x] = 1.0; }\n",
                                &n);
-    assert_int_not_equal(kv_spirv_addr(w, n, 1, &out, &n_out, err, sizeof err), 0);
-    assert_non_null(strstr(err, "length()"));
-    assert_null(out);
-    /* a binding past the stage's */
-    assert_int_not_equal(kv_spirv_addr(w, n, 0, &out, &n_out, err, sizeof err), 0);
+    assert_int_not_equal(kv_spirv_addr(w, n, 0, &out, &n_out, NULL, err, sizeof err), 0);
     assert_non_null(strstr(err, "binding 0 of set 0 is none of the stage's 0"));
     free(w);
     /* a uniform buffer */
@@ -178,12 +217,12 @@ static void refuses_what_it_cannot_follow(void **state)
                      "layout(std430, binding = 1) buffer A { float a[]; };\n"
                      "void main() { a[gl_GlobalInvocationID.x] = s; }\n",
                      &n);
-    assert_int_not_equal(kv_spirv_addr(w, n, 2, &out, &n_out, err, sizeof err), 0);
+    assert_int_not_equal(kv_spirv_addr(w, n, 2, &out, &n_out, NULL, err, sizeof err), 0);
     assert_non_null(strstr(err, "binding 0 is a uniform buffer"));
     free(w);
     /* not SPIR-V */
     uint32_t junk[8] = {0x12345678, 0, 0, 10, 0, 0, 0, 0};
-    assert_int_not_equal(kv_spirv_addr(junk, 8, 1, &out, &n_out, err, sizeof err), 0);
+    assert_int_not_equal(kv_spirv_addr(junk, 8, 1, &out, &n_out, NULL, err, sizeof err), 0);
     assert_non_null(strstr(err, "not SPIR-V"));
 }
 
@@ -191,6 +230,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(all_builtins_rewrite),
+        cmocka_unit_test(reads_lengths_from_the_push_constants),
         cmocka_unit_test(refuses_what_it_cannot_follow),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
