@@ -64,7 +64,7 @@ static void member_decos(struct ax *x, int v, uint32_t deco)
 int kv_ax_declare_push(struct ax *x)
 {
     struct kv_spv *m = &x->m;
-    uint32_t members[MAXB + KV_SPIRV_MAX_PUSH + 2], n = 0;
+    uint32_t members[2 * MAXB + KV_SPIRV_MAX_PUSH + 2], n = 0;
     const uint32_t *pd = def_of(x, x->P);
     if (pd && kv_len(pd[0]) - 2 > KV_SPIRV_MAX_PUSH)
         return fail(x, "its push constants have more than %d members", KV_SPIRV_MAX_PUSH);
