@@ -201,7 +201,7 @@ static void find_lengths(struct ax *x)
 static int access(struct ax *x, const uint32_t *w, uint32_t len, uint32_t pi, uint32_t mi)
 {
     uint32_t out[72], n = len;
-    if (len > 64) return fail(x, "an access of %u words", len);
+    if (len > 64 || len <= pi) return fail(x, "an access of %u words", len);
     memcpy(out, w, len * 4);
     out[pi] = sub(x, w[pi]);
     const uint32_t a = get_aln(x, out[pi]);
@@ -248,7 +248,7 @@ static int instruction(struct ax *x, const uint32_t *w, uint32_t len)
     case KV_OP_COOPMAT_LOAD_NV: return access(x, w, len, 3, 6);
     case KV_OP_COOPMAT_STORE_NV: return access(x, w, len, 1, 5);
     case SpvOpCopyObject:
-        if (get_aln(x, sub(x, w[3]))) {
+        if (len >= 4 && get_aln(x, sub(x, w[3]))) {
             const uint32_t p = sub(x, w[3]);
             if (set_aln(x, w[2], get_aln(x, p), x->pty[p])) return -1;
             KV_INS(&x->body, op, kv_spv_ptr(&x->m, SC_PSB, x->pty[p]), w[2], p);
