@@ -15,6 +15,7 @@
  *   zero (Vulkan allows it without shaderDenormPreserve): its magnitude more. */
 #include <float.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,6 +81,65 @@ void kv_ev_ctx_free(struct kv_ev_ctx *c)
     free(c->pool);
     c->scr = NULL;
     c->pool = NULL;
+}
+
+/* The pool: a slot is taken by setting busy from 0 to 1; its context is
+ * made by the taker, on first use, for the taker's statement. */
+#define POOL 128
+struct kv_ev_pool {
+    struct {
+        atomic_int busy;
+        int made;
+        struct kv_ev_ctx c;
+    } slot[POOL];
+};
+
+int kv_ev_pool_new(struct kv_ev *x)
+{
+    x->pool = calloc(1, sizeof *x->pool);
+    return x->pool ? 0 : -1;
+}
+
+void kv_ev_pool_free(struct kv_ev *x)
+{
+    for (int k = 0; x->pool && k < POOL; k++)
+        if (x->pool->slot[k].made) kv_ev_ctx_free(&x->pool->slot[k].c);
+    free(x->pool);
+    x->pool = NULL;
+}
+
+struct kv_ev_ctx *kv_ev_ctx_take(const struct kv_ev *x, const struct kv_spec_stmt *st, int i, int stage)
+{
+    struct kv_ev_pool *p = x->pool;
+    for (int pass = 0; p && pass < 2; pass++) /* one made for st first, then an empty one */
+        for (int k = 0; k < POOL; k++) {
+            int idle = 0;
+            if (!atomic_compare_exchange_strong(&p->slot[k].busy, &idle, 1)) continue;
+            struct kv_ev_ctx *c = &p->slot[k].c;
+            if (p->slot[k].made && c->st == st && c->stage == stage) return c;
+            if (pass == 1 && !p->slot[k].made) {
+                if (kv_ev_ctx_init(c, x, st, i, stage) == 0) return p->slot[k].made = 1, c->slot = k + 1, c;
+                atomic_store(&p->slot[k].busy, 0);
+                return NULL;
+            }
+            atomic_store(&p->slot[k].busy, 0);
+        }
+    struct kv_ev_ctx *c = malloc(sizeof *c); /* the pool's slots all taken or made for others */
+    if (c && kv_ev_ctx_init(c, x, st, i, stage)) free(c), c = NULL;
+    return c;
+}
+
+void kv_ev_ctx_give(const struct kv_ev *x, struct kv_ev_ctx *c)
+{
+    struct kv_ev_pool *p = x->pool;
+    const int k = c->slot - 1;
+    if (k >= 0) {
+        if (c->failed) kv_ev_ctx_free(c), p->slot[k].made = 0;
+        atomic_store(&p->slot[k].busy, 0);
+        return;
+    }
+    kv_ev_ctx_free(c);
+    free(c);
 }
 
 /* a * e without the NaN of Inf * 0: an error of 0 stays 0 */

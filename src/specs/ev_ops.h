@@ -35,6 +35,10 @@ struct kv_ev {
     double u;                     /* unit roundoff of the arithmetic (f32) */
     double param[KV_MAX_PARAMS + KV_SPEC_MAX_CONSTS]; /* parameters, then constants, as the device sees them */
     struct kv_ev_arr arr[KV_SPEC_MAX_SYMS];
+    /* Contexts kept between kv_ev_range calls (an output made block by
+     * block: a call per block of the judge's), or NULL: each call makes its
+     * own. */
+    struct kv_ev_pool *pool;
 };
 
 
@@ -57,6 +61,7 @@ struct kv_ev_ctx {
     int64_t memo[KV_EV_LANES];    /* by flat index (a read of the same elements again is a copy) */
     char err[1600];
     int failed;
+    int slot; /* its slot in x->pool + 1; 0: made for one caller */
 };
 
 /* fmax, inlined: the larger, a NaN only where both are */
@@ -69,6 +74,18 @@ static inline double *kv_ev_part(const struct kv_ev_ctx *c, const struct kv_sx *
 {
     return c->scr + ((size_t)e->id * KV_EV_PARTS + (size_t)part) * KV_EV_LANES;
 }
+
+/* A context for statement i of x (at st, for stage) from x->pool where one
+ * is free (made there on first use), else made for the caller alone; NULL
+ * when out of memory. kv_ev_ctx_give hands it back: to the pool unless it
+ * failed (its state then is the error's), else freed. A context's state
+ * between calls is a virtual temp's memo, whose values depend only on the
+ * elements it holds. Thread-safe. */
+struct kv_ev_ctx *kv_ev_ctx_take(const struct kv_ev *x, const struct kv_spec_stmt *st, int i, int stage);
+void kv_ev_ctx_give(const struct kv_ev *x, struct kv_ev_ctx *c);
+/* x->pool made (0), or -1 when out of memory; kv_ev_pool_free frees it and its contexts. */
+int kv_ev_pool_new(struct kv_ev *x);
+void kv_ev_pool_free(struct kv_ev *x);
 
 /* 0, or -1 when out of memory. */
 int kv_ev_ctx_init(struct kv_ev_ctx *c, const struct kv_ev *x, const struct kv_spec_stmt *st, int i, int stage);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clones.h"
 #include "core/dtype.h"
 #include "core/rng.h"
 #include "specs/contract.h"
@@ -34,21 +35,28 @@ static int fail_at(struct kv_ev_ctx *c, const struct kv_sx *e, int lane, const c
     return -1;
 }
 
+/* flat[l] += iv[l] * stride over the lanes; whether some iv[l] lies outside
+ * [0, ext). A loop that vectorizes. */
+KV_CLONES static int index_lanes(int64_t *restrict flat, const int64_t *restrict iv, int nl, int64_t ext,
+                                 int64_t stride)
+{
+    int out = 0;
+    for (int l = 0; l < nl; l++) {
+        out |= (uint64_t)iv[l] >= (uint64_t)ext; /* negative or past the end */
+        flat[l] += iv[l] * stride;
+    }
+    return out;
+}
+
 /* The flat index of an access for each lane; -1 on a bad index. */
 static int access_index(struct kv_ev_ctx *c, const struct kv_sx *e, const struct kv_ev_arr *a, int nl, int64_t *flat)
 {
-    for (int l = 0; l < nl; l++) flat[l] = 0;
+    memset(flat, 0, (size_t)nl * sizeof *flat);
     for (int d = 0; d < e->n; d++) {
         const int64_t ext = a->shape[d], stride = a->stride[d];
-        if (e->kid[d]->op == KV_SX_VAR) { /* a plain index: its lanes, unevaluated (kv_ev_node) */
-            const int64_t *iv = c->var[e->kid[d]->ref];
-            int64_t bad = -1;
-            for (int l = 0; l < nl; l++) {
-                bad = iv[l] < 0 || iv[l] >= ext ? l : bad;
-                flat[l] += iv[l] * stride;
-            }
-            if (bad < 0) continue;
-        }
+        /* a plain index: its lanes, unevaluated (kv_ev_node); one outside
+         * the array is reported below, as a computed one is */
+        if (e->kid[d]->op == KV_SX_VAR && !index_lanes(flat, c->var[e->kid[d]->ref], nl, ext, stride)) continue;
         const double *iv = kv_ev_part(c, e->kid[d], KV_EV_V);
         if (e->kid[d]->op == KV_SX_VAR) kv_ev_node(c, e->kid[d], nl); /* for the message below */
         for (int l = 0; l < nl; l++) {
@@ -102,6 +110,42 @@ copy:
     return 0;
 }
 
+/* An f32 input's elements at flat[0..nl) into a leaf's parts: exact as the
+ * device sees them; a subnormal may be flushed. A loop that vectorizes. */
+/* Whether flat[l] = flat[0] + l on every lane (consecutive elements: loads, not gathers). */
+static inline int consecutive(const int64_t *restrict flat, int nl)
+{
+    int ok = 1;
+    for (int l = 0; l < nl; l++) ok &= flat[l] == flat[0] + l;
+    return ok;
+}
+
+KV_CLONES static void load_f32(double *const p[KV_EV_PARTS], const float *restrict raw, const int64_t *restrict flat,
+                               int nl)
+{
+    double *restrict v = p[KV_EV_V], *restrict S = p[KV_EV_S], *restrict pk = p[KV_EV_PK];
+    double *restrict lam = p[KV_EV_LAM], *restrict chn = p[KV_EV_CHN], *restrict fix = p[KV_EV_FIX];
+    if (consecutive(flat, nl)) {
+        const float *restrict r = raw + flat[0];
+        for (int l = 0; l < nl; l++) v[l] = r[l];
+    } else {
+        for (int l = 0; l < nl; l++) v[l] = raw[flat[l]];
+    }
+    for (int l = 0; l < nl; l++) {
+        const double m = fabs(v[l]);
+        S[l] = pk[l] = m, lam[l] = chn[l] = 0;
+        fix[l] = m < 0x1p-126 ? m : 0;
+    }
+}
+
+/* dst[l] = src[flat[l]]: a loop that vectorizes. */
+KV_CLONES static void gather(double *restrict dst, const double *restrict src, const int64_t *restrict flat, int nl)
+{
+    if (consecutive(flat, nl)) memcpy(dst, src + flat[0], (size_t)nl * sizeof *dst);
+    else
+        for (int l = 0; l < nl; l++) dst[l] = src[flat[l]];
+}
+
 static int eval_access(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
 {
     const struct kv_ev_arr *a = &c->x->arr[e->ref];
@@ -110,11 +154,12 @@ static int eval_access(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
     if (c->x->s->sym[e->ref].virt) return eval_virtual(c, e, a, nl, flat);
     double *p[KV_EV_PARTS];
     for (int k = 0; k < KV_EV_PARTS; k++) p[k] = kv_ev_part(c, e, k);
+    if (a->raw && a->dtype == KV_F32) {
+        load_f32(p, a->raw, flat, nl);
+        return 0;
+    }
     if (a->raw) { /* an input: exact as the device sees it */
-        if (a->dtype == KV_F32)
-            for (int l = 0; l < nl; l++) p[KV_EV_V][l] = ((const float *)a->raw)[flat[l]];
-        else
-            for (int l = 0; l < nl; l++) p[KV_EV_V][l] = kv_load_f64(a->dtype, a->raw, (size_t)flat[l]);
+        for (int l = 0; l < nl; l++) p[KV_EV_V][l] = kv_load_f64(a->dtype, a->raw, (size_t)flat[l]);
         for (int l = 0; l < nl; l++) {
             const double m = fabs(p[KV_EV_V][l]);
             p[KV_EV_S][l] = p[KV_EV_PK][l] = m;
@@ -132,10 +177,8 @@ static int eval_access(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
                             : k == KV_EV_V                          ? a->iso[0]
                             : k == KV_EV_CHN                        ? a->iso[1]
                                                                     : NULL; /* lam, fix: none when isolated */
-        if (src)
-            for (int l = 0; l < nl; l++) p[k][l] = src[flat[l]];
-        else
-            memset(p[k], 0, (size_t)nl * sizeof(double));
+        if (src) gather(p[k], src, flat, nl);
+        else memset(p[k], 0, (size_t)nl * sizeof(double));
     }
     return 0;
 }
@@ -286,12 +329,35 @@ static int reduce_range(struct kv_ev_ctx *c, const struct kv_sx *e, int nl, int6
     return 0;
 }
 
+/* reduce_outer's sums, one per lane, held part by part: each lane's term
+ * added as acc_add adds it (the same operations in the same order), in a
+ * loop that vectorizes across the lanes. */
+struct lane_sums {
+    double p[KV_EV_PARTS][LANES], abs[LANES];
+};
+
+KV_CLONES static void sum_lanes(struct lane_sums *restrict a, const double *const b[KV_EV_PARTS], int nl)
+{
+    const double *restrict bv = b[KV_EV_V], *restrict bs = b[KV_EV_S], *restrict bl = b[KV_EV_LAM];
+    const double *restrict bf = b[KV_EV_FIX], *restrict bc = b[KV_EV_CHN], *restrict bp = b[KV_EV_PK];
+    double *restrict v = a->p[KV_EV_V], *restrict S = a->p[KV_EV_S], *restrict lam = a->p[KV_EV_LAM];
+    double *restrict fix = a->p[KV_EV_FIX], *restrict chn = a->p[KV_EV_CHN], *restrict pk = a->p[KV_EV_PK];
+    double *restrict abs_ = a->abs;
+    for (int l = 0; l < nl; l++) {
+        pk[l] = kv_maxd(pk[l], bp[l]);
+        v[l] += bv[l], S[l] += bs[l], lam[l] += bl[l], fix[l] += bf[l], chn[l] += bc[l];
+        abs_[l] += fabs(bv[l]);
+    }
+}
+
 /* Lanes across the outer elements, the range walked one index at a time. */
 static int reduce_outer(struct kv_ev_ctx *c, const struct kv_sx *e, int nl, int64_t lo, int64_t hi)
 {
     struct acc a[LANES];
+    struct lane_sums s_, *sums = e->op == KV_SX_SUM ? &s_ : NULL;
     const double *b[KV_EV_PARTS];
     for (int k = 0; k < KV_EV_PARTS; k++) b[k] = kv_ev_part(c, e->kid[2], k);
+    if (sums) memset(sums, 0, sizeof *sums);
     for (int l = 0; l < nl; l++) acc_init(&a[l], e->op);
     const unsigned uni = c->uni;
     c->uni |= 1u << e->ref;
@@ -301,10 +367,18 @@ static int reduce_outer(struct kv_ev_ctx *c, const struct kv_sx *e, int nl, int6
             c->uni = uni;
             return -1;
         }
-        for (int l = 0; l < nl; l++) acc_add(&a[l], e->op, b, l);
+        if (sums) sum_lanes(sums, b, nl);
+        else
+            for (int l = 0; l < nl; l++) acc_add(&a[l], e->op, b, l);
     }
     c->uni = uni;
-    for (int l = 0; l < nl; l++) acc_done(c, e, &a[l], l);
+    for (int l = 0; l < nl; l++) {
+        if (sums) {
+            for (int k = 0; k < KV_EV_PARTS; k++) a[l].p[k] = sums->p[k][l];
+            a[l].abs = sums->abs[l], a[l].n = hi - lo;
+        }
+        acc_done(c, e, &a[l], l);
+    }
     return 0;
 }
 
@@ -449,20 +523,18 @@ enum kv_status kv_ev_range(const struct kv_ev *x, int i, size_t lo, size_t hi,
 {
     const struct kv_spec_stmt *st = &x->s->stmt[i];
     const struct kv_ev_arr *t = &x->arr[st->sym];
-    struct kv_ev_ctx c;
-    if (kv_ev_ctx_init(&c, x, st, i, t->stage))
-        return kv_error(KV_EDEVICE, "out of host memory evaluating %s", x->s->path);
-    double *buf = malloc((size_t)KV_EV_PARTS * LANES * sizeof *buf);
-    enum kv_status rc = buf ? KV_OK : kv_error(KV_EDEVICE, "out of host memory evaluating %s", x->s->path);
+    struct kv_ev_ctx *c = kv_ev_ctx_take(x, st, i, t->stage);
+    if (!c) return kv_error(KV_EDEVICE, "out of host memory evaluating %s", x->s->path);
+    double buf[KV_EV_PARTS * LANES];
+    enum kv_status rc = KV_OK;
     double *const part[KV_EV_PARTS] = {buf, buf + LANES, buf + 2 * LANES, buf + 3 * LANES, buf + 4 * LANES,
                                        buf + 5 * LANES};
     for (size_t b = lo; !rc && b < hi; b += LANES) {
         const size_t e = hi - b < LANES ? hi : b + LANES;
-        if (eval_block(&c, t, b, e, part)) rc = kv_error(KV_EDATA, "%s", c.err);
+        if (eval_block(c, t, b, e, part)) rc = kv_error(KV_EDATA, "%s", c->err);
         else out(ctx, b - lo, e - b, part);
     }
-    free(buf);
-    kv_ev_ctx_free(&c);
+    kv_ev_ctx_give(x, c);
     return rc;
 }
 

@@ -202,6 +202,7 @@ static void ev_init(struct kv_ev *x, const struct kv_case *c, int exact)
 
 static void ev_free(struct kv_ev *x)
 {
+    kv_ev_pool_free(x);
     for (int y = 0; y < KV_SPEC_MAX_SYMS; y++)
     {
         for (int k = 0; k < KV_EV_PARTS; k++)
@@ -363,7 +364,8 @@ enum kv_status kv_spec_oracle(struct kv_case *c)
     int blocked = 0;
     for (int t = 0; t < c->k->n_tensors; t++)
         if (c->k->tensors[t].role == KV_OUTPUT) finish_output(c, &x->arr[t], t), blocked |= c->blocked[t];
-    if (blocked) { /* what the blocks read, kept with the case */
+    if (blocked) { /* what the blocks read, kept with the case, and the blocks' contexts */
+        KV_CHECK(kv_ev_pool_new(x) == 0, KV_EDEVICE, "out of host memory for the oracle");
         if (c->state && c->state_free) c->state_free(c->state);
         c->state = x, c->state_free = state_free;
         x = NULL;
