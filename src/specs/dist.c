@@ -98,15 +98,18 @@ static enum kv_status draw(struct kv_case *c, int t)
     for (int64_t i0 = 0; i0 < n; i0 += B) {
         double nv[B];
         const int64_t m = n - i0 < B ? n - i0 : B;
-        if (gen == KV_GEN_NORMAL) kv_rng_normal_block(seed, (uint32_t)t, (uint64_t)i0, (size_t)m, nv);
-        for (int64_t i = i0; i < i0 + m; i++) {
+        if (gen == KV_GEN_NORMAL) {
+            kv_rng_normal_block(seed, (uint32_t)t, (uint64_t)i0, (size_t)m, nv);
+            for (int64_t j = 0; j < m; j++) nv[j] = scale * nv[j] + offset;
+        }
+        for (int64_t i = i0; gen != KV_GEN_NORMAL && i < i0 + m; i++) {
             double v;
-            if (gen == KV_GEN_NORMAL) v = scale * nv[i - i0] + offset;
-            else if (gen == KV_GEN_UNIFORM) v = scale * (2 * kv_rng_uniform(seed, (uint32_t)t, (uint64_t)i) - 1) + offset;
+            if (gen == KV_GEN_UNIFORM) v = scale * (2 * kv_rng_uniform(seed, (uint32_t)t, (uint64_t)i) - 1) + offset;
             else if (gen == KV_GEN_RANDINT) v = lo + floor(kv_rng_uniform(seed, (uint32_t)t, (uint64_t)i) * (hi - lo));
             else v = offset;
-            kv_store_f64(x->dtype, x->data, (size_t)i, v);
+            nv[i - i0] = v;
         }
+        kv_store_f64_n(x->dtype, x->data, (size_t)i0, nv, (size_t)m); /* as kv_store_f64 stores each */
     }
     return KV_OK;
 }

@@ -382,6 +382,23 @@ static int reduce_outer(struct kv_ev_ctx *c, const struct kv_sx *e, int nl, int6
     return 0;
 }
 
+/* Terms 0..m of b added into one sum in order, as acc_add adds each (the
+ * same operations in the same order), the running sums held in registers. */
+static void sum_terms(struct acc *a, const double *const b[KV_EV_PARTS], int m)
+{
+    double v = a->p[KV_EV_V], S = a->p[KV_EV_S], lam = a->p[KV_EV_LAM], fix = a->p[KV_EV_FIX];
+    double chn = a->p[KV_EV_CHN], pk = a->p[KV_EV_PK], ab = a->abs;
+    const double *bv = b[KV_EV_V], *bs = b[KV_EV_S], *bl = b[KV_EV_LAM], *bf = b[KV_EV_FIX], *bc = b[KV_EV_CHN];
+    const double *bp = b[KV_EV_PK];
+    for (int j = 0; j < m; j++) {
+        pk = kv_maxd(pk, bp[j]);
+        v += bv[j], S += bs[j], lam += bl[j], fix += bf[j], chn += bc[j];
+        ab += fabs(bv[j]);
+    }
+    a->p[KV_EV_V] = v, a->p[KV_EV_S] = S, a->p[KV_EV_LAM] = lam, a->p[KV_EV_FIX] = fix;
+    a->p[KV_EV_CHN] = chn, a->p[KV_EV_PK] = pk, a->abs = ab, a->n += m;
+}
+
 /* One outer element at a time, lanes across the range: for few outer
  * elements or ranges that differ between them. */
 static int reduce_inner(struct kv_ev_ctx *c, const struct kv_sx *e, int nl, const int64_t *lo, const int64_t *hi)
@@ -406,7 +423,10 @@ static int reduce_inner(struct kv_ev_ctx *c, const struct kv_sx *e, int nl, cons
             }
             c->uni = m > 1 ? ~(1u << e->ref) : ~0u; /* the others are copies of lane l's */
             rc = kv_ev_node(c, e->kid[2], m);
-            for (int j = 0; j < m && !rc; j++) acc_add(&a, e->op, b, j);
+            if (rc) break;
+            if (e->op == KV_SX_SUM) sum_terms(&a, b, m);
+            else
+                for (int j = 0; j < m; j++) acc_add(&a, e->op, b, j);
             memcpy(c->var, saved, sizeof saved);
         }
         if (!rc) acc_done(c, e, &a, l);
