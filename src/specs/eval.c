@@ -239,9 +239,37 @@ static int once(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
     return 0;
 }
 
+/* Whether evaluating e can fail: only an array read at a computed index
+ * (one outside the array) or a reduction (its range) can; a plain index
+ * variable stays inside (bind checks the extents). */
+static int may_fail(const struct kv_sx *e)
+{
+    if (e->op == KV_SX_SUM || e->op == KV_SX_RMAX || e->op == KV_SX_RMIN) return 1;
+    for (int i = 0; i < e->n; i++)
+        if ((e->op == KV_SX_ACCESS && e->kid[i]->op != KV_SX_VAR) || may_fail(e->kid[i])) return 1;
+    return 0;
+}
+
+/* where(q, a, b): a branch that no lane takes and that no lane's condition
+ * may flip to (kv_ev_where reads it only there) is not evaluated, unless its
+ * evaluation could fail (then it is, as every branch always was, for the
+ * same error). */
+static int eval_where(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
+{
+    if (kv_ev_node(c, e->kid[0], nl)) return -1;
+    const double *q = kv_ev_part(c, e->kid[0], KV_EV_V), *qf = kv_ev_part(c, e->kid[0], KV_EV_FIX);
+    int take[3] = {0, 0, 0}, flip = 0;
+    for (int l = 0; l < nl; l++) take[q[l] != 0 ? 1 : 2] = 1, flip |= qf[l] > 0;
+    for (int i = 1; i <= 2; i++)
+        if ((flip || take[i] || may_fail(e->kid[i])) && kv_ev_node(c, e->kid[i], nl)) return -1;
+    kv_ev_where(c, e, nl);
+    return 0;
+}
+
 static int kv_ev_node(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
 {
     if (nl > 1 && !(e->vars & ~c->uni)) return once(c, e, nl);
+    if (e->op == KV_SX_WHERE) return eval_where(c, e, nl);
     if (e->op == KV_SX_SUM || e->op == KV_SX_RMAX || e->op == KV_SX_RMIN) return kv_ev_reduce(c, e, nl);
     if (e->op == KV_SX_FUNC && (e->ref == KV_FN_NORMAL || e->ref == KV_FN_UNIFORM)) return eval_leaf(c, e, nl);
     for (int i = 0; i < e->n; i++)
@@ -261,9 +289,6 @@ static int kv_ev_node(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
     case KV_SX_ROUND:
     case KV_SX_NOT:
         kv_ev_unary(c, e, nl);
-        return 0;
-    case KV_SX_WHERE:
-        kv_ev_where(c, e, nl);
         return 0;
     default:
         kv_ev_binary(c, e, nl);

@@ -288,6 +288,31 @@ static void test_flip(void **st)
     kv_spec_free(s);
 }
 
+/* A where() branch no lane takes is left out only where no lane's condition
+ * may flip to it and its evaluation cannot fail: the flip's distance still
+ * counts, and an index out of range in it still stops the oracle. */
+static void test_where_lazy(void **st)
+{
+    (void)st;
+    struct kv_spec *s = make(OUT("o", "n"), "\"o[i] = where(a[i] * b[i] > c[i], 10, 3)\"", KV_OK);
+    const float a[4] = {0.5f, 0.25f, 0.25f, 0.25f}, b[4] = {2, 1, 1, 1}, cc[4] = {1, 1, 1, 1};
+    struct kv_case c;
+    run(s, &c, 4, a, b, cc, LAB, 0);
+    /* every lane takes 3; lane 0's a*b = 1 = c may flip it to 10 */
+    assert_true(c.fix[4][0] >= 7 && c.y[4][0] == 3);
+    for (int i = 1; i < 4; i++) assert_true(c.fix[4][i] == 0 && c.y[4][i] == 3);
+    kv_case_free(&c);
+    kv_spec_free(s);
+    s = make(OUT("o", "n"), "\"o[i] = where(a[i] > 1e30, a[lab[i]], a[i])\"", KV_OK);
+    const int32_t bad[4] = {0, 1, 4, 2};
+    new_case(s, &c, 1);
+    memcpy(c.t[3].data, bad, sizeof bad);
+    assert_int_equal(s->k.oracle(&c), KV_EDATA);
+    assert_non_null(strstr(kv_error_msg(), "index 1 of a is 4, outside [0, 4) (at i=2)"));
+    kv_case_free(&c);
+    kv_spec_free(s);
+}
+
 /* Stage isolation: a later stage reads the earlier output rounded to its
  * dtype, and its chained allowance carries that output's allowed error. */
 static void test_stages(void **st)
@@ -346,7 +371,7 @@ int main(void)
         cmocka_unit_test(test_parse),     cmocka_unit_test(test_functions),   cmocka_unit_test(test_reductions),
         cmocka_unit_test(test_long_reduction), cmocka_unit_test(test_draws),
         cmocka_unit_test(test_rounding),  cmocka_unit_test(test_ieee),        cmocka_unit_test(test_flip),
-        cmocka_unit_test(test_stages),    cmocka_unit_test(test_index_error),
+        cmocka_unit_test(test_stages),    cmocka_unit_test(test_index_error), cmocka_unit_test(test_where_lazy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
