@@ -84,13 +84,15 @@ int kv_ev_contract(struct kv_ev *x, int i, enum kv_status *st)
     } else {
         double *v = t->part[KV_EV_V], *S = t->part[KV_EV_S];
         kv_dgemm_rows(0, 1, (int)R, (int)C, (int)K, xv, (int)K, yv, (int)K, v, (int)C);
-        kv_dgemm_rows(0, 1, (int)R, (int)C, (int)K, xm, (int)K, ym, (int)K, S, (int)C);
-        const double u = x->u, lam = K > 1 ? sqrt((double)K) * u : 0;
+        if (!t->values_only) { /* a prepare statement's: its value alone */
+            kv_dgemm_rows(0, 1, (int)R, (int)C, (int)K, xm, (int)K, ym, (int)K, S, (int)C);
+            const double u = x->u, lam = K > 1 ? sqrt((double)K) * u : 0;
 #pragma omp parallel for schedule(static)
-        for (size_t n = 0; n < t->count; n++) {
-            const double a = S[n];
-            t->part[KV_EV_LAM][n] = lam * a, t->part[KV_EV_FIX][n] = u * a;
-            t->part[KV_EV_CHN][n] = 0, t->part[KV_EV_PK][n] = a;
+            for (size_t n = 0; n < t->count; n++) {
+                const double a = S[n];
+                t->part[KV_EV_LAM][n] = lam * a, t->part[KV_EV_FIX][n] = u * a;
+                t->part[KV_EV_CHN][n] = 0, t->part[KV_EV_PK][n] = a;
+            }
         }
         *st = KV_OK;
     }

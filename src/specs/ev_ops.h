@@ -24,6 +24,8 @@ struct kv_ev_arr {
     int stage;                    /* outputs: the producing stage; temps: the stage that reads them; -1 */
     int output;                   /* a kernel output (another stage reads it isolated) */
     int owned;                    /* part[] allocated here (else borrowed from the case) */
+    int values_only;              /* part[KV_EV_V] alone (the others NULL, read as 0): a prepare
+                                     statement's array, whose errors nothing reads */
     const size_t *at;             /* a compact output: part[] holds the flat elements at[0..n_at) alone */
     size_t n_at;
 };

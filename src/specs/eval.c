@@ -519,7 +519,8 @@ static int eval_block(struct kv_ev_ctx *c, const struct kv_ev_arr *t, size_t lo,
         c->uni |= (unsigned)same << v;
     }
     if (kv_ev_node(c, c->st->rhs, nl)) return -1;
-    for (int k = 0; k < KV_EV_PARTS; k++) memcpy(dst[k], kv_ev_part(c, c->st->rhs, k), (size_t)nl * sizeof(double));
+    for (int k = 0; k < KV_EV_PARTS; k++)
+        if (dst[k]) memcpy(dst[k], kv_ev_part(c, c->st->rhs, k), (size_t)nl * sizeof(double));
     return 0;
 }
 
@@ -549,8 +550,8 @@ enum kv_status kv_ev_stmt(struct kv_ev *x, int i)
         for (size_t b = 0; b < nblocks; b++) {
             if (c.failed || oom) continue;
             size_t lo = b * per, hi = lo + per < count ? lo + per : count;
-            double *const dst[KV_EV_PARTS] = {t->part[0] + lo, t->part[1] + lo, t->part[2] + lo,
-                                              t->part[3] + lo, t->part[4] + lo, t->part[5] + lo};
+            double *dst[KV_EV_PARTS];
+            for (int k = 0; k < KV_EV_PARTS; k++) dst[k] = t->part[k] ? t->part[k] + lo : NULL; /* values_only */
             if (eval_block(&c, t, lo, hi, dst)) {
 #pragma omp critical(kv_ev_error)
                 if (b < first_bad) first_bad = b, snprintf(err, sizeof err, "%s", c.err);

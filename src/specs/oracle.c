@@ -211,12 +211,15 @@ static void ev_free(struct kv_ev *x)
     }
 }
 
-/* Symbol y's parts: borrowed[k] where given (the case's arrays), else owned. */
-static enum kv_status alloc_parts(struct kv_ev *x, int y, double *const borrowed[KV_EV_PARTS])
+/* Symbol y's parts: borrowed[k] where given (the case's arrays), else
+ * owned; values_only: its value alone (a prepare statement's: the inputs it
+ * makes are its values rounded, and no math statement reads its errors). */
+static enum kv_status alloc_parts(struct kv_ev *x, int y, double *const borrowed[KV_EV_PARTS], int values_only)
 {
     struct kv_ev_arr *a = &x->arr[y];
     const size_t n = a->at ? (a->n_at ? a->n_at : 1) : a->count;
-    for (int k = 0; k < KV_EV_PARTS; k++) {
+    a->values_only = values_only;
+    for (int k = 0; k < (values_only ? 1 : KV_EV_PARTS); k++) {
         a->part[k] = borrowed && borrowed[k] ? borrowed[k] : malloc(n * sizeof(double));
         if (!a->part[k]) return kv_error(KV_EDEVICE, "out of host memory for \"%s\"", x->s->sym[y].name);
         if (!borrowed || !borrowed[k]) a->owned |= 1 << k;
@@ -295,9 +298,9 @@ static enum kv_status run_list(struct kv_ev *x, int prepare)
             if (c->compact[t]) x->arr[st->sym].at = c->sample[t], x->arr[st->sym].n_at = c->n_sample[t];
             KV_TRY_RET(case_arrays(c, t));
             double *const parts[KV_EV_PARTS] = {c->y[t], c->S[t], c->lam[t], c->fix[t], c->slack_chain[t], NULL};
-            KV_TRY_RET(alloc_parts(x, st->sym, parts));
+            KV_TRY_RET(alloc_parts(x, st->sym, parts, 0));
         } else {
-            KV_TRY_RET(alloc_parts(x, st->sym, NULL));
+            KV_TRY_RET(alloc_parts(x, st->sym, NULL, prepare));
         }
         KV_TRY_RET(kv_ev_stmt(x, i));
         if (t >= 0 && !prepare && read_by_later_stage(s, st->sym)) KV_TRY_RET(kv_ev_isolate(&x->arr[st->sym]));

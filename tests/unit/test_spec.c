@@ -230,6 +230,39 @@ static void test_draws(void **st)
     kv_spec_free(s);
 }
 
+/* A prepare statement's product of two inputs (BLAS makes it, contract.c):
+ * its value alone is held (its errors are nobody's), rounded into the input. */
+static void test_prepare_product(void **st)
+{
+    (void)st;
+    const char *text =
+        "{\"kernel\": \"p\", \"params\": [{\"name\": \"n\", \"type\": \"int\", \"default\": 5},"
+        " {\"name\": \"k\", \"type\": \"int\", \"default\": 7}],"
+        " \"tensors\": [{\"name\": \"a\", \"role\": \"input\", \"dtype\": \"f32\", \"shape\": \"n, k\"},"
+        " {\"name\": \"b\", \"role\": \"input\", \"dtype\": \"f32\", \"shape\": \"k, n\"},"
+        " {\"name\": \"p\", \"role\": \"input\", \"dtype\": \"f32\", \"shape\": \"n, n\"},"
+        " {\"name\": \"o\", \"role\": \"output\", \"dtype\": \"f32\", \"shape\": \"n, n\"}],"
+        " \"prepare\": [\"a[i in n, m in k] = normal()\", \"b[m in k, j in n] = normal()\","
+        " \"p[i, j] = sum(m in 0..k, a[i, m] * b[m, j])\"],"
+        " \"math\": [\"o[i, j] = 2 * p[i, j]\"], \"stages\": [{\"name\": \"s\", \"shader\": \"none.comp\"}]}";
+    struct kv_spec *s = NULL;
+    assert_int_equal(kv_spec_parse("p.kernel.json", text, strlen(text), 1, &s), KV_OK);
+    struct kv_case c;
+    new_case(s, &c, 3);
+    assert_int_equal(s->k.inputs(&c), KV_OK);
+    const float *a = c.t[0].data, *b = c.t[1].data, *p = c.t[2].data;
+    for (int i = 0; i < 5; i++)
+        for (int j = 0; j < 5; j++) {
+            double d = 0;
+            for (int m = 0; m < 7; m++) d += (double)a[i * 7 + m] * b[m * 5 + j];
+            near(p[i * 5 + j], (float)d, 0x1p-23);
+        }
+    assert_int_equal(s->k.oracle(&c), KV_OK);
+    for (int e = 0; e < 25; e++) near(c.y[3][e], 2.0 * p[e], 0);
+    kv_case_free(&c);
+    kv_spec_free(s);
+}
+
 /* round(): the spec oracle rounds, the exact one does not; the bound gains
  * one ulp of the type where the operand carries an error (a flip). */
 static void test_rounding(void **st)
@@ -372,6 +405,7 @@ int main(void)
         cmocka_unit_test(test_long_reduction), cmocka_unit_test(test_draws),
         cmocka_unit_test(test_rounding),  cmocka_unit_test(test_ieee),        cmocka_unit_test(test_flip),
         cmocka_unit_test(test_stages),    cmocka_unit_test(test_index_error), cmocka_unit_test(test_where_lazy),
+        cmocka_unit_test(test_prepare_product),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
