@@ -64,6 +64,7 @@ struct kv_ev_ctx {
     char err[1600];
     int failed;
     int slot; /* its slot in x->pool + 1; 0: made for one caller */
+    int values; /* for a values_only target: only the values must be right (its errors are nobody's) */
 };
 
 /* fmax, inlined: the larger, a NaN only where both are */

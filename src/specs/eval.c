@@ -253,16 +253,50 @@ static int may_fail(const struct kv_sx *e)
 /* where(q, a, b): a branch that no lane takes and that no lane's condition
  * may flip to (kv_ev_where reads it only there) is not evaluated, unless its
  * evaluation could fail (then it is, as every branch always was, for the
- * same error). */
+ * same error). Evaluating for values alone (c->values), a flip is nobody's:
+ * the branch taken, its parts as they are. */
 static int eval_where(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
 {
     if (kv_ev_node(c, e->kid[0], nl)) return -1;
     const double *q = kv_ev_part(c, e->kid[0], KV_EV_V), *qf = kv_ev_part(c, e->kid[0], KV_EV_FIX);
     int take[3] = {0, 0, 0}, flip = 0;
-    for (int l = 0; l < nl; l++) take[q[l] != 0 ? 1 : 2] = 1, flip |= qf[l] > 0;
+    for (int l = 0; l < nl; l++) take[q[l] != 0 ? 1 : 2] = 1, flip |= qf[l] > 0 && !c->values;
     for (int i = 1; i <= 2; i++)
         if ((flip || take[i] || may_fail(e->kid[i])) && kv_ev_node(c, e->kid[i], nl)) return -1;
-    kv_ev_where(c, e, nl);
+    if (!c->values) {
+        kv_ev_where(c, e, nl);
+        return 0;
+    }
+    for (int k = 0; k < KV_EV_PARTS; k++) {
+        double *o = kv_ev_part(c, e, k);
+        const double *a = kv_ev_part(c, e->kid[1], k), *b = kv_ev_part(c, e->kid[2], k);
+        for (int l = 0; l < nl; l++) o[l] = q[l] != 0 ? a[l] : b[l];
+    }
+    return 0;
+}
+
+/* a && b, a || b evaluated for values alone (c->values): where a decides
+ * every lane (all 0 for &&, none 0 for ||) and b's evaluation cannot fail,
+ * b is not evaluated: the value, with a's peak. */
+static int eval_logic(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
+{
+    if (kv_ev_node(c, e->kid[0], nl)) return -1;
+    const double *a = kv_ev_part(c, e->kid[0], KV_EV_V);
+    const int is_and = e->op == KV_SX_AND;
+    int decided = !may_fail(e->kid[1]);
+    for (int l = 0; l < nl && decided; l++) decided = (a[l] != 0) != is_and;
+    if (!decided) {
+        if (kv_ev_node(c, e->kid[1], nl)) return -1;
+        kv_ev_binary(c, e, nl);
+        return 0;
+    }
+    double *p[KV_EV_PARTS];
+    for (int k = 0; k < KV_EV_PARTS; k++) p[k] = kv_ev_part(c, e, k);
+    const double *pk = kv_ev_part(c, e->kid[0], KV_EV_PK);
+    for (int l = 0; l < nl; l++) {
+        p[KV_EV_V][l] = !is_and, p[KV_EV_S][l] = 1;
+        p[KV_EV_LAM][l] = p[KV_EV_FIX][l] = p[KV_EV_CHN][l] = 0, p[KV_EV_PK][l] = pk[l];
+    }
     return 0;
 }
 
@@ -270,6 +304,7 @@ static int kv_ev_node(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
 {
     if (nl > 1 && !(e->vars & ~c->uni)) return once(c, e, nl);
     if (e->op == KV_SX_WHERE) return eval_where(c, e, nl);
+    if (c->values && (e->op == KV_SX_AND || e->op == KV_SX_OR)) return eval_logic(c, e, nl);
     if (e->op == KV_SX_SUM || e->op == KV_SX_RMAX || e->op == KV_SX_RMIN) return kv_ev_reduce(c, e, nl);
     if (e->op == KV_SX_FUNC && (e->ref == KV_FN_NORMAL || e->ref == KV_FN_UNIFORM)) return eval_leaf(c, e, nl);
     for (int i = 0; i < e->n; i++)
@@ -542,7 +577,8 @@ enum kv_status kv_ev_stmt(struct kv_ev *x, int i)
 #pragma omp parallel
     {
         struct kv_ev_ctx c;
-        if (kv_ev_ctx_init(&c, x, st, i, t->stage)) {
+        if (kv_ev_ctx_init(&c, x, st, i, t->stage) == 0) c.values = t->values_only;
+        else {
 #pragma omp atomic write
             oom = 1;
         }

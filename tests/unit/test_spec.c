@@ -263,6 +263,40 @@ static void test_prepare_product(void **st)
     kv_spec_free(s);
 }
 
+/* A prepare statement is evaluated for its values alone: && and || whose
+ * left operand decides every lane leave the right one out (and where()'s
+ * branch not taken), unless its evaluation could fail: an index out of range
+ * there still stops the preparation. */
+static void test_prepare_values(void **st)
+{
+    (void)st;
+    const char *fmt =
+        "{\"kernel\": \"v\", \"params\": [{\"name\": \"n\", \"type\": \"int\", \"default\": 300}],"
+        " \"tensors\": [{\"name\": \"a\", \"role\": \"input\", \"dtype\": \"f32\", \"shape\": \"n\"},"
+        " {\"name\": \"b\", \"role\": \"input\", \"dtype\": \"f32\", \"shape\": \"n\"},"
+        " {\"name\": \"o\", \"role\": \"output\", \"dtype\": \"f32\", \"shape\": \"n\"}],"
+        " \"prepare\": [\"a[i in n] = where(n == 1 && %s, 7, 3)\", \"b[i in n] = where(n > 1 || uniform() < 2, 5, 9)\"],"
+        " \"math\": [\"o[i] = a[i] + b[i]\"], \"stages\": [{\"name\": \"s\", \"shader\": \"none.comp\"}]}";
+    char text[2048];
+    for (int bad = 0; bad < 2; bad++) {
+        snprintf(text, sizeof text, fmt, bad ? "b[floor(uniform() * 2 * n)] > 0" : "uniform() < 2");
+        struct kv_spec *s = NULL;
+        assert_int_equal(kv_spec_parse("v.kernel.json", text, strlen(text), 1, &s), KV_OK);
+        struct kv_case c;
+        new_case(s, &c, 5);
+        if (bad) {
+            assert_int_equal(s->k.inputs(&c), KV_EDATA);
+            assert_non_null(strstr(kv_error_msg(), "outside [0, 300)"));
+        } else {
+            assert_int_equal(s->k.inputs(&c), KV_OK);
+            for (int i = 0; i < 300; i++)
+                assert_true(((float *)c.t[0].data)[i] == 3 && ((float *)c.t[1].data)[i] == 5);
+        }
+        kv_case_free(&c);
+        kv_spec_free(s);
+    }
+}
+
 /* round(): the spec oracle rounds, the exact one does not; the bound gains
  * one ulp of the type where the operand carries an error (a flip). */
 static void test_rounding(void **st)
@@ -406,6 +440,7 @@ int main(void)
         cmocka_unit_test(test_rounding),  cmocka_unit_test(test_ieee),        cmocka_unit_test(test_flip),
         cmocka_unit_test(test_stages),    cmocka_unit_test(test_index_error), cmocka_unit_test(test_where_lazy),
         cmocka_unit_test(test_prepare_product),
+        cmocka_unit_test(test_prepare_values),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
