@@ -292,7 +292,7 @@ static enum kv_status run_list(struct kv_ev *x, int prepare)
         const struct kv_spec_stmt *st = &s->stmt[i];
         if (st->prepare != prepare) continue;
         const int t = s->sym[st->sym].tensor;
-        if (s->sym[st->sym].virt) continue; /* computed where it is read */
+        if (t < 0 && s->sym[st->sym].virt) continue; /* computed where it is read */
         if (t >= 0 && !prepare && c->blocked[t]) continue; /* made block by block as it is judged */
         if (t >= 0 && !prepare) {
             if (c->compact[t]) x->arr[st->sym].at = c->sample[t], x->arr[st->sym].n_at = c->n_sample[t];

@@ -70,6 +70,12 @@ expect_lower_peak KVERIFY_TEST_STORE_TEMPS $((35 * 1024)) "$KV" layernorm-bwd --
 # block of them): the same report as stored.
 expect_same_report 0 KVERIFY_TEST_STORE_TEMPS "$KV" gelu-bwd --n 5000 --no-stress
 expect_compact_oracle "$KV" layernorm-bwd --rows 300 --dim 1000 --sample 500
+# adamw-step's m_out and v_out, outputs that its p_out reads at the same elements (in
+# their own stage), are computed where read and judged block by block as they are made:
+# the report that stored ones give, and 2 x 48 bytes an element less (1Mi elements).
+expect_lower_peak KVERIFY_TEST_STORE_TEMPS $((80 * 1024)) "$KV" adamw-step --no-stress
+expect_same_report 0 KVERIFY_TEST_STORE_TEMPS "$KV" adamw-step --n 5000 --dist nonfinite --no-stress
+expect_compact_oracle "$KV" adamw-step --n 20000 --sample 500 --dist sparse
 # Unsampled, an output no statement reads is made block by block as it is judged, never
 # held whole: the same report as the whole oracle's, its chained rows included (in
 # layernorm-bwd-recompute dx, dw and db read the stats stage's mean and rstd), also with
