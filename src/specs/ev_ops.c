@@ -16,6 +16,7 @@
 #include <float.h>
 #include <math.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -140,6 +141,21 @@ void kv_ev_ctx_give(const struct kv_ev *x, struct kv_ev_ctx *c)
     }
     kv_ev_ctx_free(c);
     free(c);
+}
+
+int kv_ev_fail_at(struct kv_ev_ctx *c, const struct kv_sx *e, int lane, const char *fmt, double a, double b)
+{
+    if (c->failed) return -1;
+    char cause[200], where[160] = "";
+    snprintf(cause, sizeof cause, fmt, a, b);
+    size_t o = 0;
+    for (int v = 0; v < c->st->n_target && o < sizeof where; v++)
+        o += (size_t)snprintf(where + o, sizeof where - o, "%s%s=%lld", v ? ", " : "", c->st->var[v],
+                              (long long)c->var[v][lane]);
+    snprintf(c->err, sizeof c->err, "%s: %s[%d] column %d: %s (at %s)", c->x->s->path,
+             c->st->prepare ? "prepare" : "math", c->stmt_pos, e->pos, cause, where);
+    c->failed = 1;
+    return -1;
 }
 
 /* a * e without the NaN of Inf * 0: an error of 0 stays 0 */

@@ -94,6 +94,14 @@ void kv_ev_pool_free(struct kv_ev *x);
 int kv_ev_ctx_init(struct kv_ev_ctx *c, const struct kv_ev *x, const struct kv_spec_stmt *st, int i, int stage);
 void kv_ev_ctx_free(struct kv_ev_ctx *c);
 
+/* Node e and its kids for nl lanes (eval.c: kv_ev_node); a reduction node
+ * (ev_reduce.c), its range and terms by node; 0, or -1 with c->err set
+ * (kv_ev_fail_at: the element at lane, formatted from fmt with a and b). */
+typedef int kv_ev_node_fn(struct kv_ev_ctx *c, const struct kv_sx *e, int nl);
+kv_ev_node_fn kv_ev_node;
+int kv_ev_reduce(struct kv_ev_ctx *c, const struct kv_sx *e, int nl, kv_ev_node_fn *node);
+int kv_ev_fail_at(struct kv_ev_ctx *c, const struct kv_sx *e, int lane, const char *fmt, double a, double b);
+
 /* Node e for nl lanes, its kids already evaluated. */
 void kv_ev_unary(struct kv_ev_ctx *c, const struct kv_sx *e, int nl);
 void kv_ev_binary(struct kv_ev_ctx *c, const struct kv_sx *e, int nl);

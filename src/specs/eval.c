@@ -18,22 +18,7 @@
 
 #define LANES KV_EV_LANES
 
-static int kv_ev_node(struct kv_ev_ctx *c, const struct kv_sx *e, int nl);
 
-static int fail_at(struct kv_ev_ctx *c, const struct kv_sx *e, int lane, const char *fmt, double a, double b)
-{
-    if (c->failed) return -1;
-    char cause[200], where[160] = "";
-    snprintf(cause, sizeof cause, fmt, a, b);
-    size_t o = 0;
-    for (int v = 0; v < c->st->n_target && o < sizeof where; v++)
-        o += (size_t)snprintf(where + o, sizeof where - o, "%s%s=%lld", v ? ", " : "", c->st->var[v],
-                              (long long)c->var[v][lane]);
-    snprintf(c->err, sizeof c->err, "%s: %s[%d] column %d: %s (at %s)", c->x->s->path,
-             c->st->prepare ? "prepare" : "math", c->stmt_pos, e->pos, cause, where);
-    c->failed = 1;
-    return -1;
-}
 
 /* flat[l] += iv[l] * stride over the lanes; whether some iv[l] lies outside
  * [0, ext). A loop that vectorizes. */
@@ -65,7 +50,7 @@ static int access_index(struct kv_ev_ctx *c, const struct kv_sx *e, const struct
                 char fmt[160];
                 snprintf(fmt, sizeof fmt, "index %d of %s is %%g, outside [0, %%g)%s", d + 1,
                          c->x->s->sym[e->ref].name, v == floor(v) || !isfinite(v) ? "" : " (not an integer)");
-                return fail_at(c, e, l, fmt, v, (double)ext);
+                return kv_ev_fail_at(c, e, l, fmt, v, (double)ext);
             }
             flat[l] += (int64_t)v * stride;
         }
@@ -226,8 +211,6 @@ static int eval_leaf(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
     }
 }
 
-static int kv_ev_reduce(struct kv_ev_ctx *c, const struct kv_sx *e, int nl);
-
 /* A node whose variables hold one value on every lane: once, then copied. */
 static int once(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
 {
@@ -300,12 +283,12 @@ static int eval_logic(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
     return 0;
 }
 
-static int kv_ev_node(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
+int kv_ev_node(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
 {
     if (nl > 1 && !(e->vars & ~c->uni)) return once(c, e, nl);
     if (e->op == KV_SX_WHERE) return eval_where(c, e, nl);
     if (c->values && (e->op == KV_SX_AND || e->op == KV_SX_OR)) return eval_logic(c, e, nl);
-    if (e->op == KV_SX_SUM || e->op == KV_SX_RMAX || e->op == KV_SX_RMIN) return kv_ev_reduce(c, e, nl);
+    if (e->op == KV_SX_SUM || e->op == KV_SX_RMAX || e->op == KV_SX_RMIN) return kv_ev_reduce(c, e, nl, kv_ev_node);
     if (e->op == KV_SX_FUNC && (e->ref == KV_FN_NORMAL || e->ref == KV_FN_UNIFORM)) return eval_leaf(c, e, nl);
     for (int i = 0; i < e->n; i++)
         if ((e->op != KV_SX_ACCESS || e->kid[i]->op != KV_SX_VAR) && kv_ev_node(c, e->kid[i], nl)) return -1;
@@ -329,200 +312,6 @@ static int kv_ev_node(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
         kv_ev_binary(c, e, nl);
         return 0;
     }
-}
-
-/* A reduction's running state for one lane. */
-struct acc {
-    double p[KV_EV_PARTS], abs;
-    int64_t n;
-};
-
-static void acc_init(struct acc *a, enum kv_sx_op op)
-{
-    memset(a, 0, sizeof *a);
-    if (op != KV_SX_SUM) a->p[KV_EV_V] = op == KV_SX_RMAX ? -INFINITY : INFINITY;
-}
-
-static void acc_add(struct acc *a, enum kv_sx_op op, const double *const b[KV_EV_PARTS], int l)
-{
-    const double v = b[KV_EV_V][l];
-    a->n++;
-    a->p[KV_EV_PK] = kv_maxd(a->p[KV_EV_PK], b[KV_EV_PK][l]);
-    if (op == KV_SX_SUM) {
-        a->p[KV_EV_V] += v;
-        for (int k = KV_EV_S; k <= KV_EV_CHN; k++) a->p[k] += b[k][l];
-        a->abs += fabs(v);
-        return;
-    }
-    /* max, min: NaN wins; the errors are the largest of any term's */
-    const double cur = a->p[KV_EV_V];
-    if (!isnan(cur) && (isnan(v) || (op == KV_SX_RMAX ? v > cur : v < cur))) {
-        a->p[KV_EV_V] = v;
-        a->p[KV_EV_S] = b[KV_EV_S][l];
-    }
-    for (int k = KV_EV_LAM; k <= KV_EV_CHN; k++) a->p[k] = kv_maxd(a->p[k], b[k][l]);
-}
-
-/* Into lane l of e: a sum's accumulation error is lambda*sqrt(n)*u*sum|terms|
- * (Higham and Mary's probabilistic bound, metrics.md), in whatever order. */
-static void acc_done(struct kv_ev_ctx *c, const struct kv_sx *e, const struct acc *a, int l)
-{
-    double *p[KV_EV_PARTS];
-    for (int k = 0; k < KV_EV_PARTS; k++) p[k] = kv_ev_part(c, e, k), p[k][l] = a->p[k];
-    if (e->op != KV_SX_SUM) return;
-    if (a->n > 1) p[KV_EV_LAM][l] += sqrt((double)a->n) * c->x->u * a->abs;
-    p[KV_EV_PK][l] = kv_maxd(p[KV_EV_PK][l], a->abs);
-}
-
-/* The bounds of e's range per lane; *uniform when every lane has the same. */
-static int reduce_range(struct kv_ev_ctx *c, const struct kv_sx *e, int nl, int64_t *lo, int64_t *hi, int *uniform)
-{
-    if (kv_ev_node(c, e->kid[0], nl) || kv_ev_node(c, e->kid[1], nl)) return -1;
-    const double *a = kv_ev_part(c, e->kid[0], KV_EV_V), *b = kv_ev_part(c, e->kid[1], KV_EV_V);
-    *uniform = 1;
-    for (int l = 0; l < nl; l++) {
-        if (!(fabs(a[l]) < 9e15 && a[l] == floor(a[l]) && fabs(b[l]) < 9e15 && b[l] == floor(b[l])))
-            return fail_at(c, e, l, "a range's bounds %g..%g are not integers", a[l], b[l]);
-        lo[l] = (int64_t)a[l], hi[l] = (int64_t)b[l];
-        *uniform &= lo[l] == lo[0] && hi[l] == hi[0];
-    }
-    return 0;
-}
-
-/* reduce_outer's sums, one per lane, held part by part: each lane's term
- * added as acc_add adds it (the same operations in the same order), in a
- * loop that vectorizes across the lanes. */
-struct lane_sums {
-    double p[KV_EV_PARTS][LANES], abs[LANES];
-};
-
-KV_CLONES static void sum_lanes(struct lane_sums *restrict a, const double *const b[KV_EV_PARTS], int nl)
-{
-    const double *restrict bv = b[KV_EV_V], *restrict bs = b[KV_EV_S], *restrict bl = b[KV_EV_LAM];
-    const double *restrict bf = b[KV_EV_FIX], *restrict bc = b[KV_EV_CHN], *restrict bp = b[KV_EV_PK];
-    double *restrict v = a->p[KV_EV_V], *restrict S = a->p[KV_EV_S], *restrict lam = a->p[KV_EV_LAM];
-    double *restrict fix = a->p[KV_EV_FIX], *restrict chn = a->p[KV_EV_CHN], *restrict pk = a->p[KV_EV_PK];
-    double *restrict abs_ = a->abs;
-    for (int l = 0; l < nl; l++) {
-        pk[l] = kv_maxd(pk[l], bp[l]);
-        v[l] += bv[l], S[l] += bs[l], lam[l] += bl[l], fix[l] += bf[l], chn[l] += bc[l];
-        abs_[l] += fabs(bv[l]);
-    }
-}
-
-/* Lanes across the outer elements, the range walked one index at a time. */
-static int reduce_outer(struct kv_ev_ctx *c, const struct kv_sx *e, int nl, int64_t lo, int64_t hi)
-{
-    struct acc a[LANES];
-    struct lane_sums s_, *sums = e->op == KV_SX_SUM ? &s_ : NULL;
-    const double *b[KV_EV_PARTS];
-    for (int k = 0; k < KV_EV_PARTS; k++) b[k] = kv_ev_part(c, e->kid[2], k);
-    if (sums) memset(sums, 0, sizeof *sums);
-    for (int l = 0; l < nl; l++) acc_init(&a[l], e->op);
-    const unsigned uni = c->uni;
-    c->uni |= 1u << e->ref;
-    for (int64_t k = lo; k < hi; k++) {
-        for (int l = 0; l < nl; l++) c->var[e->ref][l] = k;
-        if (kv_ev_node(c, e->kid[2], nl)) {
-            c->uni = uni;
-            return -1;
-        }
-        if (sums) sum_lanes(sums, b, nl);
-        else
-            for (int l = 0; l < nl; l++) acc_add(&a[l], e->op, b, l);
-    }
-    c->uni = uni;
-    for (int l = 0; l < nl; l++) {
-        if (sums) {
-            for (int k = 0; k < KV_EV_PARTS; k++) a[l].p[k] = sums->p[k][l];
-            a[l].abs = sums->abs[l], a[l].n = hi - lo;
-        }
-        acc_done(c, e, &a[l], l);
-    }
-    return 0;
-}
-
-/* Terms 0..m of b added into one sum in order, as acc_add adds each (the
- * same operations in the same order), the running sums held in registers. */
-static void sum_terms(struct acc *a, const double *const b[KV_EV_PARTS], int m)
-{
-    double v = a->p[KV_EV_V], S = a->p[KV_EV_S], lam = a->p[KV_EV_LAM], fix = a->p[KV_EV_FIX];
-    double chn = a->p[KV_EV_CHN], pk = a->p[KV_EV_PK], ab = a->abs;
-    const double *bv = b[KV_EV_V], *bs = b[KV_EV_S], *bl = b[KV_EV_LAM], *bf = b[KV_EV_FIX], *bc = b[KV_EV_CHN];
-    const double *bp = b[KV_EV_PK];
-    for (int j = 0; j < m; j++) {
-        pk = kv_maxd(pk, bp[j]);
-        v += bv[j], S += bs[j], lam += bl[j], fix += bf[j], chn += bc[j];
-        ab += fabs(bv[j]);
-    }
-    a->p[KV_EV_V] = v, a->p[KV_EV_S] = S, a->p[KV_EV_LAM] = lam, a->p[KV_EV_FIX] = fix;
-    a->p[KV_EV_CHN] = chn, a->p[KV_EV_PK] = pk, a->abs = ab, a->n += m;
-}
-
-/* One outer element at a time, lanes across the range: for few outer
- * elements or ranges that differ between them. */
-static int reduce_inner(struct kv_ev_ctx *c, const struct kv_sx *e, int nl, const int64_t *lo, const int64_t *hi)
-{
-    if (c->depth > KV_SX_MAX_VARS)
-        return fail_at(c, e, 0, "reductions nested %g deep, more than %g", c->depth, KV_SX_MAX_VARS);
-    int64_t *saved[KV_SX_MAX_VARS], *mine = c->pool + (size_t)c->depth * KV_SX_MAX_VARS * LANES;
-    memcpy(saved, c->var, sizeof saved);
-    const double *b[KV_EV_PARTS];
-    for (int k = 0; k < KV_EV_PARTS; k++) b[k] = kv_ev_part(c, e->kid[2], k);
-    struct acc a;
-    int rc = 0;
-    const unsigned uni = c->uni;
-    c->depth++;
-    for (int l = 0; l < nl && !rc; l++) {
-        acc_init(&a, e->op);
-        for (int64_t k0 = lo[l]; k0 < hi[l] && !rc; k0 += LANES) {
-            const int m = hi[l] - k0 < LANES ? (int)(hi[l] - k0) : LANES;
-            for (int v = 0; v < c->st->n_vars; v++) {
-                c->var[v] = mine + (size_t)v * LANES;
-                for (int j = 0; j < m; j++) c->var[v][j] = v == e->ref ? k0 + j : saved[v][l];
-            }
-            c->uni = m > 1 ? ~(1u << e->ref) : ~0u; /* the others are copies of lane l's */
-            rc = kv_ev_node(c, e->kid[2], m);
-            if (rc) break;
-            if (e->op == KV_SX_SUM) sum_terms(&a, b, m);
-            else
-                for (int j = 0; j < m; j++) acc_add(&a, e->op, b, j);
-            memcpy(c->var, saved, sizeof saved);
-        }
-        if (!rc) acc_done(c, e, &a, l);
-    }
-    c->depth--;
-    c->uni = uni;
-    return rc;
-}
-
-/* The index variables (bit per slot) at which e reads last some array
- * whose element read depends on the variables v (consecutive elements as
- * the variable steps). */
-static unsigned read_last(const struct kv_sx *e, unsigned v)
-{
-    const struct kv_sx *k = e->op == KV_SX_ACCESS && e->n > 0 && (e->vars & v) ? e->kid[e->n - 1] : NULL;
-    unsigned m = k && k->op == KV_SX_VAR ? 1u << k->ref : 0;
-    for (int i = 0; i < e->n; i++) m |= read_last(e->kid[i], v);
-    return m;
-}
-
-static int kv_ev_reduce(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
-{
-    int64_t lo[LANES], hi[LANES];
-    int uniform;
-    if (reduce_range(c, e, nl, lo, hi, &uniform)) return -1;
-    /* A long range whose body reads memory in order along it, and none of
-     * the arrays it steps through along a variable that differs between the
-     * lanes (sum over a row's columns, lanes across rows), is walked with its
-     * lanes across the range (reduce_inner); else one index at a time across
-     * the outer elements (reduce_outer), whose lanes then read in order.
-     * Either adds a lane's terms in the same order: the same values. */
-    if (uniform && nl >= 32) {
-        const unsigned v = 1u << e->ref, last = hi[0] - lo[0] >= LANES ? read_last(e->kid[2], v) : 0;
-        if (!(last & v) || (last & ~v & ~c->uni)) return reduce_outer(c, e, nl, lo[0], hi[0]);
-    }
-    return reduce_inner(c, e, nl, lo, hi);
 }
 
 /* Elements [lo, hi) of statement st's target, one block, into dst[k][0..hi-lo). */
