@@ -226,8 +226,70 @@ static void function(const struct kv_ev_ctx *c, int fn, struct parts *o, const s
     unary_rule(o, a, l, r, d, own, fabs(r));
 }
 
+/* For values alone (c->values: a prepare statement's), each operation's
+ * value as the full rules make it (the same expression), nothing else. */
+static double fn_value(int fn, double x)
+{
+    switch (fn) {
+    case KV_FN_EXP: return exp(x);
+    case KV_FN_LOG: return log(x);
+    case KV_FN_SQRT: return sqrt(x);
+    case KV_FN_RSQRT: return 1 / sqrt(x);
+    case KV_FN_TANH: return tanh(x);
+    case KV_FN_SIGMOID: return 1 / (1 + exp(-x));
+    case KV_FN_ERF: return erf(x);
+    case KV_FN_SIN: return sin(x);
+    case KV_FN_COS: return cos(x);
+    case KV_FN_FLOOR: return floor(x);
+    default: return fabs(x);
+    }
+}
+
+static void unary_values(const struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
+{
+    double *o = kv_ev_part(c, e, KV_EV_V);
+    const double *a = kv_ev_part(c, e->kid[0], KV_EV_V);
+    for (int l = 0; l < nl; l++)
+        o[l] = e->op == KV_SX_NEG     ? -a[l]
+               : e->op == KV_SX_NOT   ? a[l] == 0
+               : e->op == KV_SX_ROUND ? (c->x->exact ? a[l] : kv_ev_round(e->ref, a[l]))
+                                      : fn_value(e->ref, a[l]);
+}
+
+static void binary_values(const struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
+{
+    double *o = kv_ev_part(c, e, KV_EV_V);
+    const double *a = kv_ev_part(c, e->kid[0], KV_EV_V), *b = kv_ev_part(c, e->kid[1], KV_EV_V);
+    for (int l = 0; l < nl; l++) {
+        const double x = a[l], y = b[l];
+        switch (e->op) {
+        case KV_SX_ADD: o[l] = x + 1 * y; break;
+        case KV_SX_SUB: o[l] = x + -1 * y; break;
+        case KV_SX_MUL: o[l] = x * y; break;
+        case KV_SX_DIV: o[l] = x / y; break;
+        case KV_SX_MOD: o[l] = x - y * floor(x / y); break;
+        case KV_SX_EQ: o[l] = x == y; break;
+        case KV_SX_NE: o[l] = x != y; break;
+        case KV_SX_LT: o[l] = x < y; break;
+        case KV_SX_LE: o[l] = x <= y; break;
+        case KV_SX_GT: o[l] = x > y; break;
+        case KV_SX_GE: o[l] = x >= y; break;
+        case KV_SX_AND: o[l] = x != 0 && y != 0; break;
+        case KV_SX_OR: o[l] = x != 0 || y != 0; break;
+        default: /* a function of two */
+            if (e->ref == KV_FN_POW) o[l] = pow(x, y);
+            else o[l] = isnan(x) || (!isnan(y) && (e->ref == KV_FN_MAX ? x >= y : x <= y)) ? x : y;
+            break;
+        }
+    }
+}
+
 void kv_ev_unary(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
 {
+    if (c->values) {
+        unary_values(c, e, nl);
+        return;
+    }
     struct parts o = parts_of(c, e), a = parts_of(c, e->kid[0]);
     for (int l = 0; l < nl; l++) {
         const double x = a.p[KV_EV_V][l];
@@ -342,6 +404,10 @@ static void minmax(const struct kv_sx *e, struct parts *o, const struct parts *a
 
 void kv_ev_binary(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
 {
+    if (c->values) {
+        binary_values(c, e, nl);
+        return;
+    }
     struct parts o = parts_of(c, e), a = parts_of(c, e->kid[0]), b = parts_of(c, e->kid[1]);
     if (e->op == KV_SX_FUNC && e->ref == KV_FN_POW) {
         for (int l = 0; l < nl; l++) power(c, &o, &a, &b, l);

@@ -40,6 +40,19 @@ static void acc_add(struct acc *a, enum kv_sx_op op, const double *const b[KV_EV
     for (int k = KV_EV_LAM; k <= KV_EV_CHN; k++) a->p[k] = kv_maxd(a->p[k], b[k][l]);
 }
 
+/* A term into a's value alone (c->values: a prepare statement's), as
+ * acc_add adds it. */
+static void acc_add_value(struct acc *a, enum kv_sx_op op, double v)
+{
+    a->n++;
+    if (op == KV_SX_SUM) {
+        a->p[KV_EV_V] += v;
+        return;
+    }
+    const double cur = a->p[KV_EV_V];
+    if (!isnan(cur) && (isnan(v) || (op == KV_SX_RMAX ? v > cur : v < cur))) a->p[KV_EV_V] = v;
+}
+
 /* Into lane l of e: a sum's accumulation error is lambda*sqrt(n)*u*sum|terms|
  * (Higham and Mary's probabilistic bound, metrics.md), in whatever order. */
 static void acc_done(struct kv_ev_ctx *c, const struct kv_sx *e, const struct acc *a, int l)
@@ -105,13 +118,15 @@ static int reduce_outer(struct kv_ev_ctx *c, const struct kv_sx *e, int nl, int6
             c->uni = uni;
             return -1;
         }
-        if (sums) sum_lanes(sums, b, nl);
+        if (c->values)
+            for (int l = 0; l < nl; l++) acc_add_value(&a[l], e->op, b[KV_EV_V][l]);
+        else if (sums) sum_lanes(sums, b, nl);
         else
             for (int l = 0; l < nl; l++) acc_add(&a[l], e->op, b, l);
     }
     c->uni = uni;
     for (int l = 0; l < nl; l++) {
-        if (sums) {
+        if (sums && !c->values) {
             for (int k = 0; k < KV_EV_PARTS; k++) a[l].p[k] = sums->p[k][l];
             a[l].abs = sums->abs[l], a[l].n = hi - lo;
         }
@@ -163,7 +178,9 @@ static int reduce_inner(struct kv_ev_ctx *c, const struct kv_sx *e, int nl, cons
             c->uni = m > 1 ? ~(1u << e->ref) : ~0u; /* the others are copies of lane l's */
             rc = node(c, e->kid[2], m);
             if (rc) break;
-            if (e->op == KV_SX_SUM) sum_terms(&a, b, m);
+            if (c->values)
+                for (int j = 0; j < m; j++) acc_add_value(&a, e->op, b[KV_EV_V][j]);
+            else if (e->op == KV_SX_SUM) sum_terms(&a, b, m);
             else
                 for (int j = 0; j < m; j++) acc_add(&a, e->op, b, j);
             memcpy(c->var, saved, sizeof saved);

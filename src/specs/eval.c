@@ -95,8 +95,6 @@ copy:
     return 0;
 }
 
-/* An f32 input's elements at flat[0..nl) into a leaf's parts: exact as the
- * device sees them; a subnormal may be flushed. A loop that vectorizes. */
 /* Whether flat[l] = flat[0] + l on every lane (consecutive elements: loads, not gathers). */
 static inline int consecutive(const int64_t *restrict flat, int nl)
 {
@@ -105,8 +103,11 @@ static inline int consecutive(const int64_t *restrict flat, int nl)
     return ok;
 }
 
+/* An f32 input's elements at flat[0..nl) into a leaf's parts (values: the
+ * value alone): exact as the device sees them; a subnormal may be flushed.
+ * Loops that vectorize. */
 KV_CLONES static void load_f32(double *const p[KV_EV_PARTS], const float *restrict raw, const int64_t *restrict flat,
-                               int nl)
+                               int nl, int values)
 {
     double *restrict v = p[KV_EV_V], *restrict S = p[KV_EV_S], *restrict pk = p[KV_EV_PK];
     double *restrict lam = p[KV_EV_LAM], *restrict chn = p[KV_EV_CHN], *restrict fix = p[KV_EV_FIX];
@@ -116,6 +117,7 @@ KV_CLONES static void load_f32(double *const p[KV_EV_PARTS], const float *restri
     } else {
         for (int l = 0; l < nl; l++) v[l] = raw[flat[l]];
     }
+    if (values) return;
     for (int l = 0; l < nl; l++) {
         const double m = fabs(v[l]);
         S[l] = pk[l] = m, lam[l] = chn[l] = 0;
@@ -140,12 +142,12 @@ static int eval_access(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
     double *p[KV_EV_PARTS];
     for (int k = 0; k < KV_EV_PARTS; k++) p[k] = kv_ev_part(c, e, k);
     if (a->raw && a->dtype == KV_F32) {
-        load_f32(p, a->raw, flat, nl);
+        load_f32(p, a->raw, flat, nl, c->values);
         return 0;
     }
     if (a->raw) { /* an input: exact as the device sees it */
         for (int l = 0; l < nl; l++) p[KV_EV_V][l] = kv_load_f64(a->dtype, a->raw, (size_t)flat[l]);
-        for (int l = 0; l < nl; l++) {
+        for (int l = 0; l < nl && !c->values; l++) {
             const double m = fabs(p[KV_EV_V][l]);
             p[KV_EV_S][l] = p[KV_EV_PK][l] = m;
             p[KV_EV_LAM][l] = p[KV_EV_CHN][l] = 0;
@@ -157,7 +159,7 @@ static int eval_access(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
      * its dtype (stage isolation); a chained rerun, the producer's, within its
      * allowed error (iso, made once per array: kv_ev_isolate) */
     const int iso = a->output && a->stage != c->stage;
-    for (int k = 0; k < KV_EV_PARTS; k++) {
+    for (int k = 0; k < (c->values ? 1 : KV_EV_PARTS); k++) { /* values: a prepare statement's array */
         const double *src = !iso || k == KV_EV_S || k == KV_EV_PK ? a->part[k]
                             : k == KV_EV_V                          ? a->iso[0]
                             : k == KV_EV_CHN                        ? a->iso[1]
@@ -172,7 +174,8 @@ static void leaf(struct kv_ev_ctx *c, const struct kv_sx *e, int nl, const doubl
 {
     double *p[KV_EV_PARTS];
     for (int k = 0; k < KV_EV_PARTS; k++) p[k] = kv_ev_part(c, e, k);
-    for (int l = 0; l < nl; l++) {
+    for (int l = 0; l < nl && c->values; l++) p[KV_EV_V][l] = vals ? vals[l] : v;
+    for (int l = 0; l < nl && !c->values; l++) {
         double x = vals ? vals[l] : v;
         p[KV_EV_V][l] = x, p[KV_EV_S][l] = p[KV_EV_PK][l] = fabs(x);
         p[KV_EV_LAM][l] = p[KV_EV_CHN][l] = 0;
@@ -215,7 +218,7 @@ static int eval_leaf(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
 static int once(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
 {
     if (kv_ev_node(c, e, 1)) return -1;
-    for (int k = 0; k < KV_EV_PARTS; k++) {
+    for (int k = 0; k < (c->values ? 1 : KV_EV_PARTS); k++) {
         double *p = kv_ev_part(c, e, k);
         for (int l = 1; l < nl; l++) p[l] = p[0];
     }
@@ -237,30 +240,28 @@ static int may_fail(const struct kv_sx *e)
  * may flip to (kv_ev_where reads it only there) is not evaluated, unless its
  * evaluation could fail (then it is, as every branch always was, for the
  * same error). Evaluating for values alone (c->values), a flip is nobody's:
- * the branch taken, its parts as they are. */
+ * the value of the branch taken. */
 static int eval_where(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
 {
     if (kv_ev_node(c, e->kid[0], nl)) return -1;
     const double *q = kv_ev_part(c, e->kid[0], KV_EV_V), *qf = kv_ev_part(c, e->kid[0], KV_EV_FIX);
     int take[3] = {0, 0, 0}, flip = 0;
-    for (int l = 0; l < nl; l++) take[q[l] != 0 ? 1 : 2] = 1, flip |= qf[l] > 0 && !c->values;
+    for (int l = 0; l < nl; l++) take[q[l] != 0 ? 1 : 2] = 1, flip |= !c->values && qf[l] > 0;
     for (int i = 1; i <= 2; i++)
         if ((flip || take[i] || may_fail(e->kid[i])) && kv_ev_node(c, e->kid[i], nl)) return -1;
     if (!c->values) {
         kv_ev_where(c, e, nl);
         return 0;
     }
-    for (int k = 0; k < KV_EV_PARTS; k++) {
-        double *o = kv_ev_part(c, e, k);
-        const double *a = kv_ev_part(c, e->kid[1], k), *b = kv_ev_part(c, e->kid[2], k);
-        for (int l = 0; l < nl; l++) o[l] = q[l] != 0 ? a[l] : b[l];
-    }
+    double *o = kv_ev_part(c, e, KV_EV_V);
+    const double *a = kv_ev_part(c, e->kid[1], KV_EV_V), *b = kv_ev_part(c, e->kid[2], KV_EV_V);
+    for (int l = 0; l < nl; l++) o[l] = q[l] != 0 ? a[l] : b[l];
     return 0;
 }
 
 /* a && b, a || b evaluated for values alone (c->values): where a decides
  * every lane (all 0 for &&, none 0 for ||) and b's evaluation cannot fail,
- * b is not evaluated: the value, with a's peak. */
+ * b is not evaluated. */
 static int eval_logic(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
 {
     if (kv_ev_node(c, e->kid[0], nl)) return -1;
@@ -273,13 +274,8 @@ static int eval_logic(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
         kv_ev_binary(c, e, nl);
         return 0;
     }
-    double *p[KV_EV_PARTS];
-    for (int k = 0; k < KV_EV_PARTS; k++) p[k] = kv_ev_part(c, e, k);
-    const double *pk = kv_ev_part(c, e->kid[0], KV_EV_PK);
-    for (int l = 0; l < nl; l++) {
-        p[KV_EV_V][l] = !is_and, p[KV_EV_S][l] = 1;
-        p[KV_EV_LAM][l] = p[KV_EV_FIX][l] = p[KV_EV_CHN][l] = 0, p[KV_EV_PK][l] = pk[l];
-    }
+    double *v = kv_ev_part(c, e, KV_EV_V);
+    for (int l = 0; l < nl; l++) v[l] = !is_and;
     return 0;
 }
 

