@@ -75,6 +75,25 @@ static const float A[4] = {0.5f, -1.25f, 3.0f, 0.0078125f}, B[4] = {2.0f, 0.75f,
                    C[4] = {1.0f, -0.9375f, -1.5f, 4.0f};
 static const int32_t LAB[4] = {2, 0, 3, 1};
 
+/* A spec of parameter n (default dflt), f32 inputs of shape n (names, each
+ * a letter: "ab" makes a and b), output o[i] = math and the prepare list
+ * (JSON strings, without the brackets); NULL where it does not parse. */
+static struct kv_spec *prep_spec(int dflt, const char *names, const char *prepare, const char *math)
+{
+    char text[4096], ins[512] = "";
+    for (size_t k = 0, o = 0; names[k]; k++)
+        o += (size_t)snprintf(ins + o, sizeof ins - o,
+                              "{\"name\": \"%c\", \"role\": \"input\", \"dtype\": \"f32\", \"shape\": \"n\"}, ",
+                              names[k]);
+    snprintf(text, sizeof text,
+             "{\"kernel\": \"p\", \"params\": [{\"name\": \"n\", \"type\": \"int\", \"default\": %d}],"
+             " \"tensors\": [%s{\"name\": \"o\", \"role\": \"output\", \"dtype\": \"f32\", \"shape\": \"n\"}],"
+             " \"prepare\": [%s], \"math\": [\"o[i] = %s\"], \"stages\": [{\"name\": \"s\", \"shader\": \"none.comp\"}]}",
+             dflt, ins, prepare, math);
+    struct kv_spec *s = NULL;
+    return kv_spec_parse("p.kernel.json", text, strlen(text), 1, &s) == KV_OK ? s : NULL;
+}
+
 static void near(double got, double want, double rel)
 {
     if (!(fabs(got - want) <= rel * fabs(want) + 1e-300)) fail_msg("%.17g, expected %.17g", got, want);
@@ -208,15 +227,9 @@ static void test_long_reduction(void **st)
 static void test_draws(void **st)
 {
     (void)st;
-    const char *text =
-        "{\"kernel\": \"d\", \"params\": [{\"name\": \"n\", \"type\": \"int\", \"default\": 300}],"
-        " \"tensors\": [{\"name\": \"a\", \"role\": \"input\", \"dtype\": \"f32\", \"shape\": \"n\"},"
-        " {\"name\": \"b\", \"role\": \"input\", \"dtype\": \"f32\", \"shape\": \"n\"},"
-        " {\"name\": \"o\", \"role\": \"output\", \"dtype\": \"f32\", \"shape\": \"n\"}],"
-        " \"prepare\": [\"a[i in n] = normal()\", \"z[i in n] = 0.5 * normal()\", \"b[i] = z[n - 1 - i]\"],"
-        " \"math\": [\"o[i] = a[i] + b[i]\"], \"stages\": [{\"name\": \"s\", \"shader\": \"none.comp\"}]}";
-    struct kv_spec *s = NULL;
-    assert_int_equal(kv_spec_parse("d.kernel.json", text, strlen(text), 1, &s), KV_OK);
+    struct kv_spec *s = prep_spec(300, "ab", "\"a[i in n] = normal()\", \"z[i in n] = 0.5 * normal()\", \"b[i] = z[n - 1 - i]\"",
+                                  "a[i] + b[i]");
+    assert_non_null(s);
     struct kv_case c;
     new_case(s, &c, 7);
     assert_int_equal(s->k.inputs(&c), KV_OK);
@@ -270,18 +283,13 @@ static void test_prepare_product(void **st)
 static void test_prepare_values(void **st)
 {
     (void)st;
-    const char *fmt =
-        "{\"kernel\": \"v\", \"params\": [{\"name\": \"n\", \"type\": \"int\", \"default\": 300}],"
-        " \"tensors\": [{\"name\": \"a\", \"role\": \"input\", \"dtype\": \"f32\", \"shape\": \"n\"},"
-        " {\"name\": \"b\", \"role\": \"input\", \"dtype\": \"f32\", \"shape\": \"n\"},"
-        " {\"name\": \"o\", \"role\": \"output\", \"dtype\": \"f32\", \"shape\": \"n\"}],"
-        " \"prepare\": [\"a[i in n] = where(n == 1 && %s, 7, 3)\", \"b[i in n] = where(n > 1 || uniform() < 2, 5, 9)\"],"
-        " \"math\": [\"o[i] = a[i] + b[i]\"], \"stages\": [{\"name\": \"s\", \"shader\": \"none.comp\"}]}";
-    char text[4096];
+    char prepare[512];
     for (int bad = 0; bad < 2; bad++) {
-        snprintf(text, sizeof text, fmt, bad ? "b[floor(uniform() * 2 * n)] > 0" : "uniform() < 2");
-        struct kv_spec *s = NULL;
-        assert_int_equal(kv_spec_parse("v.kernel.json", text, strlen(text), 1, &s), KV_OK);
+        snprintf(prepare, sizeof prepare,
+                 "\"a[i in n] = where(n == 1 && %s, 7, 3)\", \"b[i in n] = where(n > 1 || uniform() < 2, 5, 9)\"",
+                 bad ? "b[floor(uniform() * 2 * n)] > 0" : "uniform() < 2");
+        struct kv_spec *s = prep_spec(300, "ab", prepare, "a[i] + b[i]");
+        assert_non_null(s);
         struct kv_case c;
         new_case(s, &c, 5);
         if (bad) {
@@ -303,20 +311,15 @@ static void test_prepare_values(void **st)
 static void test_prepare_ops(void **st)
 {
     (void)st;
-    const char *text =
-        "{\"kernel\": \"w\", \"params\": [{\"name\": \"n\", \"type\": \"int\", \"default\": 777}],"
-        " \"tensors\": [{\"name\": \"a\", \"role\": \"input\", \"dtype\": \"f32\", \"shape\": \"n\"},"
-        " {\"name\": \"b\", \"role\": \"input\", \"dtype\": \"f32\", \"shape\": \"n\"},"
-        " {\"name\": \"d\", \"role\": \"input\", \"dtype\": \"f32\", \"shape\": \"n\"},"
-        " {\"name\": \"o\", \"role\": \"output\", \"dtype\": \"f32\", \"shape\": \"n\"}],"
-        " \"prepare\": [\"z[i in n] = 3 * normal()\", \"u[i in n] = uniform()\","
+    struct kv_spec *s = prep_spec(
+        777, "abd",
+        "\"z[i in n] = 3 * normal()\", \"u[i in n] = uniform()\","
         " \"a[i] = where(!(u[i] < 0.5) || z[i] > 2, 7 % 3 + pow(u[i] + 1, 2.5), min(z[i], max(-1, -z[i])))\","
         " \"b[i] = floor(u[i] * 10) + sigmoid(z[i]) - tanh(z[i]) * exp(-abs(z[i])) + sqrt(u[i]) / rsqrt(u[i] + 1)"
         " + log(u[i] + 1) + erf(z[i]) + sin(z[i]) * cos(z[i]) + round(bf16, z[i] / 7) + (z[i] >= 1 && u[i] != 0.25)\","
-        " \"d[i] = sum(j in 0..n, z[j] * u[j]) - max(j in 0..n, z[j]) + min(j in 0..i + 1, u[j] - z[i])\"],"
-        " \"math\": [\"o[i] = a[i] + b[i] + d[i]\"], \"stages\": [{\"name\": \"s\", \"shader\": \"none.comp\"}]}";
-    struct kv_spec *s = NULL;
-    assert_int_equal(kv_spec_parse("w.kernel.json", text, strlen(text), 1, &s), KV_OK);
+        " \"d[i] = sum(j in 0..n, z[j] * u[j]) - max(j in 0..n, z[j]) + min(j in 0..i + 1, u[j] - z[i])\"",
+        "a[i] + b[i] + d[i]");
+    assert_non_null(s);
     struct kv_case c[2];
     for (int full = 0; full < 2; full++) {
         if (full) setenv("KVERIFY_TEST_FULL_PREPARE", "1", 1);
