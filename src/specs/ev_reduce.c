@@ -152,6 +152,17 @@ static void sum_terms(struct acc *a, const double *const b[KV_EV_PARTS], int m)
     a->p[KV_EV_CHN] = chn, a->p[KV_EV_PK] = pk, a->abs = ab, a->n += m;
 }
 
+/* Terms 0..m of b into a, in order: values alone, a sum's, or a max's or min's. */
+static void add_terms(const struct kv_ev_ctx *c, struct acc *a, enum kv_sx_op op, const double *const b[KV_EV_PARTS],
+                      int m)
+{
+    if (c->values)
+        for (int j = 0; j < m; j++) acc_add_value(a, op, b[KV_EV_V][j]);
+    else if (op == KV_SX_SUM) sum_terms(a, b, m);
+    else
+        for (int j = 0; j < m; j++) acc_add(a, op, b, j);
+}
+
 /* One outer element at a time, lanes across the range: for few outer
  * elements or ranges that differ between them. */
 static int reduce_inner(struct kv_ev_ctx *c, const struct kv_sx *e, int nl, const int64_t *lo, const int64_t *hi,
@@ -177,12 +188,7 @@ static int reduce_inner(struct kv_ev_ctx *c, const struct kv_sx *e, int nl, cons
             }
             c->uni = m > 1 ? ~(1u << e->ref) : ~0u; /* the others are copies of lane l's */
             rc = node(c, e->kid[2], m);
-            if (rc) break;
-            if (c->values)
-                for (int j = 0; j < m; j++) acc_add_value(&a, e->op, b[KV_EV_V][j]);
-            else if (e->op == KV_SX_SUM) sum_terms(&a, b, m);
-            else
-                for (int j = 0; j < m; j++) acc_add(&a, e->op, b, j);
+            if (!rc) add_terms(c, &a, e->op, b, m);
             memcpy(c->var, saved, sizeof saved);
         }
         if (!rc) acc_done(c, e, &a, l);

@@ -18,8 +18,6 @@
 
 #define LANES KV_EV_LANES
 
-
-
 /* flat[l] += iv[l] * stride over the lanes; whether some iv[l] lies outside
  * [0, ext). A loop that vectorizes. */
 KV_CLONES static int index_lanes(int64_t *restrict flat, const int64_t *restrict iv, int nl, int64_t ext,

@@ -272,16 +272,6 @@ enum kv_status kv_spec_validate(struct kv_case *c)
     return bind(&x);
 }
 
-/* Whether a statement of another stage reads output y (then it needs the
- * isolated view, kv_ev_isolate; a single-stage kernel never does). */
-static int read_by_later_stage(const struct kv_spec *s, int y)
-{
-    for (int i = 0; i < s->n_stmts; i++)
-        if (!s->stmt[i].prepare && s->sym[s->stmt[i].sym].stage != s->sym[y].stage && kv_sx_reads(s->stmt[i].rhs, y))
-            return 1;
-    return 0;
-}
-
 /* The statements of one list (prepare or math) in order. */
 static enum kv_status run_list(struct kv_ev *x, int prepare)
 {
@@ -304,7 +294,7 @@ static enum kv_status run_list(struct kv_ev *x, int prepare)
             KV_TRY_RET(alloc_parts(x, st->sym, NULL, prepare && !getenv("KVERIFY_TEST_FULL_PREPARE")));
         }
         KV_TRY_RET(kv_ev_stmt(x, i));
-        if (t >= 0 && !prepare && read_by_later_stage(s, st->sym)) KV_TRY_RET(kv_ev_isolate(&x->arr[st->sym]));
+        if (t >= 0 && !prepare && kv_spec_read_by_other_stage(s, st->sym)) KV_TRY_RET(kv_ev_isolate(&x->arr[st->sym]));
         if (t >= 0 && prepare) { /* the input, rounded to its dtype, as every reader sees it */
             for (size_t e = 0; e < c->t[t].count; e++)
                 kv_store_f64(c->t[t].dtype, c->t[t].data, e, x->arr[st->sym].part[KV_EV_V][e]);

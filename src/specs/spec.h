@@ -107,6 +107,9 @@ const struct kv_spec *kv_spec_of(const struct kv_kernel *k);
  * statement reads and BLAS does not make (made block by block as they are
  * judged, or with --sample holding the sample alone). */
 void kv_spec_storage(struct kv_spec *s);
+/* Whether a math statement of another stage than y's reads symbol y (an
+ * output a later stage reads isolated: kv_ev_isolate). */
+int kv_spec_read_by_other_stage(const struct kv_spec *s, int y);
 
 /* The kernel callbacks (oracle.c) and their helpers. */
 enum kv_status kv_spec_validate(struct kv_case *c);

@@ -37,11 +37,11 @@ static int read_unbroadcast(const struct kv_sx *e, int y, int live, int ndim)
     return 1;
 }
 
-/* Whether a statement of another stage than y's reads y. */
-static int read_by_other_stage(const struct kv_spec *s, int y)
+int kv_spec_read_by_other_stage(const struct kv_spec *s, int y)
 {
     for (int i = 0; i < s->n_stmts; i++)
-        if (s->sym[s->stmt[i].sym].stage != s->sym[y].stage && kv_sx_reads(s->stmt[i].rhs, y)) return 1;
+        if (!s->stmt[i].prepare && s->sym[s->stmt[i].sym].stage != s->sym[y].stage && kv_sx_reads(s->stmt[i].rhs, y))
+            return 1;
     return 0;
 }
 
@@ -55,7 +55,7 @@ void kv_spec_storage(struct kv_spec *s)
         /* an output too, where only statements of its own stage read it (a
          * later stage reads it rounded, isolated) and BLAS does not make it:
          * computed where read, and judged block by block as it is made */
-        if (sy->tensor >= 0 && (s->tensors[sy->tensor].role != KV_OUTPUT || read_by_other_stage(s, y) ||
+        if (sy->tensor >= 0 && (s->tensors[sy->tensor].role != KV_OUTPUT || kv_spec_read_by_other_stage(s, y) ||
                                 kv_ev_contract_form(s, &s->stmt[sy->stmt])))
             continue;
         const struct kv_spec_stmt *st = &s->stmt[sy->stmt];
