@@ -374,38 +374,39 @@ static void test_ieee(void **st)
 }
 
 /* Comparisons that the operands' errors could flip carry the distance
- * between where()'s branches; an exact one carries none. */
+ * between where()'s branches; an exact one carries none. Where every lane
+ * takes one branch and one lane's condition may flip, the other branch is
+ * still evaluated: its distance, made for this case, counts. */
 static void test_flip(void **st)
 {
     (void)st;
-    struct kv_spec *s = make(OUT("o", "n"), "\"o[i] = where(a[i] * b[i] > c[i], 10, 3)\"", KV_OK);
-    const float a[4] = {0.5f, 3, 1, 1}, b[4] = {2, 1, 1, 1}, cc[4] = {1, 1, 0.5f, 1};
-    struct kv_case c;
-    run(s, &c, 4, a, b, cc, LAB, 0);
-    /* a*b = 1 = c: the product's rounding error (u) could flip it */
-    assert_true(c.fix[4][0] >= 7 && c.y[4][0] == 3);
-    assert_true(c.fix[4][1] == 0 && c.y[4][1] == 10); /* 3 > 1 by far */
-    assert_true(c.fix[4][3] >= 7);
-    kv_case_free(&c);
+    struct kv_spec *s = make(OUT("o", "n"), "\"o[i] = where(a[i] * b[i] > c[i], 10 + a[i], 3)\"", KV_OK);
+    const float a[2][4] = {{0.5f, 3, 1, 1}, {0.25f, 0.25f, 0.25f, 0.25f}}, b[2][4] = {{2, 1, 1, 1}, {4, 1, 1, 1}};
+    const float cc[2][4] = {{1, 1, 0.5f, 1}, {1, 1, 1, 1}};
+    for (int k = 0; k < 2; k++) {
+        struct kv_case c;
+        run(s, &c, 4, a[k], b[k], cc[k], LAB, 0);
+        /* a*b = 1 = c: the product's rounding error (u) could flip it, by 10 + a - 3 */
+        assert_true(c.y[4][0] == 3 && fabs(c.fix[4][0] - (7 + a[k][0])) < 1e-5);
+        if (k == 0) {
+            assert_true(c.fix[4][1] < 1e-5 && c.y[4][1] == 13); /* 3 > 1 by far: 10 + 3 rounded alone */
+            assert_true(c.fix[4][3] >= 7);
+        } else { /* every lane takes 3 */
+            for (int i = 1; i < 4; i++) assert_true(c.fix[4][i] == 0 && c.y[4][i] == 3);
+        }
+        kv_case_free(&c);
+    }
     kv_spec_free(s);
 }
 
-/* A where() branch no lane takes is left out only where no lane's condition
- * may flip to it and its evaluation cannot fail: the flip's distance still
- * counts, and an index out of range in it still stops the oracle. */
+/* A where() branch no lane takes is left out only where its evaluation
+ * cannot fail: an index out of range in it still stops the oracle (the
+ * flip's case: test_flip). */
 static void test_where_lazy(void **st)
 {
     (void)st;
-    struct kv_spec *s = make(OUT("o", "n"), "\"o[i] = where(a[i] * b[i] > c[i], 10, 3)\"", KV_OK);
-    const float a[4] = {0.5f, 0.25f, 0.25f, 0.25f}, b[4] = {2, 1, 1, 1}, cc[4] = {1, 1, 1, 1};
     struct kv_case c;
-    run(s, &c, 4, a, b, cc, LAB, 0);
-    /* every lane takes 3; lane 0's a*b = 1 = c may flip it to 10 */
-    assert_true(c.fix[4][0] >= 7 && c.y[4][0] == 3);
-    for (int i = 1; i < 4; i++) assert_true(c.fix[4][i] == 0 && c.y[4][i] == 3);
-    kv_case_free(&c);
-    kv_spec_free(s);
-    s = make(OUT("o", "n"), "\"o[i] = where(a[i] > 1e30, a[lab[i]], a[i])\"", KV_OK);
+    struct kv_spec *s = make(OUT("o", "n"), "\"o[i] = where(a[i] > 1e30, a[lab[i]], a[i])\"", KV_OK);
     const int32_t bad[4] = {0, 1, 4, 2};
     new_case(s, &c, 1);
     memcpy(c.t[3].data, bad, sizeof bad);
