@@ -51,12 +51,13 @@ int kv_ev_ctx_init(struct kv_ev_ctx *c, const struct kv_ev *x, const struct kv_s
     c->stage = stage;
     const size_t nodes = st->rhs ? (size_t)st->n_nodes : 1;
     c->scr = malloc(nodes * KV_EV_PARTS * LANES * sizeof(double));
+    c->kept = calloc(nodes, sizeof *c->kept);
     c->pool = malloc((size_t)(KV_SX_MAX_VARS + 1) * KV_SX_MAX_VARS * LANES * sizeof(int64_t));
     for (int v = 0; c->pool && v < KV_SX_MAX_VARS; v++) c->var[v] = c->pool + (size_t)v * LANES;
     c->depth = 1;
     /* a context for each virtual temp the statement reads, made here */
     const struct kv_spec *s = x->s;
-    int bad = !c->scr || !c->pool;
+    int bad = !c->scr || !c->pool || !c->kept;
     for (int y = 0; y < s->n_syms && !bad; y++) {
         if (!s->sym[y].virt || !kv_sx_reads(st->rhs, y)) continue;
         if (!c->sub && !(c->sub = calloc((size_t)s->n_syms, sizeof *c->sub))) bad = 1;
@@ -80,8 +81,10 @@ void kv_ev_ctx_free(struct kv_ev_ctx *c)
     c->sub = NULL;
     free(c->scr);
     free(c->pool);
+    free(c->kept);
     c->scr = NULL;
     c->pool = NULL;
+    c->kept = NULL;
 }
 
 /* The pool: a slot is taken by setting busy from 0 to 1; its context is
@@ -175,22 +178,10 @@ static struct parts parts_of(const struct kv_ev_ctx *c, const struct kv_sx *e)
     return r;
 }
 
-/* f(a) = r with derivative d: the operand's errors scaled by |d|, plus own */
 /* the flush of a subnormal result */
 static inline double flush(double r)
 {
     return fabs(r) < 0x1p-126 ? fabs(r) : 0;
-}
-
-static void unary_rule(struct parts *o, const struct parts *a, int l, double r, double d, double own, double S)
-{
-    own += flush(r);
-    o->p[KV_EV_V][l] = r;
-    o->p[KV_EV_LAM][l] = mulE(d, a->p[KV_EV_LAM][l]);
-    o->p[KV_EV_FIX][l] = mulE(d, a->p[KV_EV_FIX][l]) + own;
-    o->p[KV_EV_CHN][l] = mulE(d, a->p[KV_EV_CHN][l]);
-    o->p[KV_EV_S][l] = S;
-    o->p[KV_EV_PK][l] = kv_maxd(a->p[KV_EV_PK][l], fabs(r));
 }
 
 static double total_err(const struct parts *a, int l)
@@ -198,32 +189,57 @@ static double total_err(const struct parts *a, int l)
     return 8 * a->p[KV_EV_LAM][l] + a->p[KV_EV_FIX][l] + a->p[KV_EV_CHN][l];
 }
 
-static void function(const struct kv_ev_ctx *c, int fn, struct parts *o, const struct parts *a, int l)
+/* A function of one operand, lane by lane (the switch outside the loop):
+ * its value r, derivative d (a NaN derivative taken as 0), own error and
+ * magnitude S, for unary_parts' rule. */
+static void function(const struct kv_ev_ctx *c, int fn, const struct parts *a, int nl, double *restrict r,
+                     double *restrict d, double *restrict own, double *restrict S)
 {
-    const double u = c->x->u, x = a->p[KV_EV_V][l];
-    double r, d, own;
+    const double u = c->x->u, *x = a->p[KV_EV_V];
     switch (fn) {
-    case KV_FN_EXP: r = exp(x), d = r, own = 2 * u * (3 + 2 * fabs(x)) * r; break;
-    case KV_FN_LOG: r = log(x), d = 1 / x, own = x >= 0.5 && x <= 2 ? 0x1p-21 : 6 * u * fabs(r); break;
-    case KV_FN_SQRT: r = sqrt(x), d = 0.5 / r, own = 9 * u * r; break;
-    case KV_FN_RSQRT: r = 1 / sqrt(x), d = 0.5 * r / x, own = 4 * u * r; break;
-    case KV_FN_TANH: r = tanh(x), d = 1 - r * r, own = 4 * u * (3 + 2 * fmin(fabs(x), 9)); break;
-    case KV_FN_SIGMOID:
-        r = 1 / (1 + exp(-x)), d = r * (1 - r), own = 2 * u * (3 + 2 * fabs(x)) * d + 6 * u * r;
+    case KV_FN_EXP:
+        for (int l = 0; l < nl; l++) r[l] = exp(x[l]), d[l] = r[l], own[l] = 2 * u * (3 + 2 * fabs(x[l])) * r[l];
         break;
-    case KV_FN_ERF: r = erf(x), d = 1.1283791670955126 * exp(-x * x), own = 16 * u; break;
-    case KV_FN_SIN: r = sin(x), d = cos(x), own = 0x1p-11; break;
-    case KV_FN_COS: r = cos(x), d = sin(x), own = 0x1p-11; break;
+    case KV_FN_LOG:
+        for (int l = 0; l < nl; l++)
+            r[l] = log(x[l]), d[l] = 1 / x[l], own[l] = x[l] >= 0.5 && x[l] <= 2 ? 0x1p-21 : 6 * u * fabs(r[l]);
+        break;
+    case KV_FN_SQRT:
+        for (int l = 0; l < nl; l++) r[l] = sqrt(x[l]), d[l] = 0.5 / r[l], own[l] = 9 * u * r[l];
+        break;
+    case KV_FN_RSQRT:
+        for (int l = 0; l < nl; l++) r[l] = 1 / sqrt(x[l]), d[l] = 0.5 * r[l] / x[l], own[l] = 4 * u * r[l];
+        break;
+    case KV_FN_TANH:
+        for (int l = 0; l < nl; l++)
+            r[l] = tanh(x[l]), d[l] = 1 - r[l] * r[l], own[l] = 4 * u * (3 + 2 * fmin(fabs(x[l]), 9));
+        break;
+    case KV_FN_SIGMOID:
+        for (int l = 0; l < nl; l++) {
+            r[l] = 1 / (1 + exp(-x[l])), d[l] = r[l] * (1 - r[l]);
+            own[l] = 2 * u * (3 + 2 * fabs(x[l])) * d[l] + 6 * u * r[l];
+        }
+        break;
+    case KV_FN_ERF:
+        for (int l = 0; l < nl; l++) r[l] = erf(x[l]), d[l] = 1.1283791670955126 * exp(-x[l] * x[l]), own[l] = 16 * u;
+        break;
+    case KV_FN_SIN:
+        for (int l = 0; l < nl; l++) r[l] = sin(x[l]), d[l] = cos(x[l]), own[l] = 0x1p-11;
+        break;
+    case KV_FN_COS:
+        for (int l = 0; l < nl; l++) r[l] = cos(x[l]), d[l] = sin(x[l]), own[l] = 0x1p-11;
+        break;
     case KV_FN_FLOOR: /* flips to the next integer where the error reaches it */
-        r = floor(x), d = 0;
-        own = total_err(a, l) >= fmin(x - r, r + 1 - x) && total_err(a, l) > 0 ? 1 : 0;
+        for (int l = 0; l < nl; l++) {
+            const double t = total_err(a, l);
+            r[l] = floor(x[l]), d[l] = 0, own[l] = t >= fmin(x[l] - r[l], r[l] + 1 - x[l]) && t > 0 ? 1 : 0;
+        }
         break;
     default: /* abs */
-        unary_rule(o, a, l, fabs(x), 1, 0, a->p[KV_EV_S][l]);
+        for (int l = 0; l < nl; l++) r[l] = fabs(x[l]), d[l] = 1, own[l] = 0, S[l] = a->p[KV_EV_S][l];
         return;
     }
-    if (d == 0 || !isfinite(d)) d = isnan(d) ? 0 : d;
-    unary_rule(o, a, l, r, d, own, fabs(r));
+    for (int l = 0; l < nl; l++) d[l] = d[l] != d[l] ? 0 : d[l], S[l] = fabs(r[l]);
 }
 
 /* For values alone (c->values: a prepare statement's), each operation's
@@ -284,6 +300,25 @@ static void binary_values(const struct kv_ev_ctx *c, const struct kv_sx *e, int 
     }
 }
 
+/* The rule of a unary operation, part by part over the lanes (loops the
+ * compiler vectorises): r with derivative d, the operand's errors scaled by
+ * |d|, plus own (and the flush of a subnormal result); S, the magnitudes. */
+KV_CLONES static void unary_parts(struct parts *o, const struct parts *a, int nl, const double *restrict r,
+                                  const double *restrict d, const double *restrict own, const double *restrict S)
+{
+    for (int k = KV_EV_LAM; k <= KV_EV_CHN; k++) {
+        const double *restrict ea = a->p[k];
+        double *restrict eo = o->p[k];
+        if (k == KV_EV_FIX)
+            for (int l = 0; l < nl; l++) eo[l] = mulE(d[l], ea[l]) + (own[l] + flush(r[l]));
+        else
+            for (int l = 0; l < nl; l++) eo[l] = mulE(d[l], ea[l]);
+    }
+    double *restrict v = o->p[KV_EV_V], *restrict so = o->p[KV_EV_S], *restrict pk = o->p[KV_EV_PK];
+    const double *restrict pa = a->p[KV_EV_PK];
+    for (int l = 0; l < nl; l++) v[l] = r[l], so[l] = S[l], pk[l] = kv_maxd(pa[l], fabs(r[l]));
+}
+
 void kv_ev_unary(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
 {
     if (c->values) {
@@ -291,48 +326,62 @@ void kv_ev_unary(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
         return;
     }
     struct parts o = parts_of(c, e), a = parts_of(c, e->kid[0]);
+    const double *x = a.p[KV_EV_V], *Sa = a.p[KV_EV_S];
+    double r[LANES], d[LANES], own[LANES], S[LANES];
+    if (e->op == KV_SX_NEG) {
+        for (int l = 0; l < nl; l++) r[l] = -x[l], d[l] = 1, own[l] = 0, S[l] = Sa[l];
+    } else if (e->op == KV_SX_NOT) {
+        const double *fa = a.p[KV_EV_FIX];
+        for (int l = 0; l < nl; l++) r[l] = x[l] == 0, d[l] = 0, own[l] = fa[l] > 0, S[l] = 1;
+    } else if (e->op == KV_SX_ROUND) {
+        /* the spec's rounding: the device's value, off by its error, may
+         * round to the neighbour: one ulp of the type more (below) */
+        for (int l = 0; l < nl; l++)
+            r[l] = c->x->exact ? x[l] : kv_ev_round(e->ref, x[l]), d[l] = 1, own[l] = 0, S[l] = Sa[l];
+    } else {
+        function(c, e->ref, &a, nl, r, d, own, S);
+    }
+    unary_parts(&o, &a, nl, r, d, own, S);
+    if (e->op != KV_SX_ROUND || c->x->exact) return;
     for (int l = 0; l < nl; l++) {
-        const double x = a.p[KV_EV_V][l];
-        if (e->op == KV_SX_NEG) {
-            unary_rule(&o, &a, l, -x, 1, 0, a.p[KV_EV_S][l]);
-        } else if (e->op == KV_SX_NOT) {
-            unary_rule(&o, &a, l, x == 0, 0, a.p[KV_EV_FIX][l] > 0, 1);
-        } else if (e->op == KV_SX_ROUND) {
-            /* the spec's rounding: the device's value, off by its error,
-             * may round to the neighbour: one ulp of the type more */
-            double r = c->x->exact ? x : kv_ev_round(e->ref, x);
-            unary_rule(&o, &a, l, r, 1, 0, a.p[KV_EV_S][l]);
-            double ulp = c->x->exact ? 0 : kv_ulp((enum kv_dtype)e->ref, x);
-            if (a.p[KV_EV_LAM][l] + a.p[KV_EV_FIX][l] > 0) o.p[KV_EV_FIX][l] += ulp;
-            else if (a.p[KV_EV_CHN][l] > 0) o.p[KV_EV_CHN][l] += ulp;
-        } else {
-            function(c, e->ref, &o, &a, l);
-        }
+        const double ulp = kv_ulp((enum kv_dtype)e->ref, x[l]);
+        if (a.p[KV_EV_LAM][l] + a.p[KV_EV_FIX][l] > 0) o.p[KV_EV_FIX][l] += ulp;
+        else if (a.p[KV_EV_CHN][l] > 0) o.p[KV_EV_CHN][l] += ulp;
     }
 }
 
-/* A comparison's result and whether the operands' errors could flip it. */
-static void compare(const struct kv_sx *e, struct parts *o, const struct parts *a, const struct parts *b, int l)
+/* A comparison's result and whether the operands' errors could flip it,
+ * part by part over the lanes (loops the compiler vectorises). */
+KV_CLONES static void compare(const struct kv_sx *e, struct parts *o, const struct parts *a, const struct parts *b,
+                              int nl)
 {
-    const double x = a->p[KV_EV_V][l], y = b->p[KV_EV_V][l];
-    double r;
+    const double *restrict x = a->p[KV_EV_V], *restrict y = b->p[KV_EV_V];
+    double *restrict r = o->p[KV_EV_V], *restrict fix = o->p[KV_EV_FIX];
     switch (e->op) {
-    case KV_SX_EQ: r = x == y; break;
-    case KV_SX_NE: r = x != y; break;
-    case KV_SX_LT: r = x < y; break;
-    case KV_SX_LE: r = x <= y; break;
-    case KV_SX_GT: r = x > y; break;
-    case KV_SX_GE: r = x >= y; break;
-    case KV_SX_AND: r = x != 0 && y != 0; break;
-    default: r = x != 0 || y != 0; break;
+    case KV_SX_EQ: for (int l = 0; l < nl; l++) r[l] = x[l] == y[l]; break;
+    case KV_SX_NE: for (int l = 0; l < nl; l++) r[l] = x[l] != y[l]; break;
+    case KV_SX_LT: for (int l = 0; l < nl; l++) r[l] = x[l] < y[l]; break;
+    case KV_SX_LE: for (int l = 0; l < nl; l++) r[l] = x[l] <= y[l]; break;
+    case KV_SX_GT: for (int l = 0; l < nl; l++) r[l] = x[l] > y[l]; break;
+    case KV_SX_GE: for (int l = 0; l < nl; l++) r[l] = x[l] >= y[l]; break;
+    case KV_SX_AND: for (int l = 0; l < nl; l++) r[l] = x[l] != 0 && y[l] != 0; break;
+    default: for (int l = 0; l < nl; l++) r[l] = x[l] != 0 || y[l] != 0; break;
     }
-    const int logic = e->op == KV_SX_AND || e->op == KV_SX_OR;
-    const double err = logic ? 0 : total_err(a, l) + total_err(b, l);
-    const int flip = logic ? a->p[KV_EV_FIX][l] > 0 || b->p[KV_EV_FIX][l] > 0 : err > 0 && fabs(x - y) <= err;
-    o->p[KV_EV_V][l] = r, o->p[KV_EV_S][l] = 1;
-    o->p[KV_EV_LAM][l] = o->p[KV_EV_CHN][l] = 0;
-    o->p[KV_EV_FIX][l] = flip;
-    o->p[KV_EV_PK][l] = kv_maxd(a->p[KV_EV_PK][l], b->p[KV_EV_PK][l]);
+    const double *restrict fa = a->p[KV_EV_FIX], *restrict fb = b->p[KV_EV_FIX];
+    if (e->op == KV_SX_AND || e->op == KV_SX_OR) {
+        for (int l = 0; l < nl; l++) fix[l] = fa[l] > 0 || fb[l] > 0;
+    } else {
+        const double *restrict la = a->p[KV_EV_LAM], *restrict lb = b->p[KV_EV_LAM];
+        const double *restrict ca = a->p[KV_EV_CHN], *restrict cb = b->p[KV_EV_CHN];
+        for (int l = 0; l < nl; l++) {
+            const double err = (8 * la[l] + fa[l] + ca[l]) + (8 * lb[l] + fb[l] + cb[l]); /* total_err's */
+            fix[l] = err > 0 && fabs(x[l] - y[l]) <= err;
+        }
+    }
+    double *restrict S = o->p[KV_EV_S], *restrict lam = o->p[KV_EV_LAM], *restrict chn = o->p[KV_EV_CHN];
+    double *restrict pk = o->p[KV_EV_PK];
+    const double *restrict pa = a->p[KV_EV_PK], *restrict pb = b->p[KV_EV_PK];
+    for (int l = 0; l < nl; l++) S[l] = 1, lam[l] = chn[l] = 0, pk[l] = kv_maxd(pa[l], pb[l]);
 }
 
 /* + - * / %, part by part over the lanes (loops the compiler vectorises):
@@ -390,16 +439,24 @@ static void power(const struct kv_ev_ctx *c, struct parts *o, const struct parts
     o->p[KV_EV_PK][l] = kv_maxd(kv_maxd(a->p[KV_EV_PK][l], b->p[KV_EV_PK][l]), fabs(r));
 }
 
-/* min and max of two: the chosen operand's parts, the larger error */
-static void minmax(const struct kv_sx *e, struct parts *o, const struct parts *a, const struct parts *b, int l)
+/* min and max of two: the chosen operand's parts, the larger error (part
+ * by part over the lanes) */
+KV_CLONES static void minmax(const struct kv_sx *e, struct parts *o, const struct parts *a, const struct parts *b,
+                             int nl)
 {
-    const double x = a->p[KV_EV_V][l], y = b->p[KV_EV_V][l];
-    const int pick_a = isnan(x) || (!isnan(y) && (e->ref == KV_FN_MAX ? x >= y : x <= y));
-    const struct parts *w = pick_a ? a : b;
-    o->p[KV_EV_V][l] = w->p[KV_EV_V][l];
-    o->p[KV_EV_S][l] = w->p[KV_EV_S][l];
-    for (int k = KV_EV_LAM; k <= KV_EV_CHN; k++) o->p[k][l] = kv_maxd(a->p[k][l], b->p[k][l]);
-    o->p[KV_EV_PK][l] = kv_maxd(a->p[KV_EV_PK][l], b->p[KV_EV_PK][l]);
+    const double *restrict x = a->p[KV_EV_V], *restrict y = b->p[KV_EV_V];
+    const double *restrict Sa = a->p[KV_EV_S], *restrict Sb = b->p[KV_EV_S];
+    double *restrict v = o->p[KV_EV_V], *restrict S = o->p[KV_EV_S];
+    const int is_max = e->ref == KV_FN_MAX;
+    for (int l = 0; l < nl; l++) {
+        const int pick_a = isnan(x[l]) || (!isnan(y[l]) && (is_max ? x[l] >= y[l] : x[l] <= y[l]));
+        v[l] = pick_a ? x[l] : y[l], S[l] = pick_a ? Sa[l] : Sb[l];
+    }
+    for (int k = KV_EV_LAM; k <= KV_EV_PK; k++) { /* S is not among them */
+        const double *restrict pa = a->p[k], *restrict pb = b->p[k];
+        double *restrict po = o->p[k];
+        for (int l = 0; l < nl; l++) po[l] = kv_maxd(pa[l], pb[l]);
+    }
 }
 
 void kv_ev_binary(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
@@ -412,24 +469,51 @@ void kv_ev_binary(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
     if (e->op == KV_SX_FUNC && e->ref == KV_FN_POW) {
         for (int l = 0; l < nl; l++) power(c, &o, &a, &b, l);
     } else if (e->op == KV_SX_FUNC) {
-        for (int l = 0; l < nl; l++) minmax(e, &o, &a, &b, l);
+        minmax(e, &o, &a, &b, nl);
     } else if (e->op >= KV_SX_EQ && e->op <= KV_SX_OR) {
-        for (int l = 0; l < nl; l++) compare(e, &o, &a, &b, l);
+        compare(e, &o, &a, &b, nl);
     } else {
         arith(c, e, &o, &a, &b, nl);
     }
+}
+
+/* where(q, a, b), part by part over the lanes: the branch each lane takes
+ * and, where the condition may flip, the distance to the other branch and
+ * that branch's error. A branch that no lane takes is not read (it may not
+ * have been evaluated, eval.c): where every lane takes one branch, its parts
+ * are copied; otherwise both are, and each lane picks (loads of both, then
+ * a select: no masked loads, which a page never touched makes slow). */
+KV_CLONES static void where_parts(struct parts *o, const struct parts *q, const struct parts *a,
+                                  const struct parts *b, int nl)
+{
+    const double *restrict qv = q->p[KV_EV_V];
+    int n_a = 0;
+    for (int l = 0; l < nl; l++) n_a += qv[l] != 0;
+    for (int k = 0; k < KV_EV_PARTS; k++) {
+        const double *restrict pa = a->p[k], *restrict pb = b->p[k];
+        double *restrict po = o->p[k];
+        if (n_a == nl || n_a == 0) {
+            memcpy(po, n_a ? pa : pb, (size_t)nl * sizeof *po);
+            continue;
+        }
+        for (int l = 0; l < nl; l++) {
+            const double va = pa[l], vb = pb[l];
+            po[l] = qv[l] != 0 ? va : vb;
+        }
+    }
+    double *restrict pk = o->p[KV_EV_PK], *restrict fix = o->p[KV_EV_FIX];
+    const double *restrict qpk = q->p[KV_EV_PK], *restrict qf = q->p[KV_EV_FIX];
+    for (int l = 0; l < nl; l++) pk[l] = kv_maxd(pk[l], qpk[l]);
+    for (int l = 0; l < nl; l++)
+        if (qf[l] > 0) { /* the condition may flip: the other branch is legal too (both evaluated) */
+            const struct parts *other = qv[l] != 0 ? b : a;
+            fix[l] += fabs(a->p[KV_EV_V][l] - b->p[KV_EV_V][l]) + total_err(other, l);
+        }
 }
 
 void kv_ev_where(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
 {
     struct parts o = parts_of(c, e), q = parts_of(c, e->kid[0]), a = parts_of(c, e->kid[1]),
                  b = parts_of(c, e->kid[2]);
-    for (int l = 0; l < nl; l++) {
-        const int take_a = q.p[KV_EV_V][l] != 0;
-        const struct parts *w = take_a ? &a : &b, *other = take_a ? &b : &a;
-        for (int k = 0; k < KV_EV_PARTS; k++) o.p[k][l] = w->p[k][l];
-        o.p[KV_EV_PK][l] = kv_maxd(o.p[KV_EV_PK][l], q.p[KV_EV_PK][l]);
-        if (q.p[KV_EV_FIX][l] > 0) /* the condition may flip: the other branch is legal too */
-            o.p[KV_EV_FIX][l] += fabs(a.p[KV_EV_V][l] - b.p[KV_EV_V][l]) + total_err(other, l);
-    }
+    where_parts(&o, &q, &a, &b, nl);
 }

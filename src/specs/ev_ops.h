@@ -65,6 +65,7 @@ struct kv_ev_ctx {
     int failed;
     int slot; /* its slot in x->pool + 1; 0: made for one caller */
     int values; /* for a values_only target: only the values must be right (its errors are nobody's) */
+    int *kept;  /* per node id: a node of no variable (vars 0), the lanes its scratch holds, made once */
 };
 
 /* fmax, inlined: the larger, a NaN only where both are */

@@ -168,16 +168,23 @@ static int eval_access(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
     return 0;
 }
 
-static void leaf(struct kv_ev_ctx *c, const struct kv_sx *e, int nl, const double *vals, double v, double fix_rel)
+/* A leaf's parts: vals[l] on each lane (or v on all), exact but for
+ * fix_rel of its magnitude. Loops that vectorize. */
+KV_CLONES static void leaf(struct kv_ev_ctx *c, const struct kv_sx *e, int nl, const double *vals, double v,
+                           double fix_rel)
 {
-    double *p[KV_EV_PARTS];
-    for (int k = 0; k < KV_EV_PARTS; k++) p[k] = kv_ev_part(c, e, k);
-    for (int l = 0; l < nl && c->values; l++) p[KV_EV_V][l] = vals ? vals[l] : v;
-    for (int l = 0; l < nl && !c->values; l++) {
-        double x = vals ? vals[l] : v;
-        p[KV_EV_V][l] = x, p[KV_EV_S][l] = p[KV_EV_PK][l] = fabs(x);
-        p[KV_EV_LAM][l] = p[KV_EV_CHN][l] = 0;
-        p[KV_EV_FIX][l] = fix_rel * fabs(x);
+    double *restrict val = kv_ev_part(c, e, KV_EV_V);
+    if (vals)
+        for (int l = 0; l < nl; l++) val[l] = vals[l];
+    else
+        for (int l = 0; l < nl; l++) val[l] = v;
+    if (c->values) return;
+    double *restrict S = kv_ev_part(c, e, KV_EV_S), *restrict pk = kv_ev_part(c, e, KV_EV_PK);
+    double *restrict lam = kv_ev_part(c, e, KV_EV_LAM), *restrict chn = kv_ev_part(c, e, KV_EV_CHN);
+    double *restrict fix = kv_ev_part(c, e, KV_EV_FIX);
+    for (int l = 0; l < nl; l++) {
+        const double m = fabs(val[l]);
+        S[l] = pk[l] = m, lam[l] = chn[l] = 0, fix[l] = fix_rel * m;
     }
 }
 
@@ -212,14 +219,19 @@ static int eval_leaf(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
     }
 }
 
-/* A node whose variables hold one value on every lane: once, then copied. */
+/* A node whose variables hold one value on every lane: once, then copied.
+ * A node of no variable at all (no index, no draw) has the same value in
+ * every block of the context's life (one case's spec, one statement, one
+ * mode): its lanes are kept from the first block that filled them. */
 static int once(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
 {
+    if (!e->vars && c->kept[e->id] >= nl) return 0;
     if (kv_ev_node(c, e, 1)) return -1;
     for (int k = 0; k < (c->values ? 1 : KV_EV_PARTS); k++) {
         double *p = kv_ev_part(c, e, k);
         for (int l = 1; l < nl; l++) p[l] = p[0];
     }
+    if (!e->vars) c->kept[e->id] = nl;
     return 0;
 }
 

@@ -399,6 +399,36 @@ static void test_flip(void **st)
     kv_spec_free(s);
 }
 
+/* The error rules, each operand's every part counted: a unary result
+ * below f32's smallest normal may be flushed (its magnitude in fix); &&
+ * flips where either operand may (the right one here: b*c = 1 within its
+ * rounding); min takes the chosen operand's value and magnitude sum S and
+ * the larger of the two errors. */
+static void test_rules(void **st)
+{
+    (void)st;
+    struct kv_spec *s = make(OUT("e", "n") "," OUT("g", "n") "," OUT("m", "n"),
+                             "\"e[i] = exp(a[i] - 100)\", \"g[i] = where(a[i] > 0 && b[i] * c[i] > 1, 10, 3)\","
+                             "\"m[i] = min(c[i], a[i] + b[i])\"",
+                             KV_OK);
+    const float a[4] = {0.5f, 1, -2, 1}, b[4] = {2, 2, 2, -0.75f}, cc[4] = {0.5f, 0.25f, 0.5f, 4};
+    struct kv_case c;
+    run(s, &c, 4, a, b, cc, LAB, 0);
+    for (int i = 0; i < 4; i++) {
+        const double x = (double)a[i] - 100, r = exp(x);
+        assert_true(r < 0x1p-126);
+        near(c.fix[4][i], r * (u * fabs(x)) + (2 * u * (3 + 2 * fabs(x)) * r + r), 1e-12);
+        const int flips = (double)b[i] * cc[i] == 1;
+        assert_true(c.y[5][i] == 3 && c.fix[5][i] == (flips ? 7 : 0));
+        const double sum = (double)a[i] + b[i];
+        near(c.y[6][i], fmin(cc[i], sum), 0);
+        near(c.S[6][i], cc[i] < sum ? fabs(cc[i]) : fabs(a[i]) + fabs(b[i]), 0);
+        near(c.fix[6][i], u * fabs(sum), 1e-12);
+    }
+    kv_case_free(&c);
+    kv_spec_free(s);
+}
+
 /* A where() branch no lane takes is left out only where its evaluation
  * cannot fail: an index out of range in it still stops the oracle (the
  * flip's case: test_flip). */
@@ -425,14 +455,15 @@ static void test_stages(void **st)
         "{\"kernel\": \"t2\", \"params\": [{\"name\": \"n\", \"type\": \"int\", \"default\": 3}],"
         " \"tensors\": [{\"name\": \"a\", \"role\": \"input\", \"dtype\": \"f32\", \"shape\": \"n\", \"dist\": \"normal\"},"
         " {\"name\": \"s\", \"role\": \"output\", \"dtype\": \"bf16\", \"shape\": \"1\", \"stage\": \"one\"},"
-        " {\"name\": \"o\", \"role\": \"output\", \"dtype\": \"f32\", \"shape\": \"n\", \"stage\": \"two\"}],"
-        " \"math\": [\"s[z] = sum(j in 0..n, a[j]) + 0 * z\", \"o[i] = a[i] * s[0]\"],"
+        " {\"name\": \"o\", \"role\": \"output\", \"dtype\": \"f32\", \"shape\": \"n\", \"stage\": \"two\"},"
+        " {\"name\": \"w\", \"role\": \"output\", \"dtype\": \"f32\", \"shape\": \"n\", \"stage\": \"two\"}],"
+        " \"math\": [\"s[z] = sum(j in 0..n, a[j]) + 0 * z\", \"o[i] = a[i] * s[0]\", \"w[i] = where(1.0078125 < s[0], 5, 3)\"],"
         " \"stages\": [{\"name\": \"one\", \"shader\": \"x.comp\"}, {\"name\": \"two\", \"shader\": \"y.comp\"}]}";
     struct kv_spec *s = NULL;
     assert_int_equal(kv_spec_parse("t2", text, strlen(text), 1, &s), KV_OK);
     /* default interfaces: the tensors each stage reads and writes, in order */
     assert_int_equal(s->stages[0].n_bindings, 2);
-    assert_int_equal(s->stages[1].n_bindings, 3);
+    assert_int_equal(s->stages[1].n_bindings, 4);
     struct kv_case c;
     new_case(s, &c, 1);
     const float a[3] = {1.0f, 0.00390625f, 0.0009765625f};
@@ -445,6 +476,9 @@ static void test_stages(void **st)
         const double allowed = 8 * c.lam[1][0] + c.fix[1][0] + 0.5 * kv_ulp(KV_BF16, sum);
         near(c.slack_chain[2][i], a[i] * allowed, 1e-12);      /* chained: s's allowance, propagated */
         near(c.fix[2][i], u * fabs(a[i] * sb), 1e-12);
+        /* a comparison counts the right operand's chained allowance too: s is 1.0078125
+         * rounded (1 + 2^-7), equal to the exact left operand, so it may flip, by 5 - 3 */
+        assert_true(sb == 1.0078125 && c.y[3][i] == 3 && c.fix[3][i] == 2);
     }
     kv_case_free(&c);
     kv_spec_free(s);
@@ -474,6 +508,7 @@ int main(void)
         cmocka_unit_test(test_parse),     cmocka_unit_test(test_functions),   cmocka_unit_test(test_reductions),
         cmocka_unit_test(test_long_reduction), cmocka_unit_test(test_draws),
         cmocka_unit_test(test_rounding),  cmocka_unit_test(test_ieee),        cmocka_unit_test(test_flip),
+        cmocka_unit_test(test_rules),
         cmocka_unit_test(test_stages),    cmocka_unit_test(test_index_error), cmocka_unit_test(test_where_lazy),
         cmocka_unit_test(test_prepare_product),
         cmocka_unit_test(test_prepare_values),
