@@ -320,7 +320,8 @@ int kv_ev_node(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
     }
 }
 
-/* Elements [lo, hi) of statement st's target, one block, into dst[k][0..hi-lo). */
+/* Elements [lo, hi) of statement st's target, one block, into dst[k][0..hi-lo)
+ * (dst NULL: left in the statement's scratch, kv_ev_part of its rhs). */
 static int eval_block(struct kv_ev_ctx *c, const struct kv_ev_arr *t, size_t lo, size_t hi,
                       double *const dst[KV_EV_PARTS])
 {
@@ -349,7 +350,7 @@ static int eval_block(struct kv_ev_ctx *c, const struct kv_ev_arr *t, size_t lo,
         c->uni |= (unsigned)same << v;
     }
     if (kv_ev_node(c, c->st->rhs, nl)) return -1;
-    for (int k = 0; k < KV_EV_PARTS; k++)
+    for (int k = 0; dst && k < KV_EV_PARTS; k++)
         if (dst[k]) memcpy(dst[k], kv_ev_part(c, c->st->rhs, k), (size_t)nl * sizeof(double));
     return 0;
 }
@@ -402,13 +403,12 @@ enum kv_status kv_ev_range(const struct kv_ev *x, int i, size_t lo, size_t hi,
     const struct kv_ev_arr *t = &x->arr[st->sym];
     struct kv_ev_ctx *c = kv_ev_ctx_take(x, st, i, t->stage);
     if (!c) return kv_error(KV_EDEVICE, "out of host memory evaluating %s", x->s->path);
-    double buf[KV_EV_PARTS * LANES];
     enum kv_status rc = KV_OK;
-    double *const part[KV_EV_PARTS] = {buf, buf + LANES, buf + 2 * LANES, buf + 3 * LANES, buf + 4 * LANES,
-                                       buf + 5 * LANES};
+    double *part[KV_EV_PARTS]; /* out() reads the lanes where they were made */
+    for (int k = 0; k < KV_EV_PARTS; k++) part[k] = kv_ev_part(c, st->rhs, k);
     for (size_t b = lo; !rc && b < hi; b += LANES) {
         const size_t e = hi - b < LANES ? hi : b + LANES;
-        if (eval_block(c, t, b, e, part)) rc = kv_error(KV_EDATA, "%s", c->err);
+        if (eval_block(c, t, b, e, NULL)) rc = kv_error(KV_EDATA, "%s", c->err);
         else out(ctx, b - lo, e - b, part);
     }
     kv_ev_ctx_give(x, c);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clones.h"
 #include "core/dtype.h"
 #include "specs/eval.h"
 #include "specs/load.h"
@@ -375,20 +376,27 @@ struct block_out {
     int chained;
 };
 
-static void block_lanes(void *ctx, size_t at, size_t n, double *const part[KV_EV_PARTS])
+/* A block's lanes into the judge's block (loops that vectorize). */
+KV_CLONES static void block_lanes(void *ctx, size_t at, size_t n, double *const part[KV_EV_PARTS])
 {
     const struct block_out *o = ctx;
     const struct kv_oracle_block *b = o->b;
+    double *restrict y = b->y + at, *restrict S = b->S + at;
+    const double *restrict v = part[KV_EV_V], *restrict ps = part[KV_EV_S], *restrict pk = part[KV_EV_PK];
+    for (size_t j = 0; j < n; j++) y[j] = v[j], S[j] = ps[j];
+    /* the chained row's allowance (c->slack_chain), none on the others */
+    if (b->slack) {
+        double *restrict sl = b->slack + at;
+        const double *restrict chn = part[KV_EV_CHN];
+        for (size_t j = 0; j < n; j++) sl[j] = o->chained ? chn[j] : 0;
+    }
+    if (!b->lam) return;
+    double *restrict lam = b->lam + at, *restrict fix = b->fix + at;
+    unsigned char *restrict ov = b->ovf + at;
+    const double *restrict pl = part[KV_EV_LAM], *restrict pf = part[KV_EV_FIX];
     for (size_t j = 0; j < n; j++) {
-        const size_t q = at + j;
-        const int ovf = overflows(part[KV_EV_PK][j]);
-        b->y[q] = part[KV_EV_V][j], b->S[q] = part[KV_EV_S][j];
-        /* the chained row's allowance (c->slack_chain), none on the others */
-        if (b->slack) b->slack[q] = o->chained ? part[KV_EV_CHN][j] : 0;
-        if (!b->lam) continue;
-        b->lam[q] = ovf ? INFINITY : part[KV_EV_LAM][j];
-        b->fix[q] = ovf ? INFINITY : part[KV_EV_FIX][j];
-        b->ovf[q] = (unsigned char)ovf;
+        const int ovf = overflows(pk[j]);
+        lam[j] = ovf ? INFINITY : pl[j], fix[j] = ovf ? INFINITY : pf[j], ov[j] = (unsigned char)ovf;
     }
 }
 
