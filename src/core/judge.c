@@ -10,64 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHUNK ((size_t)1 << 16)
-/* A chunk whose oracle is made block by block is made and judged SUB
- * elements at a time: the block stays in cache between the two. */
-#define SUB ((size_t)1 << 12)
+#include "core/judge_thr.h"
 
-/* A thread's 32-bit counts are added into the shared 64-bit ones before they can wrap. */
-#define Q_FLUSH ((uint64_t)UINT32_MAX - 2 * CHUNK)
-
-/* What every chunk reads. */
-struct jin {
-    enum kv_dtype t;
-    const void *cand;
-    const double *y, *S, *slack, *alt, *lam, *fix;
-    const unsigned char *ovf;
-    const int16_t *tie, *flush;
-    const size_t *idx;
-    const struct kv_bound *b;
-    double lambda, c1, c2, rho, floor_rel, rt, at;
-    int tol, emin, prec, exact_p99;
-    struct kv_tile_tables tab;        /* the ratio's bins */
-    const struct kv_error_dist *grid; /* NULL: no distribution */
-};
-
-/* A chunk's oracle and allowances, indexed from its first element (j = i - lo):
- * the whole arrays' from lo, or a block the source made for the chunk. */
-struct jrow {
-    const double *y, *S, *slack, *alt, *lam, *fix;
-    const unsigned char *ovf;
-    const int16_t *tie, *flush;
-};
-
-/* The sums, whose value depends on the order of the additions: one per chunk,
- * added in index order at the end. */
-struct jsum {
-    double ulp, e2, y2;
-};
-
-/* One thread's results: counts, maxima and first indices, which merge the
- * same in any order. */
-struct jthr {
-    int used;
-    double max_ulp, max_abs, max_rel, worst_ratio;
-    size_t worst, first_mismatch, compared;
-    size_t rel_skipped, fails_bound, fails_tol, nan_match, inf_match, nan_mismatch, inf_mismatch;
-    size_t slack_used, overflow_ok, exact, ambiguous, tie_explained, flush_explained, unexplained;
-    size_t uzero;    /* compared pairs of ULP error 0 (a float output's) */
-    uint32_t *hist;  /* the p99's histogram */
-    uint64_t filled; /* counted into hist since its last flush */
-    size_t qlo, qhi; /* hist's bins past 0 lie in [qlo, qhi] (qlo > qhi: none) */
-    double *ulps;    /* the ULP errors, for an exact p99 of a small output */
-    double *yb, *Sb; /* SUB elements of the oracle, where it is made block by block */
-    double *slb, *lamb, *fixb; /* and of its allowances, where the source makes them */
-    unsigned char *ovfb;
-    struct kv_error_dist *d;
-    struct kv_dist_tiles *dt; /* the float loop's share of d, a tile at a time */
-};
-
-static inline int better(double r, size_t i, double best, size_t at) { return r > best || (r == best && i < at); }
 
 /* A mismatch, a worst-list entry for it, its cell marked. */
 static void mismatch(const struct jin *x, struct jthr *th, size_t i, double c, double y, int cell)
@@ -201,7 +145,7 @@ static inline __attribute__((always_inline)) void chunk_float(const struct jin *
     }
     if (d) kv_dist_tiles_close(dt);
     th->max_ulp = max_ulp, th->max_abs = max_abs, th->max_rel = max_rel;
-    if (worst != th->worst && better(worst_ratio, worst, th->worst_ratio, th->worst))
+    if (worst != th->worst && kv_jthr_better(worst_ratio, worst, th->worst_ratio, th->worst))
         th->worst_ratio = worst_ratio, th->worst = worst;
     th->compared = compared, th->rel_skipped += rel_skipped, th->fails_bound += fails_bound;
     th->fails_tol += fails_tol, th->slack_used += slack_used, th->uzero += uzero;
@@ -301,97 +245,13 @@ static struct jrow row_at(const struct jin *x, size_t lo, const struct kv_oracle
     return r;
 }
 
-static void free_thr(struct jthr *th, int nt)
-{
-    for (int k = 0; th && k < nt; k++) {
-        free(th[k].hist), free(th[k].ulps), free(th[k].d), free(th[k].dt), free(th[k].yb), free(th[k].Sb);
-        free(th[k].slb), free(th[k].lamb), free(th[k].fixb), free(th[k].ovfb);
-    }
-    free(th);
-}
-
-/* A thread's first chunk: its histogram (or ULP buffer) and distribution. */
-static int init_thr(const struct jin *x, struct jthr *th, size_t n, int blocks, int allow)
-{
-    th->used = 1;
-    if (blocks) {
-        th->yb = malloc(SUB * sizeof *th->yb), th->Sb = malloc(SUB * sizeof *th->Sb);
-        if (!th->yb || !th->Sb) return -1;
-    }
-    if (blocks && (allow & KV_BLOCK_SLACK) && !(th->slb = malloc(SUB * sizeof *th->slb))) return -1;
-    if (blocks && (allow & KV_BLOCK_BOUND)) {
-        th->lamb = malloc(SUB * sizeof *th->lamb), th->fixb = malloc(SUB * sizeof *th->fixb);
-        th->ovfb = malloc(SUB);
-        if (!th->lamb || !th->fixb || !th->ovfb) return -1;
-    }
-    th->worst_ratio = -1;
-    th->worst = th->first_mismatch = (size_t)-1;
-    th->qlo = KV_Q_BINS, th->qhi = 0;
-    if (!kv_dtype_is_integer(x->t)) {
-        if (x->exact_p99) th->ulps = malloc((n ? n : 1) * sizeof *th->ulps);
-        else th->hist = calloc(KV_Q_BINS, sizeof *th->hist);
-        if (!th->ulps && !th->hist) return -1;
-    }
-    if (x->grid) {
-        th->d = malloc(sizeof *th->d), th->dt = malloc(sizeof *th->dt);
-        if (!th->d || !th->dt) return -1;
-        kv_dist_init_like(th->d, x->grid);
-    }
-    return 0;
-}
-
-/* A thread's histogram into the total: bin 0 and the range its other
- * counts lie in (a few octaves of the 2 KV_Q_OCT), not every bin. */
-static void add_hist(uint64_t *total, const struct jthr *th)
-{
-    total[0] += th->hist[0];
-    for (size_t k = th->qlo; k <= th->qhi; k++) total[k] += th->hist[k];
-}
-
-static void flush_hist(struct jthr *th, uint64_t *total, size_t *qlo, size_t *qhi)
-{
-#pragma omp critical(kv_judge_hist)
-    {
-        add_hist(total, th);
-        *qlo = th->qlo < *qlo ? th->qlo : *qlo, *qhi = th->qhi > *qhi ? th->qhi : *qhi;
-    }
-    th->hist[0] = 0;
-    if (th->qlo <= th->qhi) memset(th->hist + th->qlo, 0, (th->qhi - th->qlo + 1) * sizeof *th->hist);
-    th->filled = 0, th->qlo = KV_Q_BINS, th->qhi = 0;
-}
-
-static void merge_thr(struct kv_metrics *m, struct jthr *all, const struct jthr *th, uint64_t *hist,
-                      struct kv_error_dist *d, size_t *fails_bound, size_t *fails_tol)
-{
-    if (!th->used) return;
-    if (th->hist) {
-        add_hist(hist, th);
-        all->qlo = th->qlo < all->qlo ? th->qlo : all->qlo, all->qhi = th->qhi > all->qhi ? th->qhi : all->qhi;
-    }
-    if (d && th->d) kv_dist_merge(d, th->d);
-    if (th->max_ulp > m->max_ulp) m->max_ulp = th->max_ulp;
-    if (th->max_abs > m->max_abs) m->max_abs = th->max_abs;
-    if (th->max_rel > m->max_rel) m->max_rel = th->max_rel;
-    m->compared += th->compared, m->rel_skipped += th->rel_skipped;
-    m->nan_match += th->nan_match, m->inf_match += th->inf_match;
-    m->nan_mismatch += th->nan_mismatch, m->inf_mismatch += th->inf_mismatch;
-    m->slack_used += th->slack_used, m->overflow_ok += th->overflow_ok;
-    m->exact += th->exact, m->ambiguous += th->ambiguous, m->tie_explained += th->tie_explained;
-    m->flush_explained += th->flush_explained, m->unexplained += th->unexplained;
-    *fails_bound += th->fails_bound, *fails_tol += th->fails_tol;
-    all->uzero += th->uzero;
-    if (th->first_mismatch < all->first_mismatch) all->first_mismatch = th->first_mismatch;
-    if (th->worst != (size_t)-1 && better(th->worst_ratio, th->worst, all->worst_ratio, all->worst))
-        all->worst_ratio = th->worst_ratio, all->worst = th->worst;
-}
-
 /* The element a row shows: the first mismatch, else the worst. */
 static void note_shown(enum kv_dtype t, const void *cand, const struct kv_oracle_src *src, size_t i, struct kv_metrics *m)
 {
     double y = NAN, S, sl, lam, fix;
     unsigned char ovf;
     const int sl_on = src->allow & KV_BLOCK_SLACK, bd = src->allow & KV_BLOCK_BOUND;
-    const struct kv_oracle_block b = {&y, &S, sl_on ? &sl : NULL, bd ? &lam : NULL, bd ? &fix : NULL, bd ? &ovf : NULL};
+    const struct kv_oracle_block b = {&y, &S, sl_on ? &sl : NULL, bd ? &lam : NULL, bd ? &fix : NULL, bd ? &ovf : NULL, NULL};
     if (src->y) y = src->y[i];
     else if (src->fill(src->ctx, i, i + 1, &b)) y = NAN;
     m->worst_index = i, m->worst_c = kv_load_f64_fast(t, cand, i), m->worst_y = y, m->has_worst = 1;
@@ -429,20 +289,22 @@ static void finish(enum kv_dtype t, const void *cand, const struct kv_oracle_src
 
 /* An output of fewer chunks than threads, made block by block: its blocks
  * made on every thread at once, in pieces, into whole arrays (no larger than
- * the threads' chunks would be), then judged as whole arrays. The values do
- * not depend on the pieces (kv_oracle_src), so neither does the report. */
-static enum kv_status judge_filled(enum kv_dtype t, const void *cand, const struct kv_oracle_src *src, size_t n,
-                                   const size_t *idx, int ndim, const int64_t *shape, const struct kv_bound *b,
-                                   const struct kv_allow *allow, const struct kv_criteria *crit, struct kv_metrics *m,
-                                   struct kv_error_dist *d, int nt)
+ * the threads' chunks would be), then judged as whole arrays, once for each
+ * of the K rows (the second with the blocks' slack2). The values do not
+ * depend on the pieces (kv_oracle_src), so neither does the report. */
+static enum kv_status judge_filled(int K, enum kv_dtype t, const void *const *cand, const struct kv_oracle_src *src,
+                                   size_t n, const size_t *idx, int ndim, const int64_t *shape,
+                                   const struct kv_bound *b, const struct kv_allow *const *allow,
+                                   const struct kv_criteria *crit, struct kv_metrics *m, struct kv_error_dist **d,
+                                   int nt)
 {
     const int sl_on = src->allow & KV_BLOCK_SLACK, al = src->allow & KV_BLOCK_BOUND;
     double *y = kv_malloc_big(n * sizeof *y), *S = kv_malloc_big(n * sizeof *S);
-    double *sl = sl_on ? kv_malloc_big(n * sizeof *sl) : NULL;
+    double *sl = sl_on ? kv_malloc_big(n * sizeof *sl) : NULL, *sl2 = K > 1 ? kv_malloc_big(n * sizeof *sl2) : NULL;
     double *lam = al ? kv_malloc_big(n * sizeof *lam) : NULL, *fix = al ? kv_malloc_big(n * sizeof *fix) : NULL;
     unsigned char *ovf = al ? malloc(n) : NULL;
     enum kv_status st = KV_OK;
-    if (!y || !S || (sl_on && !sl) || (al && (!lam || !fix || !ovf)))
+    if (!y || !S || (sl_on && !sl) || (K > 1 && !sl2) || (al && (!lam || !fix || !ovf)))
         st = kv_error(KV_EDEVICE, "out of host memory comparing %zu elements", n);
     const size_t piece = n / (4 * (size_t)nt) > 256 ? n / (4 * (size_t)nt) : 256, np = (n + piece - 1) / piece;
     enum kv_status fill_st = KV_OK;
@@ -450,7 +312,7 @@ static enum kv_status judge_filled(enum kv_dtype t, const void *cand, const stru
     for (size_t q = 0; q < (st ? 0 : np); q++) { /* st: not yet allocated */
         const size_t lo = q * piece, hi = lo + piece < n ? lo + piece : n;
         const struct kv_oracle_block blk = {y + lo, S + lo, sl_on ? sl + lo : NULL, al ? lam + lo : NULL,
-                                            al ? fix + lo : NULL, al ? ovf + lo : NULL};
+                                            al ? fix + lo : NULL, al ? ovf + lo : NULL, K > 1 ? sl2 + lo : NULL};
         enum kv_status fs = src->fill(src->ctx, lo, hi, &blk);
         if (fs) {
 #pragma omp critical(kv_judge_fill)
@@ -458,64 +320,110 @@ static enum kv_status judge_filled(enum kv_dtype t, const void *cand, const stru
         }
     }
     if (!st) st = fill_st;
-    if (!st) {
+    for (int j = 0; j < K && !st; j++) {
         const struct kv_oracle_src whole = {y, S, NULL, NULL, 0};
-        struct kv_allow a = allow ? *allow : (struct kv_allow){0};
-        if (sl_on) a.slack = sl;
+        struct kv_allow a = allow[j] ? *allow[j] : (struct kv_allow){0};
+        if (j) a.slack = sl2;
+        else if (sl_on) a.slack = sl;
         if (al) a.lam = lam, a.fix = fix, a.ovf = ovf;
-        st = kv_judge_src(t, cand, &whole, n, idx, ndim, shape, b, &a, crit, m, d);
+        st = kv_judge_src(t, cand[j], &whole, n, idx, ndim, shape, &b[j], &a, crit, &m[j], d[j]);
     }
-    free(y), free(S), free(sl), free(lam), free(fix), free(ovf);
+    free(y), free(S), free(sl), free(sl2), free(lam), free(fix), free(ovf);
     return st;
 }
 
-enum kv_status kv_judge_src(enum kv_dtype t, const void *cand, const struct kv_oracle_src *src, size_t n,
-                            const size_t *idx, int ndim, const int64_t *shape, const struct kv_bound *b,
-                        const struct kv_allow *allow, const struct kv_criteria *crit, struct kv_metrics *m,
-                        struct kv_error_dist *d)
+/* One row's state through the pass: what its chunks read, each thread's
+ * results, the per-chunk sums and the p99's histogram. */
+struct jone {
+    struct jin x;
+    struct jthr *th;
+    struct jsum *sums;
+    uint64_t *hist;
+    size_t flo, fhi; /* the flushed histograms' range */
+};
+
+/* Row j's state: what its chunks read, its metrics and distribution started. */
+static int row_init(struct jone *o, enum kv_dtype t, const void *cand, const struct kv_oracle_src *src, size_t n,
+                    const size_t *idx, int ndim, const int64_t *shape, const struct kv_bound *b,
+                    const struct kv_allow *allow, const struct kv_criteria *crit, struct kv_metrics *m,
+                    struct kv_error_dist *d, int nt)
 {
-    const int threads = omp_get_max_threads();
-    if (!src->y && n > 0 && threads > 1 && n <= CHUNK * (size_t)(threads - 1))
-        return judge_filled(t, cand, src, n, idx, ndim, shape, b, allow, crit, m, d, threads);
-    const struct kv_allow none = {0};
-    const struct kv_allow *a = allow ? allow : &none;
+    const struct kv_allow none = {0}, *a = allow ? allow : &none;
     const struct kv_dtype_info *ti = kv_dtype_info(t);
-    struct jin x = {t, cand, src->y, src->S, a->slack, a->alt, a->lam, a->fix, a->ovf, a->tie, a->flush, idx, b,
-                    crit->lambda, crit->lambda * sqrt(b->n) * b->u_acc, b->k_op * b->u_acc, b->rho,
-                    ldexp(1.0, ti->emin), crit->rtol > 0 ? crit->rtol : 0, crit->atol > 0 ? crit->atol : 0,
-                    crit->rtol >= 0 || crit->atol >= 0, ti->emin, ti->precision, n <= KV_JUDGE_EXACT_P99,
-                    {{0}}, d};
-    kv_tile_tables_init(&x.tab);
+    const int exact_p99 = n <= KV_JUDGE_EXACT_P99, integer = kv_dtype_is_integer(t);
+    const size_t nchunks = (n + CHUNK - 1) / CHUNK;
+    o->x = (struct jin){t, cand, src->y, src->S, a->slack, a->alt, a->lam, a->fix, a->ovf, a->tie, a->flush, idx, b,
+                        crit->lambda, crit->lambda * sqrt(b->n) * b->u_acc, b->k_op * b->u_acc, b->rho,
+                        ldexp(1.0, ti->emin), crit->rtol > 0 ? crit->rtol : 0, crit->atol > 0 ? crit->atol : 0,
+                        crit->rtol >= 0 || crit->atol >= 0, ti->emin, ti->precision, exact_p99, {{0}}, d};
+    kv_tile_tables_init(&o->x.tab);
     memset(m, 0, sizeof *m);
     m->elements = n;
     if (d) kv_dist_init(d, ndim, shape);
-    const int integer = kv_dtype_is_integer(t);
+    o->th = calloc((size_t)nt, sizeof *o->th);
+    o->sums = calloc(nchunks ? nchunks : 1, sizeof *o->sums);
+    o->hist = exact_p99 || integer ? NULL : calloc(KV_Q_BINS, sizeof *o->hist);
+    o->flo = KV_Q_BINS, o->fhi = 0;
+    return !o->th || !o->sums || (!exact_p99 && !integer && !o->hist);
+}
+
+/* Row o's threads merged: the distribution, the sums in chunk order, the verdict. */
+static void row_finish(struct jone *o, enum kv_dtype t, const void *cand, const struct kv_oracle_src *src, size_t n,
+                       const struct kv_criteria *crit, struct kv_metrics *m, struct kv_error_dist *d, int nt)
+{
+    const int integer = kv_dtype_is_integer(t), exact_p99 = n <= KV_JUDGE_EXACT_P99;
+    struct jthr all = {.worst_ratio = -1, .worst = (size_t)-1, .first_mismatch = (size_t)-1, .qlo = o->flo,
+                       .qhi = o->fhi};
+    size_t fails_bound = 0, fails_tol = 0;
+    for (int q = 0; q < nt; q++) kv_jthr_merge(m, &all, &o->th[q], o->hist, d, &fails_bound, &fails_tol);
+    if (d && !integer)
+        kv_dist_ulp_hist(d, o->hist, all.qlo, all.qhi, exact_p99 ? o->th[0].ulps : NULL, m->compared, all.uzero);
+    finish(t, cand, src, n, crit, integer, &all, o->sums, (n + CHUNK - 1) / CHUNK, exact_p99 ? o->th[0].ulps : NULL,
+           o->hist, fails_bound, fails_tol, m);
+}
+
+/* K rows (1, or 2 of one output: kv_judge_pair) in one pass over the
+ * chunks; where the oracle is made block by block, each block is made once
+ * and judged for every row (the second row reads its slack2). */
+static enum kv_status judge_rows(int K, enum kv_dtype t, const void *const *cand, const struct kv_oracle_src *src,
+                                 size_t n, const size_t *idx, int ndim, const int64_t *shape,
+                                 const struct kv_bound *bd, const struct kv_allow *const *allow,
+                                 const struct kv_criteria *crit, struct kv_metrics *m, struct kv_error_dist **d)
+{
+    const int threads = omp_get_max_threads();
+    if (!src->y && n > 0 && threads > 1 && n <= CHUNK * (size_t)(threads - 1))
+        return judge_filled(K, t, cand, src, n, idx, ndim, shape, bd, allow, crit, m, d, threads);
+    const int integer = kv_dtype_is_integer(t), nt = n <= KV_JUDGE_EXACT_P99 ? 1 : threads, blocks = !src->y;
+    const size_t nchunks = (n + CHUNK - 1) / CHUNK;
+    int oom = 0;
+    struct jone J[2];
+    memset(J, 0, sizeof J);
+    for (int j = 0; j < K; j++)
+        oom |= row_init(&J[j], t, cand[j], src, n, idx, ndim, shape, &bd[j], allow[j], crit, &m[j], d[j], nt);
     chunk_fn *fn = t == KV_F32 ? chunk_f32 : t == KV_F64 ? chunk_f64 : t == KV_BF16 ? chunk_bf16 : chunk_other;
-    size_t nchunks = (n + CHUNK - 1) / CHUNK;
-    int nt = x.exact_p99 ? 1 : omp_get_max_threads();
-    struct jthr *th = calloc((size_t)nt, sizeof *th);
-    struct jsum *sums = calloc(nchunks ? nchunks : 1, sizeof *sums);
-    uint64_t *hist = x.exact_p99 || integer ? NULL : calloc(KV_Q_BINS, sizeof *hist);
-    int oom = !th || !sums || (!x.exact_p99 && !integer && !hist);
-    const int blocks = !src->y;
     enum kv_status fill_st = KV_OK;
-    const int own_allow = blocks ? src->allow : 0;
-    size_t flo = KV_Q_BINS, fhi = 0; /* the flushed histograms' range */
-    if (!oom && nt == 1 && init_thr(&x, &th[0], n, blocks, own_allow)) oom = 1;
+    const int sl_on = blocks && (src->allow & KV_BLOCK_SLACK), bd_on = blocks && (src->allow & KV_BLOCK_BOUND);
+    /* the first row's threads hold the block buffers (and the second row's slack) */
+    for (int j = 0; !oom && nt == 1 && j < K; j++)
+        if (kv_jthr_init(&J[j].x, &J[j].th[0], n, blocks && !j, sl_on, bd_on, K > 1 && !j)) oom = 1;
     if (!oom) {
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
         for (size_t k = 0; k < nchunks; k++) {
-            struct jthr *me = &th[omp_get_thread_num()];
-            if (!me->used && init_thr(&x, me, n, blocks, own_allow)) {
+            const int tid = omp_get_thread_num();
+            struct jthr *me = &J[0].th[tid];
+            for (int j = 0; j < K; j++) {
+                struct jthr *tj = &J[j].th[tid];
+                if (!tj->used && kv_jthr_init(&J[j].x, tj, n, blocks && !j, sl_on, bd_on, K > 1 && !j)) {
 #pragma omp atomic write
-                oom = 1;
+                    oom = 1;
+                }
             }
             int failed;
 #pragma omp atomic read
             failed = oom;
             if (failed) continue;
             const size_t lo = k * CHUNK, hi = lo + CHUNK < n ? lo + CHUNK : n;
-            const struct kv_oracle_block b = {me->yb, me->Sb, me->slb, me->lamb, me->fixb, me->ovfb};
+            const struct kv_oracle_block b = {me->yb, me->Sb, me->slb, me->lamb, me->fixb, me->ovfb, me->slb2};
             /* made block by block: SUB elements at a time, each judged as
              * its block is made (the chunk's sums go on in index order) */
             for (size_t a = lo, e; a < hi; a = e) {
@@ -526,25 +434,40 @@ enum kv_status kv_judge_src(enum kv_dtype t, const void *cand, const struct kv_o
                     fill_st = fill_st ? fill_st : fs;
                     break;
                 }
-                const struct jrow r = row_at(&x, a, blocks ? &b : NULL);
-                if (integer) chunk_codes(&x, a, e, &r, me);
-                else fn(&x, a, e, &r, me, &sums[k]);
+                for (int j = 0; j < K; j++) {
+                    struct kv_oracle_block bj = b;
+                    if (j) bj.slack = b.slack2;
+                    const struct jrow r = row_at(&J[j].x, a, blocks ? &bj : NULL);
+                    if (integer) chunk_codes(&J[j].x, a, e, &r, &J[j].th[tid]);
+                    else fn(&J[j].x, a, e, &r, &J[j].th[tid], &J[j].sums[k]);
+                }
             }
-            if (me->hist && (me->filled += hi - lo) > Q_FLUSH) flush_hist(me, hist, &flo, &fhi);
+            for (int j = 0; j < K; j++) {
+                struct jthr *tj = &J[j].th[tid];
+                if (tj->hist && (tj->filled += hi - lo) > Q_FLUSH) kv_jthr_flush_hist(tj, J[j].hist, &J[j].flo, &J[j].fhi);
+            }
         }
     }
-    if (oom || fill_st) {
-        free_thr(th, nt), free(sums), free(hist);
-        return fill_st ? fill_st : kv_error(KV_EDEVICE, "out of host memory comparing %zu elements", n);
-    }
-    struct jthr all = {.worst_ratio = -1, .worst = (size_t)-1, .first_mismatch = (size_t)-1, .qlo = flo, .qhi = fhi};
-    size_t fails_bound = 0, fails_tol = 0;
-    for (int k = 0; k < nt; k++) merge_thr(m, &all, &th[k], hist, d, &fails_bound, &fails_tol);
-    if (d && !integer) kv_dist_ulp_hist(d, hist, all.qlo, all.qhi, x.exact_p99 ? th[0].ulps : NULL, m->compared, all.uzero);
-    finish(t, cand, src, n, crit, integer, &all, sums, nchunks, x.exact_p99 ? th[0].ulps : NULL, hist, fails_bound,
-           fails_tol, m);
-    free_thr(th, nt), free(sums), free(hist);
+    for (int j = 0; j < K && !oom && !fill_st; j++) row_finish(&J[j], t, cand[j], src, n, crit, &m[j], d[j], nt);
+    for (int j = 0; j < K; j++) kv_jthr_free(J[j].th, nt), free(J[j].sums), free(J[j].hist);
+    if (oom || fill_st) return fill_st ? fill_st : kv_error(KV_EDEVICE, "out of host memory comparing %zu elements", n);
     return KV_OK;
+}
+
+enum kv_status kv_judge_src(enum kv_dtype t, const void *cand, const struct kv_oracle_src *src, size_t n,
+                            const size_t *idx, int ndim, const int64_t *shape, const struct kv_bound *b,
+                            const struct kv_allow *allow, const struct kv_criteria *crit, struct kv_metrics *m,
+                            struct kv_error_dist *d)
+{
+    return judge_rows(1, t, &cand, src, n, idx, ndim, shape, b, &allow, crit, m, &d);
+}
+
+enum kv_status kv_judge_pair(enum kv_dtype t, const void *const cand[2], const struct kv_oracle_src *src, size_t n,
+                             int ndim, const int64_t *shape, const struct kv_bound b[2], const struct kv_criteria *crit,
+                             struct kv_metrics m[2], struct kv_error_dist *d[2])
+{
+    const struct kv_allow *none[2] = {NULL, NULL};
+    return judge_rows(2, t, cand, src, n, NULL, ndim, shape, b, none, crit, m, d);
 }
 
 enum kv_status kv_judge(enum kv_dtype t, const void *cand, const double *y, const double *S, size_t n,

@@ -38,6 +38,7 @@ enum { KV_BLOCK_SLACK = 1, KV_BLOCK_BOUND = 2 };
 struct kv_oracle_block {
     double *y, *S, *slack, *lam, *fix;
     unsigned char *ovf;
+    double *slack2; /* kv_judge_pair: the second row's slack, where not NULL */
 };
 struct kv_oracle_src {
     const double *y, *S;
@@ -49,6 +50,16 @@ enum kv_status kv_judge_src(enum kv_dtype t, const void *cand, const struct kv_o
                             const size_t *idx, int ndim, const int64_t *shape, const struct kv_bound *b,
                             const struct kv_allow *allow, const struct kv_criteria *crit, struct kv_metrics *m,
                             struct kv_error_dist *d);
+
+/* Two rows of one output (cand[0], cand[1]: e.g. the isolated and the
+ * chained run's) judged in one pass against one oracle made block by block
+ * (src->fill; src->y NULL), each block made once: the second row reads the
+ * block's slack2 (the fill writes it where it is not NULL) in place of its
+ * slack, and has its own bound. Each row's metrics and distribution are
+ * what kv_judge_src gives it alone (no whole-array allowances). */
+enum kv_status kv_judge_pair(enum kv_dtype t, const void *const cand[2], const struct kv_oracle_src *src, size_t n,
+                             int ndim, const int64_t *shape, const struct kv_bound b[2], const struct kv_criteria *crit,
+                             struct kv_metrics m[2], struct kv_error_dist *d[2]);
 
 /* kv_judge without a distribution (a flat output). */
 enum kv_status kv_compare(enum kv_dtype t, const void *cand, const double *y, const double *S, size_t n,

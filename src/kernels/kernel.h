@@ -185,6 +185,10 @@ struct kv_kernel {
      * dtype, into c->iso[t] (allocated by the pipeline), which the isolated
      * stage is given and oracle_block reads; their allowances stay whole. */
     uint64_t block_iso;
+    /* Those of them whose block for the isolated row (chained 0) also holds,
+     * where b->slack2 is not NULL, the slack the chained row's block would
+     * hold: the two rows are then judged in one pass, each block made once. */
+    uint64_t block_pair;
     /* Optional: check j's reference (what oracle() would put in c->chk[j]:
      * b->y, b->S and b->slack) for the flat elements [lo, hi) of its output,
      * for the checks in block_checks (bit j), made where the check's output

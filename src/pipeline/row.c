@@ -56,7 +56,7 @@ static enum kv_status sample_blocks(struct block_ctx *x, const size_t *idx, size
 #define AT(p) ((p) ? (p) + q : NULL)
     for (size_t q = 0, r; q < n; q = r) {
         for (r = q + 1; r < n && idx[r] == idx[r - 1] + 1;) r++;
-        const struct kv_oracle_block at = {AT(b->y), AT(b->S), AT(b->slack), AT(b->lam), AT(b->fix), AT(b->ovf)};
+        const struct kv_oracle_block at = {AT(b->y), AT(b->S), AT(b->slack), AT(b->lam), AT(b->fix), AT(b->ovf), NULL};
         KV_TRY_RET(block_fill(x, idx[q], idx[r - 1] + 1, &at));
     }
 #undef AT
@@ -93,7 +93,7 @@ static enum kv_status judge_sample(const struct kv_case *c, int t, const struct 
     const int allow = blocked ? block_allow(c, t, ref) : 0;
     const int sl_on = allow & KV_BLOCK_SLACK, bd = allow & KV_BLOCK_BOUND;
     struct block_ctx bc = {c, t, chained, ref->check};
-    struct kv_oracle_block b = {y, S, NULL, NULL, NULL, NULL};
+    struct kv_oracle_block b = {y, S, NULL, NULL, NULL, NULL, NULL};
     if (sl_on) {
         if (ri) free((void *)a.slack);
         a.slack = b.slack = malloc(n * sizeof(double) + 1);
@@ -127,14 +127,13 @@ static enum kv_status judge_sample(const struct kv_case *c, int t, const struct 
     return st;
 }
 
-/* Compare data (output t, from `source`) against ref and append a row named
- * <output><suffix>. chained adds the allowance for device intermediates. */
-enum kv_status kv_compare_row(struct kv_case *c, int t, const struct kv_oracle_ref *ref, const void *data,
-                                  const char *suffix, int chained, const char *source, size_t guard_bad,
-                                  size_t nondet, const struct kv_run_opts *o, struct kv_case_result *res)
+/* A row's fields before it is judged: its name <output><suffix>, source,
+ * oracle, the guard words and --repeat differences; its distribution's room. */
+static enum kv_status row_begin(struct kv_output_result *out, const struct kv_case *c, int t,
+                                const struct kv_oracle_ref *ref, const char *suffix, int chained, const char *source,
+                                size_t guard_bad, size_t nondet, const struct kv_run_opts *o)
 {
     const struct kv_kernel *k = c->k;
-    struct kv_output_result *out = &res->out[res->n_outputs++];
     snprintf(out->name, sizeof out->name, "%s%s", k->tensors[t].name, suffix);
     out->source = source;
     out->stage = k->stages[k->tensors[t].stage].name;
@@ -146,8 +145,6 @@ enum kv_status kv_compare_row(struct kv_case *c, int t, const struct kv_oracle_r
     out->judged = 1;
     out->guard_bad = guard_bad;
     out->nondet = nondet;
-    struct kv_bound bound = ref->bound;
-    if (chained) bound.k_op += c->k_chain[t];
     free(out->dist);
     out->dist = NULL;
     if (!o->no_dist) {
@@ -155,6 +152,28 @@ enum kv_status kv_compare_row(struct kv_case *c, int t, const struct kv_oracle_r
         if (!out->dist) return kv_error(KV_EDEVICE, "out of host memory for an error map");
     }
     out->total = c->t[t].count;
+    return KV_OK;
+}
+
+/* A row's fields once judged: the worst element's place and the verdict. */
+static void row_end(struct kv_output_result *out, const struct kv_case *c, int t, const struct kv_oracle_ref *ref,
+                    size_t ambiguous)
+{
+    if (!out->m.integer && ref->allow.slack) out->m.ambiguous = ambiguous;
+    if (out->m.has_worst) kv_tensor_unravel(&c->t[t], out->m.worst_index, out->worst_idx);
+    out->pass = out->m.pass && out->guard_bad == 0 && out->nondet == 0;
+}
+
+/* Compare data (output t, from `source`) against ref and append a row named
+ * <output><suffix>. chained adds the allowance for device intermediates. */
+enum kv_status kv_compare_row(struct kv_case *c, int t, const struct kv_oracle_ref *ref, const void *data,
+                                  const char *suffix, int chained, const char *source, size_t guard_bad,
+                                  size_t nondet, const struct kv_run_opts *o, struct kv_case_result *res)
+{
+    struct kv_output_result *out = &res->out[res->n_outputs++];
+    KV_TRY_RET(row_begin(out, c, t, ref, suffix, chained, source, guard_bad, nondet, o));
+    struct kv_bound bound = ref->bound;
+    if (chained) bound.k_op += c->k_chain[t];
     enum kv_status st;
     size_t ambiguous = c->ambiguous[t];
     if (c->sample[t]) {
@@ -167,8 +186,54 @@ enum kv_status kv_compare_row(struct kv_case *c, int t, const struct kv_oracle_r
                           &ref->allow, &o->crit, &out->m, out->dist);
     }
     if (st) return st;
-    if (!out->m.integer && ref->allow.slack) out->m.ambiguous = ambiguous;
-    if (out->m.has_worst) kv_tensor_unravel(&c->t[t], out->m.worst_index, out->worst_idx);
-    out->pass = out->m.pass && guard_bad == 0 && nondet == 0;
+    row_end(out, c, t, ref, ambiguous);
     return KV_OK;
+}
+
+int kv_row_pairable(const struct kv_case *c, int t, const struct kv_oracle_ref *ref)
+{
+    const char *off = getenv("KVERIFY_TEST_NO_PAIR");
+    const struct kv_allow *a = &ref->allow;
+    const int blocks = (c->k->block_pair >> t & 1) && (c->k->block_slack >> t & 1) && c->blocked[t] && !ref->y;
+    const int whole_allow = a->slack || a->tie || a->flush || a->alt || a->ovf || a->lam || a->fix;
+    return !(off && *off == '1') && blocks && !ref->check && !c->sample[t] && !c->slack_chain[t] && !whole_allow;
+}
+
+enum kv_status kv_compare_pair(struct kv_case *c, int t, const struct kv_oracle_ref *ref, const void *const data[2],
+                               const size_t guard_bad[2], const size_t nondet[2], const struct kv_run_opts *o,
+                               struct kv_case_result *res, struct kv_output_result *chained)
+{
+    struct kv_output_result *out[2] = {&res->out[res->n_outputs++], chained};
+    KV_TRY_RET(row_begin(out[0], c, t, ref, "", 0, "device", guard_bad[0], nondet[0], o));
+    KV_TRY_RET(row_begin(out[1], c, t, ref, ".chained", 1, "device", guard_bad[1], nondet[1], o));
+    struct kv_bound bound[2] = {ref->bound, ref->bound};
+    bound[1].k_op += c->k_chain[t];
+    struct block_ctx bc = {c, t, 0, 0}; /* the isolated row's blocks, the chained row's slack beside */
+    const struct kv_oracle_src src = {NULL, NULL, block_fill, &bc, block_allow(c, t, ref)};
+    struct kv_metrics m[2];
+    struct kv_error_dist *d[2] = {out[0]->dist, out[1]->dist};
+    KV_TRY_RET(kv_judge_pair(c->t[t].dtype, data, &src, c->t[t].count, c->t[t].ndim, c->t[t].shape, bound, &o->crit,
+                             m, d));
+    for (int j = 0; j < 2; j++) out[j]->m = m[j], row_end(out[j], c, t, ref, c->ambiguous[t]);
+    return KV_OK;
+}
+
+/* How a candidate of a later stage is judged when an intermediate it
+ * depends on has no candidate: against the oracle, which computes the
+ * intermediate itself (stage isolation). */
+void kv_row_isolation_remark(const struct kv_case *c, int t, struct kv_case_result *res)
+{
+    const struct kv_kernel *k = c->k;
+    const struct kv_stage_def *sd = &k->stages[k->tensors[t].stage];
+    char names[96] = "";
+    for (int b = 0; b < sd->n_bindings; b++) {
+        int i = sd->bindings[b];
+        if (k->tensors[i].role != KV_OUTPUT || k->tensors[i].stage == k->tensors[t].stage || c->given[i]) continue;
+        size_t n = strlen(names);
+        snprintf(names + n, sizeof names - n, "%s%s", n ? ", " : "", k->tensors[i].name);
+    }
+    struct kv_output_result *out = &res->out[res->n_outputs - 1];
+    if (names[0])
+        snprintf(out->remark, sizeof out->remark, "judged with the oracle's %s (no candidate for it: stage isolation)",
+                 names);
 }

@@ -57,6 +57,7 @@ struct case_run {
     int ran[KV_MAX_TENSORS]; /* outputs the device wrote (kv_save_case) */
     int any_stage, all_inputs_given, all_pass;
     struct kv_runner r_kept; /* r as the case saw it, where o->device_done may free r while the case is judged */
+    struct kv_output_result *paired[KV_MAX_TENSORS]; /* a chained row judged with its isolated one, until its turn */
 };
 
 /* The spec (or, with --oracle exact, the exact) oracle of output t; chained:
@@ -287,26 +288,6 @@ static void not_judged_row(struct case_run *x, int t, const char *fmt, const cha
     snprintf(out->m.criterion, sizeof out->m.criterion, "not judged");
 }
 
-/* How a candidate of a later stage is judged when an intermediate it
- * depends on has no candidate: against the oracle, which computes the
- * intermediate itself (stage isolation). */
-static void isolation_remark(struct case_run *x, int t)
-{
-    const struct kv_kernel *k = x->c->k;
-    const struct kv_stage_def *sd = &k->stages[k->tensors[t].stage];
-    char names[96] = "";
-    for (int b = 0; b < sd->n_bindings; b++) {
-        int i = sd->bindings[b];
-        if (k->tensors[i].role != KV_OUTPUT || k->tensors[i].stage == k->tensors[t].stage || x->c->given[i]) continue;
-        size_t n = strlen(names);
-        snprintf(names + n, sizeof names - n, "%s%s", n ? ", " : "", k->tensors[i].name);
-    }
-    struct kv_output_result *out = &x->res->out[x->res->n_outputs - 1];
-    if (names[0])
-        snprintf(out->remark, sizeof out->remark, "judged with the oracle's %s (no candidate for it: stage isolation)",
-                 names);
-}
-
 /* Output t's row of kind ch: 0 the device's isolated output (or the
  * candidate), 1 its chained rerun, 2 a fixture's expected output, 3 the
  * exact oracle's view of the device's output (shown, not judged). */
@@ -335,7 +316,7 @@ static enum kv_status judge_output(struct case_run *x, int t, int ch)
     if (c->given[t]) {
         if (ch != 0) return KV_OK;
         KV_TRY_RET(judge(x, t, other ? &spec_other : &spec, c->given[t]->data, "", other, "candidate", 0, 0));
-        isolation_remark(x, t);
+        kv_row_isolation_remark(c, t, x->res);
         return KV_OK;
     }
     const struct kv_abi *abi = x->r->abi[s];
@@ -349,8 +330,22 @@ static enum kv_status judge_output(struct case_run *x, int t, int ch)
     size_t far, bad = kv_guard_check(x->first[t][ch], bytes, padded, &far);
     if (ch == 0) x->ran[t] = 1;
     if (ch == 0 && x->o->save_dir) memcpy(c->t[t].data, x->first[t][ch], bytes); /* what --save writes */
-    KV_TRY_RET(judge(x, t, ch ? &spec_other : &spec, x->first[t][ch], ch ? ".chained" : "", ch, "device", bad,
-                     p->nondet[t][ch]));
+    if (ch == 1 && x->paired[t]) { /* judged with the isolated row (below) */
+        x->res->out[x->res->n_outputs++] = *x->paired[t];
+        free(x->paired[t]), x->paired[t] = NULL;
+        x->all_pass = x->all_pass && x->res->out[x->res->n_outputs - 1].pass;
+    } else if (ch == 0 && p->has_chain[t] && kv_row_pairable(c, t, &spec)) {
+        size_t far1, bad1 = kv_guard_check(x->first[t][1], bytes, p->chain[t].size, &far1);
+        const void *data[2] = {x->first[t][0], x->first[t][1]};
+        const size_t guard[2] = {bad, bad1}, nondet[2] = {p->nondet[t][0], p->nondet[t][1]};
+        if (!(x->paired[t] = calloc(1, sizeof *x->paired[t]))) return kv_error(KV_EDEVICE, "out of host memory");
+        KV_TRY_RET(kv_compare_pair(c, t, &spec, data, guard, nondet, x->o, x->res, x->paired[t]));
+        x->paired[t]->guard_far = far1;
+        x->all_pass = x->all_pass && x->res->out[x->res->n_outputs - 1].pass;
+    } else {
+        KV_TRY_RET(judge(x, t, ch ? &spec_other : &spec, x->first[t][ch], ch ? ".chained" : "", ch, "device", bad,
+                         p->nondet[t][ch]));
+    }
     if (ch == 0 && x->o->keep_outputs) {
         struct kv_output_result *out = &x->res->out[x->res->n_outputs - 1];
         out->data = malloc(bytes ? bytes : 1);
@@ -566,6 +561,8 @@ void kv_run_case(struct kv_runner *r, struct kv_case *c, const struct kv_run_opt
         kv_threads_beside(0); /* judged: the whole team again */
         double t0 = kv_now_ms();
         for (int t = 0; !x->first_mapped && t < KV_MAX_TENSORS; t++) free(x->first[t][0]), free(x->first[t][1]);
+        for (int t = 0; t < KV_MAX_TENSORS; t++) /* a chained row judged, an error before its turn */
+            if (x->paired[t]) free(x->paired[t]->dist), free(x->paired[t]);
         kv_plan_free(x->r->d, &x->p); /* x->r: r itself may be freed until the retire thread is joined here */
         free(x);
         kv_case_free(c);

@@ -390,6 +390,11 @@ KV_CLONES static void block_lanes(void *ctx, size_t at, size_t n, double *const 
         const double *restrict chn = part[KV_EV_CHN];
         for (size_t j = 0; j < n; j++) sl[j] = o->chained ? chn[j] : 0;
     }
+    if (b->slack2) { /* the chained row's, beside (kernel.block_pair) */
+        double *restrict sl2 = b->slack2 + at;
+        const double *restrict chn = part[KV_EV_CHN];
+        for (size_t j = 0; j < n; j++) sl2[j] = chn[j];
+    }
     if (!b->lam) return;
     double *restrict lam = b->lam + at, *restrict fix = b->fix + at;
     unsigned char *restrict ov = b->ovf + at;
@@ -419,6 +424,7 @@ enum kv_status kv_spec_check(struct kv_spec *s)
     s->k.oracle = kv_spec_oracle;
     s->k.oracle_block = kv_spec_block;
     s->k.block_outputs = s->k.block_slack = s->k.block_bound = s->k.sample_outputs; /* the outputs no statement reads */
+    s->k.block_pair = s->k.block_outputs;
     for (int i = -1; i < 0 || s->sweep[i]; i++) {
         struct kv_case c;
         enum kv_status st = kv_case_init(&c, &s->k, 1);

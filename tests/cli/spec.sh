@@ -97,6 +97,16 @@ expect_compact_oracle "$KV" adamw-step --n 20000 --sample 500 --dist sparse
 # layernorm-bwd-recompute dx, dw and db read the stats stage's mean and rstd), also with
 # --dist nonfinite. (The stress runs' rows are judged through the same blocks.)
 expect_whole_oracle_report "$KV" layernorm-bwd-recompute --rows 9 --dim 333 --dist nonfinite
+# An output made in blocks with a chained row (cross-entropy-bwd's dlogits reads the count
+# stage's valid; layernorm-bwd-recompute's dx, dw and db its mean and rstd) has both rows
+# judged in one pass, each block made once: the same rows, in the same order, as judged
+# one after the other (KVERIFY_TEST_NO_PAIR=1): one chunk (the exact p99), several chunks,
+# and on 4 threads fewer chunks than threads (made whole first), with the stress runs.
+expect_same_report 0 KVERIFY_TEST_NO_PAIR "$KV" layernorm-bwd-recompute --rows 9 --dim 333 --dist nonfinite
+expect_same_report 0 KVERIFY_TEST_NO_PAIR "$KV" layernorm-bwd-recompute --rows 40 --dim 3000 --stress --no-sanitize
+grep -q '"dx.chained"' "$TMP/sc.json" || fail "layernorm-bwd-recompute: no chained row for dx"
+expect_same_report 0 KVERIFY_TEST_NO_PAIR "$KV" cross-entropy-bwd --rows 64 --classes 2000 --smoothing 0.1
+OMP_NUM_THREADS=4 expect_same_report 0 KVERIFY_TEST_NO_PAIR "$KV" cross-entropy-bwd-bf16 --rows 64 --classes 2000
 # A product of two inputs stays whole, made by BLAS (its sums in BLAS's order, not the
 # lanes'): gemm-bwd written as a spec reports what the whole oracle reports.
 expect_whole_oracle_report "$KV" --kernels "$KV_SRC/tests/specs" gemm-bwd-spec --m 40 --n 33 --k 300
@@ -115,6 +125,18 @@ assert o["rstd"]["pass"] and o["rstd"]["max_bound_ratio"] > 0.5, o["rstd"]["max_
 for n in ("dx.chained", "dw.chained"):
     assert o[n]["pass"] and o[n]["slack_used"] > 100, (n, o[n]["pass"], o[n]["slack_used"])
 PY
+# ... and judged in one pass with the isolated rows, the chained rows reading that allowance
+# from the blocks beside the isolated rows' (70000 elements: several chunks on 2 threads;
+# on 4, fewer chunks than threads, made whole first): the rows judged one after the other.
+for th in 2 4; do
+  OMP_NUM_THREADS=$th expect_same_report 0 KVERIFY_TEST_NO_PAIR "$KV" layernorm-bwd-recompute --rows 70 --dim 1000 \
+    --shader stats="$TMP/stats.comp" --no-stress
+  python3 - "$TMP/sc.json" <<'PY' || fail "paired rows on $th threads: the chained allowance"
+import json, sys
+o = {x["name"]: x for x in json.load(open(sys.argv[1]))["cases"][0]["outputs"]}
+assert o["dx.chained"]["pass"] and o["dx.chained"]["slack_used"] > 100 and o["dx"]["slack_used"] == 0
+PY
+done
 # Blocks carry the legal overflows (gelu-bwd's terms past f32's range) as the whole does.
 expect_whole_oracle_report "$KV" gelu-bwd --scale 1e30 --n 1000 --no-stress
 grep -q '"overflow_ok":.1000' "$TMP/sc.json" || fail "gelu-bwd --scale 1e30: no legal overflow"
