@@ -189,89 +189,91 @@ static double total_err(const struct parts *a, int l)
     return 8 * a->p[KV_EV_LAM][l] + a->p[KV_EV_FIX][l] + a->p[KV_EV_CHN][l];
 }
 
-/* A function of one operand, lane by lane (the switch outside the loop):
- * its value r, derivative d (a NaN derivative taken as 0), own error and
- * magnitude S, for unary_parts' rule. */
-static void function(const struct kv_ev_ctx *c, int fn, const struct parts *a, int nl, double *restrict r,
+/* Each unary operation's value over the lanes (the switch outside the
+ * loops): the one definition the full rules and values alone both use. */
+static void unary_value_lanes(const struct kv_ev_ctx *c, const struct kv_sx *e, const double *restrict x,
+                              double *restrict r, int nl)
+{
+    if (e->op == KV_SX_NEG) {
+        for (int l = 0; l < nl; l++) r[l] = -x[l];
+        return;
+    }
+    if (e->op == KV_SX_NOT) {
+        for (int l = 0; l < nl; l++) r[l] = x[l] == 0;
+        return;
+    }
+    if (e->op == KV_SX_ROUND) {
+        for (int l = 0; l < nl; l++) r[l] = c->x->exact ? x[l] : kv_ev_round(e->ref, x[l]);
+        return;
+    }
+    switch (e->ref) {
+    case KV_FN_EXP: for (int l = 0; l < nl; l++) r[l] = exp(x[l]); break;
+    case KV_FN_LOG: for (int l = 0; l < nl; l++) r[l] = log(x[l]); break;
+    case KV_FN_SQRT: for (int l = 0; l < nl; l++) r[l] = sqrt(x[l]); break;
+    case KV_FN_RSQRT: for (int l = 0; l < nl; l++) r[l] = 1 / sqrt(x[l]); break;
+    case KV_FN_TANH: for (int l = 0; l < nl; l++) r[l] = tanh(x[l]); break;
+    case KV_FN_SIGMOID: for (int l = 0; l < nl; l++) r[l] = 1 / (1 + exp(-x[l])); break;
+    case KV_FN_ERF: for (int l = 0; l < nl; l++) r[l] = erf(x[l]); break;
+    case KV_FN_SIN: for (int l = 0; l < nl; l++) r[l] = sin(x[l]); break;
+    case KV_FN_COS: for (int l = 0; l < nl; l++) r[l] = cos(x[l]); break;
+    case KV_FN_FLOOR: for (int l = 0; l < nl; l++) r[l] = floor(x[l]); break;
+    default: for (int l = 0; l < nl; l++) r[l] = fabs(x[l]); break; /* abs */
+    }
+}
+
+/* A function of one operand at its values r (the switch outside the loop):
+ * its derivative d (a NaN derivative taken as 0), own error and magnitude
+ * S, for unary_parts' rule. */
+static void function(const struct kv_ev_ctx *c, int fn, const struct parts *a, int nl, const double *restrict r,
                      double *restrict d, double *restrict own, double *restrict S)
 {
     const double u = c->x->u, *x = a->p[KV_EV_V];
     switch (fn) {
     case KV_FN_EXP:
-        for (int l = 0; l < nl; l++) r[l] = exp(x[l]), d[l] = r[l], own[l] = 2 * u * (3 + 2 * fabs(x[l])) * r[l];
+        for (int l = 0; l < nl; l++) d[l] = r[l], own[l] = 2 * u * (3 + 2 * fabs(x[l])) * r[l];
         break;
     case KV_FN_LOG:
-        for (int l = 0; l < nl; l++)
-            r[l] = log(x[l]), d[l] = 1 / x[l], own[l] = x[l] >= 0.5 && x[l] <= 2 ? 0x1p-21 : 6 * u * fabs(r[l]);
+        for (int l = 0; l < nl; l++) d[l] = 1 / x[l], own[l] = x[l] >= 0.5 && x[l] <= 2 ? 0x1p-21 : 6 * u * fabs(r[l]);
         break;
     case KV_FN_SQRT:
-        for (int l = 0; l < nl; l++) r[l] = sqrt(x[l]), d[l] = 0.5 / r[l], own[l] = 9 * u * r[l];
+        for (int l = 0; l < nl; l++) d[l] = 0.5 / r[l], own[l] = 9 * u * r[l];
         break;
     case KV_FN_RSQRT:
-        for (int l = 0; l < nl; l++) r[l] = 1 / sqrt(x[l]), d[l] = 0.5 * r[l] / x[l], own[l] = 4 * u * r[l];
+        for (int l = 0; l < nl; l++) d[l] = 0.5 * r[l] / x[l], own[l] = 4 * u * r[l];
         break;
     case KV_FN_TANH:
-        for (int l = 0; l < nl; l++)
-            r[l] = tanh(x[l]), d[l] = 1 - r[l] * r[l], own[l] = 4 * u * (3 + 2 * fmin(fabs(x[l]), 9));
+        for (int l = 0; l < nl; l++) d[l] = 1 - r[l] * r[l], own[l] = 4 * u * (3 + 2 * fmin(fabs(x[l]), 9));
         break;
     case KV_FN_SIGMOID:
-        for (int l = 0; l < nl; l++) {
-            r[l] = 1 / (1 + exp(-x[l])), d[l] = r[l] * (1 - r[l]);
-            own[l] = 2 * u * (3 + 2 * fabs(x[l])) * d[l] + 6 * u * r[l];
-        }
+        for (int l = 0; l < nl; l++)
+            d[l] = r[l] * (1 - r[l]), own[l] = 2 * u * (3 + 2 * fabs(x[l])) * d[l] + 6 * u * r[l];
         break;
     case KV_FN_ERF:
-        for (int l = 0; l < nl; l++) r[l] = erf(x[l]), d[l] = 1.1283791670955126 * exp(-x[l] * x[l]), own[l] = 16 * u;
+        for (int l = 0; l < nl; l++) d[l] = 1.1283791670955126 * exp(-x[l] * x[l]), own[l] = 16 * u;
         break;
     case KV_FN_SIN:
-        for (int l = 0; l < nl; l++) r[l] = sin(x[l]), d[l] = cos(x[l]), own[l] = 0x1p-11;
+        for (int l = 0; l < nl; l++) d[l] = cos(x[l]), own[l] = 0x1p-11;
         break;
     case KV_FN_COS:
-        for (int l = 0; l < nl; l++) r[l] = cos(x[l]), d[l] = sin(x[l]), own[l] = 0x1p-11;
+        for (int l = 0; l < nl; l++) d[l] = sin(x[l]), own[l] = 0x1p-11;
         break;
     case KV_FN_FLOOR: /* flips to the next integer where the error reaches it */
         for (int l = 0; l < nl; l++) {
             const double t = total_err(a, l);
-            r[l] = floor(x[l]), d[l] = 0, own[l] = t >= fmin(x[l] - r[l], r[l] + 1 - x[l]) && t > 0 ? 1 : 0;
+            d[l] = 0, own[l] = t >= fmin(x[l] - r[l], r[l] + 1 - x[l]) && t > 0 ? 1 : 0;
         }
         break;
     default: /* abs */
-        for (int l = 0; l < nl; l++) r[l] = fabs(x[l]), d[l] = 1, own[l] = 0, S[l] = a->p[KV_EV_S][l];
+        for (int l = 0; l < nl; l++) d[l] = 1, own[l] = 0, S[l] = a->p[KV_EV_S][l];
         return;
     }
     for (int l = 0; l < nl; l++) d[l] = d[l] != d[l] ? 0 : d[l], S[l] = fabs(r[l]);
 }
 
-/* For values alone (c->values: a prepare statement's), each operation's
- * value as the full rules make it (the same expression), nothing else. */
-static double fn_value(int fn, double x)
-{
-    switch (fn) {
-    case KV_FN_EXP: return exp(x);
-    case KV_FN_LOG: return log(x);
-    case KV_FN_SQRT: return sqrt(x);
-    case KV_FN_RSQRT: return 1 / sqrt(x);
-    case KV_FN_TANH: return tanh(x);
-    case KV_FN_SIGMOID: return 1 / (1 + exp(-x));
-    case KV_FN_ERF: return erf(x);
-    case KV_FN_SIN: return sin(x);
-    case KV_FN_COS: return cos(x);
-    case KV_FN_FLOOR: return floor(x);
-    default: return fabs(x);
-    }
-}
-
-static void unary_values(const struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
-{
-    double *o = kv_ev_part(c, e, KV_EV_V);
-    const double *a = kv_ev_part(c, e->kid[0], KV_EV_V);
-    for (int l = 0; l < nl; l++)
-        o[l] = e->op == KV_SX_NEG     ? -a[l]
-               : e->op == KV_SX_NOT   ? a[l] == 0
-               : e->op == KV_SX_ROUND ? (c->x->exact ? a[l] : kv_ev_round(e->ref, a[l]))
-                                      : fn_value(e->ref, a[l]);
-}
-
+/* For values alone (c->values: a prepare statement's), each binary
+ * operation's value as the full rules make it: the same expression (the
+ * full rules keep theirs in their vectorised loops: arith, compare, minmax,
+ * power; unit.spec's prepare_ops holds the two to the same bits). */
 static void binary_values(const struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
 {
     double *o = kv_ev_part(c, e, KV_EV_V);
@@ -321,23 +323,23 @@ KV_CLONES static void unary_parts(struct parts *o, const struct parts *a, int nl
 
 void kv_ev_unary(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
 {
-    if (c->values) {
-        unary_values(c, e, nl);
+    if (c->values) { /* a prepare statement's: the value alone */
+        unary_value_lanes(c, e, kv_ev_part(c, e->kid[0], KV_EV_V), kv_ev_part(c, e, KV_EV_V), nl);
         return;
     }
     struct parts o = parts_of(c, e), a = parts_of(c, e->kid[0]);
     const double *x = a.p[KV_EV_V], *Sa = a.p[KV_EV_S];
     double r[LANES], d[LANES], own[LANES], S[LANES];
+    unary_value_lanes(c, e, x, r, nl);
     if (e->op == KV_SX_NEG) {
-        for (int l = 0; l < nl; l++) r[l] = -x[l], d[l] = 1, own[l] = 0, S[l] = Sa[l];
+        for (int l = 0; l < nl; l++) d[l] = 1, own[l] = 0, S[l] = Sa[l];
     } else if (e->op == KV_SX_NOT) {
         const double *fa = a.p[KV_EV_FIX];
-        for (int l = 0; l < nl; l++) r[l] = x[l] == 0, d[l] = 0, own[l] = fa[l] > 0, S[l] = 1;
+        for (int l = 0; l < nl; l++) d[l] = 0, own[l] = fa[l] > 0, S[l] = 1;
     } else if (e->op == KV_SX_ROUND) {
         /* the spec's rounding: the device's value, off by its error, may
          * round to the neighbour: one ulp of the type more (below) */
-        for (int l = 0; l < nl; l++)
-            r[l] = c->x->exact ? x[l] : kv_ev_round(e->ref, x[l]), d[l] = 1, own[l] = 0, S[l] = Sa[l];
+        for (int l = 0; l < nl; l++) d[l] = 1, own[l] = 0, S[l] = Sa[l];
     } else {
         function(c, e->ref, &a, nl, r, d, own, S);
     }

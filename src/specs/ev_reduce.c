@@ -20,18 +20,13 @@ static void acc_init(struct acc *a, enum kv_sx_op op)
     if (op != KV_SX_SUM) a->p[KV_EV_V] = op == KV_SX_RMAX ? -INFINITY : INFINITY;
 }
 
-static void acc_add(struct acc *a, enum kv_sx_op op, const double *const b[KV_EV_PARTS], int l)
+/* A max's or min's term l of b into a: NaN wins; the errors are the
+ * largest of any term's. (A sum's terms: sum_lanes and sum_terms.) */
+static void acc_extreme(struct acc *a, enum kv_sx_op op, const double *const b[KV_EV_PARTS], int l)
 {
     const double v = b[KV_EV_V][l];
     a->n++;
     a->p[KV_EV_PK] = kv_maxd(a->p[KV_EV_PK], b[KV_EV_PK][l]);
-    if (op == KV_SX_SUM) {
-        a->p[KV_EV_V] += v;
-        for (int k = KV_EV_S; k <= KV_EV_CHN; k++) a->p[k] += b[k][l];
-        a->abs += fabs(v);
-        return;
-    }
-    /* max, min: NaN wins; the errors are the largest of any term's */
     const double cur = a->p[KV_EV_V];
     if (!isnan(cur) && (isnan(v) || (op == KV_SX_RMAX ? v > cur : v < cur))) {
         a->p[KV_EV_V] = v;
@@ -41,7 +36,7 @@ static void acc_add(struct acc *a, enum kv_sx_op op, const double *const b[KV_EV
 }
 
 /* A term into a's value alone (c->values: a prepare statement's), as
- * acc_add adds it. */
+ * sum_terms or acc_extreme adds it. */
 static void acc_add_value(struct acc *a, enum kv_sx_op op, double v)
 {
     a->n++;
@@ -80,9 +75,11 @@ static int reduce_range(struct kv_ev_ctx *c, const struct kv_sx *e, int nl, int6
     return 0;
 }
 
-/* reduce_outer's sums, one per lane, held part by part: each lane's term
- * added as acc_add adds it (the same operations in the same order), in a
- * loop that vectorizes across the lanes. */
+/* A sum adds each term as follows: the peak takes the larger, then the
+ * value, S and each error part add the term's, and the magnitude its |v|.
+ * reduce_outer's sums, one per lane, held part by part, each lane's term
+ * added so (as sum_terms adds one), in a loop that vectorizes across the
+ * lanes. */
 struct lane_sums {
     double p[KV_EV_PARTS][LANES], abs[LANES];
 };
@@ -122,7 +119,7 @@ static int reduce_outer(struct kv_ev_ctx *c, const struct kv_sx *e, int nl, int6
             for (int l = 0; l < nl; l++) acc_add_value(&a[l], e->op, b[KV_EV_V][l]);
         else if (sums) sum_lanes(sums, b, nl);
         else
-            for (int l = 0; l < nl; l++) acc_add(&a[l], e->op, b, l);
+            for (int l = 0; l < nl; l++) acc_extreme(&a[l], e->op, b, l);
     }
     c->uni = uni;
     for (int l = 0; l < nl; l++) {
@@ -135,8 +132,9 @@ static int reduce_outer(struct kv_ev_ctx *c, const struct kv_sx *e, int nl, int6
     return 0;
 }
 
-/* Terms 0..m of b added into one sum in order, as acc_add adds each (the
- * same operations in the same order), the running sums held in registers. */
+/* Terms 0..m of b added into one sum in order, as sum_lanes adds each
+ * lane's (the same operations in the same order), the running sums held in
+ * registers. */
 static void sum_terms(struct acc *a, const double *const b[KV_EV_PARTS], int m)
 {
     double v = a->p[KV_EV_V], S = a->p[KV_EV_S], lam = a->p[KV_EV_LAM], fix = a->p[KV_EV_FIX];
@@ -160,7 +158,7 @@ static void add_terms(const struct kv_ev_ctx *c, struct acc *a, enum kv_sx_op op
         for (int j = 0; j < m; j++) acc_add_value(a, op, b[KV_EV_V][j]);
     else if (op == KV_SX_SUM) sum_terms(a, b, m);
     else
-        for (int j = 0; j < m; j++) acc_add(a, op, b, j);
+        for (int j = 0; j < m; j++) acc_extreme(a, op, b, j);
 }
 
 /* One outer element at a time, lanes across the range: for few outer

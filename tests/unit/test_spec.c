@@ -403,13 +403,13 @@ static void test_flip(void **st)
  * below f32's smallest normal may be flushed (its magnitude in fix); &&
  * flips where either operand may (the right one here: b*c = 1 within its
  * rounding); min takes the chosen operand's value and magnitude sum S and
- * the larger of the two errors. */
+ * the larger of the two errors; ! negates. */
 static void test_rules(void **st)
 {
     (void)st;
-    struct kv_spec *s = make(OUT("e", "n") "," OUT("g", "n") "," OUT("m", "n"),
+    struct kv_spec *s = make(OUT("e", "n") "," OUT("g", "n") "," OUT("m", "n") "," OUT("z", "n"),
                              "\"e[i] = exp(a[i] - 100)\", \"g[i] = where(a[i] > 0 && b[i] * c[i] > 1, 10, 3)\","
-                             "\"m[i] = min(c[i], a[i] + b[i])\"",
+                             "\"m[i] = min(c[i], a[i] + b[i])\", \"z[i] = !(a[i] > 0)\"",
                              KV_OK);
     const float a[4] = {0.5f, 1, -2, 1}, b[4] = {2, 2, 2, -0.75f}, cc[4] = {0.5f, 0.25f, 0.5f, 4};
     struct kv_case c;
@@ -424,6 +424,7 @@ static void test_rules(void **st)
         near(c.y[6][i], fmin(cc[i], sum), 0);
         near(c.S[6][i], cc[i] < sum ? fabs(cc[i]) : fabs(a[i]) + fabs(b[i]), 0);
         near(c.fix[6][i], u * fabs(sum), 1e-12);
+        assert_true(c.y[7][i] == (a[i] > 0 ? 0 : 1) && c.fix[7][i] == 0); /* ! of an exact comparison */
     }
     kv_case_free(&c);
     kv_spec_free(s);
