@@ -179,6 +179,7 @@ struct spec_work {
      * of the products (kernels/gdn_prod.h), each sum over the same terms in
      * the same order as a dot product would; P: six n x max(n, D) results. */
     double *KSt, *KSet, *VSt, *kt, *At, *P[6];
+    double *kk, *kkS; /* k k^T and its S, n x n: with kt, kept between the calls of a key head (same_k) */
     double *zr, *er; /* a row's values and their errors before a cast: max(n, D) each */
     int a_lower;     /* A lower-triangular (A[m][i] = 0 for i > m): A^T's zeros left out of the tiles */
 };
@@ -186,7 +187,7 @@ struct spec_work {
 size_t kv_gdn_spec_scratch(int K, int V)
 {
     const size_t n = 64, D = (size_t)(K > V ? K : V), W = D > n ? D : n;
-    return 8 * n * n + 6 * n * D + 3 * n * (size_t)K + n * (size_t)V + n * n + 6 * n * W + 2 * W;
+    return 8 * n * n + 6 * n * D + 3 * n * (size_t)K + n * (size_t)V + n * n + 6 * n * W + 2 * W + 2 * n * n;
 }
 
 static double lam(const struct spec_work *w, int n) { return (8 * sqrt((double)n) + 1) * w->ua; }
@@ -222,7 +223,8 @@ KV_CLONES static void stage(struct spec_work *w)
             w->VS[j * V + c] = r ? bf((float)(x->v[j * V + c] * x->beta[j])) : x->v[j * V + c] * x->beta[j];
     }
     transpose(w->KSt, w->KS, n, K), transpose(w->KSet, w->KSe, n, K), transpose(w->VSt, w->VS, n, V);
-    transpose(w->kt, x->k, n, K), transpose(w->At, w->A, n, n);
+    if (!w->o->same_k) transpose(w->kt, x->k, n, K);
+    transpose(w->At, w->A, n, n);
 }
 
 /* Pass 1 over K and the V pass: dk1, dv, and dbeta's and dg's first terms.
@@ -329,13 +331,14 @@ KV_CLONES static void pass2(struct spec_work *w)
     const struct kv_gdn_chunk *x = w->x;
     struct kv_gdn_spec *o = w->o;
     const int n = w->n, K = w->K;
-    /* M[i][j] = sum_c k[i][c] k[j][c] */
-    kv_gdn_prod(&(struct kv_gdn_prod){.L = x->k, .l_row = K, .l_col = 1, .R = w->kt, .ldr = n, .rows = n, .cols = n,
-                                      .depth = K},
-                w->P[0], w->P[1], NULL, n, 0);
+    /* M[i][j] = sum_c k[i][c] k[j][c] (the key head's: made once for its value heads) */
+    if (!o->same_k)
+        kv_gdn_prod(&(struct kv_gdn_prod){.L = x->k, .l_row = K, .l_col = 1, .R = w->kt, .ldr = n, .rows = n,
+                                          .cols = n, .depth = K},
+                    w->kk, w->kkS, NULL, n, 0);
     int ov = 0;
     for (int i = 0; i < n; i++) {
-        const double *s = w->P[0] + i * n, *S = w->P[1] + i * n;
+        const double *s = w->kk + i * n, *S = w->kkS + i * n;
         for (int j = 0; j < n; j++) {
             w->M[i * n + j] = s[j] * x->beta[i];
             ov |= (S[j] >= F32_OVER) | (S[j] * fabs(x->beta[i]) >= F32_OVER);
@@ -386,9 +389,12 @@ void kv_gdn_chunk_backward_spec(const struct kv_gdn_chunk *x, const double *A, s
     w.dk1 = p, p += n * D, w.dk1e = p, p += n * D;
     w.dA = p, p += n * n, w.dAe = p, p += n * n, w.T = p, p += n * n, w.Te = p, p += n * n;
     w.Ug = p, p += n * n, w.Uge = p, p += n * n, w.M = p, p += n * n, w.Me = p, p += n * n;
-    w.KSt = p, p += n * K, w.KSet = p, p += n * K, w.VSt = p, p += n * V, w.kt = p, p += n * K, w.At = p, p += n * n;
+    w.KSt = p, p += n * K, w.KSet = p, p += n * K, w.VSt = p, p += n * V, w.At = p, p += n * n;
     for (int q = 0; q < 6; q++) w.P[q] = p, p += n * (D > n ? D : n);
-    w.zr = p, p += D > n ? D : n, w.er = p;
+    w.zr = p, p += D > n ? D : n, w.er = p, p += D > n ? D : n;
+    /* the kept part last, at fixed places (64-row strides: n may differ only where same_k is not set) */
+    p = scratch + kv_gdn_spec_scratch(K, V) - 2 * 64 * 64 - 64 * (size_t)K;
+    w.kt = p, p += 64 * K, w.kk = p, p += 64 * 64, w.kkS = p;
     w.a_lower = 1;
     for (int m = 0; m < n; m++)
         for (int i = m + 1; i < n; i++) w.a_lower &= A[m * n + i] == 0;

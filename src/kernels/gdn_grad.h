@@ -50,6 +50,11 @@ struct kv_gdn_spec {
     double *dg, *dg_S, *dg_sl;             /* n */
     size_t flips;
     int overflow; /* some f32 sum's terms add up past f32's range: the device may overflow there */
+    /* Set by the caller: x->k (and n, K) are the last call's, made with this
+     * scratch, whose last 2 * 64^2 + 64 K doubles nothing else wrote since.
+     * The products of k alone (k k^T: the same for every value head of a key
+     * head) are kept there and not made again. */
+    int same_k;
 };
 /* scratch holds kv_gdn_spec_scratch(K, V) doubles (chunks of n <= 64 rows). */
 size_t kv_gdn_spec_scratch(int K, int V);

@@ -1,6 +1,7 @@
 #include "kernels/gdn_prod.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/clones.h"
@@ -57,11 +58,13 @@ KV_CLONES static void rows_part(const struct kv_gdn_prod *p, int i0, int i1, int
  * m0 <= m < depth (the terms before m0 and from depth on are 0), every term
  * finite. The same operations as rows_part's: t = a b rounded, then added;
  * S and ep by fused multiply-adds, or (rounded) |t| and a rounded product
- * added. */
+ * added. aL holds |L| in L's layout: each of a and |a| is then one
+ * broadcast from memory (a load), where |a| made from a took two shuffles,
+ * which compete with the arithmetic for its ports. */
 #define TILE(NAME, TARGET, VEC, LOAD, STORE, ZERO, SET1, ADD, MUL, FMA, ABS)                                           \
     __attribute__((target(TARGET), always_inline)) static inline void NAME(                                            \
-        const struct kv_gdn_prod *p, int i0, int c0, int m0, int depth, double *s, double *S, double *ep, int ld,      \
-        int add, int mode, int rounded)                                                                                \
+        const struct kv_gdn_prod *p, const double *aL, int i0, int c0, int m0, int depth, double *s, double *S,        \
+        double *ep, int ld, int add, int mode, int rounded)                                                            \
     {                                                                                                                  \
         VEC ts[RB], tS[RB], te[RB];                                                                                    \
         for (int r = 0; r < RB; r++) {                                                                                 \
@@ -73,8 +76,7 @@ KV_CLONES static void rows_part(const struct kv_gdn_prod *p, int i0, int i1, int
             const long o = (long)m * p->ldr + c0;                                                                      \
             const VEC b = LOAD(p->R + o), ab = ABS(b), re = mode == EP_RE ? LOAD(p->Re + o) : ZERO();                  \
             for (int r = 0; r < RB; r++) {                                                                             \
-                const double x = Lat(p, p->L, i0 + r, m);                                                              \
-                const VEC a = SET1(x), aa = SET1(fabs(x));                                                             \
+                const VEC a = SET1(Lat(p, p->L, i0 + r, m)), aa = SET1(Lat(p, aL, i0 + r, m));                         \
                 const VEC t = MUL(a, b), le = mode == EP_LE ? SET1(Lat(p, p->Le, i0 + r, m)) : ZERO();            \
                 ts[r] = ADD(ts[r], t), tS[r] = rounded ? ADD(tS[r], ABS(t)) : FMA(aa, ab, tS[r]);                     \
                 if (mode == EP_LE) te[r] = rounded ? ADD(te[r], MUL(le, ab)) : FMA(le, ab, te[r]);                     \
@@ -112,15 +114,15 @@ static void lower_zero(const struct kv_gdn_prod *p, int i0, int i1, int cols, do
 
 #define MODES(TILEF, RD)                                                                                               \
     {                                                                                                                  \
-        if (mode == EP_LE) TILEF(p, i0, c0, m0, depth, s, S, ep, ld, add, EP_LE, RD);                                  \
-        else if (mode == EP_RE) TILEF(p, i0, c0, m0, depth, s, S, ep, ld, add, EP_RE, RD);                             \
-        else TILEF(p, i0, c0, m0, depth, s, S, ep, ld, add, EP_NONE, RD);                                              \
+        if (mode == EP_LE) TILEF(p, aL, i0, c0, m0, depth, s, S, ep, ld, add, EP_LE, RD);                              \
+        else if (mode == EP_RE) TILEF(p, aL, i0, c0, m0, depth, s, S, ep, ld, add, EP_RE, RD);                         \
+        else TILEF(p, aL, i0, c0, m0, depth, s, S, ep, ld, add, EP_NONE, RD);                                          \
     }
 /* Rows i0..i0+RB-1 in tiles of W columns (the last columns row by row), and
  * a lower row's sums past j = i set to 0. */
 #define ROW_BLOCKS(NAME, TARGET, TILEF, W)                                                                             \
-    __attribute__((target(TARGET))) static void NAME(const struct kv_gdn_prod *p, double *s, double *S, double *ep,   \
-                                                     int ld, int add, int mode)                                        \
+    __attribute__((target(TARGET))) static void NAME(const struct kv_gdn_prod *p, const double *aL, double *s,        \
+                                                     double *S, double *ep, int ld, int add, int mode)                 \
     {                                                                                                                  \
         for (int i0 = 0; i0 + RB <= p->rows; i0 += RB) {                                                               \
             const int last = i0 + RB - 1; /* lower sums stop before the block's last row */                           \
@@ -144,6 +146,11 @@ ROW_BLOCKS(blocks256, "avx2,fma", tile256, 4)
 
 static int tiles_cap = 2; /* kv_gdn_prod_tiles */
 
+KV_CLONES static void abs_n(double *restrict a, const double *restrict x, size_t n)
+{
+    for (size_t i = 0; i < n; i++) a[i] = fabs(x[i]);
+}
+
 void kv_gdn_prod_tiles(int most) { tiles_cap = most; }
 
 /* The tiles where this CPU has them (AVX-512, else AVX2 with FMA), as wide
@@ -156,9 +163,16 @@ static void tiles(const struct kv_gdn_prod *p, double *s, double *S, double *ep,
     const int has =
         __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     const int level = has < tiles_cap ? has : tiles_cap;
-    if (level == 2) blocks512(p, s, S, ep, ld, add, mode);
-    if (level == 1) blocks256(p, s, S, ep, ld, add, mode);
-    if (level > 0) done = p->rows / RB * RB;
+    /* |L| in L's layout, over the extent the tiles read */
+    const size_t ext = (size_t)(p->rows - 1) * (size_t)p->l_row + (size_t)(p->depth - 1) * (size_t)p->l_col + 1;
+    double *aL = level > 0 && p->rows >= RB && p->depth > 0 ? malloc(sizeof(double) * ext) : NULL;
+    if (aL) {
+        abs_n(aL, p->L, ext);
+        if (level == 2) blocks512(p, aL, s, S, ep, ld, add, mode);
+        if (level == 1) blocks256(p, aL, s, S, ep, ld, add, mode);
+        done = p->rows / RB * RB;
+        free(aL);
+    }
 #else
     (void)mode;
 #endif

@@ -312,7 +312,7 @@ static struct chunk_work *work_new(const struct dims *d, int a_bf16, double u_ac
     w->sum_y = p, p += nK, w->sum_S = p, p += nK, w->sum_chain = p, p += nK, w->sum_lsb = p, p += nK;
     w->dv = p, p += nV, w->dv_S = p, p += nV, w->ex_dv = p, p += nV, w->sl_row = p;
     w->o = (struct kv_gdn_spec){1, a_bf16, u_acc, w->dk, w->dk_S, w->dk_sl, w->dv, w->dv_S,
-                                w->db, w->db_S, w->db_sl, w->dg, w->dg_S, w->dg_sl, 0, 0};
+                                w->db, w->db_S, w->db_sl, w->dg, w->dg_S, w->dg_sl, 0, 0, 0};
     return w;
 }
 
@@ -519,6 +519,9 @@ static enum kv_status oracle(struct kv_case *c)
             w->sum_ovf = 0;
             for (int64_t h = kh * d.ratio; h < (kh + 1) * d.ratio; h++) {
                 gather(c, &d, w, b, ch, h);
+                /* the key head's k k^T, made for its first value head, kept for the others (the exact
+                 * oracle writes over the scratch) */
+                w->o.same_k = h > kh * d.ratio && !c->exact;
                 kv_gdn_chunk_backward_spec(&w->x, w->A, &w->o, w->scratch);
                 if (c->exact) {
                     memset(w->ex_dk, 0, sizeof(double) * (size_t)(w->x.n * d.K));

@@ -113,7 +113,7 @@ static struct spec_run *spec_run(const struct chunk *x, const double *A, int rou
     double *scratch = calloc(kv_gdn_spec_scratch(K, V), sizeof *scratch);
     assert_non_null(r), assert_non_null(scratch);
     r->o = (struct kv_gdn_spec){round, a_bf16, 0, r->dk, r->dk_S, r->dk_sl, r->dv, r->dv_S,
-                                r->db, r->db_S, r->db_sl, r->dg, r->dg_S, r->dg_sl, 0, 0};
+                                r->db, r->db_S, r->db_sl, r->dg, r->dg_S, r->dg_sl, 0, 0, 0};
     kv_gdn_chunk_backward_spec(&x->c, A, &r->o, scratch);
     free(scratch);
     return r;
