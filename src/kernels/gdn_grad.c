@@ -200,9 +200,15 @@ static void sum_range(struct spec_work *w, double S) { w->o->overflow |= S >= F3
  * whether the f32 sum of the others may overflow first). */
 static inline double mag(double t) { return isfinite(t) ? fabs(t) : 0; }
 
+/* In blocks of 8 rows: each column's 8 entries one line of t (row by row,
+ * every store went to another line). */
 static void transpose(double *restrict t, const double *restrict a, int rows, int cols)
 {
-    for (int i = 0; i < rows; i++)
+    int i0 = 0;
+    for (; i0 + 8 <= rows; i0 += 8)
+        for (int c = 0; c < cols; c++)
+            for (int r = 0; r < 8; r++) t[c * rows + i0 + r] = a[(i0 + r) * cols + c];
+    for (int i = i0; i < rows; i++)
         for (int c = 0; c < cols; c++) t[c * rows + i] = a[i * cols + c];
 }
 
@@ -258,12 +264,16 @@ KV_CLONES static void pass1(struct spec_work *w)
             db += tb, dbS += mag(tb), dbsl += fabs(kv * w->ge[i]) * e + fabs(tb) * (rexp(x->g[i]) + 2 * U32);
             dg += tg, dgS += mag(tg), dgsl += fabs(kbg) * e + fabs(tg) * (w->rbg[i] + 2 * U32);
         }
+        double *restrict dv = o->dv + i * V, *restrict dvS = o->dv_S + i * V;
+        for (int c = 0; c < V; c++) { /* dv, apart from the sums: a loop that vectorizes */
+            const double S = Sv[c];
+            ov |= (S >= F32_OVER) | (S * fabs(x->beta[i]) >= F32_OVER);
+            dv[c] = sv[c] * x->beta[i], dvS[c] = S * fabs(x->beta[i]);
+        }
+        o->overflow |= ov;
         for (int c = 0; c < V; c++) {
-            double s = sv[c], S = Sv[c];
-            sum_range(w, S), sum_range(w, S * fabs(x->beta[i]));
-            o->dv[i * V + c] = s * x->beta[i], o->dv_S[i * V + c] = S * fabs(x->beta[i]);
-            double tb = s * x->v[i * V + c];
-            db += tb, dbS += mag(tb), dbsl += fabs(x->v[i * V + c]) * w->lam_n * S + fabs(tb) * U32;
+            double tb = sv[c] * x->v[i * V + c];
+            db += tb, dbS += mag(tb), dbsl += fabs(x->v[i * V + c]) * w->lam_n * Sv[c] + fabs(tb) * U32;
         }
         o->dbeta[i] = db, o->dbeta_S[i] = dbS, o->dbeta_sl[i] = dbsl;
         o->dg[i] = dg, o->dg_S[i] = dgS, o->dg_sl[i] = dgsl;
@@ -365,17 +375,22 @@ KV_CLONES static void pass2(struct spec_work *w)
             dksl[c] = fabs(beta) * ed[c] + et[c] + dk1e[c];
             ov |= (Sd[c] >= F32_OVER) | (St[c] >= F32_OVER) | (dkS[c] >= F32_OVER);
         }
-        for (int c = 0; c < K; c++) { /* dbeta's last sum, in order */
+        /* the sums in order, held in registers (through o, each add waited on a store) */
+        double db = o->dbeta[i], dbS = o->dbeta_S[i], dbsl = o->dbeta_sl[i];
+        for (int c = 0; c < K; c++) { /* dbeta's last sum */
             double kv = x->k[i * K + c], tb = dkb[c] * kv;
-            o->dbeta[i] += tb, o->dbeta_S[i] += mag(tb), o->dbeta_sl[i] += fabs(kv) * (w->lam_n * Sd[c] + ed[c]) + fabs(tb) * U32;
+            db += tb, dbS += mag(tb), dbsl += fabs(kv) * (w->lam_n * Sd[c] + ed[c]) + fabs(tb) * U32;
         }
+        o->dbeta[i] = db, o->dbeta_S[i] = dbS, o->dbeta_sl[i] = dbsl;
+        double dg = o->dg[i], dgS = o->dg_S[i], dgsl = o->dg_sl[i];
         for (int j = 0; j < n; j++) {
             double a = w->Ug[i * n + j] * w->M[i * n + j], b = w->Ug[j * n + i] * w->M[j * n + i];
-            o->dg[i] += a - b, o->dg_S[i] += mag(a) + mag(b);
-            o->dg_sl[i] += w->Uge[i * n + j] * fabs(w->M[i * n + j]) + fabs(w->Ug[i * n + j]) * w->Me[i * n + j] +
-                           w->Uge[j * n + i] * fabs(w->M[j * n + i]) + fabs(w->Ug[j * n + i]) * w->Me[j * n + i];
+            dg += a - b, dgS += mag(a) + mag(b);
+            dgsl += w->Uge[i * n + j] * fabs(w->M[i * n + j]) + fabs(w->Ug[i * n + j]) * w->Me[i * n + j] +
+                    w->Uge[j * n + i] * fabs(w->M[j * n + i]) + fabs(w->Ug[j * n + i]) * w->Me[j * n + i];
         }
-        sum_range(w, o->dg_S[i]), sum_range(w, o->dbeta_S[i]); /* the sums' final S, once per row */
+        o->dg[i] = dg, o->dg_S[i] = dgS, o->dg_sl[i] = dgsl;
+        sum_range(w, dgS), sum_range(w, dbS); /* the sums' final S, once per row */
     }
     o->overflow |= ov;
 }

@@ -22,6 +22,7 @@
  * products for each of the two through A: more work than FLA's whole kernel;
  * this variant takes A in bf16, as FLA does. */
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -340,6 +341,26 @@ static void gather(const struct kv_case *c, const struct dims *d, struct chunk_w
     w->x = (struct kv_gdn_chunk){(int)n, (int)K, (int)V, w->k, w->v, w->beta, w->g, w->dw, w->du};
 }
 
+/* The cache lines of chunk ch of head h in batch b that gather reads (k's
+ * where with_k), asked for ahead: the rows of a head lie H rows apart in
+ * memory, where the hardware's prefetchers do not follow them. */
+static void prefetch(const struct kv_case *c, const struct dims *d, int64_t b, int64_t ch, int64_t h, int with_k)
+{
+    const int64_t t0 = ch * BT, n = d->T - t0 < BT ? d->T - t0 : BT, kh = h / d->ratio;
+    const struct kv_tensor *A = &c->t[a16(c) ? T_A16 : T_A];
+    const size_t ea = a16(c) ? 2 : 4;
+    for (int64_t i = 0; i < n; i++) {
+        const size_t r = (size_t)((b * d->T + t0 + i) * d->H + h), kr = (size_t)((b * d->T + t0 + i) * d->Hg + kh);
+        const struct { const void *p; size_t at, bytes; } rows[] = {
+            {c->t[T_BETA].data, 4 * r, 4}, {c->t[T_G].data, 4 * r, 4}, {A->data, ea * BT * r, ea * BT},
+            {c->t[T_DW].data, 2 * (size_t)d->K * r, 2 * (size_t)d->K}, {c->t[T_V].data, 2 * (size_t)d->V * r, 2 * (size_t)d->V},
+            {c->t[T_DU].data, 2 * (size_t)d->V * r, 2 * (size_t)d->V}, {c->t[T_K].data, 2 * (size_t)d->K * kr, with_k ? 2 * (size_t)d->K : 0}};
+        for (size_t q = 0; q < sizeof rows / sizeof rows[0]; q++)
+            for (size_t o = rows[q].at & ~(size_t)63; o < rows[q].at + rows[q].bytes; o += 64)
+                __builtin_prefetch((const char *)rows[q].p + o, 0, 2);
+    }
+}
+
 /* A row of the chunk's dk_head, from its element s0 (the spec's values yk,
  * exact's where c->exact), into its slacks sl (a flipped intermediate may
  * carry the value across a power of two, where the final rounding's step
@@ -506,19 +527,26 @@ static enum kv_status oracle(struct kv_case *c)
     /* the tensor cores' f32 accumulation truncates: u = 2^-23 there */
     const double ua = is_cm(c) ? 0x1p-23 : 0x1p-24;
     const size_t nK = (size_t)(BT * d.K);
+    const int64_t items = d.B * d.NT * d.Hg;
 #pragma omp parallel reduction(+ : ambiguous) reduction(| : failed)
     {
         struct chunk_work *w = work_new(&d, a16(c), ua);
+        const int64_t step = omp_get_num_threads();
         failed |= !w;
-        /* a key head's chunk: its group of value heads, then their dk */
-#pragma omp for schedule(dynamic)
-        for (int64_t item = 0; item < d.B * d.NT * d.Hg; item++) {
+        /* a key head's chunk: its group of value heads, then their dk; item + step is this thread's next */
+#pragma omp for schedule(static, 1)
+        for (int64_t item = 0; item < items; item++) {
             if (!w || (need && !need[item])) continue;
             int64_t b = item / (d.NT * d.Hg), ch = (item / d.Hg) % d.NT, kh = item % d.Hg;
             memset(w->sum_y, 0, 4 * nK * sizeof(double)); /* sum_y, sum_S, sum_chain, sum_lsb */
             w->sum_ovf = 0;
             for (int64_t h = kh * d.ratio; h < (kh + 1) * d.ratio; h++) {
                 gather(c, &d, w, b, ch, h);
+                /* the next head's rows, or the next item's, on their way while this one is made */
+                const int64_t nx = item + step;
+                if (h + 1 < (kh + 1) * d.ratio) prefetch(c, &d, b, ch, h + 1, 0);
+                else if (nx < items && !(need && !need[nx]))
+                    prefetch(c, &d, nx / (d.NT * d.Hg), nx / d.Hg % d.NT, nx % d.Hg * d.ratio, 1);
                 /* the key head's k k^T, made for its first value head, kept for the others (the exact
                  * oracle writes over the scratch) */
                 w->o.same_k = h > kh * d.ratio && !c->exact;
