@@ -163,9 +163,10 @@ static void tiles(const struct kv_gdn_prod *p, double *s, double *S, double *ep,
     const int has =
         __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     const int level = has < tiles_cap ? has : tiles_cap;
-    /* |L| in L's layout, over the extent the tiles read */
-    const size_t ext = (size_t)(p->rows - 1) * (size_t)p->l_row + (size_t)(p->depth - 1) * (size_t)p->l_col + 1;
-    double *aL = level > 0 && p->rows >= RB && p->depth > 0 ? malloc(sizeof(double) * ext) : NULL;
+    /* |L| in L's layout, over the extent the tiles read (none: the rows below make every sum) */
+    const int tiled = level > 0 && p->rows >= RB && p->depth > 0;
+    const size_t ext = tiled ? (size_t)(p->rows - 1) * (size_t)p->l_row + (size_t)(p->depth - 1) * (size_t)p->l_col + 1 : 0;
+    double *aL = tiled ? malloc(sizeof(double) * ext) : NULL;
     if (aL) {
         abs_n(aL, p->L, ext);
         if (level == 2) blocks512(p, aL, s, S, ep, ld, add, mode);
