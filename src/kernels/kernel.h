@@ -317,9 +317,10 @@ static inline size_t kv_oracle_elem(const struct kv_case *c, int t, size_t q)
     return c->compact[t] ? c->sample[t][q] : q;
 }
 /* Output t's oracle for the n elements from e (y, S, the slack where sl is
- * given, and the overflow flag ovf: c->ovf[t] and, with sl, c->slack[t]
- * allocated) into its arrays: in one piece where t is whole, the sampled
- * ones alone where it is compact. */
+ * given, and the overflow flag ovf: c->ovf[t], zeroed, and with sl
+ * c->slack[t] allocated) into its arrays: in one piece where t is whole, the
+ * sampled ones alone where it is compact. A zero flag is not written (where
+ * none is set, the flags' pages are never touched). */
 void kv_oracle_put_row(struct kv_case *c, int t, size_t e, size_t n, const double *y, const double *S,
                        const double *sl, unsigned char ovf);
 /* A walk over output t's elements in ascending order from e0: where each

@@ -270,13 +270,15 @@ void kv_oracle_put_row(struct kv_case *c, int t, size_t e, size_t n, const doubl
                        const double *sl, unsigned char ovf)
 {
     if (!c->compact[t]) {
-        memset(c->ovf[t] + e, ovf, n), memcpy(c->y[t] + e, y, sizeof(double) * n), memcpy(c->S[t] + e, S, sizeof(double) * n);
+        if (ovf) memset(c->ovf[t] + e, ovf, n);
+        memcpy(c->y[t] + e, y, sizeof(double) * n), memcpy(c->S[t] + e, S, sizeof(double) * n);
         if (sl) memcpy(c->slack[t] + e, sl, sizeof(double) * n);
         return;
     }
     for (size_t q = kv_oracle_pos(c, t, e), end = kv_oracle_pos(c, t, e + n); q < end; q++) {
         const size_t s = kv_oracle_elem(c, t, q) - e;
-        c->ovf[t][q] = ovf, c->y[t][q] = y[s], c->S[t][q] = S[s];
+        if (ovf) c->ovf[t][q] = ovf;
+        c->y[t][q] = y[s], c->S[t][q] = S[s];
         if (sl) c->slack[t][q] = sl[s];
     }
 }

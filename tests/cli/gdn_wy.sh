@@ -117,6 +117,32 @@ for variant in fma a-bf16; do
   expect_exit 0 "$KV" gdn-wy-bwd --variant $variant --inputs "$d/inputs" "${c[@]}" --no-device
   [ "$(grep -c ' pass  (candidate)' "$TMP/out")" = 5 ] || fail "$variant: 5 candidates not judged"
 done
+# f32 sums past f32's range: du = 3e38 over a whole head. The device's sums overflow to
+# Inf where the oracle's float64 sums are finite; each such chunk is flagged (its terms'
+# S past f32's range) and its overflows pass as legal, in every output the head reaches.
+expect_exit 0 "$KV" gdn-wy-bwd --seq 64 --heads 2 --kv-heads 1 --dk 16 --dv 16 --save "$TMP/ovf"
+d=$(ls -d "$TMP/ovf"/gdn-wy-bwd_*)
+python3 - "$d/inputs/du.npy" <<'PY' || fail "overflow: the inputs"
+import ast, struct, sys
+raw = bytearray(open(sys.argv[1], "rb").read())
+hl = int.from_bytes(raw[8:10], "little")
+hdr = ast.literal_eval(raw[10:10 + hl].decode())
+assert hdr["descr"] == "<u2" and hdr["shape"] == (1, 64, 2, 16), hdr
+big = struct.unpack("<I", struct.pack("<f", 3e38))[0] >> 16  # bf16 of 3e38
+for t in range(64):
+    for v in range(16):
+        struct.pack_into("<H", raw, 10 + hl + 2 * ((t * 2 + 0) * 16 + v), big)  # head 0
+open(sys.argv[1], "wb").write(raw)
+PY
+expect_exit 0 "$KV" gdn-wy-bwd --inputs "$d/inputs" --json "$TMP/ovf.json"
+python3 - "$TMP/ovf.json" <<'PY' || fail "overflow: the legal overflows"
+import json, sys
+o = {x["name"]: x for x in json.load(open(sys.argv[1]))["cases"][0]["outputs"]}
+assert all(x["pass"] for x in o.values()), [(n, x["pass"]) for n, x in o.items()]
+for n in ("dk_head", "dv", "dbeta", "dg", "dk.chained"):
+    assert o[n]["overflow_ok"] > 0, (n, o[n]["overflow_ok"])
+PY
+
 # bf16-coopmat's spec is a-bf16's with the tensor cores' u = 2^-23 for its
 # accumulations: a-bf16's device outputs are judged against it with no device
 # (which needs no cooperative matrices), and pass.
