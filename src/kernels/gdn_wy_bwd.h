@@ -39,5 +39,10 @@ static inline struct dims dims_of(const struct kv_case *c)
 /* The oracle (kernel.h's oracle): the spec's float64 gradient chunk by
  * chunk, or with c->exact the exact one, and every output's allowances. */
 enum kv_status kv_gdn_wy_oracle(struct kv_case *c);
+/* dv's oracle in blocks (kernel.h's oracle_block): dv is judged block by
+ * block, its rows made again from A and du, and oracle() leaves its y and S
+ * alone (its overflow flags stay whole). */
+enum kv_status kv_gdn_wy_dv_block(const struct kv_case *c, int t, size_t lo, size_t hi, int chained,
+                                  const struct kv_oracle_block *blk);
 
 #endif

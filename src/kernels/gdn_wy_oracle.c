@@ -11,6 +11,7 @@
 #include "core/dtype.h"
 #include "core/tensor.h"
 #include "kernels/gdn_grad.h"
+#include "kernels/gdn_prod.h"
 #include "kernels/gdn_wy_bwd.h"
 
 /* One chunk of one value head as float64 rows, the spec's outputs, and
@@ -153,9 +154,137 @@ static size_t scatter(struct kv_case *c, const struct dims *d, struct chunk_work
         if (iso) kv_store_f64_n(iso->dtype, iso->data, r * (size_t)K, yk, (size_t)K);
         amb += dk_row(w, (size_t)(i * K), K, yk, c->exact, u_acc, sl);
         kv_oracle_put_row(c, tk, r * (size_t)K, (size_t)K, yk, w->dk_S + i * K, sl, ovf);
-        kv_oracle_put_row(c, tv, r * (size_t)V, (size_t)V, yv, w->dv_S + i * V, NULL, ovf);
+        if (!c->blocked[tv]) kv_oracle_put_row(c, tv, r * (size_t)V, (size_t)V, yv, w->dv_S + i * V, NULL, ovf);
+        else if (ovf) memset(c->ovf[tv] + r * (size_t)V, ovf, (size_t)V); /* dv made in blocks: its flags whole */
     }
     return amb;
+}
+
+/* dv's rows i0..i1-1 of chunk ch of head h in batch b (i1 <= the chunk's
+ * rows), as pass 1 makes them (kernels/gdn_grad.c): s = A^T du, the same
+ * product over the same terms in the same order from row i0 on (the tiles
+ * skip only leading zero terms, +-0 added to +0), then dv = s beta and
+ * S(dv) = S(s) |beta|. work: 64 (64 + V) + 2 (i1 - i0) V doubles. */
+static void dv_rows(const struct kv_case *c, const struct dims *d, int64_t b, int64_t ch, int64_t h, int64_t i0,
+                    int64_t i1, double *work, double *y, double *S)
+{
+    const int64_t t0 = ch * BT, n = d->T - t0 < BT ? d->T - t0 : BT, V = d->V;
+    const struct kv_tensor *A = &c->t[a16(c) ? T_A16 : T_A];
+    double *Ad = work, *du = Ad + BT * BT, *s = du + BT * V, *Ss = s + (i1 - i0) * V;
+    for (int64_t i = 0; i < n; i++) {
+        const size_t r = (size_t)((b * d->T + t0 + i) * d->H + h);
+        kv_load_f64_n(A->dtype, A->data, r * BT, Ad + i * n, (size_t)n);
+        kv_load_f64_n(KV_BF16, c->t[T_DU].data, r * (size_t)V, du + i * V, (size_t)V);
+    }
+    int lower = 1; /* as the spec's a_lower */
+    for (int64_t m = 0; m < n; m++)
+        for (int64_t i = m + 1; i < n; i++) lower &= Ad[m * n + i] == 0;
+    kv_gdn_prod(&(struct kv_gdn_prod){.L = Ad + i0, .l_row = 1, .l_col = (int)n, .R = du, .ldr = (int)V,
+                                      .rows = (int)(i1 - i0), .cols = (int)V, .depth = (int)n,
+                                      .zero_below = lower ? (int)i0 + 1 : 0},
+                s, Ss, NULL, (int)V, 0);
+    for (int64_t i = i0; i < i1; i++) {
+        const double beta = ((const float *)c->t[T_BETA].data)[(b * d->T + t0 + i) * d->H + h];
+        for (int64_t v = 0; v < V; v++)
+            y[(i - i0) * V + v] = s[(i - i0) * V + v] * beta, S[(i - i0) * V + v] = Ss[(i - i0) * V + v] * fabs(beta);
+    }
+}
+
+/* dv's oracle for the flat elements [lo, hi) into y, S (from element lo):
+ * the rows of each chunk and head that the range reaches, as pass 1 makes
+ * them. */
+static enum kv_status dv_range(const struct kv_case *c, const struct dims *d, size_t lo, size_t hi, double *yo,
+                               double *So)
+{
+    const size_t V = (size_t)d->V, HV = (size_t)d->H * V;
+    /* dv_rows' work, then the rows' y and S */
+    double *work = malloc(sizeof(double) * (BT * BT + 5 * BT * V));
+    if (!work) return kv_error(KV_EDEVICE, "out of host memory for dv's oracle");
+    double *y = work + BT * BT + 3 * BT * V, *S = y + BT * V;
+    /* the (batch, step) rows of the range, a chunk (of one sequence) at a time */
+    for (size_t bt = lo / HV; bt * HV < hi;) {
+        const int64_t b = (int64_t)bt / d->T, tt = (int64_t)bt % d->T, ch = tt / BT;
+        const int64_t end = (int64_t)((hi - 1) / HV) - b * d->T + 1, t1 = end < (ch + 1) * BT ? end : (ch + 1) * BT;
+        const int64_t i0 = tt - ch * BT, i1 = t1 < d->T ? t1 - ch * BT : d->T - ch * BT;
+        for (int64_t h = 0; h < d->H; h++) {
+            dv_rows(c, d, b, ch, h, i0, i1, work, y, S);
+            for (int64_t i = i0; i < i1; i++) { /* the row's elements inside [lo, hi) */
+                const size_t e0 = (size_t)((b * d->T + ch * BT + i) * d->H + h) * V;
+                const size_t a = e0 > lo ? e0 : lo, z = e0 + V < hi ? e0 + V : hi;
+                for (size_t e = a; e < z; e++)
+                    yo[e - lo] = y[(size_t)(i - i0) * V + (e - e0)], So[e - lo] = S[(size_t)(i - i0) * V + (e - e0)];
+            }
+        }
+        bt = (size_t)(b * d->T + ch * BT + i1);
+    }
+    free(work);
+    return KV_OK;
+}
+
+/* The judge asks for a few thousand elements at a time, fewer than a row
+ * of every head; each of the judge's threads keeps the whole rows of its
+ * last DV_KEEP elements or so (slot tid), so that a chunk's A and du are
+ * gathered and multiplied once for the run of requests inside them. */
+#define DV_KEEP ((size_t)1 << 16)
+struct dv_slot {
+    size_t bt0, bt1; /* the (batch, step) rows held: [bt0, bt1) */
+    double *y, *S;   /* (bt1 - bt0) H V each, at most DV_KEEP + 2 H V */
+};
+struct dv_state {
+    int n;
+    struct dv_slot slot[];
+};
+
+static void dv_state_free(void *state)
+{
+    struct dv_state *st = state;
+    for (int i = 0; st && i < st->n; i++) free(st->slot[i].y);
+    free(st);
+}
+
+/* The slots, one per thread the judge may run (kept in c->state). */
+static enum kv_status dv_state_new(struct kv_case *c)
+{
+    const int n = omp_get_num_procs() > omp_get_max_threads() ? omp_get_num_procs() : omp_get_max_threads();
+    struct dv_state *st = calloc(1, sizeof *st + (size_t)n * sizeof st->slot[0]);
+    if (!st) return kv_error(KV_EDEVICE, "out of host memory for dv's oracle");
+    st->n = n;
+    if (c->state && c->state_free) c->state_free(c->state);
+    c->state = st, c->state_free = dv_state_free;
+    return KV_OK;
+}
+
+/* dv's oracle for the flat elements [lo, hi) (oracle_block), so that its
+ * float64 oracle (16 bytes an element) is never held whole: from the
+ * thread's slot where the rows are there, else made (a run of DV_KEEP
+ * elements' rows from lo's), or, for a range wider than a slot holds or a
+ * thread without one, made straight into the block. */
+enum kv_status kv_gdn_wy_dv_block(const struct kv_case *c, int t, size_t lo, size_t hi, int chained,
+                                  const struct kv_oracle_block *blk)
+{
+    (void)chained; /* dv's stage is the first: its chained run is the isolated one */
+    if (t != out_of(c, T_DV)) return kv_error(KV_EDEVICE, "gdn-wy-bwd: no block oracle for %s", c->k->tensors[t].name);
+    const struct dims d = dims_of(c);
+    const size_t HV = (size_t)d.H * (size_t)d.V, rows = (size_t)(d.B * d.T), keep = DV_KEEP / HV + 2;
+    struct dv_state *st = c->state;
+    const int tid = omp_get_thread_num();
+    const size_t bt_a = lo / HV, bt_e = (hi - 1) / HV + 1;
+    if (!st || tid >= st->n || bt_e - bt_a > keep) return dv_range(c, &d, lo, hi, blk->y, blk->S);
+    struct dv_slot *sl = &st->slot[tid];
+    if (!sl->y) {
+        sl->y = malloc(sizeof(double) * 2 * keep * HV);
+        if (!sl->y) return kv_error(KV_EDEVICE, "out of host memory for dv's oracle");
+        sl->S = sl->y + keep * HV, sl->bt0 = sl->bt1 = 0;
+    }
+    if (!(sl->bt0 <= bt_a && bt_e <= sl->bt1)) {
+        const size_t bt1 = bt_a + keep < rows ? bt_a + keep : rows;
+        sl->bt0 = sl->bt1 = 0;
+        KV_TRY_RET(dv_range(c, &d, bt_a * HV, bt1 * HV, sl->y, sl->S));
+        sl->bt0 = bt_a, sl->bt1 = bt1;
+    }
+    const size_t o = lo - sl->bt0 * HV;
+    memcpy(blk->y, sl->y + o, sizeof(double) * (hi - lo)), memcpy(blk->S, sl->S + o, sizeof(double) * (hi - lo));
+    return KV_OK;
 }
 
 /* dk's sum y of bf16 terms (sum_S of their magnitudes, lsb the smallest
@@ -248,6 +377,7 @@ enum kv_status kv_gdn_wy_oracle(struct kv_case *c)
         c->ovf[o] = kv_calloc_big(kv_oracle_len(c, o), 1);
         if (!c->ovf[o]) return kv_error(KV_EDEVICE, "out of host memory for the oracle");
     }
+    if (c->blocked[out_of(c, T_DV)]) KV_TRY_RET(dv_state_new(c)); /* kv_gdn_wy_dv_block's slots */
     unsigned char *need;
     KV_TRY_RET(needed_items(c, &d, &need));
     size_t ambiguous = 0;
