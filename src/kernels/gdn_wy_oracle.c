@@ -257,8 +257,9 @@ static enum kv_status dv_state_new(struct kv_case *c)
 /* dv's oracle for the flat elements [lo, hi) (oracle_block), so that its
  * float64 oracle (16 bytes an element) is never held whole: from the
  * thread's slot where the rows are there, else made (a run of DV_KEEP
- * elements' rows from lo's), or, for a range wider than a slot holds or a
- * thread without one, made straight into the block. */
+ * elements' rows from lo's), or, for a range wider than a slot holds, a
+ * thread without one, or rows longer than DV_KEEP, made straight into the
+ * block. */
 enum kv_status kv_gdn_wy_dv_block(const struct kv_case *c, int t, size_t lo, size_t hi, int chained,
                                   const struct kv_oracle_block *blk)
 {
@@ -269,7 +270,8 @@ enum kv_status kv_gdn_wy_dv_block(const struct kv_case *c, int t, size_t lo, siz
     struct dv_state *st = c->state;
     const int tid = omp_get_thread_num();
     const size_t bt_a = lo / HV, bt_e = (hi - 1) / HV + 1;
-    if (!st || tid >= st->n || bt_e - bt_a > keep) return dv_range(c, &d, lo, hi, blk->y, blk->S);
+    if (!st || tid >= st->n || bt_e - bt_a > keep || HV > DV_KEEP) /* (a slot past 6 DV_KEEP: none) */
+        return dv_range(c, &d, lo, hi, blk->y, blk->S);
     struct dv_slot *sl = &st->slot[tid];
     if (!sl->y) {
         sl->y = malloc(sizeof(double) * 2 * keep * HV);
