@@ -190,16 +190,16 @@ static void dv_rows(const struct kv_case *c, const struct dims *d, int64_t b, in
     }
 }
 
+/* The doubles dv_range's work holds: dv_rows' work, then a chunk's rows' y and S. */
+static size_t dv_work(const struct dims *d) { return BT * BT + 5 * BT * (size_t)d->V; }
+
 /* dv's oracle for the flat elements [lo, hi) into y, S (from element lo):
  * the rows of each chunk and head that the range reaches, as pass 1 makes
- * them. */
-static enum kv_status dv_range(const struct kv_case *c, const struct dims *d, size_t lo, size_t hi, double *yo,
-                               double *So)
+ * them. work: dv_work(d) doubles. */
+static void dv_range(const struct kv_case *c, const struct dims *d, size_t lo, size_t hi, double *yo, double *So,
+                     double *work)
 {
     const size_t V = (size_t)d->V, HV = (size_t)d->H * V;
-    /* dv_rows' work, then the rows' y and S */
-    double *work = malloc(sizeof(double) * (BT * BT + 5 * BT * V));
-    if (!work) return kv_error(KV_EDEVICE, "out of host memory for dv's oracle");
     double *y = work + BT * BT + 3 * BT * V, *S = y + BT * V;
     /* the (batch, step) rows of the range, a chunk (of one sequence) at a time */
     for (size_t bt = lo / HV; bt * HV < hi;) {
@@ -217,8 +217,6 @@ static enum kv_status dv_range(const struct kv_case *c, const struct dims *d, si
         }
         bt = (size_t)(b * d->T + ch * BT + i1);
     }
-    free(work);
-    return KV_OK;
 }
 
 /* The judge asks for a few thousand elements at a time, fewer than a row
@@ -227,8 +225,8 @@ static enum kv_status dv_range(const struct kv_case *c, const struct dims *d, si
  * gathered and multiplied once for the run of requests inside them. */
 #define DV_KEEP ((size_t)1 << 16)
 struct dv_slot {
-    size_t bt0, bt1; /* the (batch, step) rows held: [bt0, bt1) */
-    double *y, *S;   /* (bt1 - bt0) H V each, at most DV_KEEP + 2 H V */
+    size_t bt0, bt1;     /* the (batch, step) rows held: [bt0, bt1) */
+    double *y, *S, *work; /* (bt1 - bt0) H V each, at most DV_KEEP + 2 H V; dv_range's work */
 };
 struct dv_state {
     int n;
@@ -270,18 +268,22 @@ enum kv_status kv_gdn_wy_dv_block(const struct kv_case *c, int t, size_t lo, siz
     struct dv_state *st = c->state;
     const int tid = omp_get_thread_num();
     const size_t bt_a = lo / HV, bt_e = (hi - 1) / HV + 1;
-    if (!st || tid >= st->n || bt_e - bt_a > keep || HV > DV_KEEP) /* (a slot past 6 DV_KEEP: none) */
-        return dv_range(c, &d, lo, hi, blk->y, blk->S);
+    if (!st || tid >= st->n || bt_e - bt_a > keep || HV > DV_KEEP) { /* (a slot past 6 DV_KEEP: none) */
+        double *work = malloc(sizeof(double) * dv_work(&d));
+        if (!work) return kv_error(KV_EDEVICE, "out of host memory for dv's oracle");
+        dv_range(c, &d, lo, hi, blk->y, blk->S, work);
+        free(work);
+        return KV_OK;
+    }
     struct dv_slot *sl = &st->slot[tid];
-    if (!sl->y) {
-        sl->y = malloc(sizeof(double) * 2 * keep * HV);
+    if (!sl->y) { /* made once (each free would sit in AddressSanitizer's quarantine) */
+        sl->y = malloc(sizeof(double) * (2 * keep * HV + dv_work(&d)));
         if (!sl->y) return kv_error(KV_EDEVICE, "out of host memory for dv's oracle");
-        sl->S = sl->y + keep * HV, sl->bt0 = sl->bt1 = 0;
+        sl->S = sl->y + keep * HV, sl->work = sl->S + keep * HV, sl->bt0 = sl->bt1 = 0;
     }
     if (!(sl->bt0 <= bt_a && bt_e <= sl->bt1)) {
         const size_t bt1 = bt_a + keep < rows ? bt_a + keep : rows;
-        sl->bt0 = sl->bt1 = 0;
-        KV_TRY_RET(dv_range(c, &d, bt_a * HV, bt1 * HV, sl->y, sl->S));
+        dv_range(c, &d, bt_a * HV, bt1 * HV, sl->y, sl->S, sl->work);
         sl->bt0 = bt_a, sl->bt1 = bt1;
     }
     const size_t o = lo - sl->bt0 * HV;
