@@ -395,6 +395,14 @@ KV_CLONES static void pass2(struct spec_work *w)
     o->overflow |= ov;
 }
 
+int kv_gdn_a_lower(const double *A, int n)
+{
+    int lower = 1;
+    for (int m = 0; m < n; m++)
+        for (int i = m + 1; i < n; i++) lower &= A[m * n + i] == 0;
+    return lower;
+}
+
 void kv_gdn_chunk_backward_spec(const struct kv_gdn_chunk *x, const double *A, struct kv_gdn_spec *o, double *scratch)
 {
     const int n = x->n, K = x->K, V = x->V, D = K > V ? K : V;
@@ -410,9 +418,7 @@ void kv_gdn_chunk_backward_spec(const struct kv_gdn_chunk *x, const double *A, s
     /* the kept part last, at fixed places (64-row strides: n may differ only where same_k is not set) */
     p = scratch + kv_gdn_spec_scratch(K, V) - 2 * 64 * 64 - 64 * (size_t)K;
     w.kt = p, p += 64 * K, w.kk = p, p += 64 * 64, w.kkS = p;
-    w.a_lower = 1;
-    for (int m = 0; m < n; m++)
-        for (int i = m + 1; i < n; i++) w.a_lower &= A[m * n + i] == 0;
+    w.a_lower = kv_gdn_a_lower(A, n);
     w.lam_n = lam(&w, n), w.lam_K = lam(&w, K), w.lam_KV = lam(&w, K + V);
     o->flips = 0, o->overflow = 0;
     stage(&w);

@@ -56,6 +56,9 @@ struct kv_gdn_spec {
      * head) are kept there and not made again. */
     int same_k;
 };
+/* Whether A (n x n, row-major) is lower-triangular: A[m][i] = 0 for i > m.
+ * There the spec's products through A^T leave out its zeros (zero_below). */
+int kv_gdn_a_lower(const double *A, int n);
 /* scratch holds kv_gdn_spec_scratch(K, V) doubles (chunks of n <= 64 rows). */
 size_t kv_gdn_spec_scratch(int K, int V);
 void kv_gdn_chunk_backward_spec(const struct kv_gdn_chunk *x, const double *A, struct kv_gdn_spec *o, double *scratch);

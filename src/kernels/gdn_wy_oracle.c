@@ -176,9 +176,7 @@ static void dv_rows(const struct kv_case *c, const struct dims *d, int64_t b, in
         kv_load_f64_n(A->dtype, A->data, r * BT, Ad + i * n, (size_t)n);
         kv_load_f64_n(KV_BF16, c->t[T_DU].data, r * (size_t)V, du + i * V, (size_t)V);
     }
-    int lower = 1; /* as the spec's a_lower */
-    for (int64_t m = 0; m < n; m++)
-        for (int64_t i = m + 1; i < n; i++) lower &= Ad[m * n + i] == 0;
+    const int lower = kv_gdn_a_lower(Ad, (int)n); /* the spec's hint, shifted to row i0 */
     kv_gdn_prod(&(struct kv_gdn_prod){.L = Ad + i0, .l_row = 1, .l_col = (int)n, .R = du, .ldr = (int)V,
                                       .rows = (int)(i1 - i0), .cols = (int)V, .depth = (int)n,
                                       .zero_below = lower ? (int)i0 + 1 : 0},
