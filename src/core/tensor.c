@@ -31,6 +31,18 @@ void *kv_malloc_big(size_t bytes)
     return advise_huge(malloc(bytes), bytes);
 }
 
+void kv_touch_pages(void *p, size_t bytes)
+{
+    if (!p || bytes < 4 * HUGE_PAGE) return; /* small: its faults cost less than a team */
+    const uintptr_t a = (uintptr_t)p, end = a + bytes, first = a & ~(HUGE_PAGE - 1);
+    const size_t parts = (size_t)((end - first + HUGE_PAGE - 1) / HUGE_PAGE);
+#pragma omp parallel for schedule(static)
+    for (size_t k = 0; k < parts; k++) {
+        const uintptr_t lo = first + k * HUGE_PAGE, hi = lo + HUGE_PAGE;
+        for (uintptr_t q = lo > a ? lo : a; q < (hi < end ? hi : end); q = (q | 4095) + 1) *(volatile char *)q = 0;
+    }
+}
+
 enum kv_status kv_shape_count(const char *name, enum kv_dtype t, int ndim,
                               const int64_t *shape, size_t *count)
 {

@@ -29,6 +29,15 @@ enum kv_status kv_shape_count(const char *name, enum kv_dtype t, int ndim,
  * times fewer page faults and their free is faster. free() releases them. */
 void *kv_calloc_big(size_t n, size_t size);
 void *kv_malloc_big(size_t bytes);
+/* The first write to every page of [p, p + bytes), which the kernel zeroes
+ * then, made on every thread, each thread whole 2 MiB parts (nothing from 8
+ * MiB down). For an array every element of which is written next by threads
+ * that take small pieces in turn: several of them would fault one huge page
+ * at once, and each racer zeroes a huge page of its own, all but one freed
+ * (measured on a 16-core host: 512 MiB of normals, 145-154 ms as they come
+ * against 124-136 ms touched first, in 3x less system time). Writes zeros:
+ * for fresh memory only. */
+void kv_touch_pages(void *p, size_t bytes);
 /* Set dtype and shape and allocate zeroed storage (data is replaced). */
 enum kv_status kv_tensor_alloc(struct kv_tensor *t, const char *name,
                                enum kv_dtype dtype, int ndim, const int64_t *shape);

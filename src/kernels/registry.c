@@ -251,6 +251,8 @@ enum kv_status kv_case_alloc(struct kv_case *c)
         struct kv_tensor shape = c->t[t];
         enum kv_status st = kv_tensor_alloc(&c->t[t], k->tensors[t].name, shape.dtype, shape.ndim, shape.shape);
         if (st) return st;
+        /* an input is written whole next: generated in pieces on every thread, or copied from a file's */
+        if (k->tensors[t].role != KV_OUTPUT) kv_touch_pages(c->t[t].data, kv_tensor_bytes(&c->t[t]));
         if (k->tensors[t].role != KV_OUTPUT || c->blocked[t]) continue;
         c->y[t] = kv_calloc_big(kv_oracle_len(c, t), sizeof(double));
         c->S[t] = kv_calloc_big(kv_oracle_len(c, t), sizeof(double));
