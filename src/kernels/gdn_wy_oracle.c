@@ -218,13 +218,15 @@ static void dv_range(const struct kv_case *c, const struct dims *d, size_t lo, s
 }
 
 /* The judge asks for a few thousand elements at a time, fewer than a row
- * of every head; each of the judge's threads keeps the whole rows of its
- * last DV_KEEP elements or so (slot tid), so that a chunk's A and du are
- * gathered and multiplied once for the run of requests inside them. */
+ * of every head; each of the judge's threads keeps a piece of a chunk's
+ * rows (slot tid): the chunk's rows from a multiple of `keep` (a power of
+ * two, the most of a chunk's 64 rows whose elements fit DV_KEEP), so that a
+ * chunk's A and du are gathered and multiplied once for each piece, and a
+ * piece never reaches into the next chunk. */
 #define DV_KEEP ((size_t)1 << 16)
 struct dv_slot {
-    size_t bt0, bt1;     /* the (batch, step) rows held: [bt0, bt1) */
-    double *y, *S, *work; /* (bt1 - bt0) H V each, at most DV_KEEP + 2 H V; dv_range's work */
+    size_t bt0, bt1;      /* the (batch, step) rows held: [bt0, bt1) */
+    double *y, *S, *work; /* keep H V each; dv_range's work */
 };
 struct dv_state {
     int n;
@@ -250,23 +252,30 @@ static enum kv_status dv_state_new(struct kv_case *c)
     return KV_OK;
 }
 
+/* The rows of a slot's piece: the most of a chunk's that fit DV_KEEP
+ * elements, a power of two (0: not one row fits). */
+static size_t dv_keep(size_t HV)
+{
+    size_t keep = BT;
+    while (keep && keep * HV > DV_KEEP) keep /= 2;
+    return keep;
+}
+
 /* dv's oracle for the flat elements [lo, hi) (oracle_block), so that its
  * float64 oracle (16 bytes an element) is never held whole: from the
- * thread's slot where the rows are there, else made (a run of DV_KEEP
- * elements' rows from lo's), or, for a range wider than a slot holds, a
- * thread without one, or rows longer than DV_KEEP, made straight into the
- * block. */
+ * thread's slot, its piece made where the rows are not there (a range that
+ * crosses pieces, from each in turn), or, for a thread without a slot or
+ * rows longer than DV_KEEP, made straight into the block. */
 enum kv_status kv_gdn_wy_dv_block(const struct kv_case *c, int t, size_t lo, size_t hi, int chained,
                                   const struct kv_oracle_block *blk)
 {
     (void)chained; /* dv's stage is the first: its chained run is the isolated one */
     if (t != out_of(c, T_DV)) return kv_error(KV_EDEVICE, "gdn-wy-bwd: no block oracle for %s", c->k->tensors[t].name);
     const struct dims d = dims_of(c);
-    const size_t HV = (size_t)d.H * (size_t)d.V, rows = (size_t)(d.B * d.T), keep = DV_KEEP / HV + 2;
+    const size_t HV = (size_t)d.H * (size_t)d.V, T = (size_t)d.T, keep = dv_keep(HV);
     struct dv_state *st = c->state;
     const int tid = omp_get_thread_num();
-    const size_t bt_a = lo / HV, bt_e = (hi - 1) / HV + 1;
-    if (!st || tid >= st->n || bt_e - bt_a > keep || HV > DV_KEEP) { /* (a slot past 6 DV_KEEP: none) */
+    if (!st || tid >= st->n || !keep) {
         double *work = malloc(sizeof(double) * dv_work(&d));
         if (!work) return kv_error(KV_EDEVICE, "out of host memory for dv's oracle");
         dv_range(c, &d, lo, hi, blk->y, blk->S, work);
@@ -279,13 +288,18 @@ enum kv_status kv_gdn_wy_dv_block(const struct kv_case *c, int t, size_t lo, siz
         if (!sl->y) return kv_error(KV_EDEVICE, "out of host memory for dv's oracle");
         sl->S = sl->y + keep * HV, sl->work = sl->S + keep * HV, sl->bt0 = sl->bt1 = 0;
     }
-    if (!(sl->bt0 <= bt_a && bt_e <= sl->bt1)) {
-        const size_t bt1 = bt_a + keep < rows ? bt_a + keep : rows;
-        dv_range(c, &d, bt_a * HV, bt1 * HV, sl->y, sl->S, sl->work);
-        sl->bt0 = bt_a, sl->bt1 = bt1;
+    for (size_t a = lo, e; a < hi; a = e) {
+        const size_t bt = a / HV;
+        if (!(sl->bt0 <= bt && bt < sl->bt1)) { /* the piece of bt's chunk that holds bt */
+            const size_t tt = bt % T, c0 = bt - tt % BT, end = bt - tt + T; /* its chunk's first row; the sequence's end */
+            const size_t p0 = c0 + (tt % BT) / keep * keep, p1 = p0 + keep < end ? p0 + keep : end;
+            dv_range(c, &d, p0 * HV, p1 * HV, sl->y, sl->S, sl->work);
+            sl->bt0 = p0, sl->bt1 = p1;
+        }
+        e = sl->bt1 * HV < hi ? sl->bt1 * HV : hi;
+        memcpy(blk->y + (a - lo), sl->y + (a - sl->bt0 * HV), sizeof(double) * (e - a));
+        memcpy(blk->S + (a - lo), sl->S + (a - sl->bt0 * HV), sizeof(double) * (e - a));
     }
-    const size_t o = lo - sl->bt0 * HV;
-    memcpy(blk->y, sl->y + o, sizeof(double) * (hi - lo)), memcpy(blk->S, sl->S + o, sizeof(double) * (hi - lo));
     return KV_OK;
 }
 
