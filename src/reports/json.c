@@ -32,6 +32,7 @@ static cJSON *device_json(const struct kv_report *r)
     cJSON_AddStringToObject(o, "driver", d->driver);
     cJSON_AddStringToObject(o, "api", d->api);
     cJSON_AddNumberToObject(o, "subgroup_size", d->subgroup_size);
+    if (d->loop_cap) cJSON_AddNumberToObject(o, "loop_cap", d->loop_cap);
     if (r->has_ceilings) { /* kverify devices --measure */
         const struct kv_ceilings *c = &r->ceilings;
         cJSON *x = cJSON_AddObjectToObject(o, "ceilings");

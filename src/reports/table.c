@@ -122,4 +122,11 @@ void kv_table_summary(FILE *f, const struct kv_report *r)
     size_t p, fl, e, s;
     kv_report_counts(r, &p, &fl, &e, &s);
     fprintf(f, "%zu cases: %zu passed, %zu failed, %zu errors, %zu skipped\n", r->n, p, fl, e, s);
+    /* a failure on a device that cuts loops short may be the device's (vk/loop_cap.c) */
+    const struct kv_vk_info *capped = r->has_device && r->device.loop_cap ? &r->device : NULL;
+    for (int i = 0; !capped && i < r->n_devices; i++) capped = r->devices[i].loop_cap ? &r->devices[i] : NULL;
+    if (fl && capped)
+        fprintf(f, "note: %s stops every loop of a shader invocation after %u iterations in all, without an error: "
+                   "a case whose invocations loop longer fails on it alone (confirm on another device)\n",
+                capped->name, capped->loop_cap);
 }

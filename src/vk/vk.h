@@ -4,6 +4,7 @@
  *   pipeline.c shader modules, layouts, pipelines, the pipeline cache (process)
  *   dispatch.c command recording, barriers, timestamps, submission (batch)
  *   cm_layout.c the probe of the cooperative-matrix accumulators' layout (device open)
+ *   loop_cap.c the probe of a cap on a shader's loop iterations (a CPU device's open)
  *   result.c   VkResult to kv_status (VK_TRY), which all of them use
  * Only dispatch.c records commands. Every VkResult becomes a kv_status. */
 #ifndef KV_VK_H
@@ -31,6 +32,8 @@ struct kv_vk_info {
     int coopmat_bf16;     /* KHR cooperative matrices: 16x16x16, bf16 operands, f32 sums, subgroup 32 */
     int cm_layout;        /* an opened device with coopmat_bf16 whose 16x16 f32 accumulators have the
                              element layout that KV_CM_EL builds are written for (kv_vk_cm_layout) */
+    uint32_t loop_cap;    /* an opened CPU device that stops a shader invocation's loops after this many
+                             iterations in all (kv_vk_loop_cap: llvmpipe's 65535); 0 where none is seen */
     int exec_stats;       /* VK_KHR_pipeline_executable_properties: the compiler's statistics per pipeline */
     int addr;             /* bufferDeviceAddress (Vulkan 1.2) and shaderInt64, enabled: device buffers have
                              addresses that shaders read through (kv_vk_buffer_address) with 64-bit offsets;
@@ -165,6 +168,13 @@ int kv_vk_pipeline_stats(struct kv_vk_device *d, const struct kv_vk_pipeline *p,
 enum kv_status kv_vk_cm_layout(struct kv_vk_device *d, int *known);
 /* The probe's verdict on its output out[0..n): n = out[0] elements per lane, then each lane's. */
 int kv_vk_cm_layout_known(const float *out, size_t n);
+
+/* --- a cap on loop iterations (loop_cap.c) --- */
+/* Runs a loop of 2^20 iterations in one invocation: *cap = the iterations it
+ * ran where the device cut it short, else 0. kv_vk_open runs it on a CPU
+ * device (info.loop_cap). A probe that cannot run is noted on stderr and
+ * gives 0 (KV_OK). */
+enum kv_status kv_vk_loop_cap(struct kv_vk_device *d, uint32_t *cap);
 
 /* --- command batches --- */
 struct kv_vk_range {

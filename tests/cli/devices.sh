@@ -31,4 +31,21 @@ ag = {a["output"]: a for a in d["agreement"]}
 assert set(ag) == {"r", "dx", "dw"} and all(a["bitwise_equal"] == a["elements"] for a in ag.values())
 PY
 expect_error 2 '--device: empty device index or name' "$KV" rmsnorm-bwd --rows 8 --dim 33 --device "" --json "$TMP/report.json"
+# A device that cuts loops short (llvmpipe stops every loop of a shader invocation
+# after 65535 iterations in all, without an error): the report gives the cap the
+# device probe found, and a failing case's summary says what it may mean. gdn-wy-bwd's
+# stage wy runs about 580 loop iterations an invocation for each 32 columns of dk and
+# of dv: dk = 16 with dv = 3584 (1 + 112 tiles) stays under 65535, dv = 3585 (1 + 113)
+# is cut short. Where the device has no cap, both pass.
+W=(gdn-wy-bwd --seq 1 --heads 1 --kv-heads 1 --dk 16 --variant fma --no-sanitize)
+expect_exit 0 "$KV" "${W[@]}" --dv 3584 --json "$TMP/cap.json"
+! grep -q 'stops every loop' "$TMP/out" || fail "the loop note on a passing case"
+cap=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["device"].get("loop_cap", 0))' "$TMP/cap.json")
+if [ "$cap" != 0 ]; then
+  expect_exit 1 "$KV" "${W[@]}" --dv 3585
+  grep -q "^note: .* stops every loop of a shader invocation after $cap iterations in all" "$TMP/out" \
+    || fail "no loop note on a case cut short (cap $cap)"
+else
+  expect_exit 0 "$KV" "${W[@]}" --dv 3585
+fi
 echo "devices ok"
