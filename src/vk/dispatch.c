@@ -196,3 +196,46 @@ void kv_vk_batch_destroy(struct kv_vk_batch *b)
     free(b->stamps);
     memset(b, 0, sizeof *b);
 }
+
+enum kv_status kv_vk_probe(struct kv_vk_device *d, const char *name, const uint32_t *spirv, size_t bytes,
+                           const void *in, size_t in_bytes, uint32_t fill, void *out, size_t out_bytes,
+                           const void *push, uint32_t push_size)
+{
+    enum kv_status st = KV_OK;
+    struct kv_vk_buffer up = {0}, src = {0}, dst = {0}, down = {0};
+    struct kv_vk_pipeline pipe = {0};
+    struct kv_vk_batch b = {0};
+    const int has_in = in_bytes > 0;
+    if (has_in) {
+        KV_TRY(kv_vk_buffer_create(d, in_bytes, KV_MEM_UPLOAD, &up));
+        KV_TRY(kv_vk_buffer_create(d, in_bytes, KV_MEM_DEVICE, &src));
+        memcpy(up.map, in, in_bytes);
+        KV_TRY(kv_vk_buffer_flush(d, &up));
+    }
+    KV_TRY(kv_vk_buffer_create(d, out_bytes, KV_MEM_DEVICE, &dst));
+    KV_TRY(kv_vk_buffer_create(d, out_bytes, KV_MEM_READBACK, &down));
+    KV_TRY(kv_vk_pipeline_create(d, name, spirv, bytes, has_in ? 2 : 1, push_size, &pipe));
+    KV_TRY(kv_vk_batch_begin(d, 1, 0, &b));
+    struct kv_vk_range r_up = {&up, 0, in_bytes}, r_src = {&src, 0, in_bytes}, r_dst = {&dst, 0, out_bytes},
+                       r_down = {&down, 0, out_bytes};
+    if (has_in) kv_vk_batch_copy(&b, r_up, r_src);
+    kv_vk_batch_fill(&b, r_dst, fill);
+    kv_vk_batch_barrier(&b, KV_BARRIER_TRANSFER_TO_COMPUTE);
+    const struct kv_vk_range bind[2] = {has_in ? r_src : r_dst, r_dst};
+    const uint32_t groups[3] = {1, 1, 1};
+    KV_TRY(kv_vk_batch_dispatch(&b, &pipe, bind, push, groups));
+    kv_vk_batch_barrier(&b, KV_BARRIER_COMPUTE_TO_TRANSFER);
+    kv_vk_batch_copy(&b, r_dst, r_down);
+    kv_vk_batch_barrier(&b, KV_BARRIER_TRANSFER_TO_HOST);
+    KV_TRY(kv_vk_batch_submit(&b));
+    KV_TRY(kv_vk_buffer_invalidate(d, &down));
+    memcpy(out, down.map, out_bytes);
+cleanup:
+    kv_vk_batch_destroy(&b);
+    kv_vk_pipeline_destroy(d, &pipe);
+    kv_vk_buffer_destroy(d, &up);
+    kv_vk_buffer_destroy(d, &src);
+    kv_vk_buffer_destroy(d, &dst);
+    kv_vk_buffer_destroy(d, &down);
+    return st;
+}

@@ -223,4 +223,13 @@ enum kv_status kv_vk_batch_restart(struct kv_vk_batch *b);
 double kv_vk_batch_ms(const struct kv_vk_batch *b, int from, int to);
 void kv_vk_batch_destroy(struct kv_vk_batch *b); /* NULL-safe; waits for a batch sent, not waited for */
 
+/* A probe of the device (cm_layout.c, loop_cap.c): one workgroup of the
+ * pipeline made from spirv (its binding 0 the input's in_bytes, copied there
+ * first, where in_bytes > 0; its last binding the output's out_bytes, filled
+ * with the word fill first), with push_size bytes of push constants; the
+ * output copied back into out. */
+enum kv_status kv_vk_probe(struct kv_vk_device *d, const char *name, const uint32_t *spirv, size_t bytes,
+                           const void *in, size_t in_bytes, uint32_t fill, void *out, size_t out_bytes,
+                           const void *push, uint32_t push_size);
+
 #endif
