@@ -3,7 +3,6 @@
  * (M[e]) by position relies on the driver's layout, which Vulkan leaves to
  * the implementation: such a build (KV_CM_EL) runs only where this probe
  * finds the layout it is written for (shaders/cm_layout.comp). */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,9 +46,5 @@ static enum kv_status probe(struct kv_vk_device *d, int *known)
  * device still serves every stage (a lost device fails at its next use). */
 enum kv_status kv_vk_cm_layout(struct kv_vk_device *d, int *known)
 {
-    if (probe(d, known) == KV_OK) return KV_OK;
-    fprintf(stderr, "kverify: note: the accumulator layout probe failed (%s); the generic builds run\n", kv_error_msg());
-    kv_error_clear();
-    *known = 0;
-    return KV_OK;
+    return kv_vk_probe_noted(probe(d, known), "the accumulator layout probe", "; the generic builds run");
 }

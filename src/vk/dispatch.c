@@ -1,5 +1,6 @@
 /* Command recording: the only file that records commands. A batch is one
  * command buffer, submitted once and waited on with a fence. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -238,4 +239,13 @@ cleanup:
     kv_vk_buffer_destroy(d, &dst);
     kv_vk_buffer_destroy(d, &down);
     return st;
+}
+
+enum kv_status kv_vk_probe_noted(enum kv_status st, const char *what, const char *then)
+{
+    if (st) {
+        fprintf(stderr, "kverify: note: %s failed (%s)%s\n", what, kv_error_msg(), then);
+        kv_error_clear();
+    }
+    return KV_OK;
 }

@@ -4,8 +4,6 @@
  * of a shader), without an error: a stage whose invocations loop longer
  * leaves work undone, and its outputs fail on that device alone. The probe
  * (shaders/loop_cap.comp) runs one loop of PROBE_N iterations. */
-#include <stdio.h>
-#include <stdlib.h>
 
 #include "vk/vk.h"
 
@@ -28,9 +26,5 @@ static enum kv_status probe(struct kv_vk_device *d, uint32_t *cap)
 
 enum kv_status kv_vk_loop_cap(struct kv_vk_device *d, uint32_t *cap)
 {
-    if (probe(d, cap) == KV_OK) return KV_OK;
-    fprintf(stderr, "kverify: note: the loop probe failed (%s)\n", kv_error_msg());
-    kv_error_clear();
-    *cap = 0;
-    return KV_OK;
+    return kv_vk_probe_noted(probe(d, cap), "the loop probe", "");
 }

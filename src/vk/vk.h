@@ -231,5 +231,9 @@ void kv_vk_batch_destroy(struct kv_vk_batch *b); /* NULL-safe; waits for a batch
 enum kv_status kv_vk_probe(struct kv_vk_device *d, const char *name, const uint32_t *spirv, size_t bytes,
                            const void *in, size_t in_bytes, uint32_t fill, void *out, size_t out_bytes,
                            const void *push, uint32_t push_size);
+/* A probe's end: where st is an error, a note on stderr ("WHAT failed (the
+ * error)THEN"), the error cleared; KV_OK either way (a probe that cannot run
+ * leaves the output it was given as it set it first: none found). */
+enum kv_status kv_vk_probe_noted(enum kv_status st, const char *what, const char *then);
 
 #endif

@@ -41,6 +41,9 @@ W=(gdn-wy-bwd --seq 1 --heads 1 --kv-heads 1 --dk 16 --variant fma --no-sanitize
 expect_exit 0 "$KV" "${W[@]}" --dv 3584 --json "$TMP/cap.json"
 ! grep -q 'stops every loop' "$TMP/out" || fail "the loop note on a passing case"
 cap=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["device"].get("loop_cap", 0))' "$TMP/cap.json")
+if "$KV" devices | awk 'NR == 2' | grep -q llvmpipe && [ "$cap" != 0 ]; then
+  [ "$cap" = 65535 ] || fail "llvmpipe's loop cap probed as $cap, not Mesa's 65535 (LP_MAX_TGSI_LOOP_ITERATIONS)"
+fi
 if [ "$cap" != 0 ]; then
   expect_exit 1 "$KV" "${W[@]}" --dv 3585
   grep -q "^note: .* stops every loop of a shader invocation after $cap iterations in all" "$TMP/out" \
