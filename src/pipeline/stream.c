@@ -42,6 +42,18 @@ static void copy(char *dst, const char *src, size_t len)
     }
 }
 
+void kv_stream_fill(void *dst, size_t bytes, uint32_t word)
+{
+    enum { PART = 2 << 20 };
+    const size_t n = (bytes + PART - 1) / PART;
+#pragma omp parallel for schedule(static) if (n >= 4)
+    for (size_t k = 0; k < n; k++) {
+        uint32_t *w = (uint32_t *)((char *)dst + k * PART);
+        const size_t len = (bytes - k * PART < PART ? bytes - k * PART : PART) / 4;
+        for (size_t i = 0; i < len; i++) w[i] = word;
+    }
+}
+
 /* One chunk of a piece in the staging buffer. */
 struct chunk {
     const struct kv_piece *p;

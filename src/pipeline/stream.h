@@ -6,6 +6,7 @@
 #define KV_STREAM_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "vk/vk.h"
 
@@ -39,5 +40,10 @@ int kv_transfers_forced(void);
  * device's writes visible to transfers (the caller's). */
 enum kv_status kv_stream(struct kv_vk_device *d, struct kv_vk_buffer *stage, const struct kv_piece *pc, int n,
                          int down);
+
+/* bytes (a multiple of 4) at dst, 4-byte aligned, filled with word on
+ * every thread, in parts of 2 MiB: a CPU device's mapped buffer filled as
+ * vkCmdFillBuffer would, where the device fills on one thread. */
+void kv_stream_fill(void *dst, size_t bytes, uint32_t word);
 
 #endif
