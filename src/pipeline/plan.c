@@ -361,15 +361,13 @@ static void record_upload(const struct kv_kernel *k, struct kv_case *c, struct k
         if (k->tensors[t].role == KV_INPUT) {
             if (staged(p))
                 kv_vk_batch_copy(b, (struct kv_vk_range){&p->up, p->up_off[0][t], bytes}, whole(&p->dev[t], bytes));
-            fill(p, b, (struct kv_vk_range){&p->dev[t], round4(bytes), p->dev[t].size - round4(bytes)},
-                             KV_POISON);
+            fill(p, b, (struct kv_vk_range){&p->dev[t], round4(bytes), p->dev[t].size - round4(bytes)}, KV_POISON);
             continue;
         }
         fill(p, b, whole(&p->dev[t], p->dev[t].size), KV_SENTINEL);
         if (p->chain[t].buf) fill(p, b, whole(&p->chain[t], p->chain[t].size), KV_SENTINEL);
         if (p->iso[t].buf) {
-            fill(p, b, (struct kv_vk_range){&p->iso[t], round4(bytes), p->iso[t].size - round4(bytes)},
-                             KV_POISON);
+            fill(p, b, (struct kv_vk_range){&p->iso[t], round4(bytes), p->iso[t].size - round4(bytes)}, KV_POISON);
             if (staged(p))
                 kv_vk_batch_copy(b, (struct kv_vk_range){&p->up, p->up_off[1][t], bytes}, whole(&p->iso[t], bytes));
         }
@@ -382,7 +380,7 @@ static void record_upload(const struct kv_kernel *k, struct kv_case *c, struct k
                 kv_vk_batch_copy(b, (struct kv_vk_range){&p->up, p->product_off[s][i], bytes},
                                  whole(&p->product[s][i], bytes));
             fill(p, b, (struct kv_vk_range){&p->product[s][i], round4(bytes), p->product[s][i].size - round4(bytes)},
-                             KV_POISON);
+                 KV_POISON);
         }
 }
 

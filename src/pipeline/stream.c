@@ -21,36 +21,54 @@ int kv_transfers_forced(void)
     return !strcmp(e, "staged") ? 0 : !strcmp(e, "streamed") ? 1 : -1;
 }
 
+/* The parts that the threads take of len bytes at dst: on the destination's
+ * 2 MiB bounds, so that where the pages are huge (kv_malloc_big) two threads
+ * never fault the same page. Part k of n is [lo, hi). */
+enum { PART = 2 << 20 };
+struct parts {
+    size_t head, n, len; /* the bytes to the first bound, the parts, len */
+};
+
+static struct parts parts_of(const void *dst, size_t len)
+{
+    const size_t head = (PART - ((uintptr_t)dst & (PART - 1))) & (PART - 1);
+    const size_t n = !len ? 0 : head >= len ? 1 : (head ? 1 : 0) + (len - head + PART - 1) / PART;
+    return (struct parts){head, n, len};
+}
+
+static void part(const struct parts *p, size_t k, size_t *lo, size_t *hi)
+{
+    *lo = k == 0 ? 0 : p->head ? p->head + (k - 1) * PART : k * PART;
+    const size_t end = p->head ? p->head + k * PART : (k + 1) * PART;
+    *hi = end < p->len ? end : p->len;
+}
+
 /* memcpy on every thread: a download's first touch of its host pages, and a
- * copy into staging memory, go faster in parallel. Parts on the
- * destination's 2 MiB bounds: where the pages are huge (kv_malloc_big), two
- * threads never fault the same page. */
+ * copy into staging memory, go faster in parallel. */
 static void copy(char *dst, const char *src, size_t len)
 {
-    enum { PART = 2 << 20 };
     if (len < 4 * (size_t)PART) {
         memcpy(dst, src, len);
         return;
     }
-    const size_t head = (PART - ((uintptr_t)dst & (PART - 1))) & (PART - 1); /* bytes to the first bound */
-    const size_t n = (head ? 1 : 0) + (len - head + PART - 1) / PART;
+    const struct parts ps = parts_of(dst, len);
 #pragma omp parallel for schedule(static)
-    for (size_t k = 0; k < n; k++) {
-        const size_t lo = k == 0 ? 0 : head ? head + (k - 1) * PART : k * PART;
-        const size_t hi = head ? head + k * PART : (k + 1) * PART;
-        memcpy(dst + lo, src + lo, (hi < len ? hi : len) - lo);
+    for (size_t k = 0; k < ps.n; k++) {
+        size_t lo, hi;
+        part(&ps, k, &lo, &hi);
+        memcpy(dst + lo, src + lo, hi - lo);
     }
 }
 
 void kv_stream_fill(void *dst, size_t bytes, uint32_t word)
 {
-    enum { PART = 2 << 20 };
-    const size_t n = (bytes + PART - 1) / PART;
-#pragma omp parallel for schedule(static) if (n >= 4)
-    for (size_t k = 0; k < n; k++) {
-        uint32_t *w = (uint32_t *)((char *)dst + k * PART);
-        const size_t len = (bytes - k * PART < PART ? bytes - k * PART : PART) / 4;
-        for (size_t i = 0; i < len; i++) w[i] = word;
+    const struct parts ps = parts_of(dst, bytes);
+#pragma omp parallel for schedule(static) if (bytes >= 4 * (size_t)PART)
+    for (size_t k = 0; k < ps.n; k++) {
+        size_t lo, hi;
+        part(&ps, k, &lo, &hi);
+        uint32_t *w = (uint32_t *)((char *)dst + lo);
+        for (size_t i = 0; i < (hi - lo) / 4; i++) w[i] = word;
     }
 }
 

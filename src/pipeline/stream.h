@@ -42,8 +42,8 @@ enum kv_status kv_stream(struct kv_vk_device *d, struct kv_vk_buffer *stage, con
                          int down);
 
 /* bytes (a multiple of 4) at dst, 4-byte aligned, filled with word on
- * every thread, in parts of 2 MiB: a CPU device's mapped buffer filled as
- * vkCmdFillBuffer would, where the device fills on one thread. */
+ * every thread, as the copies part them: a CPU device's mapped buffer filled
+ * as vkCmdFillBuffer would, where the device fills on one thread. */
 void kv_stream_fill(void *dst, size_t bytes, uint32_t word);
 
 #endif
