@@ -398,18 +398,6 @@ void kv_san_helpers(struct kv_san_ctx *c)
     gen_cm(c, c->f_cm_write, 1);
 }
 
-static uint32_t builtin_var(struct kv_san_ctx *c, int builtin, uint32_t type, uint32_t *is_new)
-{
-    struct kv_spv *m = &c->m;
-    for (uint32_t id = 1; id < m->bound; id++)
-        if (m->builtin[id] == builtin + 1 && kv_spv_op(m, id) == SpvOpVariable) return id;
-    uint32_t v = kv_spv_id(m);
-    KV_INS(&m->globals, SpvOpVariable, kv_spv_ptr(m, SpvStorageClassInput, type), v, SpvStorageClassInput);
-    KV_INS(&m->annot, SpvOpDecorate, v, SpvDecorationBuiltIn, (uint32_t)builtin);
-    *is_new = 1;
-    return v;
-}
-
 static uint32_t array_of(struct kv_spv *m, uint32_t elem, uint32_t n)
 {
     uint32_t id = kv_spv_id(m);
@@ -423,8 +411,8 @@ void kv_san_globals(struct kv_san_ctx *c, uint32_t binding)
     c->t_v = kv_spv_void(m), c->t_b = kv_spv_bool(m), c->t_u = kv_spv_uint(m);
     c->p_priv = kv_spv_ptr(m, SpvStorageClassPrivate, c->t_u);
     c->p_sb = kv_spv_ptr(m, SpvStorageClassStorageBuffer, c->t_u);
-    c->lid = builtin_var(c, SpvBuiltInLocalInvocationIndex, c->t_u, &c->new_lid);
-    c->wgid = builtin_var(c, SpvBuiltInWorkgroupId, kv_spv_uvec3(m), &c->new_wgid);
+    c->lid = kv_spv_builtin(&c->m, SpvBuiltInLocalInvocationIndex, c->t_u, &c->new_lid);
+    c->wgid = kv_spv_builtin(&c->m, SpvBuiltInWorkgroupId, kv_spv_uvec3(m), &c->new_wgid);
     uint32_t arr = array_of(m, c->t_u, KV_SAN_KINDS * KV_SAN_ST_STRIDE), null = kv_spv_id(m);
     KV_INS(&m->globals, SpvOpConstantNull, arr, null);
     c->st = kv_spv_id(m);
@@ -445,7 +433,7 @@ void kv_san_globals(struct kv_san_ctx *c, uint32_t binding)
     c->f_note = kv_spv_id(m), c->f_flush = kv_spv_id(m);
     if (!c->shared) return;
     if (c->sb) { /* the shadow in a storage buffer at the next binding, a part per workgroup */
-        c->nwg = builtin_var(c, SpvBuiltInNumWorkgroups, kv_spv_uvec3(m), &c->new_nwg);
+        c->nwg = kv_spv_builtin(&c->m, SpvBuiltInNumWorkgroups, kv_spv_uvec3(m), &c->new_nwg);
         c->shw = kv_spv_id(m);
         KV_INS(&m->globals, SpvOpVariable, kv_spv_ptr(m, SpvStorageClassStorageBuffer, blk), c->shw,
                SpvStorageClassStorageBuffer);
@@ -460,9 +448,9 @@ void kv_san_globals(struct kv_san_ctx *c, uint32_t binding)
     }
     c->f_read = kv_spv_id(m), c->f_write = kv_spv_id(m), c->f_atomic = kv_spv_id(m), c->f_prologue = kv_spv_id(m);
     if (c->sg || c->cm) {
-        c->sgsize = builtin_var(c, SpvBuiltInSubgroupSize, c->t_u, &c->new_sgsize);
-        c->sgid = builtin_var(c, SpvBuiltInSubgroupId, c->t_u, &c->new_sgid);
-        c->sglane = builtin_var(c, SpvBuiltInSubgroupLocalInvocationId, c->t_u, &c->new_sglane);
+        c->sgsize = kv_spv_builtin(&c->m, SpvBuiltInSubgroupSize, c->t_u, &c->new_sgsize);
+        c->sgid = kv_spv_builtin(&c->m, SpvBuiltInSubgroupId, c->t_u, &c->new_sgid);
+        c->sglane = kv_spv_builtin(&c->m, SpvBuiltInSubgroupLocalInvocationId, c->t_u, &c->new_sglane);
     }
     if (c->sg) {
         c->sepoch = kv_spv_id(m);

@@ -138,17 +138,6 @@ static void scan_uses(struct walk *x)
     }
 }
 
-static uint32_t local_size(const struct kv_spv *m)
-{
-    uint32_t local = 0;
-    for (size_t i = 5; i < m->first_type; i += kv_len(m->w[i]))
-        if (kv_op(m->w[i]) == SpvOpExecutionMode && m->w[i + 2] == SpvExecutionModeLocalSize && kv_len(m->w[i]) >= 6)
-            local = m->w[i + 3] * m->w[i + 4] * m->w[i + 5];
-    for (uint32_t id = 1; id < m->bound; id++) /* a WorkgroupSize built-in may be specialized */
-        if (m->builtin[id] == SpvBuiltInWorkgroupSize + 1 && kv_spv_op(m, id) != SpvOpConstantComposite) return 0;
-    return local;
-}
-
 /* The workgroup variables the shadow follows, and whether it fits. */
 static void plan_shadow(struct walk *x, uint32_t shared_limit)
 {
@@ -177,7 +166,7 @@ static void plan_shadow(struct walk *x, uint32_t shared_limit)
         units += u;
         x->wg_of[var] = (uint32_t)++o->n_wg;
     }
-    x->c.local = local_size(m);
+    x->c.local = kv_spv_local_size(m);
     if (!units) return;
     if (units >= (1u << 24))
         snprintf(o->note, sizeof o->note, "racecheck and initcheck off: %llu shared scalars are too many to shadow",
@@ -433,49 +422,21 @@ static void rewrite_functions(struct walk *x)
 /* The module put together: the entry point's interface grows by the new globals. */
 static int assemble(struct walk *x)
 {
-    struct kv_spv *m = &x->c.m;
     struct kv_san_ctx *c = &x->c;
-    struct kv_words o = {0};
-    uint32_t head[5] = {m->w[0], m->w[1], m->w[2], m->next, m->w[4]};
-    kv_words_put(&o, head, 5);
-    if (c->shared && (c->sg || c->cm) && !x->gnu_declared) /* the subgroup built-ins' capability */
-        KV_INS(&o, SpvOpCapability, SpvCapabilityGroupNonUniform);
-    kv_words_put(&o, m->w + 5, m->after_ext - 5);
-    if (m->version < 0x10300) {
-        uint32_t s[16];
-        size_t n = kv_words_str(s, 16, "SPV_KHR_storage_buffer_storage_class");
-        kv_words_ins(&o, SpvOpExtension, n, s);
-    }
-    kv_words_put(&o, m->w + m->after_ext, m->entry - m->after_ext);
-    uint32_t add[16], n_add = 0, elen = kv_len(m->w[m->entry]);
-    if (m->version >= 0x10400) {
-        add[n_add++] = c->st, add[n_add++] = c->epoch, add[n_add++] = c->rec;
-        if (c->shared) add[n_add++] = c->shw;
-        if (c->shared && !c->sb) add[n_add++] = c->shr;
-        if (c->shared && c->sg) add[n_add++] = c->sepoch;
-    }
-    if (c->new_lid) add[n_add++] = c->lid;
-    if (c->new_wgid) add[n_add++] = c->wgid;
-    if (c->new_nwg) add[n_add++] = c->nwg;
-    if (c->new_sgsize) add[n_add++] = c->sgsize;
-    if (c->new_sgid) add[n_add++] = c->sgid;
-    if (c->new_sglane) add[n_add++] = c->sglane;
-    uint32_t e0 = (m->w[m->entry] & 0xffffu) | ((elen + n_add) << 16);
-    kv_words_put(&o, &e0, 1);
-    kv_words_put(&o, m->w + m->entry + 1, elen - 1);
-    kv_words_put(&o, add, n_add);
-    size_t after = m->entry + elen;
-    kv_words_put(&o, m->w + after, m->first_type - after);
-    kv_words_put(&o, m->annot.w, m->annot.n);
-    kv_words_put(&o, m->w + m->first_type, m->first_fn - m->first_type);
-    kv_words_put(&o, m->globals.w, m->globals.n);
-    kv_words_put(&o, x->body.w, x->body.n);
-    kv_words_put(&o, c->fns.w, c->fns.n);
-    o.w[3] = m->next;
-    if (o.oom || m->globals.oom || m->annot.oom || x->body.oom || c->fns.oom) return free(o.w), -1;
-    x->out->words = o.w;
-    x->out->bytes = 4 * o.n;
-    return 0;
+    uint32_t cap = SpvCapabilityGroupNonUniform, vars[6], n_vars = 0, io[6], n_io = 0;
+    const int n_caps = c->shared && (c->sg || c->cm) && !x->gnu_declared; /* the subgroup built-ins' capability */
+    vars[n_vars++] = c->st, vars[n_vars++] = c->epoch, vars[n_vars++] = c->rec;
+    if (c->shared) vars[n_vars++] = c->shw;
+    if (c->shared && !c->sb) vars[n_vars++] = c->shr;
+    if (c->shared && c->sg) vars[n_vars++] = c->sepoch;
+    if (c->new_lid) io[n_io++] = c->lid;
+    if (c->new_wgid) io[n_io++] = c->wgid;
+    if (c->new_nwg) io[n_io++] = c->nwg;
+    if (c->new_sgsize) io[n_io++] = c->sgsize;
+    if (c->new_sgid) io[n_io++] = c->sgid;
+    if (c->new_sglane) io[n_io++] = c->sglane;
+    return kv_spv_assemble(&c->m, &cap, n_caps, vars, n_vars, io, n_io, &x->body, &c->fns, &x->out->words,
+                           &x->out->bytes);
 }
 
 static void walk_free(struct walk *x)

@@ -258,3 +258,60 @@ uint32_t kv_spv_true(struct kv_spv *m)
     KV_INS(&m->globals, SpvOpConstantTrue, kv_spv_bool(m), m->c_true);
     return m->c_true;
 }
+
+int kv_spv_assemble(struct kv_spv *m, const uint32_t *caps, int n_caps, const uint32_t *vars, uint32_t n_vars,
+                    const uint32_t *io, uint32_t n_io, const struct kv_words *body, const struct kv_words *fns,
+                    uint32_t **out, size_t *bytes)
+{
+    struct kv_words o = {0};
+    uint32_t head[5] = {m->w[0], m->w[1], m->w[2], m->next, m->w[4]};
+    kv_words_put(&o, head, 5);
+    for (int i = 0; i < n_caps; i++) KV_INS(&o, SpvOpCapability, caps[i]);
+    kv_words_put(&o, m->w + 5, m->after_ext - 5);
+    if (m->version < 0x10300) {
+        uint32_t s[16];
+        size_t n = kv_words_str(s, 16, "SPV_KHR_storage_buffer_storage_class");
+        kv_words_ins(&o, SpvOpExtension, n, s);
+    }
+    kv_words_put(&o, m->w + m->after_ext, m->entry - m->after_ext);
+    const uint32_t elen = kv_len(m->w[m->entry]), nv = m->version >= 0x10400 ? n_vars : 0;
+    const uint32_t e0 = (m->w[m->entry] & 0xffffu) | ((elen + nv + n_io) << 16);
+    kv_words_put(&o, &e0, 1);
+    kv_words_put(&o, m->w + m->entry + 1, elen - 1);
+    kv_words_put(&o, vars, nv);
+    kv_words_put(&o, io, n_io);
+    const size_t after = m->entry + elen;
+    kv_words_put(&o, m->w + after, m->first_type - after);
+    kv_words_put(&o, m->annot.w, m->annot.n);
+    kv_words_put(&o, m->w + m->first_type, m->first_fn - m->first_type);
+    kv_words_put(&o, m->globals.w, m->globals.n);
+    kv_words_put(&o, body->w, body->n);
+    if (fns) kv_words_put(&o, fns->w, fns->n);
+    o.w[3] = m->next;
+    if (o.oom || m->globals.oom || m->annot.oom || body->oom || (fns && fns->oom)) return free(o.w), -1;
+    *out = o.w;
+    *bytes = 4 * o.n;
+    return 0;
+}
+
+uint32_t kv_spv_builtin(struct kv_spv *m, int builtin, uint32_t type, uint32_t *is_new)
+{
+    for (uint32_t id = 1; id < m->bound; id++)
+        if (m->builtin[id] == builtin + 1 && kv_spv_op(m, id) == SpvOpVariable) return id;
+    uint32_t v = kv_spv_id(m);
+    KV_INS(&m->globals, SpvOpVariable, kv_spv_ptr(m, SpvStorageClassInput, type), v, SpvStorageClassInput);
+    KV_INS(&m->annot, SpvOpDecorate, v, SpvDecorationBuiltIn, (uint32_t)builtin);
+    *is_new = 1;
+    return v;
+}
+
+uint32_t kv_spv_local_size(const struct kv_spv *m)
+{
+    uint32_t local = 0;
+    for (size_t i = 5; i < m->first_type; i += kv_len(m->w[i]))
+        if (kv_op(m->w[i]) == SpvOpExecutionMode && m->w[i + 2] == SpvExecutionModeLocalSize && kv_len(m->w[i]) >= 6)
+            local = m->w[i + 3] * m->w[i + 4] * m->w[i + 5];
+    for (uint32_t id = 1; id < m->bound; id++) /* a WorkgroupSize built-in may be specialized */
+        if (m->builtin[id] == SpvBuiltInWorkgroupSize + 1 && kv_spv_op(m, id) != SpvOpConstantComposite) return 0;
+    return local;
+}

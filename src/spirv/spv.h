@@ -99,4 +99,21 @@ uint32_t kv_spv_u32(struct kv_spv *m, uint32_t value);
 uint32_t kv_spv_true(struct kv_spv *m);
 uint32_t kv_spv_id(struct kv_spv *m);
 
+/* The variable of a built-in input (SpvBuiltIn*) of type, found or
+ * declared in m->globals (then *is_new = 1: the entry point must list it). */
+uint32_t kv_spv_builtin(struct kv_spv *m, int builtin, uint32_t type, uint32_t *is_new);
+/* Invocations per workgroup (LocalSize), 0 when not fixed (a specialized WorkgroupSize). */
+uint32_t kv_spv_local_size(const struct kv_spv *m);
+
+/* The module put together with what a rewrite made: caps (capabilities
+ * added before the module's own), the storage-buffer extension where the
+ * module is older than SPIR-V 1.3, the entry point's interface grown by the
+ * new variables vars (from SPIR-V 1.4, where it lists every global) and io
+ * (new built-in inputs: at any version), m's new annotations and globals,
+ * then body (the functions rewritten) and fns (new functions, or NULL).
+ * Into *out (malloc'd) and *bytes; -1 when out of memory. */
+int kv_spv_assemble(struct kv_spv *m, const uint32_t *caps, int n_caps, const uint32_t *vars, uint32_t n_vars,
+                    const uint32_t *io, uint32_t n_io, const struct kv_words *body, const struct kv_words *fns,
+                    uint32_t **out, size_t *bytes);
+
 #endif
