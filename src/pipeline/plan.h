@@ -23,6 +23,8 @@
 #define KV_SAN_SLOT 1024
 _Static_assert(KV_SAN_BUFFER_BYTES <= KV_SAN_SLOT, "a stage's record buffer fits its slot");
 
+#define KV_LOOPS_SLOT 256u
+
 /* Device-side state of one case. */
 struct kv_plan {
     struct kv_vk_buffer dev[KV_MAX_TENSORS];   /* inputs; outputs as their stage writes them */
@@ -41,6 +43,9 @@ struct kv_plan {
     /* the sanitized run's record buffers, a slot per stage and pass (pipeline/sanitize.h) */
     struct kv_vk_buffer san_dev, san_up, san_down;
     struct kv_vk_buffer san_shadow; /* the shared-memory shadow of stages it does not fit (sanitize/san.h) */
+    /* the loop-cut run's counts, a slot of KV_LOOPS_SLOT bytes per stage and
+     * pass, and its flags (pipeline/loops.h) */
+    struct kv_vk_buffer loops_dev, loops_down, loops_flags;
     struct kv_plan_retired *retired; /* kv_plan_retire's buffers and the thread that destroys them */
     /* Streamed (transfers past kv_stream_threshold()): up and down are staging
      * buffers of kv_stage_bytes(), the uploads come from the host tensors (and

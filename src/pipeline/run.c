@@ -9,6 +9,7 @@
 #include "core/threads.h"
 #include "formats/save.h"
 #include "pipeline/hostmem.h"
+#include "pipeline/loops.h"
 #include "pipeline/bench.h"
 #include "pipeline/plan.h"
 #include "pipeline/prepare.h"
@@ -57,6 +58,7 @@ struct case_run {
     int ran[KV_MAX_TENSORS]; /* outputs the device wrote (kv_save_case) */
     int any_stage, all_inputs_given, all_pass;
     struct kv_runner r_kept; /* r as the case saw it, where o->device_done may free r while the case is judged */
+    struct kv_runner *r_live; /* r itself: alive where the plan keeps its buffers (no device_done then) */
     struct kv_output_result *paired[KV_MAX_TENSORS]; /* a chained row judged with its isolated one, until its turn */
 };
 
@@ -490,6 +492,7 @@ static enum kv_status run_case(struct case_run *x)
     snprintf(res->note, sizeof res->note, "%s", c->note);
     if (x->any_stage) KV_TRY(run_device(x));
     if (x->first_mapped) { /* no device run follows: its buffers go while it is judged (and the device, after the last case) */
+        x->r_live = x->r;
         if (x->o->device_done) x->r_kept = *x->r, x->r = &x->r_kept; /* the judge reads r's abi and device info */
         kv_plan_retire(x->r->d, &x->p, x->o->device_done, x->o->device_done_ctx);
         if (x->p.retired) kv_threads_beside(1); /* a core to the release, while the case is judged */
@@ -504,6 +507,9 @@ static enum kv_status run_case(struct case_run *x)
         for (int t = 0; t < k->n_tensors; t++)
             if (k->tensors[t].role == KV_OUTPUT && kv_tensor_on(c, t)) KV_TRY(judge_output(x, t, ch));
     KV_TRY(judge_checks(x));
+    /* a failure on a device that cuts loops short: an error where the device cut this run (pipeline/loops.h) */
+    if (!x->all_pass && x->any_stage && kv_loops_wanted(x->r_live ? x->r_live : x->r, &x->p, x->o))
+        KV_TRY(kv_loops_check(x->r_live ? x->r_live : x->r, c, &x->p, x->run_stage, x->chain_stage, res));
     if (x->any_stage && (x->o->stress || x->o->sanitize) && !(x->o->fail_fast && !x->all_pass)) KV_TRY(stress(x));
     res->ms.compare = kv_now_ms() - t3;
     res->status = x->all_pass ? KV_CASE_PASS : KV_CASE_FAIL;

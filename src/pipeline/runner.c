@@ -3,12 +3,14 @@
  * and mutants are compiled and checked against the stage's interface here. */
 #include "pipeline/runner.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/clock.h"
 #include "pipeline/abi_stage.h"
 #include "pipeline/addr.h"
+#include "sanitize/loops.h"
 #include "spirv/spirv_addr.h"
 #include "spirv/shader.h"
 #include "spirv/spirv.h"
@@ -183,6 +185,7 @@ static enum kv_status stage_pipelines(struct kv_runner *r, int s, const struct k
         const struct kv_spirv_blob *al = (defines & KV_SHADER_CMEL) ? &sd->aligned_el : &sd->aligned;
         snprintf(what, sizeof what, "built-in %s stage %s (aligned build)", k->name, sd->name);
         KV_TRY(stage_pipeline(r, s, what, al->words, al->bytes, &r->alt[s]));
+        r->alt_words[s] = al->words, r->alt_bytes[s] = al->bytes;
     }
     free(user);
     user = NULL;
@@ -340,18 +343,56 @@ void kv_runner_free(struct kv_runner *r)
         kv_vk_pipeline_destroy(r->d, &r->pipe[s]);
         kv_vk_pipeline_destroy(r->d, &r->rev[s]);
         kv_vk_pipeline_destroy(r->d, &r->alt[s]);
+        kv_vk_pipeline_destroy(r->d, &r->loops[s][0]);
+        kv_vk_pipeline_destroy(r->d, &r->loops[s][1]);
         kv_runner_sanitized_free(r, s);
     }
     kv_runner_addr_free(r, NULL);
     memset(r, 0, sizeof *r);
 }
 
+/* Whether case c runs stage s's aligned build. */
+static int aligned(const struct kv_runner *r, const struct kv_case *c, int s)
+{
+    return r->alt[s].pipeline && r->k->stages[s].aligned_case && r->k->stages[s].aligned_case(c);
+}
+
 const struct kv_vk_pipeline *kv_runner_pipe(const struct kv_runner *r, const struct kv_case *c, int s, int variant)
 {
     if (variant == KV_VARIANT_SANITIZED && r->san[s].pipeline) return &r->san[s];
     if (variant == KV_VARIANT_REVERSED && r->rev[s].pipeline) return &r->rev[s];
-    if (r->alt[s].pipeline && r->k->stages[s].aligned_case && r->k->stages[s].aligned_case(c)) return &r->alt[s];
+    if (variant == KV_VARIANT_LOOPS && r->loops[s][aligned(r, c, s)].pipeline) return &r->loops[s][aligned(r, c, s)];
+    if (aligned(r, c, s)) return &r->alt[s];
     return &r->pipe[s];
+}
+
+enum kv_status kv_runner_loops(struct kv_runner *r, const struct kv_case *c, int s)
+{
+    enum kv_status st = KV_OK;
+    const int al = aligned(r, c, s);
+    if (r->loops_tried[s][al]) return KV_OK;
+    r->loops_tried[s][al] = 1;
+    const struct kv_stage_def *sd = &r->k->stages[s];
+    const uint32_t *words = al ? r->alt_words[s] : r->addr_words[s][0];
+    const size_t bytes = al ? r->alt_bytes[s] : r->addr_bytes[s][0];
+    uint32_t *out = NULL, n = r->abi[s] ? kv_abi_slots(r->abi[s]) : (uint32_t)sd->n_bindings;
+    size_t out_bytes = 0;
+    int loops = 0;
+    char what[600];
+    snprintf(what, sizeof what, "%s stage %s (loop-cut build%s)", r->k->name, sd->name, al ? ", aligned" : "");
+    if (!words || n + 2 > KV_VK_MAX_BINDINGS || (r->d->info.max_stage_buffers && n + 2 > r->d->info.max_stage_buffers))
+        return KV_OK; /* no build kept, or no bindings left for its count and flags */
+    KV_TRY(kv_loops_instrument(what, words, bytes, n, &out, &out_bytes, &loops));
+    r->loops_binding[s] = n;
+    if (!loops && kv_loops_none(words, bytes)) r->loops_tried[s][al] = 2; /* no loop to cut */
+    if (!loops) goto cleanup;
+    if (!r->abi[s]) KV_TRY(kv_vk_pipeline_create(r->d, what, out, out_bytes, n + 2, sd->push_size, &r->loops[s][al]));
+    else
+        KV_TRY(kv_vk_pipeline_create_spec(r->d, what, out, out_bytes, n + 2, kv_abi_push_size(r->abi[s]), &r->spec[s],
+                                          &r->loops[s][al]));
+cleanup:
+    free(out);
+    return st;
 }
 
 /* The words stage s runs, with OpLine where there is a source: the

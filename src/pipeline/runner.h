@@ -39,6 +39,7 @@ struct kv_run_opts {
     const struct kv_abi *abi[KV_MAX_STAGES]; /* --abi: the user shader's own interface, or NULL */
     int keep_outputs;                   /* keep each device output in its row (several devices' agreement) */
     int sanitize;                       /* the sanitized run: 0 none, 1 with the stress runs, 2 alone (--sanitize) */
+    int no_loop_check;                  /* no loop-cut run for a failing case (kverify mutate: a failure kills) */
     /* Set (jobs.c) for the last case that uses the device: called once that
      * case's device work is over and its buffers are destroyed, on
      * kv_plan_retire's thread while the case is judged, so that the device
@@ -51,7 +52,7 @@ struct kv_run_opts {
  * shared memory be reused across its iterations, in both subgroup orders,
  * and the reversed order uncapped (spirv/glsl.h). */
 #define KV_STRESS_RUNS 4
-enum { KV_VARIANT_PLAIN, KV_VARIANT_REVERSED, KV_VARIANT_SANITIZED };
+enum { KV_VARIANT_PLAIN, KV_VARIANT_REVERSED, KV_VARIANT_SANITIZED, KV_VARIANT_LOOPS };
 extern const struct kv_stress_run {
     uint32_t cap;
     int variant; /* KV_VARIANT_* */
@@ -86,6 +87,17 @@ struct kv_runner {
     int addr_len[KV_MAX_STAGES][2]; /* the build reads a buffer's length(): the ranges follow the addresses */
     uint32_t *addr_words[KV_MAX_STAGES][2];
     size_t addr_bytes[KV_MAX_STAGES][2];
+    /* Each stage's loop-cut build (pipeline/loops.h), [0] of the plain build
+     * and [1] of the aligned one (alt, from alt_words: the built-in's, not
+     * owned): made when a failing case first needs it; loops_tried: 1 made,
+     * or none made (a workgroup size not fixed, no binding left), 2 the build
+     * has no loop; its count buffer at binding loops_binding, its flags at the
+     * next. */
+    struct kv_vk_pipeline loops[KV_MAX_STAGES][2];
+    int loops_tried[KV_MAX_STAGES][2];
+    uint32_t loops_binding[KV_MAX_STAGES];
+    const uint32_t *alt_words[KV_MAX_STAGES];
+    size_t alt_bytes[KV_MAX_STAGES];
     double pipeline_ms;
 };
 
@@ -103,8 +115,8 @@ unsigned kv_stage_defines(const struct kv_vk_info *dev, const struct kv_stage_de
 /* The device feature stage sd needs and dev lacks, as text, or NULL. */
 const char *kv_stage_lacks(const struct kv_vk_info *dev, const struct kv_stage_def *sd);
 /* The pipeline that runs stage s for case c in a variant (KV_VARIANT_*):
- * the reversed or sanitized one where asked and built, else the aligned
- * build where it holds for c, else the plain one. */
+ * the reversed, sanitized or loop-cut one where asked and built, else the
+ * aligned build where it holds for c, else the plain one. */
 const struct kv_vk_pipeline *kv_runner_pipe(const struct kv_runner *r, const struct kv_case *c, int s, int variant);
 /* Stage s's sanitized build (r->san[s], r->san_mod[s]): the source the
  * stage runs compiled again with debug information (a .spv as it is) and
@@ -112,6 +124,11 @@ const struct kv_vk_pipeline *kv_runner_pipe(const struct kv_runner *r, const str
  * r->san_missing[s]. Freed with kv_runner_sanitized_free. */
 enum kv_status kv_runner_sanitized(struct kv_runner *r, int s, const struct kv_run_opts *o, unsigned defines);
 void kv_runner_sanitized_free(struct kv_runner *r, int s);
+
+/* Stage s's loop-cut build for case c (its plain or aligned build
+ * rewritten: sanitize/loops.h), made where it is not yet; none where the
+ * build has no loop (kv_runner_pipe then gives the plain one). */
+enum kv_status kv_runner_loops(struct kv_runner *r, const struct kv_case *c, int s);
 
 /* (Re)build stage s's pipelines of r (the plain one, and the reversed one
  * with o->stress) from o; kverify mutate swaps one stage of a runner this way. */

@@ -74,6 +74,7 @@ struct kv_case_result {
         double chained;           /* the chained reruns on the device (not in device) */
     } ms;
     int early_buffers;     /* its device buffers were made while its inputs were (--verbose) */
+    int loops_checked;     /* failed on a device that cuts loops short, and its run again counted no loop cut (pipeline/loops.h) */
     char inputs[1024];     /* --inputs path, or "" when generated */
     char command[2048];    /* the kernel command that reproduces this case's verdict, or "" */
     char note[256];        /* the input generator's remark, or "" */

@@ -33,10 +33,19 @@ PY
 expect_error 2 '--device: empty device index or name' "$KV" rmsnorm-bwd --rows 8 --dim 33 --device "" --json "$TMP/report.json"
 # A device that cuts loops short (llvmpipe stops every loop of a shader invocation
 # after 65535 iterations in all, without an error): the report gives the cap the
-# device probe found, and a failing case's summary says what it may mean. gdn-wy-bwd's
-# stage wy runs about 580 loop iterations an invocation for each 32 columns of dk and
-# of dv: dk = 16 with dv = 3584 (1 + 112 tiles) stays under 65535, dv = 3585 (1 + 113)
-# is cut short. Where the device has no cap, both pass.
+# device probe found. gdn-wy-bwd's stage wy runs about 580 loop iterations an
+# invocation for each 32 columns of dk and of dv: dk = 16 with dv = 3584 (1 + 112
+# tiles) passes there, dv = 3585 (1 + 113) is cut short and leaves work undone. A
+# failing case runs again in its loop-cut builds (pipeline/loops.h), which count the
+# invocations whose loops the device ended at a back edge: where some were, the case
+# is a device error naming the cut (exit 4), not a failure. From about dv = 3521 on
+# the loop-cut build already has loops ended at their last back edge, which loses
+# nothing but cannot be told apart: a failure of the kernel's own there (--max-ulp 0)
+# is that error too, never a pass or a skip. A failure of its own where nothing was
+# cut (dv = 3500) stays a failure, without the note that it may be the device's.
+# rmsnorm-bwd's stage r as a do-while of one lane per row (a conditional back edge)
+# is cut at dim 70000 and passes at 60000. Where the device has no cap, all pass but
+# the forced failures.
 W=(gdn-wy-bwd --seq 1 --heads 1 --kv-heads 1 --dk 16 --variant fma --no-sanitize)
 expect_exit 0 "$KV" "${W[@]}" --dv 3584 --json "$TMP/cap.json"
 ! grep -q 'stops every loop' "$TMP/out" || fail "the loop note on a passing case"
@@ -44,11 +53,47 @@ cap=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["device"].
 if "$KV" devices | awk 'NR == 2' | grep -q llvmpipe && [ "$cap" != 0 ]; then
   [ "$cap" = 65535 ] || fail "llvmpipe's loop cap probed as $cap, not Mesa's 65535 (LP_MAX_TGSI_LOOP_ITERATIONS)"
 fi
+cat > "$TMP/r_dowhile.comp" <<'GLSL'
+#version 450
+layout(local_size_x = 256) in;
+layout(std430, set = 0, binding = 0) readonly buffer XB { float X[]; };
+layout(std430, set = 0, binding = 1) writeonly buffer RB { float R[]; };
+layout(push_constant) uniform Push { uint rows; uint dim; float eps; } p;
+void main()
+{
+    uint row = gl_WorkGroupID.x;
+    if (gl_LocalInvocationID.x != 0u || row >= p.rows) return;
+    float acc = 0.0;
+    uint i = 0u;
+    do {
+        float v = X[row * p.dim + i];
+        acc += v * v;
+        i++;
+    } while (i < p.dim);
+    R[row] = inversesqrt(acc / float(p.dim) + p.eps);
+}
+GLSL
+D=(rmsnorm-bwd --rows 2 --shader r="$TMP/r_dowhile.comp" --no-sanitize)
+expect_exit 0 "$KV" "${D[@]}" --dim 60000
+cut="after $cap iterations in all, without an error, and cut the loops of [1-9][0-9]* invocations short here"
 if [ "$cap" != 0 ]; then
-  expect_exit 1 "$KV" "${W[@]}" --dv 3585
-  grep -q "^note: .* stops every loop of a shader invocation after $cap iterations in all" "$TMP/out" \
-    || fail "no loop note on a case cut short (cap $cap)"
+  expect_exit 4 "$KV" "${W[@]}" --dv 3585 --json "$TMP/cut.json"
+  grep -q "error: .*$cut (stage wy first): the outputs it gave cannot be judged" "$TMP/out" \
+    || fail "a case cut short is not an error naming the cut (cap $cap)"
+  if [ "$cap" = 65535 ]; then # each of the workgroup's 256 invocations, its own flag through barriers
+    grep -q "cut the loops of 256 invocations" "$TMP/out" || fail "not every invocation of stage wy counted cut"
+  fi
+  python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["cases"][0]; assert c["status"] == "error" and "cut the loops" in c["error"], c' "$TMP/cut.json" \
+    || fail "a case cut short: not an error in the report"
+  expect_exit 4 "$KV" "${W[@]}" --dv 3584 --max-ulp 0
+  grep -q "error: .*$cut" "$TMP/out" || fail "a failure where the device ends loops at their last back edge is not the error"
+  expect_exit 4 "$KV" "${D[@]}" --dim 70000
+  grep -q "error: .*$cut (stage r first)" "$TMP/out" || fail "a do-while cut short is not the error"
+  grep -q "cut the loops of 2 invocations" "$TMP/out" || fail "a do-while: not one invocation a row counted cut"
 else
   expect_exit 0 "$KV" "${W[@]}" --dv 3585
+  expect_exit 0 "$KV" "${D[@]}" --dim 70000
 fi
+expect_exit 1 "$KV" "${W[@]}" --dv 3500 --max-ulp 0
+! grep -q 'stops every loop\|cut the loops' "$TMP/out" || fail "a failure of the kernel's own blamed on the loop cap"
 echo "devices ok"
