@@ -93,7 +93,9 @@ enum kv_status kv_loops_check(struct kv_runner *r, struct kv_case *c, struct kv_
     KV_TRY(kv_plan_run(r, c, p, run_stage, chain_stage, 0, KV_VARIANT_LOOPS, ms, NULL, &up, &down));
     unsigned long long n = 0;
     char first[160] = "";
-    for (int s = 0; s < k->n_stages; s++) /* the marked stages' counts (a stage not marked may keep an earlier case's build) */
+    /* every stage runs again (the run fills every output's sentinels first), the marked ones in their
+     * loop-cut builds: their counts (a stage not marked may keep an earlier case's build) */
+    for (int s = 0; s < k->n_stages; s++)
         for (int pass = 0; pass < 2; pass++) {
             if (!run_stage[s] || !mark[s] || (pass == 1 && !chain_stage[s])) continue;
             const uint32_t v = ((const uint32_t *)p->loops_down.map)[(2 * (size_t)s + (size_t)pass) * KV_LOOPS_SLOT / 4];
