@@ -344,7 +344,6 @@ int cmd_mutate(int argc, char **argv)
     j.job.o.run.stress = 1;
     j.job.o.run.sanitize = j.job.o.sanitize >= 0; /* a mutant that only breaks memory safety is killed too */
     j.job.o.run.fail_fast = 1;
-    j.job.o.run.no_loop_check = 1; /* a failing mutant is killed as it fails */
     j.job.o.run.no_dist = 1;
     KV_TRY(kv_job_build(&j.job));
     /* The device's features decide the defines, hence the live lines. */

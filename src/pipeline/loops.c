@@ -11,7 +11,7 @@
 
 int kv_loops_wanted(const struct kv_runner *r, const struct kv_plan *p, const struct kv_run_opts *o)
 {
-    if (!r->d || !r->d->info.loop_cap || p->retired || o->no_loop_check) return 0;
+    if (!r->d || !r->d->info.loop_cap || p->retired || o->fail_fast) return 0;
     for (int s = 0; s < r->k->n_stages; s++)
         if (p->win[s].addr) return 0;
     return 1;

@@ -18,7 +18,7 @@
 
 /* Whether case c's failure is checked so: a capped device, the plan's
  * buffers still held (not retired), no stage bound by address, and not
- * kverify mutate's run (o->no_loop_check). */
+ * --fail-fast (kverify mutate's too: a failing mutant is killed as it fails). */
 int kv_loops_wanted(const struct kv_runner *r, const struct kv_plan *p, const struct kv_run_opts *o);
 /* The check of a failing case whose plain run's outputs are in p, and whose
  * rows are in res: the stages that can have cut a failing row (its own, and

@@ -39,7 +39,6 @@ struct kv_run_opts {
     const struct kv_abi *abi[KV_MAX_STAGES]; /* --abi: the user shader's own interface, or NULL */
     int keep_outputs;                   /* keep each device output in its row (several devices' agreement) */
     int sanitize;                       /* the sanitized run: 0 none, 1 with the stress runs, 2 alone (--sanitize) */
-    int no_loop_check;                  /* no loop-cut run for a failing case (kverify mutate: a failure kills) */
     /* Set (jobs.c) for the last case that uses the device: called once that
      * case's device work is over and its buffers are destroyed, on
      * kv_plan_retire's thread while the case is judged, so that the device

@@ -43,6 +43,7 @@ expect_error 2 '--device: empty device index or name' "$KV" rmsnorm-bwd --rows 8
 # nothing but cannot be told apart: a failure of the kernel's own there (--max-ulp 0)
 # is that error too, never a pass or a skip. A failure of its own where nothing was
 # cut (dv = 3500) stays a failure, without the note that it may be the device's.
+# --fail-fast runs no check: a failure there keeps the note.
 # rmsnorm-bwd's stage r as a do-while of one lane per row (a conditional back edge)
 # is cut at dim 70000 and passes at 60000. Where the device has no cap, all pass but
 # the forced failures.
@@ -85,6 +86,9 @@ if [ "$cap" != 0 ]; then
   fi
   python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["cases"][0]; assert c["status"] == "error" and "cut the loops" in c["error"], c' "$TMP/cut.json" \
     || fail "a case cut short: not an error in the report"
+  expect_exit 1 "$KV" "${W[@]}" --dv 3585 --fail-fast # no check there: the failure, with the note
+  grep -q "^note: .* stops every loop of a shader invocation after $cap iterations in all" "$TMP/out" \
+    || fail "--fail-fast: a failure on a capped device without the loop note"
   expect_exit 4 "$KV" "${W[@]}" --dv 3584 --max-ulp 0
   grep -q "error: .*$cut" "$TMP/out" || fail "a failure where the device ends loops at their last back edge is not the error"
   expect_exit 4 "$KV" "${D[@]}" --dim 70000
