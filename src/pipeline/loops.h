@@ -20,15 +20,19 @@
  * buffers still held (not retired), no stage bound by address, and not
  * --fail-fast (kverify mutate's too: a failing mutant is killed as it fails). */
 int kv_loops_wanted(const struct kv_runner *r, const struct kv_plan *p, const struct kv_run_opts *o);
-/* The check of a failing case whose plain run's outputs are in p, and whose
- * rows are in res: the stages that can have cut a failing row (its own, and
- * those before a chained row) run in their loop-cut builds, the others as
- * they are. KV_EDEVICE naming the cut where the device cut one of them; else
- * KV_OK, with res->loops_checked set where each of them has a loop-cut build
- * that counted no cut, or no loop (the failure is the kernel's). Not run
- * where the outputs pass 1 GiB (kept while the run writes over them). p's
- * outputs are the plain run's again on return. */
+/* The check of a run whose outputs are in p, with a failing row among res's
+ * rows from `from` on: the plain run (sr NULL, from 0), or the stress run sr
+ * (not the sanitized one), whose rows follow the plain ones. Run again so
+ * (sr's group cap, its subgroups reversed where sr's are), the stages that can have cut a failing row (its own,
+ * and those before a chained row) in their loop-cut builds, the others as
+ * they are. KV_EDEVICE naming the cut where the device cut one of them;
+ * else KV_OK, *clear 1 where each of them has a loop-cut build that counted
+ * no cut, or no loop (this run's failure is the kernel's), and
+ * res->loops_checked set where that holds of every failing run of the case
+ * so far. Not run where the outputs pass 1 GiB (kept while the run writes
+ * over them). p's outputs are the checked run's again on return. */
 enum kv_status kv_loops_check(struct kv_runner *r, struct kv_case *c, struct kv_plan *p, const int *run_stage,
-                              const int *chain_stage, struct kv_case_result *res);
+                              const int *chain_stage, const struct kv_stress_run *sr, int from,
+                              struct kv_case_result *res, int *clear);
 
 #endif

@@ -499,7 +499,7 @@ enum kv_status kv_plan_dispatch(struct kv_runner *r, struct kv_case *c, struct k
                                                                 KV_SAN_SLOT};
             if (r->san_mod[s]->shadow_binding)
                 bind[r->san_mod[s]->shadow_binding] = whole(&p->san_shadow, p->san_shadow.size);
-        } else if (pipe == &r->loops[s][0] || pipe == &r->loops[s][1]) {
+        } else if (pipe == &r->loops[s][0] || pipe == &r->loops[s][1] || pipe == &r->loops[s][2]) {
             bind[r->loops_binding[s]] = (struct kv_vk_range){&p->loops_dev, (2 * (size_t)s + (size_t)pass) * KV_LOOPS_SLOT, 4};
             bind[r->loops_binding[s] + 1] = whole(&p->loops_flags, p->loops_flags.size);
         }
@@ -533,7 +533,7 @@ enum kv_status kv_plan_run(struct kv_runner *r, struct kv_case *c, struct kv_pla
     record_upload(k, c, p, &b);
     if (p->direct) streamed_up += kv_now_ms() - t_fill; /* its fills were the host's */
     if (variant == KV_VARIANT_SANITIZED) KV_TRY(san_upload(r, c, p, cap, &b));
-    if (variant == KV_VARIANT_LOOPS) kv_vk_batch_fill(&b, whole(&p->loops_dev, p->loops_dev.size), 0);
+    if (variant >= KV_VARIANT_LOOPS) kv_vk_batch_fill(&b, whole(&p->loops_dev, p->loops_dev.size), 0);
     kv_vk_batch_barrier(&b, KV_BARRIER_TRANSFER_TO_COMPUTE);
     int t_prev = kv_vk_batch_stamp(&b), t_uploaded = t_prev;
     int stamp_before[KV_MAX_STAGES], stamp_after[KV_MAX_STAGES], t_chain = -1;
@@ -560,7 +560,7 @@ enum kv_status kv_plan_run(struct kv_runner *r, struct kv_case *c, struct kv_pla
     }
     if (variant == KV_VARIANT_SANITIZED)
         kv_vk_batch_copy(&b, whole(&p->san_dev, p->san_dev.size), whole(&p->san_down, p->san_down.size));
-    if (variant == KV_VARIANT_LOOPS)
+    if (variant >= KV_VARIANT_LOOPS)
         kv_vk_batch_copy(&b, whole(&p->loops_dev, p->loops_dev.size), whole(&p->loops_down, p->loops_down.size));
     kv_vk_batch_barrier(&b, KV_BARRIER_TRANSFER_TO_HOST);
     if (p->direct) kv_vk_batch_barrier(&b, KV_BARRIER_COMPUTE_TO_HOST); /* read in place */
@@ -568,7 +568,7 @@ enum kv_status kv_plan_run(struct kv_runner *r, struct kv_case *c, struct kv_pla
     KV_TRY(kv_vk_batch_submit(&b));
     if (staged(p)) KV_TRY(kv_vk_buffer_invalidate(d, &p->down));
     if (variant == KV_VARIANT_SANITIZED) KV_TRY(kv_vk_buffer_invalidate(d, &p->san_down));
-    if (variant == KV_VARIANT_LOOPS) KV_TRY(kv_vk_buffer_invalidate(d, &p->loops_down));
+    if (variant >= KV_VARIANT_LOOPS) KV_TRY(kv_vk_buffer_invalidate(d, &p->loops_down));
     for (int s = 0; s < k->n_stages; s++)
         stage_ms[s] = run_stage[s] ? kv_vk_batch_ms(&b, stamp_before[s], stamp_after[s]) : 0;
     if (chained_ms) *chained_ms = kv_vk_batch_ms(&b, t_chain, t_computed);

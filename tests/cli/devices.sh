@@ -43,7 +43,8 @@ expect_error 2 '--device: empty device index or name' "$KV" rmsnorm-bwd --rows 8
 # nothing but cannot be told apart: a failure of the kernel's own there (--max-ulp 0)
 # is that error too, never a pass or a skip. A failure of its own where nothing was
 # cut (dv = 3500) stays a failure, without the note that it may be the device's.
-# --fail-fast runs no check: a failure there keeps the note.
+# --fail-fast runs no check: a failure there keeps the note. A capped stress run is
+# checked the same way, with its cap.
 # rmsnorm-bwd's stage r as a do-while of one lane per row (a conditional back edge)
 # is cut at dim 70000 and passes at 60000. Where the device has no cap, all pass but
 # the forced failures.
@@ -79,7 +80,7 @@ expect_exit 0 "$KV" "${D[@]}" --dim 60000
 cut="after $cap iterations in all, without an error, and cut the loops of [1-9][0-9]* invocations short here"
 if [ "$cap" != 0 ]; then
   expect_exit 4 "$KV" "${W[@]}" --dv 3585 --json "$TMP/cut.json"
-  grep -q "error: .*$cut (stage wy first): the outputs it gave cannot be judged" "$TMP/out" \
+  grep -q "error: .*$cut (stage wy first): a loop that long, or one that never ends, cannot be judged" "$TMP/out" \
     || fail "a case cut short is not an error naming the cut (cap $cap)"
   if [ "$cap" = 65535 ]; then # each of the workgroup's 256 invocations, its own flag through barriers
     grep -q "cut the loops of 256 invocations" "$TMP/out" || fail "not every invocation of stage wy counted cut"
@@ -91,6 +92,10 @@ if [ "$cap" != 0 ]; then
     || fail "--fail-fast: a failure on a capped device without the loop note"
   expect_exit 4 "$KV" "${W[@]}" --dv 3584 --max-ulp 0
   grep -q "error: .*$cut" "$TMP/out" || fail "a failure where the device ends loops at their last back edge is not the error"
+  # the man page's capped stress run, cut at one workgroup a dispatch (the plain run passes)
+  expect_exit 4 "$KV" gdn-wy-bwd --batch 4 --seq 64 --heads 4 --kv-heads 2 --dv 72 --stress --no-sanitize
+  grep -q "error: .*$cut (stage wy in the stress run groups=1 first)" "$TMP/out" \
+    || fail "a capped stress run cut short is not the error naming it"
   expect_exit 4 "$KV" "${D[@]}" --dim 70000
   grep -q "error: .*$cut (stage r first)" "$TMP/out" || fail "a do-while cut short is not the error"
   grep -q "cut the loops of 2 invocations" "$TMP/out" || fail "a do-while: not one invocation a row counted cut"
