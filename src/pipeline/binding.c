@@ -137,3 +137,24 @@ enum kv_status kv_windows_plan(const struct kv_case *c, int s, uint64_t max_rang
     }
     return check_offsets(c, s, w, align);
 }
+
+/* Guard words start after the last whole word of the output. The bytes of
+ * that word past the last element may be written only as zero (a packed
+ * 16-bit or 8-bit output writes its last word whole, the unused part zero);
+ * anything else there is a write past the end too, the nearest. */
+size_t kv_guard_check(const void *base, size_t bytes, size_t padded, size_t *furthest)
+{
+    const unsigned char *b = base;
+    uint32_t want = KV_SENTINEL;
+    size_t bad = 0, whole = round4(bytes);
+    *furthest = 0;
+    for (size_t i = bytes; i < whole; i++)
+        if (b[i] != 0 && b[i] != ((const unsigned char *)&want)[i % 4]) {
+            bad = 1, *furthest = 1;
+            break;
+        }
+    for (size_t w = 0; w < (padded - whole) / 4; w++)
+        if (memcmp(b + whole + 4 * w, &want, 4) != 0) bad++, *furthest = w + 1;
+    return bad;
+}
+

@@ -46,4 +46,18 @@ int64_t kv_window_at(const struct kv_case *c, const struct kv_windows *w, int64_
 /* The bytes of tensor t that one row (one batch and sequence position) holds. */
 uint64_t kv_window_row_bytes(const struct kv_case *c, int t);
 
+/* Unwritten outputs read as NaN in f32, f16 and bf16 alike; the guard words
+ * after each output keep the same pattern unless something writes past the end. */
+#define KV_SENTINEL 0x7FC17FC1u
+/* The poison of input tails: another NaN, so that a value computed from a
+ * read past an input's end and written past an output's end (a loop bound
+ * off by one on both) does not write the guard's own pattern back. NaN in
+ * f32, f16 and bf16; as u8 codes 0xD3 and 0x7F, which no quantization below
+ * 7 bits makes. */
+#define KV_POISON 0x7FD37FD3u
+
+/* Guard words changed after an output of `bytes` in a buffer of `padded`;
+ * *furthest: how far past the end the furthest changed word lies, in words. */
+size_t kv_guard_check(const void *base, size_t bytes, size_t padded, size_t *furthest);
+
 #endif

@@ -9,15 +9,6 @@
 #include "pipeline/stream.h"
 #include "pipeline/binding.h"
 
-/* Unwritten outputs read as NaN in f32, f16 and bf16 alike; the guard words
- * after each output keep the same pattern unless something writes past the end. */
-#define KV_SENTINEL 0x7FC17FC1u
-/* The poison of input tails: another NaN, so that a value computed from a
- * read past an input's end and written past an output's end (a loop bound
- * off by one on both) does not write the guard's own pattern back. NaN in
- * f32, f16 and bf16; as u8 codes 0xD3 and 0x7F, which no quantization below
- * 7 bits makes. */
-#define KV_POISON 0x7FD37FD3u
 
 /* The slot of one stage's (and pass's) sanitizer record buffer in the plan's. */
 #define KV_SAN_SLOT 1024
@@ -93,9 +84,6 @@ enum kv_status kv_plan_dispatch(struct kv_runner *r, struct kv_case *c, struct k
                                 uint32_t cap, int variant, struct kv_vk_batch *b);
 /* Where run 0's download of output t landed (ch 0 isolated, 1 chained). */
 const void *kv_plan_download(const struct kv_plan *p, int t, int ch);
-/* Guard words changed after an output of `bytes` in a buffer of `padded`;
- * *furthest: how far past the end the furthest changed word lies, in words. */
-size_t kv_guard_check(const void *base, size_t bytes, size_t padded, size_t *furthest);
 /* A streamed plan's device buffers destroyed on a thread of their own, for
  * a case whose device runs are all done and whose outputs are in host_down:
  * a driver may take tens of milliseconds to free gigabytes, and the case is
