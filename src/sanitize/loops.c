@@ -14,7 +14,6 @@ struct loop {
     int skip;                     /* a back edge the rewrite does not follow (OpSwitch): not counted */
 };
 
-
 struct lw {
     struct kv_spv m;
     uint32_t *pos;  /* label id -> its place among the blocks, from 1 */
@@ -66,7 +65,9 @@ static int scan(struct lw *x)
                 x->l[x->n] = (struct loop){cur, w[1], w[2], 0};
                 x->head[cur] = (uint32_t)++x->n, x->merg[w[1]] = (uint32_t)x->n;
             } else if (op == SpvOpSwitch && pass == 1) {
-                for (uint32_t a = 2; a < kv_len(w[0]); a += a == 2 ? 1 : 2) { /* the default, then each case's label */
+                /* the default, then each case's label after its literal (a 32-bit selector's; a wider one's misread
+                 * can only leave a loop uncounted) */
+                for (uint32_t a = 2; a < kv_len(w[0]); a += 2) {
                     int k;
                     if (back_edge(x, cur, w[a], &k)) x->l[k].skip = 1;
                 }
