@@ -1,5 +1,5 @@
-/* A failing case's run again in its stages' loop-cut builds, on a device
- * that cuts loops short (loops.h). */
+/* A failing run of a case (the plain one, or a stress run) run again in its
+ * stages' loop-cut builds, on a device that cuts loops short (loops.h). */
 #include "pipeline/loops.h"
 
 #include <stdio.h>
@@ -45,7 +45,7 @@ static void marked(const struct kv_kernel *k, const struct kv_case_result *res, 
     }
 }
 
-/* Host memory the check may take for the plain run's outputs, kept while the loop-cut run writes over them. */
+/* Host memory the check may take for the checked run's outputs, kept while the loop-cut run writes over them. */
 #define KV_LOOPS_KEEP ((size_t)1 << 30)
 
 /* The count and flag buffers, made once per plan. */

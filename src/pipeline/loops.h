@@ -1,4 +1,4 @@
-/* A failing case on a device that cuts loops short (vk/loop_cap.c:
+/* A failing run of a case on a device that cuts loops short (vk/loop_cap.c:
  * llvmpipe ends every loop of an invocation after 65535 iterations in all,
  * without an error): its stages run again in their loop-cut builds
  * (sanitize/loops.h), which count the invocations whose loops the device
