@@ -2,8 +2,8 @@
  * llvmpipe ends every loop of an invocation after 65535 iterations in all,
  * without an error): its stages run again in their loop-cut builds
  * (sanitize/loops.h), which count the invocations whose loops the device
- * ended at a back edge. Where some were, and the run's outputs are the
- * plain run's value for value (the same cut), the device's outputs cannot be
+ * ended at a back edge. Where some were, and that run's outputs are the
+ * checked run's value for value (the same cut), the device's outputs cannot be
  * judged: the case is a device error (exit 4), with the reason, not a
  * failure. (A cut at a loop's last back edge loses nothing, yet cannot be
  * told from one that does: so the case is not skipped, which a gate would
