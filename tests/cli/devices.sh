@@ -77,6 +77,37 @@ void main()
 GLSL
 D=(rmsnorm-bwd --rows 2 --shader r="$TMP/r_dowhile.comp" --no-sanitize)
 expect_exit 0 "$KV" "${D[@]}" --dim 60000
+# Two lanes of a workgroup leave one loop at different times: lane 0 sums all but
+# the last 100 elements of its row, lane 1 those 100. On llvmpipe they run side by
+# side in one batch: the batch's loop runs on until lane 0's is cut. Lane 1 left at
+# its own exit, so only lane 0 of each row is counted cut (a flag a workgroup
+# shared would count lane 1 too).
+cat > "$TMP/r_split.comp" <<'GLSL'
+#version 450
+layout(local_size_x = 256) in;
+layout(std430, set = 0, binding = 0) readonly buffer XB { float X[]; };
+layout(std430, set = 0, binding = 1) writeonly buffer RB { float R[]; };
+layout(push_constant) uniform Push { uint rows; uint dim; float eps; } p;
+shared float part;
+void main()
+{
+    uint row = gl_WorkGroupID.x, lane = gl_LocalInvocationID.x;
+    if (row >= p.rows) return;
+    uint split = p.dim > 100u ? p.dim - 100u : 0u;
+    uint lo = lane == 0u ? 0u : split, hi = lane == 0u ? split : p.dim;
+    float acc = 0.0;
+    if (lane < 2u)
+        for (uint i = lo; i < hi; i++) {
+            float v = X[row * p.dim + i];
+            acc += v * v;
+        }
+    if (lane == 1u) part = acc;
+    barrier();
+    if (lane == 0u) R[row] = inversesqrt((acc + part) / float(p.dim) + p.eps);
+}
+GLSL
+P=(rmsnorm-bwd --rows 2 --shader r="$TMP/r_split.comp" --no-sanitize)
+expect_exit 0 "$KV" "${P[@]}" --dim 60000
 cut="after $cap iterations in all, without an error, and cut the loops of [1-9][0-9]* invocations short here"
 if [ "$cap" != 0 ]; then
   expect_exit 4 "$KV" "${W[@]}" --dv 3585 --json "$TMP/cut.json"
@@ -99,9 +130,15 @@ if [ "$cap" != 0 ]; then
   expect_exit 4 "$KV" "${D[@]}" --dim 70000
   grep -q "error: .*$cut (stage r first)" "$TMP/out" || fail "a do-while cut short is not the error"
   grep -q "cut the loops of 2 invocations" "$TMP/out" || fail "a do-while: not one invocation a row counted cut"
+  expect_exit 4 "$KV" "${P[@]}" --dim 70000
+  grep -q "error: .*$cut (stage r first)" "$TMP/out" || fail "a loop two lanes leave at different times, cut short, is not the error"
+  if [ "$cap" = 65535 ]; then # llvmpipe's batch of lanes 0 and 1
+    grep -q "cut the loops of 2 invocations" "$TMP/out" || fail "lanes that left a loop at its exit counted cut"
+  fi
 else
   expect_exit 0 "$KV" "${W[@]}" --dv 3585
   expect_exit 0 "$KV" "${D[@]}" --dim 70000
+  expect_exit 0 "$KV" "${P[@]}" --dim 70000
 fi
 expect_exit 1 "$KV" "${W[@]}" --dv 3500 --max-ulp 0
 ! grep -q 'stops every loop\|cut the loops' "$TMP/out" || fail "a failure of the kernel's own blamed on the loop cap"
