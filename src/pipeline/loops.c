@@ -77,7 +77,8 @@ static unsigned long long cut_count(const struct kv_kernel *k, const struct kv_p
             const uint32_t v = ((const uint32_t *)p->loops_down.map)[(2 * (size_t)s + (size_t)pass) * KV_LOOPS_SLOT / 4];
             if (v && !first[0])
                 snprintf(first, size, "stage %s%s%s%s", k->stages[s].name, pass ? " (chained)" : "",
-                         sr ? " in the stress run " : "", sr ? sr->tag + 1 : "");
+                         !sr ? "" : sr->variant == KV_VARIANT_SANITIZED ? " in the sanitized run" : " in the stress run ",
+                         sr && sr->variant != KV_VARIANT_SANITIZED ? sr->tag + 1 : "");
             n += v;
         }
     return n;
@@ -102,9 +103,9 @@ enum kv_status kv_loops_check(struct kv_runner *r, struct kv_case *c, struct kv_
                               const int *chain_stage, const struct kv_stress_run *sr, int from,
                               struct kv_case_result *res, int *clear)
 {
-    const int reversed = sr && sr->variant == KV_VARIANT_REVERSED;
-    const int variant = reversed ? KV_VARIANT_LOOPS_REVERSED : KV_VARIANT_LOOPS;
-    const int as_run = reversed ? KV_VARIANT_REVERSED : KV_VARIANT_PLAIN;
+    const int reversed = sr && sr->variant == KV_VARIANT_REVERSED, sanitized = sr && sr->variant == KV_VARIANT_SANITIZED;
+    const int variant = sanitized ? KV_VARIANT_LOOPS_SANITIZED : reversed ? KV_VARIANT_LOOPS_REVERSED : KV_VARIANT_LOOPS;
+    const int as_run = sanitized ? KV_VARIANT_SANITIZED : reversed ? KV_VARIANT_REVERSED : KV_VARIANT_PLAIN;
     enum kv_status st = KV_OK;
     const struct kv_kernel *k = c->k;
     void *kept[KV_MAX_TENSORS][2] = {{0}};
@@ -142,9 +143,9 @@ enum kv_status kv_loops_check(struct kv_runner *r, struct kv_case *c, struct kv_
         if (put_back(c, p, kept) && n)
             st = kv_error(KV_EDEVICE,
                           "%s: %s ends every loop of a shader invocation after %u iterations in all, without an "
-                          "error, and cut the loops of %llu invocations short here (%s first): a loop that long, or "
+                          "error, and cut the loops of %llu invocation%s short here (%s first): a loop that long, or "
                           "one that never ends, cannot be judged on this device; run the case on another device to "
-                          "tell", c->name, r->d->info.name, r->d->info.loop_cap, n, first);
+                          "tell", c->name, r->d->info.name, r->d->info.loop_cap, n, n == 1 ? "" : "s", first);
     }
     *clear = covered && !n && (any ? keep <= KV_LOOPS_KEEP : 1);
     res->loops_checked = clear_before && *clear;

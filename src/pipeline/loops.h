@@ -22,10 +22,11 @@
 int kv_loops_wanted(const struct kv_runner *r, const struct kv_plan *p, const struct kv_run_opts *o);
 /* The check of a run whose outputs are in p, with a failing row among res's
  * rows from `from` on: the plain run (sr NULL, from 0), or the stress run sr
- * (not the sanitized one), whose rows follow the plain ones. Run again so
- * (sr's group cap, its subgroups reversed where sr's are), the stages that can have cut a failing row (its own,
- * and those before a chained row) in their loop-cut builds, the others as
- * they are. KV_EDEVICE naming the cut where the device cut one of them;
+ * (the sanitized one too), whose rows follow the plain ones. Run again so
+ * (sr's group cap, its subgroups reversed where sr's are, its sanitized builds
+ * where sr is the sanitized run), the stages that can have cut a failing row
+ * (its own, and those before a chained row) in their loop-cut builds, the
+ * others as they are. KV_EDEVICE naming the cut where the device cut one of them;
  * else KV_OK, *clear 1 where each of them has a loop-cut build that counted
  * no cut, or no loop (this run's failure is the kernel's), and
  * res->loops_checked set where that holds of every failing run of the case

@@ -494,14 +494,19 @@ enum kv_status kv_plan_dispatch(struct kv_runner *r, struct kv_case *c, struct k
             KV_TRY_RET(kv_runner_addr(r, s, variant == KV_VARIANT_REVERSED, &pipe, &lengths));
             KV_TRY_RET(kv_addr_push(r->d, bind, (int)n_bind, lengths, push, own, pushed));
             pushes = pushed;
-        } else if (pipe == &r->san[s]) {
-            bind[r->san_mod[s]->binding] = (struct kv_vk_range){&p->san_dev, (size_t)(2 * s + pass) * KV_SAN_SLOT,
-                                                                KV_SAN_SLOT};
-            if (r->san_mod[s]->shadow_binding)
-                bind[r->san_mod[s]->shadow_binding] = whole(&p->san_shadow, p->san_shadow.size);
-        } else if (pipe == &r->loops[s][0] || pipe == &r->loops[s][1] || pipe == &r->loops[s][2]) {
-            bind[r->loops_binding[s]] = (struct kv_vk_range){&p->loops_dev, (2 * (size_t)s + (size_t)pass) * KV_LOOPS_SLOT, 4};
-            bind[r->loops_binding[s] + 1] = whole(&p->loops_flags, p->loops_flags.size);
+        } else {
+            if (pipe == &r->san[s] || pipe == &r->loops[s][3]) { /* the sanitized build, or its loop-cut one */
+                bind[r->san_mod[s]->binding] = (struct kv_vk_range){&p->san_dev, (size_t)(2 * s + pass) * KV_SAN_SLOT,
+                                                                    KV_SAN_SLOT};
+                if (r->san_mod[s]->shadow_binding)
+                    bind[r->san_mod[s]->shadow_binding] = whole(&p->san_shadow, p->san_shadow.size);
+            }
+            for (int v = 0; v < 4; v++)
+                if (pipe == &r->loops[s][v]) {
+                    const uint32_t at = r->loops_binding[s][v];
+                    bind[at] = (struct kv_vk_range){&p->loops_dev, (2 * (size_t)s + (size_t)pass) * KV_LOOPS_SLOT, 4};
+                    bind[at + 1] = whole(&p->loops_flags, p->loops_flags.size);
+                }
         }
         KV_TRY_RET(kv_vk_batch_dispatch(b, pipe, bind, pushes, groups));
     }
@@ -519,7 +524,8 @@ enum kv_status kv_plan_run(struct kv_runner *r, struct kv_case *c, struct kv_pla
     int64_t n_disp = 0;
     int addressed = 0;
     for (int s = 0; s < k->n_stages; s++) n_disp += 2 * p->win[s].n, addressed |= p->win[s].addr;
-    KV_CHECK(variant != KV_VARIANT_SANITIZED || (n_disp == 2 * k->n_stages && !addressed), KV_EUSAGE,
+    const int san = variant == KV_VARIANT_SANITIZED || variant == KV_VARIANT_LOOPS_SANITIZED;
+    KV_CHECK(!san || (n_disp == 2 * k->n_stages && !addressed), KV_EUSAGE,
              "%s: the sanitizer checks whole bindings, and a stage here runs in windows or by address (a tensor "
              "is longer than maxStorageBufferRange)", c->name);
     KV_CHECK(n_disp < UINT32_MAX - 4, KV_EUSAGE, "%s: %lld dispatches of windows are too many", c->name,
@@ -532,7 +538,7 @@ enum kv_status kv_plan_run(struct kv_runner *r, struct kv_case *c, struct kv_pla
     double t_fill = kv_now_ms();
     record_upload(k, c, p, &b);
     if (p->direct) streamed_up += kv_now_ms() - t_fill; /* its fills were the host's */
-    if (variant == KV_VARIANT_SANITIZED) KV_TRY(san_upload(r, c, p, cap, &b));
+    if (san) KV_TRY(san_upload(r, c, p, cap, &b));
     if (variant >= KV_VARIANT_LOOPS) kv_vk_batch_fill(&b, whole(&p->loops_dev, p->loops_dev.size), 0);
     kv_vk_batch_barrier(&b, KV_BARRIER_TRANSFER_TO_COMPUTE);
     int t_prev = kv_vk_batch_stamp(&b), t_uploaded = t_prev;
@@ -558,7 +564,7 @@ enum kv_status kv_plan_run(struct kv_runner *r, struct kv_case *c, struct kv_pla
             kv_vk_batch_copy(&b, whole(&p->chain[t], p->chain[t].size),
                              (struct kv_vk_range){&p->down, p->down_off[1][t], p->chain[t].size});
     }
-    if (variant == KV_VARIANT_SANITIZED)
+    if (san)
         kv_vk_batch_copy(&b, whole(&p->san_dev, p->san_dev.size), whole(&p->san_down, p->san_down.size));
     if (variant >= KV_VARIANT_LOOPS)
         kv_vk_batch_copy(&b, whole(&p->loops_dev, p->loops_dev.size), whole(&p->loops_down, p->loops_down.size));
@@ -567,7 +573,7 @@ enum kv_status kv_plan_run(struct kv_runner *r, struct kv_case *c, struct kv_pla
     int t_end = kv_vk_batch_stamp(&b);
     KV_TRY(kv_vk_batch_submit(&b));
     if (staged(p)) KV_TRY(kv_vk_buffer_invalidate(d, &p->down));
-    if (variant == KV_VARIANT_SANITIZED) KV_TRY(kv_vk_buffer_invalidate(d, &p->san_down));
+    if (san) KV_TRY(kv_vk_buffer_invalidate(d, &p->san_down));
     if (variant >= KV_VARIANT_LOOPS) KV_TRY(kv_vk_buffer_invalidate(d, &p->loops_down));
     for (int s = 0; s < k->n_stages; s++)
         stage_ms[s] = run_stage[s] ? kv_vk_batch_ms(&b, stamp_before[s], stamp_after[s]) : 0;

@@ -426,10 +426,10 @@ static enum kv_status stress_run(struct case_run *x, const struct kv_stress_run 
             res->out[res->n_outputs - 1].guard_far = far;
         }
     /* a device that cuts loops short (vk/loop_cap.c): a failing row run again counting the cut
-     * (pipeline/loops.h; the sanitized build is not the one a loop-cut build rewrites) */
+     * (pipeline/loops.h; the sanitized run in its sanitized builds' loop-cut builds; its records stand) */
     int failing = 0, clear = 0;
     for (int i = from; i < res->n_outputs; i++) failing |= !res->out[i].pass;
-    if (failing && sr->variant != KV_VARIANT_SANITIZED && kv_loops_wanted(x->r_live ? x->r_live : x->r, p, x->o))
+    if (failing && kv_loops_wanted(x->r_live ? x->r_live : x->r, p, x->o))
         KV_TRY(kv_loops_check(x->r_live ? x->r_live : x->r, c, p, x->run_stage, x->chain_stage, sr, from, res, &clear));
     for (int i = from; i < res->n_outputs; i++) /* unchecked, or cut with other outputs: the verdict stands */
         if (!res->out[i].pass && sr->cap && x->r->d->info.loop_cap && !clear)

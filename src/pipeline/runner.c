@@ -343,7 +343,7 @@ void kv_runner_free(struct kv_runner *r)
         kv_vk_pipeline_destroy(r->d, &r->pipe[s]);
         kv_vk_pipeline_destroy(r->d, &r->rev[s]);
         kv_vk_pipeline_destroy(r->d, &r->alt[s]);
-        for (int v = 0; v < 3; v++) kv_vk_pipeline_destroy(r->d, &r->loops[s][v]);
+        for (int v = 0; v < 4; v++) kv_vk_pipeline_destroy(r->d, &r->loops[s][v]);
         kv_runner_sanitized_free(r, s);
     }
     kv_runner_addr_free(r, NULL);
@@ -359,6 +359,8 @@ static int aligned(const struct kv_runner *r, const struct kv_case *c, int s)
 const struct kv_vk_pipeline *kv_runner_pipe(const struct kv_runner *r, const struct kv_case *c, int s, int variant)
 {
     if (variant == KV_VARIANT_SANITIZED && r->san[s].pipeline) return &r->san[s];
+    if (variant == KV_VARIANT_LOOPS_SANITIZED && r->san[s].pipeline)
+        return r->loops[s][3].pipeline ? &r->loops[s][3] : &r->san[s];
     if (variant == KV_VARIANT_REVERSED && r->rev[s].pipeline) return &r->rev[s];
     if (variant == KV_VARIANT_LOOPS_REVERSED && r->rev[s].pipeline)
         return r->loops[s][2].pipeline ? &r->loops[s][2] : &r->rev[s];
@@ -371,23 +373,27 @@ const struct kv_vk_pipeline *kv_runner_pipe(const struct kv_runner *r, const str
 enum kv_status kv_runner_loops(struct kv_runner *r, const struct kv_case *c, int s, int variant, int *at)
 {
     enum kv_status st = KV_OK;
-    const int rev = variant == KV_VARIANT_LOOPS_REVERSED && r->rev[s].pipeline, al = rev ? 2 : aligned(r, c, s);
-    *at = al; /* (a stage without a reversed build runs its plain one there) */
+    const int rev = variant == KV_VARIANT_LOOPS_REVERSED && r->rev[s].pipeline;
+    const int san = variant == KV_VARIANT_LOOPS_SANITIZED && r->san[s].pipeline;
+    const int al = san ? 3 : rev ? 2 : aligned(r, c, s);
+    *at = al; /* (a stage without a reversed or sanitized build runs its plain one there) */
     if (r->loops_tried[s][al]) return KV_OK;
     r->loops_tried[s][al] = 1;
     const struct kv_stage_def *sd = &r->k->stages[s];
-    const uint32_t *words = rev ? r->addr_words[s][1] : al ? r->alt_words[s] : r->addr_words[s][0];
-    const size_t bytes = rev ? r->addr_bytes[s][1] : al ? r->alt_bytes[s] : r->addr_bytes[s][0];
+    const struct kv_san_module *m = r->san_mod[s];
+    const uint32_t *words = san ? m->words : rev ? r->addr_words[s][1] : al ? r->alt_words[s] : r->addr_words[s][0];
+    const size_t bytes = san ? m->bytes : rev ? r->addr_bytes[s][1] : al ? r->alt_bytes[s] : r->addr_bytes[s][0];
     uint32_t *out = NULL, n = r->abi[s] ? kv_abi_slots(r->abi[s]) : (uint32_t)sd->n_bindings;
+    if (san) n = m->binding + 1 + (m->shadow_binding ? 1 : 0); /* past the record buffer and the shadow */
     size_t out_bytes = 0;
     int loops = 0;
     char what[600];
     snprintf(what, sizeof what, "%s stage %s (loop-cut build%s)", r->k->name, sd->name,
-             rev ? ", reversed" : al ? ", aligned" : "");
+             san ? ", sanitized" : rev ? ", reversed" : al ? ", aligned" : "");
     if (!words || n + 2 > KV_VK_MAX_BINDINGS || (r->d->info.max_stage_buffers && n + 2 > r->d->info.max_stage_buffers))
         return KV_OK; /* no build kept, or no bindings left for its count and flags */
     KV_TRY(kv_loops_instrument(what, words, bytes, n, &out, &out_bytes, &loops));
-    r->loops_binding[s] = n;
+    r->loops_binding[s][al] = n;
     if (!loops && kv_loops_none(words, bytes)) r->loops_tried[s][al] = 2; /* no loop to cut */
     if (!loops) goto cleanup;
     if (!r->abi[s]) KV_TRY(kv_vk_pipeline_create(r->d, what, out, out_bytes, n + 2, sd->push_size, &r->loops[s][al]));

@@ -51,7 +51,14 @@ struct kv_run_opts {
  * shared memory be reused across its iterations, in both subgroup orders,
  * and the reversed order uncapped (spirv/glsl.h). */
 #define KV_STRESS_RUNS 4
-enum { KV_VARIANT_PLAIN, KV_VARIANT_REVERSED, KV_VARIANT_SANITIZED, KV_VARIANT_LOOPS, KV_VARIANT_LOOPS_REVERSED };
+enum {
+    KV_VARIANT_PLAIN,
+    KV_VARIANT_REVERSED,
+    KV_VARIANT_SANITIZED,
+    KV_VARIANT_LOOPS,
+    KV_VARIANT_LOOPS_REVERSED,
+    KV_VARIANT_LOOPS_SANITIZED
+};
 extern const struct kv_stress_run {
     uint32_t cap;
     int variant; /* KV_VARIANT_* */
@@ -87,15 +94,16 @@ struct kv_runner {
     uint32_t *addr_words[KV_MAX_STAGES][2];
     size_t addr_bytes[KV_MAX_STAGES][2];
     /* Each stage's loop-cut build (pipeline/loops.h), [0] of the plain build,
-     * [1] of the aligned one (alt, from alt_words: the built-in's, not owned)
-     * and [2] of the reversed one: made when a failing case first needs it
-     * (kv_runner_loops, variant KV_VARIANT_LOOPS or _REVERSED); loops_tried: 1 made,
-     * or none made (a workgroup size not fixed, no binding left), 2 the build
-     * has no loop; its count buffer at binding loops_binding, its flags at the
-     * next. */
-    struct kv_vk_pipeline loops[KV_MAX_STAGES][3];
-    int loops_tried[KV_MAX_STAGES][3];
-    uint32_t loops_binding[KV_MAX_STAGES];
+     * [1] of the aligned one (alt, from alt_words: the built-in's, not owned),
+     * [2] of the reversed one and [3] of the sanitized one (past its record
+     * and shadow buffers): made when a failing case first needs it
+     * (kv_runner_loops, variant KV_VARIANT_LOOPS, _REVERSED or _SANITIZED);
+     * loops_tried: 1 made, or none made (a workgroup size not fixed, no binding
+     * left), 2 the build has no loop; its count buffer at binding
+     * loops_binding, its flags at the next. */
+    struct kv_vk_pipeline loops[KV_MAX_STAGES][4];
+    int loops_tried[KV_MAX_STAGES][4];
+    uint32_t loops_binding[KV_MAX_STAGES][4];
     const uint32_t *alt_words[KV_MAX_STAGES];
     size_t alt_bytes[KV_MAX_STAGES];
     double pipeline_ms;
@@ -126,7 +134,8 @@ enum kv_status kv_runner_sanitized(struct kv_runner *r, int s, const struct kv_r
 void kv_runner_sanitized_free(struct kv_runner *r, int s);
 
 /* Stage s's loop-cut build for case c in a variant (KV_VARIANT_LOOPS: of
- * its plain or aligned build; _REVERSED: of its reversed one), rewritten
+ * its plain or aligned build; _REVERSED: of its reversed one; _SANITIZED: of
+ * its sanitized one), rewritten
  * (sanitize/loops.h) where it is not yet; *at: its index in r->loops[s].
  * None where the build has no loop or was not kept (kv_runner_pipe then
  * gives the build it would rewrite). */

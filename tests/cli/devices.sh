@@ -142,7 +142,40 @@ void main()
 """)
 PY
 U=(rmsnorm-bwd --rows 2 --dim 128000 --shader r="$TMP/r_unroll.comp" --no-sanitize)
-cut="after $cap iterations in all, without an error, and cut the loops of [1-9][0-9]* invocations short here"
+# The sanitized run (at most 3 workgroups) checked too, in its sanitized builds' loop-cut
+# builds: stage r as a grid-stride loop over rows, lane 0 of a workgroup summing a row,
+# passes with a workgroup a row (40000 iterations) and is cut in the sanitized run, where
+# workgroup 0 takes rows 0 and 3 (80000). Its 16 KiB of shared memory leaves no room for
+# the sanitizer's shadow on lavapipe (32 KiB), which then has a buffer of its own: the
+# loop-cut build's buffers follow it. llvmpipe counts iterations per batch of 8 lanes, so
+# the row loop is cut at its back edge for lanes 0-7 alike: 8 invocations.
+cat > "$TMP/r_rows.comp" <<'GLSL'
+#version 450
+layout(local_size_x = 256) in;
+layout(std430, set = 0, binding = 0) readonly buffer XB { float X[]; };
+layout(std430, set = 0, binding = 1) writeonly buffer RB { float R[]; };
+layout(push_constant) uniform Push { uint rows; uint dim; float eps; } p;
+shared float part[4096];
+void main()
+{
+    uint lane = gl_LocalInvocationID.x;
+    for (uint row = gl_WorkGroupID.x; row < p.rows; row += gl_NumWorkGroups.x) {
+        float acc = 0.0;
+        if (lane == 0u)
+            for (uint i = 0u; i < p.dim; i++) {
+                float v = X[row * p.dim + i];
+                acc += v * v;
+            }
+        part[lane * 16u] = acc;
+        barrier();
+        if (lane == 0u) R[row] = inversesqrt(part[0] / float(p.dim) + p.eps);
+        barrier();
+    }
+}
+GLSL
+S=(rmsnorm-bwd --rows 4 --dim 40000 --shader r="$TMP/r_rows.comp")
+expect_exit 0 "$KV" "${S[@]}" --no-sanitize
+cut="after $cap iterations in all, without an error, and cut the loops of [1-9][0-9]* invocations\? short here"
 if [ "$cap" != 0 ]; then
   expect_exit 4 "$KV" "${W[@]}" --dv 3585 --json "$TMP/cut.json"
   grep -q "error: .*$cut (stage wy first): a loop that long, or one that never ends, cannot be judged" "$TMP/out" \
@@ -169,6 +202,15 @@ if [ "$cap" != 0 ]; then
   if [ "$cap" = 65535 ]; then # llvmpipe's batch of lanes 0 and 1
     grep -q "cut the loops of 2 invocations" "$TMP/out" || fail "lanes that left a loop at its exit counted cut"
   fi
+  # gdn-wy-bwd's sanitized build loops longer than its plain build: its sanitized run is
+  # cut from about dv = 2750 on (the plain run passes to 3584), seen only in its own builds
+  expect_exit 4 "$KV" "${W[@]}" --dv 2800 --sanitize
+  grep -q "error: .*$cut (stage wy in the sanitized run first)" "$TMP/out" || fail "gdn-wy-bwd's sanitized run cut short is not the error"
+  expect_exit 4 "$KV" "${S[@]}" --sanitize
+  grep -q "error: .*$cut (stage r in the sanitized run first)" "$TMP/out" || fail "a sanitized run cut short is not the error naming it"
+  if [ "$cap" = 65535 ]; then
+    grep -q "cut the loops of 8 invocations short" "$TMP/out" || fail "the sanitized run: not workgroup 0's first batch alone counted cut"
+  fi
   if "$KV" devices | awk 'NR == 2' | grep -q 'llvmpipe Mesa 22\.3\.'; then
     expect_exit 0 "$KV" "${U[@]}"
     expect_exit 1 "$KV" "${U[@]}" --max-ulp 0
@@ -179,6 +221,7 @@ else
   expect_exit 0 "$KV" "${W[@]}" --dv 3585
   expect_exit 0 "$KV" "${D[@]}" --dim 70000
   expect_exit 0 "$KV" "${P[@]}" --dim 70000
+  expect_exit 0 "$KV" "${S[@]}" --sanitize
 fi
 expect_exit 1 "$KV" "${W[@]}" --dv 3500 --max-ulp 0
 ! grep -q 'stops every loop\|cut the loops' "$TMP/out" || fail "a failure of the kernel's own blamed on the loop cap"
