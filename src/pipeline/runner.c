@@ -481,6 +481,8 @@ cleanup:
 void kv_runner_sanitized_free(struct kv_runner *r, int s)
 {
     if (r->d) kv_vk_pipeline_destroy(r->d, &r->san[s]);
+    if (r->d) kv_vk_pipeline_destroy(r->d, &r->loops[s][3]); /* made from san_mod: made again from the next */
+    r->loops_tried[s][3] = 0;
     if (r->san_mod[s]) kv_san_module_free(r->san_mod[s]);
     free(r->san_mod[s]);
     r->san_mod[s] = NULL;

@@ -129,7 +129,8 @@ const struct kv_vk_pipeline *kv_runner_pipe(const struct kv_runner *r, const str
 /* Stage s's sanitized build (r->san[s], r->san_mod[s]): the source the
  * stage runs compiled again with debug information (a .spv as it is) and
  * instrumented; a stage it cannot instrument keeps the reason in
- * r->san_missing[s]. Freed with kv_runner_sanitized_free. */
+ * r->san_missing[s]. Freed with kv_runner_sanitized_free, with its loop-cut
+ * build (r->loops[s][3]). */
 enum kv_status kv_runner_sanitized(struct kv_runner *r, int s, const struct kv_run_opts *o, unsigned defines);
 void kv_runner_sanitized_free(struct kv_runner *r, int s);
 
