@@ -58,7 +58,7 @@ struct case_run {
     int ran[KV_MAX_TENSORS]; /* outputs the device wrote (kv_save_case) */
     int any_stage, all_inputs_given, all_pass;
     struct kv_runner r_kept; /* r as the case saw it, where o->device_done may free r while the case is judged */
-    struct kv_runner *r_live; /* r itself: alive where the plan keeps its buffers (no device_done then) */
+    struct kv_runner *r_live; /* r itself, which r may stop being (r_kept): alive where the plan keeps its buffers */
     struct kv_output_result *paired[KV_MAX_TENSORS]; /* a chained row judged with its isolated one, until its turn */
 };
 
@@ -429,8 +429,8 @@ static enum kv_status stress_run(struct case_run *x, const struct kv_stress_run 
      * (pipeline/loops.h; the sanitized run in its sanitized builds' loop-cut builds; its records stand) */
     int failing = 0, clear = 0;
     for (int i = from; i < res->n_outputs; i++) failing |= !res->out[i].pass;
-    if (failing && kv_loops_wanted(x->r_live ? x->r_live : x->r, p, x->o))
-        KV_TRY(kv_loops_check(x->r_live ? x->r_live : x->r, c, p, x->run_stage, x->chain_stage, sr, from, res, &clear));
+    if (failing && kv_loops_wanted(x->r_live, p, x->o))
+        KV_TRY(kv_loops_check(x->r_live, c, p, x->run_stage, x->chain_stage, sr, from, res, &clear));
     for (int i = from; i < res->n_outputs; i++) /* unchecked, or cut with other outputs: the verdict stands */
         if (!res->out[i].pass && sr->cap && x->r->d->info.loop_cap && !clear)
             snprintf(res->out[i].remark, sizeof res->out[i].remark,
@@ -496,7 +496,6 @@ static enum kv_status run_case(struct case_run *x)
     snprintf(res->note, sizeof res->note, "%s", c->note);
     if (x->any_stage) KV_TRY(run_device(x));
     if (x->first_mapped) { /* no device run follows: its buffers go while it is judged (and the device, after the last case) */
-        x->r_live = x->r;
         if (x->o->device_done) x->r_kept = *x->r, x->r = &x->r_kept; /* the judge reads r's abi and device info */
         kv_plan_retire(x->r->d, &x->p, x->o->device_done, x->o->device_done_ctx);
         if (x->p.retired) kv_threads_beside(1); /* a core to the release, while the case is judged */
@@ -513,8 +512,8 @@ static enum kv_status run_case(struct case_run *x)
     KV_TRY(judge_checks(x));
     /* a failure on a device that cuts loops short: an error where the device cut this run (pipeline/loops.h) */
     int clear;
-    if (!x->all_pass && x->any_stage && kv_loops_wanted(x->r_live ? x->r_live : x->r, &x->p, x->o))
-        KV_TRY(kv_loops_check(x->r_live ? x->r_live : x->r, c, &x->p, x->run_stage, x->chain_stage, NULL, 0, res,
+    if (!x->all_pass && x->any_stage && kv_loops_wanted(x->r_live, &x->p, x->o))
+        KV_TRY(kv_loops_check(x->r_live, c, &x->p, x->run_stage, x->chain_stage, NULL, 0, res,
                               &clear));
     if (x->any_stage && (x->o->stress || x->o->sanitize) && !(x->o->fail_fast && !x->all_pass)) KV_TRY(stress(x));
     res->ms.compare = kv_now_ms() - t3;
@@ -569,7 +568,7 @@ void kv_run_case(struct kv_runner *r, struct kv_case *c, const struct kv_run_opt
     struct case_run *x = calloc(1, sizeof *x);
     enum kv_status st = x ? KV_OK : kv_error(KV_EDEVICE, "out of host memory");
     if (x) {
-        *x = (struct case_run){.r = r, .c = c, .o = o, .res = res, .pre = pre};
+        *x = (struct case_run){.r = r, .r_live = r, .c = c, .o = o, .res = res, .pre = pre};
         st = run_case(x);
         kv_threads_beside(0); /* judged: the whole team again */
         double t0 = kv_now_ms();
