@@ -333,6 +333,24 @@ KV_CLONES static void through_A(struct spec_work *w)
     }
 }
 
+/* A row of dk = dkb beta + t + dk1, its S and its slack; whether an S
+ * reaches f32's overflow. Its arguments restrict (GCC keeps no restrict of a
+ * local pointer: the loop wanted more alias checks than it makes), so that
+ * it vectorizes. */
+static inline int dk_row(double *restrict dk, double *restrict dkS, double *restrict dksl, const double *restrict dkb,
+                         const double *restrict Sd, const double *restrict ed, const double *restrict t,
+                         const double *restrict St, const double *restrict et, const double *restrict dk1,
+                         const double *restrict dk1e, double beta, int K)
+{
+    int ov = 0;
+    for (int c = 0; c < K; c++) {
+        const double S = fabs(beta) * Sd[c] + St[c] + mag(dk1[c]);
+        dk[c] = dkb[c] * beta + t[c] + dk1[c], dkS[c] = S, dksl[c] = fabs(beta) * ed[c] + et[c] + dk1e[c];
+        ov |= (Sd[c] >= F32_OVER) | (St[c] >= F32_OVER) | (S >= F32_OVER);
+    }
+    return ov;
+}
+
 /* Pass 2: M = (k k^T) beta_i, dkb = Ug k, dk = dkb beta + Ug^T KB + dk1,
  * dbeta's last term, and dg's rowsum - colsum of Ug * M. Each sum runs over
  * its terms in the order of the dot product it is. */
@@ -366,15 +384,9 @@ KV_CLONES static void pass2(struct spec_work *w)
     for (int i = 0; i < n; i++) {
         const double *dkb = w->P[0] + i * K, *Sd = w->P[1] + i * K, *ed = w->P[2] + i * K;
         const double *t = w->P[3] + i * K, *St = w->P[4] + i * K, *et = w->P[5] + i * K;
-        double *restrict dk = o->dk + i * K, *restrict dkS = o->dk_S + i * K, *restrict dksl = o->dk_sl + i * K;
+        double *dk = o->dk + i * K, *dkS = o->dk_S + i * K, *dksl = o->dk_sl + i * K;
         const double *dk1 = w->dk1 + i * K, *dk1e = w->dk1e + i * K;
-        const double beta = x->beta[i];
-        for (int c = 0; c < K; c++) {
-            dk[c] = dkb[c] * beta + t[c] + dk1[c];
-            dkS[c] = fabs(beta) * Sd[c] + St[c] + mag(dk1[c]);
-            dksl[c] = fabs(beta) * ed[c] + et[c] + dk1e[c];
-            ov |= (Sd[c] >= F32_OVER) | (St[c] >= F32_OVER) | (dkS[c] >= F32_OVER);
-        }
+        ov |= dk_row(dk, dkS, dksl, dkb, Sd, ed, t, St, et, dk1, dk1e, x->beta[i], K);
         /* the sums in order, held in registers (through o, each add waited on a store) */
         double db = o->dbeta[i], dbS = o->dbeta_S[i], dbsl = o->dbeta_sl[i];
         for (int c = 0; c < K; c++) { /* dbeta's last sum */
