@@ -19,7 +19,7 @@ grep -q '^1 cases: 1 passed' "$TMP/out" || fail "gdn-wy-bwd a-bf16: the user's w
 expect_exit 0 "$KV" gdn-wu --variant a-bf16 --seq 70 --heads 2 --kv-heads 1 --dk 32 --dv 40 --stress \
   --shader u_ab="$TMP/gdn_wu_u.comp" --shader w_ab="$TMP/gdn_wu_w.comp"
 grep -q '^1 cases: 1 passed' "$TMP/out" || fail "gdn-wu a-bf16: the user's u_ab, w_ab did not pass"
-expect_exit 0 "$KV" mutate gdn-wy-bwd --variant a-bf16 --shader wy_ab="$TMP/gdn_wy_bwd_wy.comp" \
-  --lines gdn_wy_bwd_wy.comp:140 --seeds 1
+expect_exit 0 "$KV" mutate gdn-wy-bwd --variant a-bf16 --shader wy_ab="$TMP/gdn_wy_bwd_wy.comp" --stage wy_ab \
+  --lines gdn_wy_bwd_wy.comp:140 --operators assign --seeds 1
 grep -Eq '^  stage wy_ab .* [1-9][0-9]* mutants: [1-9][0-9]* killed' "$TMP/out" || fail "mutate: the user's wy_ab"
 exit 0
