@@ -11,9 +11,16 @@ o = {x["name"]: x for x in c["outputs"]}
 assert o["w"]["dtype"] == "bf16" and o["w"]["ambiguous"] > 0 and o["u"]["ambiguous"] == 0, o["w"]
 assert c["note"] is None
 PY
-# The sanitized run is left to tests/cli/sanitize.sh: this sweep is about the numerics, at 13 seeds.
-expect_exit 0 "$KV" gdn-wu --sweep --seeds 13 --no-sanitize
+# The sanitized run is left to tests/cli/sanitize.sh, and the stress runs to the sweep at its
+# own 3 seeds (and the smoke suite's, sanitized): this sweep is about the plain run's numerics,
+# at 13 seeds. (The stress runs are most of a sweep's time on lavapipe: 600 items in one
+# workgroup run on one thread.)
+expect_exit 0 "$KV" gdn-wu --sweep --seeds 13 --no-sanitize --no-stress
 grep -q '^156 cases: 156 passed, 0 failed, 0 errors, 0 skipped' "$TMP/out" || fail "sweep: expected 156 passing cases"
+expect_exit 0 "$KV" gdn-wu --sweep --no-sanitize --json "$TMP/st.json"
+grep -q '^36 cases: 36 passed, 0 failed, 0 errors, 0 skipped' "$TMP/out" || fail "stressed sweep: expected 36 passing cases"
+python3 -c 'import json,sys; cs=json.load(open(sys.argv[1]))["cases"]; assert cs and all(c["stress"] for c in cs), [c["stress"] for c in cs]' "$TMP/st.json" \
+  || fail "stressed sweep: a case without its stress runs"
 
 # --oracle both: the exact oracle's rows show what the bf16 stagings cost, unjudged.
 expect_exit 0 "$KV" gdn-wu --seq 65 --heads 2 --kv-heads 1 --oracle both --json "$TMP/b.json"

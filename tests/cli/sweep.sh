@@ -1,11 +1,17 @@
 # The built-in sweep passes for 150 cases in total (15 shapes x 10 seeds)
-# with the subgroup reductions, and the shared-memory fallback passes too.
+# with the subgroup reductions, with its stress runs at 3 seeds, and the
+# shared-memory fallback passes too.
 . "$(dirname "$0")/lib.bash"
-# The sanitized run is left to tests/cli/sanitize.sh and the 3-seed sweep below.
-expect_exit 0 "$KV" rmsnorm-bwd --sweep --seeds 10 --no-sanitize --json "$TMP/sweep.json"
+# The sanitized run is left to tests/cli/sanitize.sh and the 3-seed sweeps below, and so
+# are the stress runs: this sweep is about the plain run's numerics, at 10 seeds.
+expect_exit 0 "$KV" rmsnorm-bwd --sweep --seeds 10 --no-sanitize --no-stress --json "$TMP/sweep.json"
 grep -q '^150 cases: 150 passed, 0 failed, 0 errors, 0 skipped' "$TMP/out" || fail "expected 150 passing cases"
 grep -q 'rows=4,dim=33,eps=0,dist=zero-row' "$TMP/out" || fail "zero-row case missing from the sweep"
 grep -Eq '^  dx .*pass  \([0-9]+ NaN, 0 Inf match the oracle\)' "$TMP/out" || fail "eps=0 zero row: NaN not reported as a match"
+expect_exit 0 "$KV" rmsnorm-bwd --sweep --no-sanitize --json "$TMP/st.json"
+grep -q '^45 cases: 45 passed, 0 failed, 0 errors, 0 skipped' "$TMP/out" || fail "stressed sweep: expected 45 passing cases"
+python3 -c 'import json,sys; cs=json.load(open(sys.argv[1]))["cases"]; assert cs and all(c["stress"] for c in cs), [c["stress"] for c in cs]' "$TMP/st.json" \
+  || fail "stressed sweep: a case without its stress runs"
 expect_exit 0 "$KV" rmsnorm-bwd --sweep --seeds 3 --seed 1000 --no-subgroup
 grep -q '^45 cases: 45 passed' "$TMP/out" || fail "fallback sweep did not pass 45 cases"
 exit 0
