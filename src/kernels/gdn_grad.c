@@ -337,10 +337,10 @@ KV_CLONES static void through_A(struct spec_work *w)
  * reaches f32's overflow. Its arguments restrict (GCC keeps no restrict of a
  * local pointer: the loop wanted more alias checks than it makes), so that
  * it vectorizes. */
-static inline int dk_row(double *restrict dk, double *restrict dkS, double *restrict dksl, const double *restrict dkb,
-                         const double *restrict Sd, const double *restrict ed, const double *restrict t,
-                         const double *restrict St, const double *restrict et, const double *restrict dk1,
-                         const double *restrict dk1e, double beta, int K)
+static inline int dk_combine(double *restrict dk, double *restrict dkS, double *restrict dksl,
+                             const double *restrict dkb, const double *restrict Sd, const double *restrict ed,
+                             const double *restrict t, const double *restrict St, const double *restrict et,
+                             const double *restrict dk1, const double *restrict dk1e, double beta, int K)
 {
     int ov = 0;
     for (int c = 0; c < K; c++) {
@@ -386,7 +386,7 @@ KV_CLONES static void pass2(struct spec_work *w)
         const double *t = w->P[3] + i * K, *St = w->P[4] + i * K, *et = w->P[5] + i * K;
         double *dk = o->dk + i * K, *dkS = o->dk_S + i * K, *dksl = o->dk_sl + i * K;
         const double *dk1 = w->dk1 + i * K, *dk1e = w->dk1e + i * K;
-        ov |= dk_row(dk, dkS, dksl, dkb, Sd, ed, t, St, et, dk1, dk1e, x->beta[i], K);
+        ov |= dk_combine(dk, dkS, dksl, dkb, Sd, ed, t, St, et, dk1, dk1e, x->beta[i], K);
         /* the sums in order, held in registers (through o, each add waited on a store) */
         double db = o->dbeta[i], dbS = o->dbeta_S[i], dbsl = o->dbeta_sl[i];
         for (int c = 0; c < K; c++) { /* dbeta's last sum */

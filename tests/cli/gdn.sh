@@ -17,10 +17,7 @@ PY
 # workgroup run on one thread.)
 expect_exit 0 "$KV" gdn-wu --sweep --seeds 13 --no-sanitize --no-stress
 grep -q '^156 cases: 156 passed, 0 failed, 0 errors, 0 skipped' "$TMP/out" || fail "sweep: expected 156 passing cases"
-expect_exit 0 "$KV" gdn-wu --sweep --no-sanitize --json "$TMP/st.json"
-grep -q '^36 cases: 36 passed, 0 failed, 0 errors, 0 skipped' "$TMP/out" || fail "stressed sweep: expected 36 passing cases"
-python3 -c 'import json,sys; cs=json.load(open(sys.argv[1]))["cases"]; assert cs and all(c["stress"] for c in cs), [c["stress"] for c in cs]' "$TMP/st.json" \
-  || fail "stressed sweep: a case without its stress runs"
+expect_stressed_sweep 36 "$KV" gdn-wu --sweep --no-sanitize
 
 # --oracle both: the exact oracle's rows show what the bf16 stagings cost, unjudged.
 expect_exit 0 "$KV" gdn-wu --seq 65 --heads 2 --kv-heads 1 --oracle both --json "$TMP/b.json"

@@ -63,10 +63,7 @@ done
 # about the plain run's numerics, at 7 seeds.
 expect_exit 0 "$KV" gemm-bwd --sweep --seeds 7 --no-sanitize --no-stress
 grep -q '^140 cases: 140 passed, 0 failed, 0 errors, 0 skipped' "$TMP/out" || fail "sweep: expected 140 passing cases"
-expect_exit 0 "$KV" gemm-bwd --sweep --no-sanitize --json "$TMP/st.json"
-grep -q '^60 cases: 60 passed, 0 failed, 0 errors, 0 skipped' "$TMP/out" || fail "stressed sweep: expected 60 passing cases"
-python3 -c 'import json,sys; cs=json.load(open(sys.argv[1]))["cases"]; assert cs and all(c["stress"] for c in cs), [c["stress"] for c in cs]' "$TMP/st.json" \
-  || fail "stressed sweep: a case without its stress runs"
+expect_stressed_sweep 60 "$KV" gemm-bwd --sweep --no-sanitize
 # f16-coopmat runs on devices with NV cooperative matrices (16x16x16 f16 into
 # f32, 32-wide subgroups) and is skipped, exit 77 with the reason, elsewhere.
 run "$KV" gemm-bwd --m 130 --n 72 --k 33 --variant f16-coopmat --seeds 2

@@ -62,6 +62,16 @@ assert a == b
 PY
 }
 
+# expect_stressed_sweep N CMD...: CMD (a --sweep) passes N cases, each with its
+# stress runs made (the report's "stress" names them).
+expect_stressed_sweep() {
+  local n=$1; shift
+  expect_exit 0 "$@" --json "$TMP/st.json"
+  grep -q "^$n cases: $n passed, 0 failed, 0 errors, 0 skipped" "$TMP/out" || fail "'$*': expected $n passing cases"
+  python3 -c 'import json,sys; cs=json.load(open(sys.argv[1]))["cases"]; assert cs and all(c["stress"] for c in cs)' \
+    "$TMP/st.json" || fail "'$*': a case without its stress runs"
+}
+
 # expect_lower_peak VAR KB CMD...: a case (exit 0) reports the same with VAR=1
 # in its environment and peaks more than KB kilobytes lower without it (each
 # run's own peak resident memory, from wait4). A first run, not measured, fills

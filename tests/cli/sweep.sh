@@ -8,10 +8,7 @@ expect_exit 0 "$KV" rmsnorm-bwd --sweep --seeds 10 --no-sanitize --no-stress --j
 grep -q '^150 cases: 150 passed, 0 failed, 0 errors, 0 skipped' "$TMP/out" || fail "expected 150 passing cases"
 grep -q 'rows=4,dim=33,eps=0,dist=zero-row' "$TMP/out" || fail "zero-row case missing from the sweep"
 grep -Eq '^  dx .*pass  \([0-9]+ NaN, 0 Inf match the oracle\)' "$TMP/out" || fail "eps=0 zero row: NaN not reported as a match"
-expect_exit 0 "$KV" rmsnorm-bwd --sweep --no-sanitize --json "$TMP/st.json"
-grep -q '^45 cases: 45 passed, 0 failed, 0 errors, 0 skipped' "$TMP/out" || fail "stressed sweep: expected 45 passing cases"
-python3 -c 'import json,sys; cs=json.load(open(sys.argv[1]))["cases"]; assert cs and all(c["stress"] for c in cs), [c["stress"] for c in cs]' "$TMP/st.json" \
-  || fail "stressed sweep: a case without its stress runs"
+expect_stressed_sweep 45 "$KV" rmsnorm-bwd --sweep --no-sanitize
 expect_exit 0 "$KV" rmsnorm-bwd --sweep --seeds 3 --seed 1000 --no-subgroup
 grep -q '^45 cases: 45 passed' "$TMP/out" || fail "fallback sweep did not pass 45 cases"
 exit 0
