@@ -11,7 +11,8 @@
 
 int kv_loops_wanted(const struct kv_runner *r, const struct kv_plan *p, const struct kv_run_opts *o)
 {
-    if (!r->d || !r->d->info.loop_cap || p->retired || o->fail_fast) return 0;
+    /* a retired plan first: its runner may be freed meanwhile on the retire thread (run.c's r_live) */
+    if (p->retired || o->fail_fast || !r->d || !r->d->info.loop_cap) return 0;
     for (int s = 0; s < r->k->n_stages; s++)
         if (p->win[s].addr) return 0;
     return 1;
