@@ -94,14 +94,19 @@ double kv_rng_normal(uint64_t seed, uint32_t stream, uint64_t i)
  * (GCC on x86-64: hand-written AVX-512 and AVX2 lanes below, picked at run
  * time, kv_rng_lanes; the clones elsewhere). Only IEEE +,-,*,/ and
  * sqrt, in kv_rng_log's order, with -ffp-contract=off: the same bits on any
- * vector width. Rejected lanes queue for their next draw, redrawn BLK at a
- * time. kv_philox4x32 and kv_rng_log stay the reference: unit.rng checks
- * the lanes against kv_rng_normal bit for bit. */
+ * vector width. A block is made in two passes: draw (Philox, u and s, and
+ * which lanes are rejected; rejected lanes queue for their next draw,
+ * redrawn BLK at a time), then, once every lane of the block holds its
+ * accepted draw, finish (the logarithm, the two divisions and the square
+ * root, once a value: the costly part no longer redone for the fifth of
+ * draws that are rejected). kv_philox4x32 and kv_rng_log stay the
+ * reference: unit.rng checks the lanes against kv_rng_normal bit for bit. */
 #define BLK 32
 
-/* Lane l: element idx[l]'s draw number att[l] (its counter). */
-KV_CLONES static void normal_lanes(uint64_t seed, uint32_t stream, const uint64_t *idx, const uint32_t *att,
-                                   double *out, unsigned char *bad)
+/* Lane l: element idx[l]'s draw number att[l] (its counter) into u[l] and
+ * s[l] = u^2 + v^2, bad[l] = 1 where the draw is rejected (s then 0.5). */
+KV_CLONES static void draw_lanes(uint64_t seed, uint32_t stream, const uint64_t *idx, const uint32_t *att, double *u,
+                                 double *s, unsigned char *bad)
 {
     /* the 32-bit words in 64-bit lanes, so that the widening products vectorize */
     uint64_t c0[BLK], c1[BLK], c2[BLK], c3[BLK], k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
@@ -114,24 +119,29 @@ KV_CLONES static void normal_lanes(uint64_t seed, uint32_t stream, const uint64_
         }
         k0 = (k0 + PHILOX_W0) & 0xffffffffu, k1 = (k1 + PHILOX_W1) & 0xffffffffu;
     }
-    const double ln2_hi = 6.93147180369123816490e-01, ln2_lo = 1.90821492927058770002e-10;
-    double u[BLK], v[BLK], sv[BLK];
     for (int l = 0; l < BLK; l++) {
         /* u53 as exact conversions of 32-bit halves: hi's 21 bits times 2^32, plus lo */
         double a = ((double)(int32_t)(c0[l] >> 11) * 4294967296.0 +
                     ((double)(int32_t)(c1[l] >> 1) * 2.0 + (double)(int32_t)(c1[l] & 1u))) * 0x1p-53;
         double b = ((double)(int32_t)(c2[l] >> 11) * 4294967296.0 +
                     ((double)(int32_t)(c3[l] >> 1) * 2.0 + (double)(int32_t)(c3[l] & 1u))) * 0x1p-53;
-        u[l] = 2.0 * a - 1.0, v[l] = 2.0 * b - 1.0;
-        double s = u[l] * u[l] + v[l] * v[l];
-        int ok = (s > 0.0) & (s < 1.0);
+        double v = 2.0 * b - 1.0;
+        u[l] = 2.0 * a - 1.0;
+        double sl = u[l] * u[l] + v * v;
+        int ok = (sl > 0.0) & (sl < 1.0);
         bad[l] = (unsigned char)!ok;
-        sv[l] = ok ? s : 0.5; /* a normal number in (0, 1): the lane is redone */
+        s[l] = ok ? sl : 0.5; /* a normal number in (0, 1): the lane is redone */
     }
+}
+
+/* out[l] = u[l] sqrt(-2 log(s[l]) / s[l]) for the accepted draws (u, s). */
+KV_CLONES static void finish_lanes(const double *u, const double *s, double *out)
+{
+    const double ln2_hi = 6.93147180369123816490e-01, ln2_lo = 1.90821492927058770002e-10;
     for (int l = 0; l < BLK; l++) {
-        /* frexp by bits: sv = m * 2^e, m in [0.5, 1); e as an exact double */
+        /* frexp by bits: s = m * 2^e, m in [0.5, 1); e as an exact double */
         uint64_t bits, mb, eb;
-        memcpy(&bits, &sv[l], sizeof bits);
+        memcpy(&bits, &s[l], sizeof bits);
         mb = (bits & 0x000fffffffffffffull) | 0x3fe0000000000000ull;
         eb = (bits >> 52) | 0x4330000000000000ull;
         double m, e;
@@ -156,21 +166,25 @@ KV_CLONES static void normal_lanes(uint64_t seed, uint32_t stream, const uint64_
         sum = (sum + 1.0 / 3) * z2;
         double lm = 2.0 * z + 2.0 * z * sum;
         double lg = e * ln2_hi + (e * ln2_lo + lm);
-        out[l] = u[l] * sqrt(-2.0 * lg / sv[l]);
+        out[l] = u[l] * sqrt(-2.0 * lg / s[l]);
     }
 }
+
+/* 1/(2k+1), k = 11 .. 1, the logarithm's series from its far end */
+static const double inv_odd[] = {1.0 / 23, 1.0 / 21, 1.0 / 19, 1.0 / 17, 1.0 / 15, 1.0 / 13,
+                                 1.0 / 11, 1.0 / 9,  1.0 / 7,  1.0 / 5,  1.0 / 3};
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
 #include <immintrin.h>
 #define KV_RNG_X86 1
-/* normal_lanes in AVX-512 (F, DQ): the same operations in the same order, so
+/* The lanes in AVX-512 (F, DQ): the same operations in the same order, so
  * the same bits; GCC writes the vector code above with 64-bit products
  * (vpmullq, three uops on Intel) and 32-bit conversions where one widening
  * product (vpmuludq) and one exact 64-bit conversion (vcvtuqq2pd) serve. */
 #define V 8
-static __attribute__((target("avx512f,avx512dq"))) void normal_lanes_avx512(uint64_t seed, uint32_t stream,
-                                                                             const uint64_t *idx, const uint32_t *att,
-                                                                             double *out, unsigned char *bad)
+static __attribute__((target("avx512f,avx512dq"))) void draw_lanes_avx512(uint64_t seed, uint32_t stream,
+                                                                           const uint64_t *idx, const uint32_t *att,
+                                                                           double *u, double *s, unsigned char *bad)
 {
     const __m512i lo32 = _mm512_set1_epi64(0xffffffff), m0 = _mm512_set1_epi64(PHILOX_M0),
                   m1 = _mm512_set1_epi64(PHILOX_M1);
@@ -195,61 +209,64 @@ static __attribute__((target("avx512f,avx512dq"))) void normal_lanes_avx512(uint
         }
         k0 += PHILOX_W0, k1 += PHILOX_W1;
     }
-    for (int g = 0; g < BLK / V; g++) {
-        c0[g] = _mm512_and_si512(c0[g], lo32), c1[g] = _mm512_and_si512(c1[g], lo32);
-        c2[g] = _mm512_and_si512(c2[g], lo32), c3[g] = _mm512_and_si512(c3[g], lo32);
-    }
     const __m512d one = _mm512_set1_pd(1.0), two = _mm512_set1_pd(2.0), ulp = _mm512_set1_pd(0x1p-53);
-    static const double inv[] = {1.0 / 23, 1.0 / 21, 1.0 / 19, 1.0 / 17, 1.0 / 15, 1.0 / 13,
-                                 1.0 / 11, 1.0 / 9,  1.0 / 7,  1.0 / 5,  1.0 / 3};
-    /* Step by step over the four groups: each step's four operations are
-     * independent, so the log's long chain (22 dependent operations, a
-     * division, a square root) runs four at a time rather than one. */
-    __m512d u[BLK / V], sv[BLK / V], m[BLK / V], e[BLK / V], z[BLK / V], z2[BLK / V], sum[BLK / V];
     for (int g = 0; g < BLK / V; g++) {
         /* u53: hi's top 21 bits and lo's 32, an integer below 2^53, converted exactly */
-        __m512d a = _mm512_mul_pd(_mm512_cvtepu64_pd(_mm512_or_si512(
-                                      _mm512_slli_epi64(_mm512_srli_epi64(c0[g], 11), 32), c1[g])), ulp);
-        __m512d b = _mm512_mul_pd(_mm512_cvtepu64_pd(_mm512_or_si512(
-                                      _mm512_slli_epi64(_mm512_srli_epi64(c2[g], 11), 32), c3[g])), ulp);
-        __m512d v;
-        u[g] = _mm512_sub_pd(_mm512_mul_pd(two, a), one), v = _mm512_sub_pd(_mm512_mul_pd(two, b), one);
-        __m512d s = _mm512_add_pd(_mm512_mul_pd(u[g], u[g]), _mm512_mul_pd(v, v));
-        __mmask8 ok = _mm512_cmp_pd_mask(s, _mm512_setzero_pd(), _CMP_GT_OQ) &
-                      _mm512_cmp_pd_mask(s, one, _CMP_LT_OQ);
+        __m512i hi0 = _mm512_slli_epi64(_mm512_srli_epi64(_mm512_and_si512(c0[g], lo32), 11), 32);
+        __m512i hi2 = _mm512_slli_epi64(_mm512_srli_epi64(_mm512_and_si512(c2[g], lo32), 11), 32);
+        __m512d a = _mm512_mul_pd(_mm512_cvtepu64_pd(_mm512_or_si512(hi0, _mm512_and_si512(c1[g], lo32))), ulp);
+        __m512d b = _mm512_mul_pd(_mm512_cvtepu64_pd(_mm512_or_si512(hi2, _mm512_and_si512(c3[g], lo32))), ulp);
+        __m512d uu = _mm512_sub_pd(_mm512_mul_pd(two, a), one), v = _mm512_sub_pd(_mm512_mul_pd(two, b), one);
+        __m512d sl = _mm512_add_pd(_mm512_mul_pd(uu, uu), _mm512_mul_pd(v, v));
+        __mmask8 ok = _mm512_cmp_pd_mask(sl, _mm512_setzero_pd(), _CMP_GT_OQ) &
+                      _mm512_cmp_pd_mask(sl, one, _CMP_LT_OQ);
         /* lane l's flag in byte l (x86-64: little-endian), each 4 bits of
          * the mask spread into 4 bytes by one product */
         const unsigned rej = (unsigned)(uint8_t)~ok;
         const uint64_t flags = (((uint64_t)(rej & 15) * 0x00204081u) & 0x01010101u) |
                                (((uint64_t)(rej >> 4) * 0x00204081u) & 0x01010101u) << 32;
         memcpy(bad + g * V, &flags, sizeof flags);
-        sv[g] = _mm512_mask_blend_pd(ok, _mm512_set1_pd(0.5), s);
-        /* frexp by bits, as above: the exponent field is an exact integer */
-        __m512i bits = _mm512_castpd_si512(sv[g]);
-        m[g] = _mm512_castsi512_pd(_mm512_or_si512(_mm512_and_si512(bits, _mm512_set1_epi64(0x000fffffffffffffll)),
-                                                   _mm512_set1_epi64(0x3fe0000000000000ll)));
-        e[g] = _mm512_sub_pd(_mm512_cvtepu64_pd(_mm512_srli_epi64(bits, 52)), _mm512_set1_pd(1022.0));
-        __mmask8 small = _mm512_cmp_pd_mask(m[g], _mm512_set1_pd(0.70710678118654752440), _CMP_LT_OQ);
-        m[g] = _mm512_mask_blend_pd(small, m[g], _mm512_mul_pd(m[g], two));
-        e[g] = _mm512_mask_blend_pd(small, e[g], _mm512_sub_pd(e[g], one));
+        _mm512_storeu_pd(u + g * V, uu);
+        _mm512_storeu_pd(s + g * V, _mm512_mask_blend_pd(ok, _mm512_set1_pd(0.5), sl));
     }
-    for (int g = 0; g < BLK / V; g++)
-        z[g] = _mm512_div_pd(_mm512_sub_pd(m[g], one), _mm512_add_pd(m[g], one)), z2[g] = _mm512_mul_pd(z[g], z[g]),
+}
+
+static __attribute__((target("avx512f,avx512dq"))) void finish_lanes_avx512(const double *u, const double *s,
+                                                                             double *out)
+{
+    const __m512d one = _mm512_set1_pd(1.0), two = _mm512_set1_pd(2.0);
+    /* Step by step over the groups: each step's operations are independent,
+     * so the log's long chain (22 dependent operations, a division, a square
+     * root) runs several at a time rather than one. */
+    __m512d sv[BLK / V], e[BLK / V], z[BLK / V], z2[BLK / V], sum[BLK / V];
+    for (int g = 0; g < BLK / V; g++) {
+        /* frexp by bits, as above: the exponent field is an exact integer */
+        sv[g] = _mm512_loadu_pd(s + g * V);
+        __m512i bits = _mm512_castpd_si512(sv[g]);
+        __m512d m = _mm512_castsi512_pd(_mm512_or_si512(_mm512_and_si512(bits, _mm512_set1_epi64(0x000fffffffffffffll)),
+                                                        _mm512_set1_epi64(0x3fe0000000000000ll)));
+        e[g] = _mm512_sub_pd(_mm512_cvtepu64_pd(_mm512_srli_epi64(bits, 52)), _mm512_set1_pd(1022.0));
+        __mmask8 small = _mm512_cmp_pd_mask(m, _mm512_set1_pd(0.70710678118654752440), _CMP_LT_OQ);
+        m = _mm512_mask_blend_pd(small, m, _mm512_mul_pd(m, two));
+        e[g] = _mm512_mask_blend_pd(small, e[g], _mm512_sub_pd(e[g], one));
+        z[g] = _mm512_div_pd(_mm512_sub_pd(m, one), _mm512_add_pd(m, one)), z2[g] = _mm512_mul_pd(z[g], z[g]);
         sum[g] = _mm512_setzero_pd();
+    }
     for (int k = 0; k < 11; k++)
-        for (int g = 0; g < BLK / V; g++) sum[g] = _mm512_mul_pd(_mm512_add_pd(sum[g], _mm512_set1_pd(inv[k])), z2[g]);
+        for (int g = 0; g < BLK / V; g++)
+            sum[g] = _mm512_mul_pd(_mm512_add_pd(sum[g], _mm512_set1_pd(inv_odd[k])), z2[g]);
     for (int g = 0; g < BLK / V; g++) {
         __m512d z2x = _mm512_mul_pd(two, z[g]);
         __m512d lm = _mm512_add_pd(z2x, _mm512_mul_pd(z2x, sum[g]));
         __m512d lg = _mm512_add_pd(_mm512_mul_pd(e[g], _mm512_set1_pd(6.93147180369123816490e-01)),
                                    _mm512_add_pd(_mm512_mul_pd(e[g], _mm512_set1_pd(1.90821492927058770002e-10)), lm));
         __m512d q = _mm512_div_pd(_mm512_mul_pd(_mm512_set1_pd(-2.0), lg), sv[g]);
-        _mm512_storeu_pd(out + g * V, _mm512_mul_pd(u[g], _mm512_sqrt_pd(q)));
+        _mm512_storeu_pd(out + g * V, _mm512_mul_pd(_mm512_loadu_pd(u + g * V), _mm512_sqrt_pd(q)));
     }
 }
 #undef V
 
-/* normal_lanes in AVX2: GCC's AVX2 clone of it vectorizes the Philox rounds
+/* The lanes in AVX2: GCC's AVX2 clone of them vectorizes the Philox rounds
  * (with each 64-bit product as shifts and adds) but leaves the logarithm,
  * the divisions and the square root scalar ("control flow in loop"). The
  * same operations in the same order as the portable lanes, four lanes a
@@ -262,8 +279,9 @@ static __attribute__((target("avx2"))) __m256d exact_pd(__m256i i)
     return _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(i, two52)), _mm256_set1_pd(0x1p52));
 }
 
-static __attribute__((target("avx2"))) void normal_lanes_avx2(uint64_t seed, uint32_t stream, const uint64_t *idx,
-                                                              const uint32_t *att, double *out, unsigned char *bad)
+static __attribute__((target("avx2"))) void draw_lanes_avx2(uint64_t seed, uint32_t stream, const uint64_t *idx,
+                                                            const uint32_t *att, double *u, double *s,
+                                                            unsigned char *bad)
 {
     const __m256i lo32 = _mm256_set1_epi64x(0xffffffff), m0 = _mm256_set1_epi64x(PHILOX_M0),
                   m1 = _mm256_set1_epi64x(PHILOX_M1);
@@ -288,43 +306,49 @@ static __attribute__((target("avx2"))) void normal_lanes_avx2(uint64_t seed, uin
     }
     const __m256d one = _mm256_set1_pd(1.0), two = _mm256_set1_pd(2.0), ulp = _mm256_set1_pd(0x1p-53),
                   two32 = _mm256_set1_pd(4294967296.0);
-    static const double inv[] = {1.0 / 23, 1.0 / 21, 1.0 / 19, 1.0 / 17, 1.0 / 15, 1.0 / 13,
-                                 1.0 / 11, 1.0 / 9,  1.0 / 7,  1.0 / 5,  1.0 / 3};
-    __m256d u[BLK / V], sv[BLK / V], m[BLK / V], e[BLK / V], z[BLK / V], z2[BLK / V], sum[BLK / V];
     for (int g = 0; g < BLK / V; g++) {
         /* u53: hi's top 21 bits times 2^32 plus lo's 32, each exact, so the sum is */
         __m256d a = _mm256_mul_pd(_mm256_add_pd(_mm256_mul_pd(exact_pd(_mm256_srli_epi64(_mm256_and_si256(c0[g], lo32), 11)), two32),
                                                 exact_pd(_mm256_and_si256(c1[g], lo32))), ulp);
         __m256d b = _mm256_mul_pd(_mm256_add_pd(_mm256_mul_pd(exact_pd(_mm256_srli_epi64(_mm256_and_si256(c2[g], lo32), 11)), two32),
                                                 exact_pd(_mm256_and_si256(c3[g], lo32))), ulp);
-        __m256d v;
-        u[g] = _mm256_sub_pd(_mm256_mul_pd(two, a), one), v = _mm256_sub_pd(_mm256_mul_pd(two, b), one);
-        __m256d s = _mm256_add_pd(_mm256_mul_pd(u[g], u[g]), _mm256_mul_pd(v, v));
-        __m256d ok = _mm256_and_pd(_mm256_cmp_pd(s, _mm256_setzero_pd(), _CMP_GT_OQ), _mm256_cmp_pd(s, one, _CMP_LT_OQ));
+        __m256d uu = _mm256_sub_pd(_mm256_mul_pd(two, a), one), v = _mm256_sub_pd(_mm256_mul_pd(two, b), one);
+        __m256d sl = _mm256_add_pd(_mm256_mul_pd(uu, uu), _mm256_mul_pd(v, v));
+        __m256d ok = _mm256_and_pd(_mm256_cmp_pd(sl, _mm256_setzero_pd(), _CMP_GT_OQ), _mm256_cmp_pd(sl, one, _CMP_LT_OQ));
         /* lane l's flag in byte l, the 4 bits spread into 4 bytes by one product */
         const uint32_t rej = (uint32_t)(~_mm256_movemask_pd(ok) & 15), flags = (rej * 0x00204081u) & 0x01010101u;
         memcpy(bad + g * V, &flags, sizeof flags);
-        sv[g] = _mm256_blendv_pd(_mm256_set1_pd(0.5), s, ok);
-        __m256i bits = _mm256_castpd_si256(sv[g]);
-        m[g] = _mm256_castsi256_pd(_mm256_or_si256(_mm256_and_si256(bits, _mm256_set1_epi64x(0x000fffffffffffffll)),
-                                                   _mm256_set1_epi64x(0x3fe0000000000000ll)));
-        e[g] = _mm256_sub_pd(exact_pd(_mm256_srli_epi64(bits, 52)), _mm256_set1_pd(1022.0));
-        __m256d small = _mm256_cmp_pd(m[g], _mm256_set1_pd(0.70710678118654752440), _CMP_LT_OQ);
-        m[g] = _mm256_blendv_pd(m[g], _mm256_mul_pd(m[g], two), small);
-        e[g] = _mm256_blendv_pd(e[g], _mm256_sub_pd(e[g], one), small);
+        _mm256_storeu_pd(u + g * V, uu);
+        _mm256_storeu_pd(s + g * V, _mm256_blendv_pd(_mm256_set1_pd(0.5), sl, ok));
     }
-    for (int g = 0; g < BLK / V; g++)
-        z[g] = _mm256_div_pd(_mm256_sub_pd(m[g], one), _mm256_add_pd(m[g], one)), z2[g] = _mm256_mul_pd(z[g], z[g]),
+}
+
+static __attribute__((target("avx2"))) void finish_lanes_avx2(const double *u, const double *s, double *out)
+{
+    const __m256d one = _mm256_set1_pd(1.0), two = _mm256_set1_pd(2.0);
+    __m256d sv[BLK / V], e[BLK / V], z[BLK / V], z2[BLK / V], sum[BLK / V];
+    for (int g = 0; g < BLK / V; g++) {
+        sv[g] = _mm256_loadu_pd(s + g * V);
+        __m256i bits = _mm256_castpd_si256(sv[g]);
+        __m256d m = _mm256_castsi256_pd(_mm256_or_si256(_mm256_and_si256(bits, _mm256_set1_epi64x(0x000fffffffffffffll)),
+                                                        _mm256_set1_epi64x(0x3fe0000000000000ll)));
+        e[g] = _mm256_sub_pd(exact_pd(_mm256_srli_epi64(bits, 52)), _mm256_set1_pd(1022.0));
+        __m256d small = _mm256_cmp_pd(m, _mm256_set1_pd(0.70710678118654752440), _CMP_LT_OQ);
+        m = _mm256_blendv_pd(m, _mm256_mul_pd(m, two), small);
+        e[g] = _mm256_blendv_pd(e[g], _mm256_sub_pd(e[g], one), small);
+        z[g] = _mm256_div_pd(_mm256_sub_pd(m, one), _mm256_add_pd(m, one)), z2[g] = _mm256_mul_pd(z[g], z[g]);
         sum[g] = _mm256_setzero_pd();
+    }
     for (int k = 0; k < 11; k++)
-        for (int g = 0; g < BLK / V; g++) sum[g] = _mm256_mul_pd(_mm256_add_pd(sum[g], _mm256_set1_pd(inv[k])), z2[g]);
+        for (int g = 0; g < BLK / V; g++)
+            sum[g] = _mm256_mul_pd(_mm256_add_pd(sum[g], _mm256_set1_pd(inv_odd[k])), z2[g]);
     for (int g = 0; g < BLK / V; g++) {
         __m256d z2x = _mm256_mul_pd(two, z[g]);
         __m256d lm = _mm256_add_pd(z2x, _mm256_mul_pd(z2x, sum[g]));
         __m256d lg = _mm256_add_pd(_mm256_mul_pd(e[g], _mm256_set1_pd(6.93147180369123816490e-01)),
                                    _mm256_add_pd(_mm256_mul_pd(e[g], _mm256_set1_pd(1.90821492927058770002e-10)), lm));
         __m256d q = _mm256_div_pd(_mm256_mul_pd(_mm256_set1_pd(-2.0), lg), sv[g]);
-        _mm256_storeu_pd(out + g * V, _mm256_mul_pd(u[g], _mm256_sqrt_pd(q)));
+        _mm256_storeu_pd(out + g * V, _mm256_mul_pd(_mm256_loadu_pd(u + g * V), _mm256_sqrt_pd(q)));
     }
 }
 #undef V
@@ -348,17 +372,28 @@ int kv_rng_lanes(int cap)
 }
 #endif
 
-static void lanes(uint64_t seed, uint32_t stream, const uint64_t *idx, const uint32_t *att, double *out,
-                  unsigned char *bad)
+/* The lanes of the level kv_rng_lanes gives. */
+static void draw_block(uint64_t seed, uint32_t stream, const uint64_t *idx, const uint32_t *att, double *u, double *s,
+                       unsigned char *bad, int level)
 {
 #ifdef KV_RNG_X86
-    switch (kv_rng_lanes(-1)) {
-    case 2: normal_lanes_avx512(seed, stream, idx, att, out, bad); return;
-    case 1: normal_lanes_avx2(seed, stream, idx, att, out, bad); return;
-    default: break;
-    }
+    if (level == 2) draw_lanes_avx512(seed, stream, idx, att, u, s, bad);
+    else if (level == 1) draw_lanes_avx2(seed, stream, idx, att, u, s, bad);
+    else
 #endif
-    normal_lanes(seed, stream, idx, att, out, bad);
+        draw_lanes(seed, stream, idx, att, u, s, bad);
+    (void)level;
+}
+
+static void finish_block(const double *u, const double *s, double *out, int level)
+{
+#ifdef KV_RNG_X86
+    if (level == 2) finish_lanes_avx512(u, s, out);
+    else if (level == 1) finish_lanes_avx2(u, s, out);
+    else
+#endif
+        finish_lanes(u, s, out);
+    (void)level;
 }
 
 /* Rejected lanes waiting for their next draw. Lanes join without a branch
@@ -370,55 +405,67 @@ static void lanes(uint64_t seed, uint32_t stream, const uint64_t *idx, const uin
 struct redo {
     uint64_t idx[2 * BLK];
     uint32_t att[2 * BLK];
-    size_t pos[2 * BLK];
+    uint32_t pos[2 * BLK];
     int n;
 };
 
-/* The first min(n, BLK) waiting lanes drawn again; those rejected once more
- * wait after the rest. A value depends only on its element and draw, so the
- * order in which lanes are redone changes nothing. */
-static void redo_lanes(uint64_t seed, uint32_t stream, struct redo *r, double *out)
+/* The first min(n, BLK) waiting lanes drawn again into u[pos], s[pos];
+ * those rejected once more wait after the rest. A draw depends only on its
+ * element and number, so the order in which lanes are redone changes
+ * nothing. */
+static void redo_lanes(uint64_t seed, uint32_t stream, struct redo *r, double *u, double *s, int level)
 {
     int m = r->n < BLK ? r->n : BLK, n = 0;
     uint64_t idx[BLK];
-    uint32_t att[BLK];
-    size_t pos[BLK];
-    double v[BLK];
+    uint32_t att[BLK], pos[BLK];
+    double vu[BLK], vs[BLK];
     unsigned char bad[BLK];
     for (int l = 0; l < BLK; l++) {
         int k = l < m ? l : 0;
         idx[l] = r->idx[k], att[l] = r->att[k], pos[l] = r->pos[k];
     }
-    lanes(seed, stream, idx, att, v, bad);
+    draw_block(seed, stream, idx, att, vu, vs, bad, level);
     for (int l = m; l < r->n; l++, n++) r->idx[n] = r->idx[l], r->att[n] = r->att[l], r->pos[n] = r->pos[l];
     for (int l = 0; l < m; l++) {
-        out[pos[l]] = v[l];
+        u[pos[l]] = vu[l], s[pos[l]] = vs[l];
         r->idx[n] = idx[l], r->att[n] = att[l] + 1, r->pos[n] = pos[l];
         n += bad[l];
     }
     r->n = n;
 }
 
+/* Elements drawn before they are finished: a piece of a block, whose draws
+ * (u and s, 16 KiB) stay in cache between the two passes. */
+#define PIECE 1024
+
 void kv_rng_normal_block(uint64_t seed, uint32_t stream, uint64_t i0, size_t n, double *out)
 {
+    const int level = kv_rng_lanes(-1);
+    const uint32_t att0[BLK] = {0};
     uint64_t idx[BLK];
-    const uint32_t att[BLK] = {0};
-    double v[BLK];
+    double u[PIECE], s[PIECE], v[BLK];
     unsigned char bad[BLK];
     struct redo r;
-    r.n = 0;
-    for (size_t o = 0; o < n; o += BLK) {
-        for (int l = 0; l < BLK; l++) idx[l] = i0 + o + (uint64_t)l;
-        size_t m = n - o < BLK ? n - o : BLK;
-        lanes(seed, stream, idx, att, m == BLK ? out + o : v, bad); /* a whole block straight into out */
-        if (m < BLK) memcpy(out + o, v, m * sizeof *v);
-        for (size_t l = 0; l < m; l++) {
-            r.idx[r.n] = idx[l], r.att[r.n] = 1, r.pos[r.n] = o + l;
-            r.n += bad[l];
+    for (size_t o = 0; o < n; o += PIECE) {
+        const size_t m = n - o < PIECE ? n - o : PIECE;
+        r.n = 0;
+        /* whole blocks of lanes: those past the piece's end are drawn and finished, and not kept */
+        for (size_t b = 0; b < m; b += BLK) {
+            for (int l = 0; l < BLK; l++) idx[l] = i0 + o + b + (uint64_t)l;
+            draw_block(seed, stream, idx, att0, u + b, s + b, bad, level);
+            for (size_t l = 0; l < BLK && b + l < m; l++) {
+                r.idx[r.n] = idx[l], r.att[r.n] = 1, r.pos[r.n] = (uint32_t)(b + l);
+                r.n += bad[l];
+            }
+            while (r.n >= BLK) redo_lanes(seed, stream, &r, u, s, level);
         }
-        while (r.n >= BLK) redo_lanes(seed, stream, &r, out);
+        while (r.n > 0) redo_lanes(seed, stream, &r, u, s, level);
+        for (size_t b = 0; b < m; b += BLK) {
+            const size_t k = m - b < BLK ? m - b : BLK;
+            finish_block(u + b, s + b, k == BLK ? out + o + b : v, level); /* a whole block straight into out */
+            if (k < BLK) memcpy(out + o + b, v, k * sizeof *v);
+        }
     }
-    while (r.n > 0) redo_lanes(seed, stream, &r, out);
 }
 
 /* Normals drawn at a time by the parallel fills below (a block of 128
