@@ -104,10 +104,12 @@ double kv_rng_normal(uint64_t seed, uint32_t stream, uint64_t i)
 #define BLK 32
 
 /* Lane l: element idx[l]'s draw number att[l] (its counter) into u[l] and
- * s[l] = u^2 + v^2, bad[l] = 1 where the draw is rejected (s then 0.5). */
-KV_CLONES static void draw_lanes(uint64_t seed, uint32_t stream, const uint64_t *idx, const uint32_t *att, double *u,
-                                 double *s, unsigned char *bad)
+ * s[l] = u^2 + v^2. Returns the rejected lanes, bit l for lane l (s then
+ * 0.5). */
+KV_CLONES static uint32_t draw_lanes(uint64_t seed, uint32_t stream, const uint64_t *idx, const uint32_t *att,
+                                     double *u, double *s)
 {
+    unsigned char bad[BLK];
     /* the 32-bit words in 64-bit lanes, so that the widening products vectorize */
     uint64_t c0[BLK], c1[BLK], c2[BLK], c3[BLK], k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
     for (int l = 0; l < BLK; l++) c0[l] = (uint32_t)idx[l], c1[l] = idx[l] >> 32, c2[l] = stream, c3[l] = att[l];
@@ -132,6 +134,9 @@ KV_CLONES static void draw_lanes(uint64_t seed, uint32_t stream, const uint64_t 
         bad[l] = (unsigned char)!ok;
         s[l] = ok ? sl : 0.5; /* a normal number in (0, 1): the lane is redone */
     }
+    uint32_t rej = 0;
+    for (int l = 0; l < BLK; l++) rej |= (uint32_t)bad[l] << l;
+    return rej;
 }
 
 /* out[l] = u[l] sqrt(-2 log(s[l]) / s[l]) for the accepted draws (u, s). */
@@ -182,10 +187,11 @@ static const double inv_odd[] = {1.0 / 23, 1.0 / 21, 1.0 / 19, 1.0 / 17, 1.0 / 1
  * (vpmullq, three uops on Intel) and 32-bit conversions where one widening
  * product (vpmuludq) and one exact 64-bit conversion (vcvtuqq2pd) serve. */
 #define V 8
-static __attribute__((target("avx512f,avx512dq"))) void draw_lanes_avx512(uint64_t seed, uint32_t stream,
-                                                                           const uint64_t *idx, const uint32_t *att,
-                                                                           double *u, double *s, unsigned char *bad)
+static __attribute__((target("avx512f,avx512dq"))) uint32_t draw_lanes_avx512(uint64_t seed, uint32_t stream,
+                                                                               const uint64_t *idx, const uint32_t *att,
+                                                                               double *u, double *s)
 {
+    uint32_t rej = 0;
     const __m512i lo32 = _mm512_set1_epi64(0xffffffff), m0 = _mm512_set1_epi64(PHILOX_M0),
                   m1 = _mm512_set1_epi64(PHILOX_M1);
     __m512i c0[BLK / V], c1[BLK / V], c2[BLK / V], c3[BLK / V];
@@ -220,15 +226,11 @@ static __attribute__((target("avx512f,avx512dq"))) void draw_lanes_avx512(uint64
         __m512d sl = _mm512_add_pd(_mm512_mul_pd(uu, uu), _mm512_mul_pd(v, v));
         __mmask8 ok = _mm512_cmp_pd_mask(sl, _mm512_setzero_pd(), _CMP_GT_OQ) &
                       _mm512_cmp_pd_mask(sl, one, _CMP_LT_OQ);
-        /* lane l's flag in byte l (x86-64: little-endian), each 4 bits of
-         * the mask spread into 4 bytes by one product */
-        const unsigned rej = (unsigned)(uint8_t)~ok;
-        const uint64_t flags = (((uint64_t)(rej & 15) * 0x00204081u) & 0x01010101u) |
-                               (((uint64_t)(rej >> 4) * 0x00204081u) & 0x01010101u) << 32;
-        memcpy(bad + g * V, &flags, sizeof flags);
+        rej |= (uint32_t)(uint8_t)~ok << (g * V);
         _mm512_storeu_pd(u + g * V, uu);
         _mm512_storeu_pd(s + g * V, _mm512_mask_blend_pd(ok, _mm512_set1_pd(0.5), sl));
     }
+    return rej;
 }
 
 static __attribute__((target("avx512f,avx512dq"))) void finish_lanes_avx512(const double *u, const double *s,
@@ -279,10 +281,10 @@ static __attribute__((target("avx2"))) __m256d exact_pd(__m256i i)
     return _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(i, two52)), _mm256_set1_pd(0x1p52));
 }
 
-static __attribute__((target("avx2"))) void draw_lanes_avx2(uint64_t seed, uint32_t stream, const uint64_t *idx,
-                                                            const uint32_t *att, double *u, double *s,
-                                                            unsigned char *bad)
+static __attribute__((target("avx2"))) uint32_t draw_lanes_avx2(uint64_t seed, uint32_t stream, const uint64_t *idx,
+                                                                const uint32_t *att, double *u, double *s)
 {
+    uint32_t rej = 0;
     const __m256i lo32 = _mm256_set1_epi64x(0xffffffff), m0 = _mm256_set1_epi64x(PHILOX_M0),
                   m1 = _mm256_set1_epi64x(PHILOX_M1);
     __m256i c0[BLK / V], c1[BLK / V], c2[BLK / V], c3[BLK / V];
@@ -321,12 +323,11 @@ static __attribute__((target("avx2"))) void draw_lanes_avx2(uint64_t seed, uint3
         __m256d uu = _mm256_sub_pd(_mm256_mul_pd(two, a), one), v = _mm256_sub_pd(_mm256_mul_pd(two, b), one);
         __m256d sl = _mm256_add_pd(_mm256_mul_pd(uu, uu), _mm256_mul_pd(v, v));
         __m256d ok = _mm256_and_pd(_mm256_cmp_pd(sl, _mm256_setzero_pd(), _CMP_GT_OQ), _mm256_cmp_pd(sl, one, _CMP_LT_OQ));
-        /* lane l's flag in byte l, the 4 bits spread into 4 bytes by one product */
-        const uint32_t rej = (uint32_t)(~_mm256_movemask_pd(ok) & 15), flags = (rej * 0x00204081u) & 0x01010101u;
-        memcpy(bad + g * V, &flags, sizeof flags);
+        rej |= (uint32_t)(~_mm256_movemask_pd(ok) & 15) << (g * V);
         _mm256_storeu_pd(u + g * V, uu);
         _mm256_storeu_pd(s + g * V, _mm256_blendv_pd(_mm256_set1_pd(0.5), sl, ok));
     }
+    return rej;
 }
 
 static __attribute__((target("avx2"))) void finish_lanes_avx2(const double *u, const double *s, double *out)
@@ -379,16 +380,15 @@ int kv_rng_lanes(int cap)
 #endif
 
 /* The lanes of the level kv_rng_lanes gives. */
-static void draw_block(uint64_t seed, uint32_t stream, const uint64_t *idx, const uint32_t *att, double *u, double *s,
-                       unsigned char *bad, int level)
+static uint32_t draw_block(uint64_t seed, uint32_t stream, const uint64_t *idx, const uint32_t *att, double *u,
+                           double *s, int level)
 {
 #ifdef KV_RNG_X86
-    if (level == 2) draw_lanes_avx512(seed, stream, idx, att, u, s, bad);
-    else if (level == 1) draw_lanes_avx2(seed, stream, idx, att, u, s, bad);
-    else
+    if (level == 2) return draw_lanes_avx512(seed, stream, idx, att, u, s);
+    if (level == 1) return draw_lanes_avx2(seed, stream, idx, att, u, s);
 #endif
-        draw_lanes(seed, stream, idx, att, u, s, bad);
     (void)level;
+    return draw_lanes(seed, stream, idx, att, u, s);
 }
 
 static void finish_block(const double *u, const double *s, double *out, int level)
@@ -402,18 +402,26 @@ static void finish_block(const double *u, const double *s, double *out, int leve
     (void)level;
 }
 
-/* Rejected lanes waiting for their next draw. Lanes join without a branch
- * (each is written at the end, and the count moves by its flag): which lanes
- * are rejected is random, and a branch on it is mispredicted a fifth of the
- * time. Fewer than BLK wait when a block joins (lanes are redone while BLK
- * or more wait), and a redo takes BLK and puts back at most BLK: at most
- * 2 BLK - 1 ever wait, so the slot written at the end is in range. */
+/* A piece's rejected lanes waiting for their next draw: element base +
+ * pos[q]'s draw number att[q]. Lanes are redone while BLK or more wait, and
+ * a redo takes BLK and puts back at most BLK: fewer than 2 BLK ever wait. */
 struct redo {
-    uint64_t idx[2 * BLK];
-    uint32_t att[2 * BLK];
-    uint32_t pos[2 * BLK];
+    uint64_t base;
+    uint32_t pos[2 * BLK], att[2 * BLK];
     int n;
 };
+
+/* The lanes of rej (a mask of lanes l < BLK) join the queue: lane l is
+ * element pos0 + l at draw number att[l] + 1 (att NULL: draw 0). Only the
+ * rejected lanes are visited, a fifth of them. */
+static void queue_rejected(struct redo *r, uint32_t rej, uint32_t pos0, const uint32_t *att, const uint32_t *pos)
+{
+    for (; rej; rej &= rej - 1) {
+        const int l = __builtin_ctz(rej);
+        r->pos[r->n] = pos ? pos[l] : pos0 + (uint32_t)l, r->att[r->n] = att ? att[l] + 1 : 1;
+        r->n++;
+    }
+}
 
 /* The first min(n, BLK) waiting lanes drawn again into u[pos], s[pos];
  * those rejected once more wait after the rest. A draw depends only on its
@@ -421,23 +429,20 @@ struct redo {
  * nothing. */
 static void redo_lanes(uint64_t seed, uint32_t stream, struct redo *r, double *u, double *s, int level)
 {
-    int m = r->n < BLK ? r->n : BLK, n = 0;
+    const int m = r->n < BLK ? r->n : BLK;
     uint64_t idx[BLK];
     uint32_t att[BLK], pos[BLK];
     double vu[BLK], vs[BLK];
-    unsigned char bad[BLK];
     for (int l = 0; l < BLK; l++) {
-        int k = l < m ? l : 0;
-        idx[l] = r->idx[k], att[l] = r->att[k], pos[l] = r->pos[k];
+        const int k = l < m ? l : 0;
+        idx[l] = r->base + r->pos[k], att[l] = r->att[k], pos[l] = r->pos[k];
     }
-    draw_block(seed, stream, idx, att, vu, vs, bad, level);
-    for (int l = m; l < r->n; l++, n++) r->idx[n] = r->idx[l], r->att[n] = r->att[l], r->pos[n] = r->pos[l];
-    for (int l = 0; l < m; l++) {
-        u[pos[l]] = vu[l], s[pos[l]] = vs[l];
-        r->idx[n] = idx[l], r->att[n] = att[l] + 1, r->pos[n] = pos[l];
-        n += bad[l];
-    }
-    r->n = n;
+    const uint32_t rej = draw_block(seed, stream, idx, att, vu, vs, level);
+    memmove(r->pos, r->pos + m, (size_t)(r->n - m) * sizeof r->pos[0]);
+    memmove(r->att, r->att + m, (size_t)(r->n - m) * sizeof r->att[0]);
+    r->n -= m;
+    for (int l = 0; l < m; l++) u[pos[l]] = vu[l], s[pos[l]] = vs[l];
+    queue_rejected(r, m == BLK ? rej : rej & ((1u << m) - 1), 0, att, pos);
 }
 
 /* Elements drawn before they are finished: a piece of a block, whose draws
@@ -450,19 +455,15 @@ void kv_rng_normal_block(uint64_t seed, uint32_t stream, uint64_t i0, size_t n, 
     const uint32_t att0[BLK] = {0};
     uint64_t idx[BLK];
     double u[PIECE], s[PIECE], v[BLK];
-    unsigned char bad[BLK];
     struct redo r;
     for (size_t o = 0; o < n; o += PIECE) {
         const size_t m = n - o < PIECE ? n - o : PIECE;
-        r.n = 0;
+        r.n = 0, r.base = i0 + o;
         /* whole blocks of lanes: those past the piece's end are drawn and finished, and not kept */
         for (size_t b = 0; b < m; b += BLK) {
             for (int l = 0; l < BLK; l++) idx[l] = i0 + o + b + (uint64_t)l;
-            draw_block(seed, stream, idx, att0, u + b, s + b, bad, level);
-            for (size_t l = 0; l < BLK && b + l < m; l++) {
-                r.idx[r.n] = idx[l], r.att[r.n] = 1, r.pos[r.n] = (uint32_t)(b + l);
-                r.n += bad[l];
-            }
+            const uint32_t rej = draw_block(seed, stream, idx, att0, u + b, s + b, level);
+            queue_rejected(&r, m - b >= BLK ? rej : rej & ((1u << (m - b)) - 1), (uint32_t)b, NULL, NULL);
             while (r.n >= BLK) redo_lanes(seed, stream, &r, u, s, level);
         }
         while (r.n > 0) redo_lanes(seed, stream, &r, u, s, level);
