@@ -175,13 +175,12 @@ KV_CLONES static void finish_lanes(const double *u, const double *s, double *out
     }
 }
 
-/* 1/(2k+1), k = 11 .. 1, the logarithm's series from its far end */
-static const double inv_odd[] = {1.0 / 23, 1.0 / 21, 1.0 / 19, 1.0 / 17, 1.0 / 15, 1.0 / 13,
-                                 1.0 / 11, 1.0 / 9,  1.0 / 7,  1.0 / 5,  1.0 / 3};
-
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
 #include <immintrin.h>
 #define KV_RNG_X86 1
+/* 1/(2k+1), k = 11 .. 1, the logarithm's series from its far end */
+static const double inv_odd[] = {1.0 / 23, 1.0 / 21, 1.0 / 19, 1.0 / 17, 1.0 / 15, 1.0 / 13,
+                                 1.0 / 11, 1.0 / 9,  1.0 / 7,  1.0 / 5,  1.0 / 3};
 /* The lanes in AVX-512 (F, DQ): the same operations in the same order, so
  * the same bits; GCC writes the vector code above with 64-bit products
  * (vpmullq, three uops on Intel) and 32-bit conversions where one widening
