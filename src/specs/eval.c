@@ -101,26 +101,35 @@ static inline int consecutive(const int64_t *restrict flat, int nl)
     return ok;
 }
 
+/* An exact input's parts from its values v: S and pk its magnitude, no
+ * error but a subnormal's, which may be flushed. The parts are arguments,
+ * restrict: GCC keeps no restrict of a local pointer, and with six arrays
+ * that may alias it leaves the loop scalar. */
+static inline __attribute__((always_inline)) void exact_parts(const double *restrict v, double *restrict S,
+                                                              double *restrict pk, double *restrict lam,
+                                                              double *restrict chn, double *restrict fix, int nl)
+{
+    for (int l = 0; l < nl; l++) {
+        const double m = fabs(v[l]);
+        S[l] = pk[l] = m, lam[l] = chn[l] = 0;
+        fix[l] = m < 0x1p-126 ? m : 0;
+    }
+}
+
 /* An f32 input's elements at flat[0..nl) into a leaf's parts (values: the
  * value alone): exact as the device sees them; a subnormal may be flushed.
  * Loops that vectorize. */
 KV_CLONES static void load_f32(double *const p[KV_EV_PARTS], const float *restrict raw, const int64_t *restrict flat,
                                int nl, int values)
 {
-    double *restrict v = p[KV_EV_V], *restrict S = p[KV_EV_S], *restrict pk = p[KV_EV_PK];
-    double *restrict lam = p[KV_EV_LAM], *restrict chn = p[KV_EV_CHN], *restrict fix = p[KV_EV_FIX];
+    double *restrict v = p[KV_EV_V];
     if (consecutive(flat, nl)) {
         const float *restrict r = raw + flat[0];
         for (int l = 0; l < nl; l++) v[l] = r[l];
     } else {
         for (int l = 0; l < nl; l++) v[l] = raw[flat[l]];
     }
-    if (values) return;
-    for (int l = 0; l < nl; l++) {
-        const double m = fabs(v[l]);
-        S[l] = pk[l] = m, lam[l] = chn[l] = 0;
-        fix[l] = m < 0x1p-126 ? m : 0;
-    }
+    if (!values) exact_parts(v, p[KV_EV_S], p[KV_EV_PK], p[KV_EV_LAM], p[KV_EV_CHN], p[KV_EV_FIX], nl);
 }
 
 /* dst[l] = src[flat[l]]: a loop that vectorizes. */
@@ -145,12 +154,7 @@ static int eval_access(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
     }
     if (a->raw) { /* an input: exact as the device sees it */
         for (int l = 0; l < nl; l++) p[KV_EV_V][l] = kv_load_f64(a->dtype, a->raw, (size_t)flat[l]);
-        for (int l = 0; l < nl && !c->values; l++) {
-            const double m = fabs(p[KV_EV_V][l]);
-            p[KV_EV_S][l] = p[KV_EV_PK][l] = m;
-            p[KV_EV_LAM][l] = p[KV_EV_CHN][l] = 0;
-            p[KV_EV_FIX][l] = m < 0x1p-126 ? m : 0; /* a subnormal input may be flushed */
-        }
+        if (!c->values) exact_parts(p[KV_EV_V], p[KV_EV_S], p[KV_EV_PK], p[KV_EV_LAM], p[KV_EV_CHN], p[KV_EV_FIX], nl);
         return 0;
     }
     /* another stage's output: the device is fed the oracle's value rounded to
