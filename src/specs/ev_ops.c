@@ -52,12 +52,13 @@ int kv_ev_ctx_init(struct kv_ev_ctx *c, const struct kv_ev *x, const struct kv_s
     const size_t nodes = st->rhs ? (size_t)st->n_nodes : 1;
     c->scr = malloc(nodes * KV_EV_PARTS * LANES * sizeof(double));
     c->kept = calloc(nodes, sizeof *c->kept);
+    c->key = malloc(nodes * KV_SX_MAX_VARS * sizeof *c->key);
     c->pool = malloc((size_t)(KV_SX_MAX_VARS + 1) * KV_SX_MAX_VARS * LANES * sizeof(int64_t));
     for (int v = 0; c->pool && v < KV_SX_MAX_VARS; v++) c->var[v] = c->pool + (size_t)v * LANES;
     c->depth = 1;
     /* a context for each virtual temp the statement reads, made here */
     const struct kv_spec *s = x->s;
-    int bad = !c->scr || !c->pool || !c->kept;
+    int bad = !c->scr || !c->pool || !c->kept || !c->key;
     for (int y = 0; y < s->n_syms && !bad; y++) {
         if (!s->sym[y].virt || !kv_sx_reads(st->rhs, y)) continue;
         if (!c->sub && !(c->sub = calloc((size_t)s->n_syms, sizeof *c->sub))) bad = 1;
@@ -82,9 +83,11 @@ void kv_ev_ctx_free(struct kv_ev_ctx *c)
     free(c->scr);
     free(c->pool);
     free(c->kept);
+    free(c->key);
     c->scr = NULL;
     c->pool = NULL;
     c->kept = NULL;
+    c->key = NULL;
 }
 
 /* The pool: a slot is taken by setting busy from 0 to 1; its context is

@@ -65,7 +65,8 @@ struct kv_ev_ctx {
     int failed;
     int slot; /* its slot in x->pool + 1; 0: made for one caller */
     int values; /* for a values_only target: only the values must be right (its errors are nobody's) */
-    int *kept;  /* per node id: a node of no variable (vars 0), the lanes its scratch holds, made once */
+    int *kept;  /* per node id: the lanes its scratch holds from once (eval.c), 0: none */
+    int64_t *key; /* per node id, KV_SX_MAX_VARS each: the values of its variables they were made at */
 };
 
 /* fmax, inlined: the larger, a NaN only where both are */
