@@ -294,9 +294,9 @@ static __attribute__((target("avx2"))) uint32_t draw_lanes_avx2(uint64_t seed, u
         c3[g] = _mm256_cvtepu32_epi64(_mm_loadu_si128((const __m128i *)(att + g * V)));
     }
     /* half the groups at a time: their words and the constants fit AVX2's 16
-     * registers (all of them spilled words on every round); each product's
-     * upper word moved down by a shuffle, which runs on two of Zen's pipes
-     * where a shift runs on one: 30 -> 27 ns a normal on a Zen 1 */
+     * registers (all the groups at once spilled words on every round); each
+     * product's upper word moved down by a shuffle, which runs on two of
+     * Zen's pipes where a shift runs on one: 30 -> 27 ns a normal on a Zen 1 */
     for (int h = 0; h < BLK / V; h += BLK / V / 2) {
         uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
         for (int r = 0; r < 10; r++) {
@@ -410,9 +410,10 @@ struct redo {
     int n;
 };
 
-/* The lanes of rej (a mask of lanes l < BLK) join the queue: lane l is
- * element pos0 + l at draw number att[l] + 1 (att NULL: draw 0). Only the
- * rejected lanes are visited, a fifth of them. */
+/* The lanes of rej (a mask of lanes l < BLK) join the queue for their next
+ * draw: lane l is the piece's element pos[l] (pos NULL: pos0 + l), whose
+ * draw att[l] (att NULL: 0) was rejected. Only the rejected lanes are
+ * visited, a fifth of them. */
 static void queue_rejected(struct redo *r, uint32_t rej, uint32_t pos0, const uint32_t *att, const uint32_t *pos)
 {
     for (; rej; rej &= rej - 1) {
