@@ -42,9 +42,11 @@ static struct kv_spec *make(const char *outputs, const char *math, enum kv_statu
     return s;
 }
 
-/* A case of s with n elements, inputs a, b, c and lab as given, the oracle run. */
-static void run(struct kv_spec *s, struct kv_case *c, int n, const float *a, const float *b, const float *cc,
-                const int32_t *lab, int exact)
+/* A case of s with n elements, inputs a, b, c and lab as given, the oracle
+ * run; output `blocked` (>= 0) made in blocks (kv_spec_block), as the
+ * pipeline asks where it judges an output block by block. */
+static void run_blocked(struct kv_spec *s, struct kv_case *c, int n, const float *a, const float *b, const float *cc,
+                        const int32_t *lab, int exact, int blocked)
 {
     char p[32];
     snprintf(p, sizeof p, "n=%d", n);
@@ -57,9 +59,16 @@ static void run(struct kv_spec *s, struct kv_case *c, int n, const float *a, con
     memcpy(c->t[2].data, cc, (size_t)n * 4);
     memcpy(c->t[3].data, lab, (size_t)n * 4);
     c->exact = exact;
+    if (blocked >= 0) c->blocked[blocked] = 1;
     enum kv_status st = s->k.oracle(c);
     if (st) fprintf(stderr, "%s\n", kv_error_msg());
     assert_int_equal(st, KV_OK);
+}
+
+static void run(struct kv_spec *s, struct kv_case *c, int n, const float *a, const float *b, const float *cc,
+                const int32_t *lab, int exact)
+{
+    run_blocked(s, c, n, a, b, cc, lab, exact, -1);
 }
 
 /* A case of s at its parameters' defaults, its tensors allocated. */
@@ -250,14 +259,7 @@ static void test_uniform_blocks(void **st)
         }
     }
     struct kv_case d;
-    assert_int_equal(kv_case_init(&d, &s->k, 1), KV_OK);
-    assert_int_equal(kv_param_apply(&d, "n=600"), KV_OK);
-    assert_int_equal(kv_case_shapes(&d), KV_OK);
-    assert_int_equal(kv_case_alloc(&d), KV_OK);
-    memcpy(d.t[0].data, a, sizeof a), memcpy(d.t[1].data, b, sizeof b), memcpy(d.t[2].data, cc, sizeof cc);
-    memcpy(d.t[3].data, lab, sizeof lab);
-    d.blocked[4] = 1;
-    assert_int_equal(s->k.oracle(&d), KV_OK);
+    run_blocked(s, &d, N, a, b, cc, lab, 0, 4);
     const size_t at[] = {5 * N, 2 * N + 500, 5 * N + 256, 5 * N + 512, 2 * N + 256};
     for (size_t q = 0; q < sizeof at / sizeof at[0]; q++) {
         double y[256], S[256];
