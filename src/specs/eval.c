@@ -244,15 +244,15 @@ KV_CLONES static void copy_lane0(double *p, int nl)
 static int once(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
 {
     int64_t *key = c->key + (size_t)e->id * KV_SX_MAX_VARS;
-    if (e->vars >> KV_SX_MAX_VARS) c->kept[e->id] = 0; /* a draw's (never uniform): not kept */
-    else if (c->kept[e->id] >= nl) {
+    const int keep = !(e->vars >> KV_SX_MAX_VARS); /* a draw's lanes (never uniform) are not kept */
+    if (keep && c->kept[e->id] >= nl) {
         int same = 1;
         for (unsigned m = e->vars; m && same; m &= m - 1) same = key[__builtin_ctz(m)] == c->var[__builtin_ctz(m)][0];
         if (same) return 0;
     }
-    if (kv_ev_node(c, e, 1)) return -1;
+    if (kv_ev_node(c, e, 1)) return -1; /* clears kept (a node with variables) */
     for (int k = 0; k < (c->values ? 1 : KV_EV_PARTS); k++) copy_lane0(kv_ev_part(c, e, k), nl);
-    if (e->vars >> KV_SX_MAX_VARS) return 0;
+    if (!keep) return 0;
     for (unsigned m = e->vars; m; m &= m - 1) key[__builtin_ctz(m)] = c->var[__builtin_ctz(m)][0];
     c->kept[e->id] = nl;
     return 0;
