@@ -2,7 +2,9 @@
  * shader, compiled with and without debug information under each set of
  * defines it builds with, instruments into a module SPIRV-Tools' validator
  * accepts wherever it accepts the original; the records of a module are
- * read back as written; a module it cannot read is refused in one line. */
+ * read back as written; a module it cannot read is refused in one line; no
+ * loop of an instrumented module keeps an Unroll hint (a device must unroll
+ * such a loop, checks and all, whatever its size). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,11 +14,21 @@
 #include <string.h>
 #include <cmocka.h>
 #include <spirv-tools/libspirv.h>
+#include <spirv/unified1/spirv.h>
 
 #include "kv_spv_valid.h"
 
 #include "sanitize/san.h"
 #include "spirv/glsl.h"
+
+/* The module's loops, and how many of them carry the Unroll hint. */
+static int loops_unrolled(const uint32_t *w, size_t n, int *loops)
+{
+    int unrolled = 0;
+    for (size_t i = 5; i < n && w[i] >> 16; i += w[i] >> 16)
+        if ((w[i] & 0xffffu) == SpvOpLoopMerge) ++*loops, unrolled += (w[i + 3] & SpvLoopControlUnrollMask) != 0;
+    return unrolled;
+}
 
 static void all_builtins_validate(void **state)
 {
@@ -24,7 +36,7 @@ static void all_builtins_validate(void **state)
     static const unsigned defs[] = {0, KV_SHADER_SUBGROUP, KV_SHADER_SUBGROUP | KV_SHADER_INT8,
                                     KV_SHADER_SUBGROUP | KV_SHADER_CMEL, KV_SHADER_ABF16, KV_SHADER_SUBGROUP | KV_SHADER_BF16CM};
     spv_context ctx = spvContextCreate(SPV_ENV_VULKAN_1_2);
-    int modules = 0, shadowed = 0, sites = 0, sg = 0, cm = 0, valid_sg = 0;
+    int modules = 0, shadowed = 0, sites = 0, sg = 0, cm = 0, valid_sg = 0, unrolled = 0;
     for (size_t i = 0; kv_glsl_builtin_at(i); i++) {
         const char *name = kv_glsl_builtin_at(i)->name;
         size_t len = strlen(name);
@@ -42,6 +54,10 @@ static void all_builtins_validate(void **state)
                 int ok = kv_spv_valid(ctx, m.words, m.bytes / 4, why, sizeof why);
                 if (orig_ok && !ok) fail_msg("%s (defines %u, debug %d): instrumented module invalid: %s", name, defs[d],
                                              debug, why);
+                int loops = 0, loops_out = 0;
+                unrolled += loops_unrolled(w, bytes / 4, &loops);
+                assert_int_equal(loops_unrolled(m.words, m.bytes / 4, &loops_out), 0);
+                assert_true(loops_out >= loops); /* every loop kept, the helpers' beside them */
                 sites += m.n_sites;
                 for (int s = 0; s < m.n_sites; s++) assert_true(m.site[s].where[0] != '\0');
                 if (debug && m.n_sites) assert_non_null(strstr(m.site[0].where, ":")); /* file:line */
@@ -54,11 +70,12 @@ static void all_builtins_validate(void **state)
             }
     }
     spvContextDestroy(ctx);
-    print_message("%d modules, %d shadowed, %d with subgroup epochs (%d validated), %d with cooperative matrices shadowed\n",
-                  modules, shadowed, sg, valid_sg, cm);
+    print_message("%d modules, %d shadowed, %d with subgroup epochs (%d validated), %d with cooperative matrices shadowed, "
+                  "%d unrolled loops\n", modules, shadowed, sg, valid_sg, cm, unrolled);
     assert_true(modules >= 40);
     assert_true(sites >= 40 * modules / 2);
     assert_true(shadowed >= 10);
+    assert_true(unrolled >= 10); /* the shaders' [[unroll]] loops reached the modules */
 }
 
 /* The buffer's header and a record, as the flush writes them, read back. */
