@@ -44,7 +44,7 @@ CASES = {
 }
 SETS = {"small": ["rmsnorm-2048x8192", "gemm-1024", "qdq-256Kx64"],
         "production": ["rmsnorm-16384x8192", "rmsnorm-32768x16384", "gemm-4096", "qdq-1Mx64", "gdn-wy-bwd-B8-T4096",
-                       "layernorm-16384x8192"]}
+                       "gdn-wy-bwd-T262144-sample", "layernorm-16384x8192"]}
 
 
 def run_kverify(kv, args):
