@@ -2,8 +2,8 @@
  * under each set of defines it builds with, and its sanitized build
  * (sanitize/san.h), rewrites into a module SPIRV-Tools' validator accepts
  * wherever it accepts the original, with a loop counted for each structured
- * loop it has; a module without loops is left alone; a module it cannot read
- * is refused in one line. */
+ * loop it has and none keeping an Unroll hint; a module without loops is
+ * left alone; a module it cannot read is refused in one line. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,18 +21,20 @@
 #include "sanitize/san.h"
 #include "spirv/glsl.h"
 
-/* The structured loops of a module (its OpLoopMerge instructions). */
-static int loop_merges(const uint32_t *w, size_t n)
+/* The structured loops of a module (its OpLoopMerge instructions), and
+ * into unrolled how many of them carry the Unroll hint. */
+static int loop_merges(const uint32_t *w, size_t n, int *unrolled)
 {
     int k = 0;
-    for (size_t i = 5; i < n && (w[i] >> 16); i += w[i] >> 16) k += (w[i] & 0xffffu) == 246; /* OpLoopMerge */
+    for (size_t i = 5; i < n && (w[i] >> 16); i += w[i] >> 16)
+        if ((w[i] & 0xffffu) == 246) k++, *unrolled += (w[i + 3] & 1u) != 0; /* OpLoopMerge, LoopControl Unroll */
     return k;
 }
 
 /* What the walk over the embedded shaders counts. */
 struct tally {
     spv_context ctx;
-    int modules, counted, loops;
+    int modules, counted, loops, unrolled;
 };
 
 /* The module w (bytes) of an embedded shader under defines def, rewritten
@@ -46,8 +48,12 @@ static void rewrite_checked(struct tally *t, const char *name, unsigned def, con
     size_t out_bytes = 0;
     int orig_ok = kv_spv_valid(t->ctx, w, bytes / 4, NULL, 0), n = -1;
     assert_int_equal(kv_loops_instrument(name, w, bytes, at, &out, &out_bytes, &n), KV_OK);
-    assert_int_equal(n, loop_merges(w, bytes / 4));
+    int unrolled = 0, unrolled_out = 0;
+    assert_int_equal(n, loop_merges(w, bytes / 4, &unrolled));
     if (!n) assert_null(out);
+    else assert_int_equal(loop_merges(out, out_bytes / 4, &unrolled_out), n);
+    assert_int_equal(unrolled_out, 0); /* no loop keeps the hint */
+    t->unrolled += unrolled;
     char why[1024];
     if (n && orig_ok && !kv_spv_valid(t->ctx, out, out_bytes / 4, why, sizeof why))
         fail_msg("%s (defines %u): the loop-cut build of the %s build is invalid: %s", name, def, build, why);
@@ -87,12 +93,14 @@ static void all_builtins_validate(void **state)
     (void)state;
     static const unsigned defs[] = {0, KV_SHADER_SUBGROUP, KV_SHADER_SUBGROUP | KV_SHADER_INT8,
                                     KV_SHADER_SUBGROUP | KV_SHADER_CMEL, KV_SHADER_ABF16, KV_SHADER_SUBGROUP | KV_SHADER_BF16CM};
-    struct tally t = {spvContextCreate(SPV_ENV_VULKAN_1_2), 0, 0, 0};
+    struct tally t = {spvContextCreate(SPV_ENV_VULKAN_1_2), 0, 0, 0, 0};
     each_builtin(defs, sizeof defs / sizeof *defs, 0, plain, &t);
     spvContextDestroy(t.ctx);
-    print_message("%d modules, %d with loops counted and validated, %d loops\n", t.modules, t.counted, t.loops);
+    print_message("%d modules, %d with loops counted and validated, %d loops (%d with the Unroll hint)\n", t.modules,
+                  t.counted, t.loops, t.unrolled);
     assert_true(t.modules >= 40);
     assert_true(t.counted >= t.modules / 2);
+    assert_true(t.unrolled >= 10); /* the shaders' [[unroll]] loops reached the rewrite */
 }
 
 /* Its sanitized build (every other one with 1 KiB of shared memory: the
@@ -112,7 +120,7 @@ static void sanitized_builds_validate(void **state)
 {
     (void)state;
     static const unsigned defs[] = {0, KV_SHADER_SUBGROUP, KV_SHADER_ABF16};
-    struct tally t = {spvContextCreate(SPV_ENV_VULKAN_1_2), 0, 0, 0};
+    struct tally t = {spvContextCreate(SPV_ENV_VULKAN_1_2), 0, 0, 0, 0};
     each_builtin(defs, sizeof defs / sizeof *defs, 1, sanitized, &t);
     spvContextDestroy(t.ctx);
     print_message("%d sanitized modules, %d with loops counted and validated\n", t.modules, t.counted);
