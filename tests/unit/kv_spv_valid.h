@@ -1,6 +1,6 @@
 /* SPIRV-Tools' validator, for the unit tests of kverify's SPIR-V rewrites
- * (the sanitizer's instrumentation, the address build). Include after
- * cmocka.h and spirv-tools/libspirv.h. */
+ * (the sanitizer's instrumentation, the address build), and a count of a
+ * module's loops. Include after cmocka.h and spirv-tools/libspirv.h. */
 #ifndef KV_SPV_VALID_H
 #define KV_SPV_VALID_H
 
@@ -18,6 +18,16 @@ static inline int kv_spv_valid(spv_context ctx, const uint32_t *w, size_t n, cha
     spvDiagnosticDestroy(diag);
     spvValidatorOptionsDestroy(opts);
     return r == SPV_SUCCESS;
+}
+
+/* The structured loops of the n words at w (their OpLoopMerge), and into
+ * unrolled how many of them carry the Unroll hint. */
+static inline int kv_spv_loops(const uint32_t *w, size_t n, int *unrolled)
+{
+    int k = 0;
+    for (size_t i = 5; i < n && (w[i] >> 16); i += w[i] >> 16)
+        if ((w[i] & 0xffffu) == 246) k++, *unrolled += (w[i + 3] & 1u) != 0; /* OpLoopMerge; LoopControl Unroll */
+    return k;
 }
 
 #endif

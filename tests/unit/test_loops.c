@@ -21,16 +21,6 @@
 #include "sanitize/san.h"
 #include "spirv/glsl.h"
 
-/* The structured loops of a module (its OpLoopMerge instructions), and
- * into unrolled how many of them carry the Unroll hint. */
-static int loop_merges(const uint32_t *w, size_t n, int *unrolled)
-{
-    int k = 0;
-    for (size_t i = 5; i < n && (w[i] >> 16); i += w[i] >> 16)
-        if ((w[i] & 0xffffu) == 246) k++, *unrolled += (w[i + 3] & 1u) != 0; /* OpLoopMerge, LoopControl Unroll */
-    return k;
-}
-
 /* What the walk over the embedded shaders counts. */
 struct tally {
     spv_context ctx;
@@ -49,9 +39,9 @@ static void rewrite_checked(struct tally *t, const char *name, unsigned def, con
     int orig_ok = kv_spv_valid(t->ctx, w, bytes / 4, NULL, 0), n = -1;
     assert_int_equal(kv_loops_instrument(name, w, bytes, at, &out, &out_bytes, &n), KV_OK);
     int unrolled = 0, unrolled_out = 0;
-    assert_int_equal(n, loop_merges(w, bytes / 4, &unrolled));
+    assert_int_equal(n, kv_spv_loops(w, bytes / 4, &unrolled));
     if (!n) assert_null(out);
-    else assert_int_equal(loop_merges(out, out_bytes / 4, &unrolled_out), n);
+    else assert_int_equal(kv_spv_loops(out, out_bytes / 4, &unrolled_out), n);
     assert_int_equal(unrolled_out, 0); /* no loop keeps the hint */
     t->unrolled += unrolled;
     char why[1024];

@@ -14,21 +14,11 @@
 #include <string.h>
 #include <cmocka.h>
 #include <spirv-tools/libspirv.h>
-#include <spirv/unified1/spirv.h>
 
 #include "kv_spv_valid.h"
 
 #include "sanitize/san.h"
 #include "spirv/glsl.h"
-
-/* The module's loops, and how many of them carry the Unroll hint. */
-static int loops_unrolled(const uint32_t *w, size_t n, int *loops)
-{
-    int unrolled = 0;
-    for (size_t i = 5; i < n && w[i] >> 16; i += w[i] >> 16)
-        if ((w[i] & 0xffffu) == SpvOpLoopMerge) ++*loops, unrolled += (w[i + 3] & SpvLoopControlUnrollMask) != 0;
-    return unrolled;
-}
 
 static void all_builtins_validate(void **state)
 {
@@ -54,10 +44,11 @@ static void all_builtins_validate(void **state)
                 int ok = kv_spv_valid(ctx, m.words, m.bytes / 4, why, sizeof why);
                 if (orig_ok && !ok) fail_msg("%s (defines %u, debug %d): instrumented module invalid: %s", name, defs[d],
                                              debug, why);
-                int loops = 0, loops_out = 0;
-                unrolled += loops_unrolled(w, bytes / 4, &loops);
-                assert_int_equal(loops_unrolled(m.words, m.bytes / 4, &loops_out), 0);
-                assert_true(loops_out >= loops); /* every loop kept, the helpers' beside them */
+                int unrolled_out = 0;
+                const int loops = kv_spv_loops(w, bytes / 4, &unrolled);
+                /* every loop kept (the helpers' beside them), none with the hint */
+                assert_true(kv_spv_loops(m.words, m.bytes / 4, &unrolled_out) >= loops);
+                assert_int_equal(unrolled_out, 0);
                 sites += m.n_sites;
                 for (int s = 0; s < m.n_sites; s++) assert_true(m.site[s].where[0] != '\0');
                 if (debug && m.n_sites) assert_non_null(strstr(m.site[0].where, ":")); /* file:line */
