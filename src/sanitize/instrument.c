@@ -408,12 +408,9 @@ static void rewrite_functions(struct walk *x)
         if ((op == SpvOpReturn || op == SpvOpReturnValue) && fn == m->entry_fn) call(x, x->c.f_flush);
         if (op == SpvOpControlBarrier && x->c.sb && kv_spv_const(m, w[3], &sem)) /* the shadow's buffer ordered too */
             KV_INS(&x->body, SpvOpControlBarrier, w[1], w[2], kv_spv_u32(m, sem | 0x40u));
-        else kv_words_put(&x->body, w, kv_len(w[0]));
-        /* A loop's Unroll hint dropped: it forces a device to unroll the
-         * loop's body, checks and all, whatever its size (lavapipe took 150 s
-         * to build gemm's tile so, 14 s without the hint). The device's own
-         * heuristics still apply; no unrolling changes what a loop computes. */
-        if (op == SpvOpLoopMerge) x->body.w[x->body.n - kv_len(w[0]) + 3] &= ~(uint32_t)SpvLoopControlUnrollMask;
+        /* a loop without its Unroll hint: unrolled, the checks went with every
+         * copy (lavapipe took 150 s to build gemm's tile so, 14 s without) */
+        else kv_words_put_rolled(&x->body, w);
         uint32_t scope = op == SpvOpControlBarrier ? const_of(m, w[1], 0) : 0;
         if (x->c.shared && (scope == SpvScopeWorkgroup || (scope == SpvScopeSubgroup && x->c.sg))) {
             uint32_t e = kv_spv_id(m), e1 = kv_spv_id(m), v = scope == SpvScopeWorkgroup ? x->c.epoch : x->c.sepoch;

@@ -170,13 +170,7 @@ static void rewrite(struct lw *x)
         }
         if (is_terminator(op)) {
             before_terminator(x, cur, w, fn == m->entry_fn);
-            if (held) {
-                kv_words_put(&x->body, m->w + held, kv_len(m->w[held]));
-                /* no Unroll hint: it would force the counting into every copy
-                 * of the body (instrument.c drops it too) */
-                if (kv_op(m->w[held]) == SpvOpLoopMerge)
-                    x->body.w[x->body.n - kv_len(m->w[held]) + 3] &= ~(uint32_t)SpvLoopControlUnrollMask;
-            }
+            if (held) kv_words_put_rolled(&x->body, m->w + held); /* no Unroll hint: the counting in every copy */
             held = 0;
         }
         kv_words_put(&x->body, w, kv_len(w[0]));

@@ -37,6 +37,10 @@ struct kv_words {
     int oom;
 };
 void kv_words_put(struct kv_words *b, const uint32_t *w, size_t n);
+/* The instruction at w put as it is, except a loop's merge loses its Unroll
+ * hint: the hint forces a device to unroll the loop's body whatever its size,
+ * and the rewrites (the sanitizer's, the loop-cut build's) add to that body. */
+void kv_words_put_rolled(struct kv_words *b, const uint32_t *w);
 /* One instruction: opcode and its operands. */
 void kv_words_ins(struct kv_words *b, uint32_t op, size_t n, const uint32_t *args);
 #define KV_INS(b, op, ...) \
