@@ -3,7 +3,7 @@
 would otherwise use, in one run on one machine.
 
 usage: scripts/bench-verdict.py [--kverify PATH] [--cases small|production|NAME,...]
-                                [--peers numpy,torch] [--repeat N] [--json FILE]
+                                [--peers numpy,torch,torch-process] [--repeat N] [--json FILE]
 
 For each case it runs `kverify KERNEL ... --verbose` (its phases, wall time
 and the process's max RSS, measured here) and, beside it:
@@ -15,6 +15,16 @@ and the process's max RSS, measured here) and, beside it:
          there is one; the GPU machine's peer; needs torch).
 A peer that is not installed is left out with a note. Times are seconds of
 wall clock, compared only within one run.
+
+Two more figures put the ratios in context (each the best of --repeat):
+  floor          kverify's smallest verdict (rmsnorm-bwd, 1 row of 32), end to
+                 end: the process, the device opened and closed, its cached
+                 pipelines; no kverify case runs in less on that device. The
+                 peers above are timed inside a process that is already up.
+  torch-process  the torch route in a fresh Python process, its start, the
+                 import of torch and its device's start included: what a
+                 verdict by that route costs when it is its own process, as
+                 each kverify run is (--peers torch-process).
 """
 import argparse
 import json
@@ -42,6 +52,7 @@ CASES = {
     "gdn-wy-bwd-T262144-sample": (["gdn-wy-bwd", "--batch", "1", "--seq", "262144", "--heads", "32", "--kv-heads", "8",
                                    "--variant", "bf16-coopmat", "--sample", "100000"], None),
 }
+FLOOR = ["rmsnorm-bwd", "--rows", "1", "--dim", "32"]
 SETS = {"small": ["rmsnorm-2048x8192", "gemm-1024", "qdq-256Kx64"],
         "production": ["rmsnorm-16384x8192", "rmsnorm-32768x16384", "gemm-4096", "qdq-1Mx64", "gdn-wy-bwd-B8-T4096",
                        "gdn-wy-bwd-T262144-sample", "layernorm-16384x8192"]}
@@ -203,6 +214,22 @@ def torch_peer(math):
     return {"wall_s": time.perf_counter() - t, "device": dev, "assert_close": ok}
 
 
+def torch_process_peer(math):
+    """The torch route in a fresh Python process (its start, the import of
+    torch and the device's start included), timed from here."""
+    t = time.perf_counter()
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--peer-math", json.dumps(math)],
+                         capture_output=True, text=True)
+    w = time.perf_counter() - t
+    if out.returncode != 0:
+        err = (out.stderr.strip().splitlines() or ["exit %d" % out.returncode])[-1]
+        if "ModuleNotFoundError" in err or "ImportError" in err:
+            raise ImportError(err)
+        raise RuntimeError("torch-process: " + err)
+    inner = json.loads(out.stdout.strip().splitlines()[-1])
+    return {"wall_s": w, "route_s": inner["wall_s"], "device": inner["device"], "assert_close": inner["assert_close"]}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kverify", default=os.path.join(os.path.dirname(__file__), "..", "build", "kverify"))
@@ -210,16 +237,24 @@ def main():
     ap.add_argument("--peers", default="numpy,torch")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--json")
+    ap.add_argument("--peer-math", help=argparse.SUPPRESS)  # torch-process's child: the torch route, one JSON line
     a = ap.parse_args()
+    if a.peer_math:
+        print(json.dumps(torch_peer(tuple(json.loads(a.peer_math)))))
+        return
+    if a.repeat < 1:
+        sys.exit("bench-verdict: --repeat must be at least 1")
     names = SETS.get(a.cases, a.cases.split(","))
     for n in names:
         if n not in CASES:
             sys.exit(f"bench-verdict: unknown case '{n}' (known: {', '.join(CASES)})")
-    peers = {"numpy": numpy_peer, "torch": torch_peer}
+    peers = {"numpy": numpy_peer, "torch": torch_peer, "torch-process": torch_process_peer}
     wanted = [p for p in a.peers.split(",") if p]
     for p in wanted:
         if p not in peers:
-            sys.exit(f"bench-verdict: unknown peer '{p}' (numpy, torch)")
+            sys.exit(f"bench-verdict: unknown peer '{p}' (numpy, torch, torch-process)")
+    floor = min((run_kverify(a.kverify, FLOOR) for _ in range(a.repeat)), key=lambda x: x["wall_s"])
+    print(f"{'floor':24s} kverify {floor['wall_s']:7.2f} s ({floor['status']}, {' '.join(FLOOR)})", flush=True)
     rows = []
     for n in names:
         args, math = CASES[n]
@@ -237,7 +272,8 @@ def main():
                 row[p] = {"note": f"not installed: {e}"}
         rows.append(row)
         k = best
-        line = f"{n:24s} kverify {k['wall_s']:7.2f} s ({k['status']}, rss {k['max_rss_gb']:.2f} GB)"
+        line = (f"{n:24s} kverify {k['wall_s']:7.2f} s ({k['status']}, rss {k['max_rss_gb']:.2f} GB, "
+                f"{k['wall_s'] - floor['wall_s']:.2f} s above the floor)")
         for p in wanted:
             if "wall_s" in row.get(p, {}):
                 line += f"  {p} {row[p]['wall_s']:7.2f} s (kverify/{p} {k['wall_s'] / row[p]['wall_s']:.1f}x)"
@@ -247,7 +283,8 @@ def main():
             print("    " + ", ".join(f"{key} {v:.3f}" for key, v in ph.items()), flush=True)
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"machine": os.uname().nodename, "cpus": os.cpu_count(), "rows": rows}, f, indent=1)
+            json.dump({"machine": os.uname().nodename, "cpus": os.cpu_count(), "floor": floor, "rows": rows}, f,
+                      indent=1)
 
 
 if __name__ == "__main__":
