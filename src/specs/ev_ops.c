@@ -16,6 +16,7 @@
 #include <float.h>
 #include <math.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,10 +165,20 @@ int kv_ev_fail_at(struct kv_ev_ctx *c, const struct kv_sx *e, int lane, const ch
     return -1;
 }
 
-/* a * e without the NaN of Inf * 0: an error of 0 stays 0 */
+/* a * e without the NaN of Inf * 0: an error of 0 stays 0 (+0). The
+ * product made on every lane, and cleared by a mask of its bits where e is
+ * 0: a product under a condition is one the compiler may not make ahead of
+ * it (it could raise a floating-point exception), so that without masked
+ * vector operations (AVX2) its loops stayed scalar, a branch per lane. */
 static inline double mulE(double a, double e)
 {
-    return e == 0 ? 0 : fabs(a) * e;
+    const double p = fabs(a) * e;
+    uint64_t b;
+    memcpy(&b, &p, sizeof b);
+    b &= -(uint64_t)(e != 0);
+    double r;
+    memcpy(&r, &b, sizeof r);
+    return r;
 }
 
 struct parts {
@@ -369,18 +380,20 @@ KV_CLONES static void compare(const struct kv_sx *e, struct parts *o, const stru
     case KV_SX_LE: for (int l = 0; l < nl; l++) r[l] = x[l] <= y[l]; break;
     case KV_SX_GT: for (int l = 0; l < nl; l++) r[l] = x[l] > y[l]; break;
     case KV_SX_GE: for (int l = 0; l < nl; l++) r[l] = x[l] >= y[l]; break;
-    case KV_SX_AND: for (int l = 0; l < nl; l++) r[l] = x[l] != 0 && y[l] != 0; break;
-    default: for (int l = 0; l < nl; l++) r[l] = x[l] != 0 || y[l] != 0; break;
+    /* & and | of the compares, not && and ||: each compare made on every
+     * lane (no branch), so that these loops vectorise */
+    case KV_SX_AND: for (int l = 0; l < nl; l++) r[l] = (x[l] != 0) & (y[l] != 0); break;
+    default: for (int l = 0; l < nl; l++) r[l] = (x[l] != 0) | (y[l] != 0); break;
     }
     const double *restrict fa = a->p[KV_EV_FIX], *restrict fb = b->p[KV_EV_FIX];
     if (e->op == KV_SX_AND || e->op == KV_SX_OR) {
-        for (int l = 0; l < nl; l++) fix[l] = fa[l] > 0 || fb[l] > 0;
+        for (int l = 0; l < nl; l++) fix[l] = (fa[l] > 0) | (fb[l] > 0);
     } else {
         const double *restrict la = a->p[KV_EV_LAM], *restrict lb = b->p[KV_EV_LAM];
         const double *restrict ca = a->p[KV_EV_CHN], *restrict cb = b->p[KV_EV_CHN];
         for (int l = 0; l < nl; l++) {
             const double err = (8 * la[l] + fa[l] + ca[l]) + (8 * lb[l] + fb[l] + cb[l]); /* total_err's */
-            fix[l] = err > 0 && fabs(x[l] - y[l]) <= err;
+            fix[l] = (err > 0) & (fabs(x[l] - y[l]) <= err);
         }
     }
     double *restrict S = o->p[KV_EV_S], *restrict lam = o->p[KV_EV_LAM], *restrict chn = o->p[KV_EV_CHN];
@@ -454,8 +467,10 @@ KV_CLONES static void minmax(const struct kv_sx *e, struct parts *o, const struc
     double *restrict v = o->p[KV_EV_V], *restrict S = o->p[KV_EV_S];
     const int is_max = e->ref == KV_FN_MAX;
     for (int l = 0; l < nl; l++) {
-        const int pick_a = isnan(x[l]) || (!isnan(y[l]) && (is_max ? x[l] >= y[l] : x[l] <= y[l]));
-        v[l] = pick_a ? x[l] : y[l], S[l] = pick_a ? Sa[l] : Sb[l];
+        const int ge = x[l] >= y[l], le = x[l] <= y[l]; /* both made, no branch: the loop vectorises */
+        const int pick_a = isnan(x[l]) | ((!isnan(y[l])) & ((is_max & ge) | ((!is_max) & le)));
+        const double sa = Sa[l], sb = Sb[l]; /* both loaded, then one chosen */
+        v[l] = pick_a ? x[l] : y[l], S[l] = pick_a ? sa : sb;
     }
     for (int k = KV_EV_LAM; k <= KV_EV_PK; k++) { /* S is not among them */
         const double *restrict pa = a->p[k], *restrict pb = b->p[k];

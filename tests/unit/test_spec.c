@@ -410,8 +410,10 @@ static void test_rounding(void **st)
 static void test_ieee(void **st)
 {
     (void)st;
-    struct kv_spec *s = make(OUT("d", "n") "," OUT("m", "n"),
-                             "\"d[i] = a[i] / b[i] - c[i] / c[i]\", \"m[i] = max(j in 0..n, a[j]) + 0 * b[i]\"", KV_OK);
+    struct kv_spec *s = make(OUT("d", "n") "," OUT("m", "n") "," OUT("q", "n"),
+                             "\"d[i] = a[i] / b[i] - c[i] / c[i]\", \"m[i] = max(j in 0..n, a[j]) + 0 * b[i]\","
+                             "\"q[i] = sqrt(c[i] - c[i])\"",
+                             KV_OK);
     const float a[4] = {1, -1, 0, NAN}, b[4] = {0, 0, 0, 1}, cc[4] = {INFINITY, 1, 1, 1};
     struct kv_case c;
     run(s, &c, 4, a, b, cc, LAB, 0);
@@ -421,6 +423,9 @@ static void test_ieee(void **st)
     assert_true(isnan(c.y[4][3]));                         /* NaN */
     for (int i = 0; i < 4; i++) assert_true(isnan(c.y[5][i]));
     assert_false(isnan(c.fix[4][1]));                      /* an error of 0 times Inf stays 0 */
+    /* sqrt's derivative at an exact 0 is Inf: times the error 0, still 0 (lane 0: Inf - Inf) */
+    for (int i = 1; i < 4; i++)
+        assert_true(c.y[6][i] == 0 && c.fix[6][i] == 0 && c.lam[6][i] == 0);
     kv_case_free(&c);
     kv_spec_free(s);
 }
