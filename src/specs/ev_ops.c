@@ -16,13 +16,13 @@
 #include <float.h>
 #include <math.h>
 #include <stdatomic.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/clones.h"
 #include "core/dtype.h"
+#include "core/judge_tile.h" /* kv_bits_of, kv_double_of */
 #include "specs/ev_ops.h"
 
 #define LANES KV_EV_LANES
@@ -172,13 +172,7 @@ int kv_ev_fail_at(struct kv_ev_ctx *c, const struct kv_sx *e, int lane, const ch
  * vector operations (AVX2) its loops stayed scalar, a branch per lane. */
 static inline double mulE(double a, double e)
 {
-    const double p = fabs(a) * e;
-    uint64_t b;
-    memcpy(&b, &p, sizeof b);
-    b &= -(uint64_t)(e != 0);
-    double r;
-    memcpy(&r, &b, sizeof r);
-    return r;
+    return kv_double_of(kv_bits_of(fabs(a) * e) & -(int64_t)(e != 0));
 }
 
 struct parts {
