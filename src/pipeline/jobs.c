@@ -435,7 +435,8 @@ static enum kv_status device_pass(struct jobs_run *x, const char *selector)
     if (x->dev)
         fprintf(x->tab, "device %u: %s (%s, %s)\n", x->dev->info.index, x->dev->info.name, x->dev->info.type,
                 x->dev->info.driver);
-    else fprintf(x->tab, "no device: the outputs with a candidate are judged\n");
+    else if (x->total) /* else no case was selected: none is judged */
+        fprintf(x->tab, "no device: the outputs with a candidate are judged\n");
     kv_table_header(x->tab);
     KV_TRY(run_all(x));
 cleanup:

@@ -30,8 +30,9 @@ else
   echo "this device runs bf16 tensor cores: the all-skipped kernel command is not reachable here"
 fi
 
-# run: no case selected at all (any device)
+# run: no case selected at all (any device), and no line that says how cases were judged
 expect_error 77 'nothing was judged: no case was selected' "$KV" run "$KV_SRC/suites/smoke.json" --filter '^no such case$'
+grep -q 'no device' "$TMP/out" && fail "run with no case selected: stdout says there is no device"
 
 # mutate: no mutant judged (a stage that no sweep case runs; lines without
 # mutants are a usage error, exit 2, before anything runs)
