@@ -33,6 +33,8 @@ fi
 # run: no case selected at all (any device), and no line that says how cases were judged
 expect_error 77 'nothing was judged: no case was selected' "$KV" run "$KV_SRC/suites/smoke.json" --filter '^no such case$'
 grep -q 'no device' "$TMP/out" && fail "run with no case selected: stdout says there is no device"
+# the production suite (a GPU machine's: too large here) has every entry well formed
+expect_error 77 'nothing was judged: no case was selected' "$KV" run "$KV_SRC/suites/production.json" --filter '^no such case$'
 
 # mutate: no mutant judged (a stage that no sweep case runs; lines without
 # mutants are a usage error, exit 2, before anything runs)
