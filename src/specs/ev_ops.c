@@ -75,6 +75,13 @@ int kv_ev_ctx_init(struct kv_ev_ctx *c, const struct kv_ev *x, const struct kv_s
     return 0;
 }
 
+void kv_ev_ctx_values(struct kv_ev_ctx *c, int values)
+{
+    c->values = values;
+    for (int y = 0; c->sub && y < c->x->s->n_syms; y++)
+        if (c->sub[y]) kv_ev_ctx_values(c->sub[y], values);
+}
+
 void kv_ev_ctx_free(struct kv_ev_ctx *c)
 {
     for (int y = 0; c->sub && y < c->x->s->n_syms; y++)
@@ -282,31 +289,38 @@ static void function(const struct kv_ev_ctx *c, int fn, const struct parts *a, i
  * operation's value as the full rules make it: the same expression (the
  * full rules keep theirs in their vectorised loops: arith, compare, minmax,
  * power; unit.spec's prepare_ops holds the two to the same bits). */
-static void binary_values(const struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
+KV_CLONES static void binary_values(const struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
 {
-    double *o = kv_ev_part(c, e, KV_EV_V);
-    const double *a = kv_ev_part(c, e->kid[0], KV_EV_V), *b = kv_ev_part(c, e->kid[1], KV_EV_V);
-    for (int l = 0; l < nl; l++) {
-        const double x = a[l], y = b[l];
-        switch (e->op) {
-        case KV_SX_ADD: o[l] = x + 1 * y; break;
-        case KV_SX_SUB: o[l] = x + -1 * y; break;
-        case KV_SX_MUL: o[l] = x * y; break;
-        case KV_SX_DIV: o[l] = x / y; break;
-        case KV_SX_MOD: o[l] = x - y * floor(x / y); break;
-        case KV_SX_EQ: o[l] = x == y; break;
-        case KV_SX_NE: o[l] = x != y; break;
-        case KV_SX_LT: o[l] = x < y; break;
-        case KV_SX_LE: o[l] = x <= y; break;
-        case KV_SX_GT: o[l] = x > y; break;
-        case KV_SX_GE: o[l] = x >= y; break;
-        case KV_SX_AND: o[l] = x != 0 && y != 0; break;
-        case KV_SX_OR: o[l] = x != 0 || y != 0; break;
-        default: /* a function of two */
-            if (e->ref == KV_FN_POW) o[l] = pow(x, y);
-            else o[l] = isnan(x) || (!isnan(y) && (e->ref == KV_FN_MAX ? x >= y : x <= y)) ? x : y;
-            break;
+    double *restrict o = kv_ev_part(c, e, KV_EV_V);
+    const double *restrict a = kv_ev_part(c, e->kid[0], KV_EV_V), *restrict b = kv_ev_part(c, e->kid[1], KV_EV_V);
+    /* the switch outside the loops, each a loop without a branch that
+     * vectorises (& and |: both compares made on every lane) */
+    switch (e->op) {
+    case KV_SX_ADD: for (int l = 0; l < nl; l++) o[l] = a[l] + 1 * b[l]; break;
+    case KV_SX_SUB: for (int l = 0; l < nl; l++) o[l] = a[l] + -1 * b[l]; break;
+    case KV_SX_MUL: for (int l = 0; l < nl; l++) o[l] = a[l] * b[l]; break;
+    case KV_SX_DIV: for (int l = 0; l < nl; l++) o[l] = a[l] / b[l]; break;
+    case KV_SX_MOD: for (int l = 0; l < nl; l++) o[l] = a[l] - b[l] * floor(a[l] / b[l]); break;
+    case KV_SX_EQ: for (int l = 0; l < nl; l++) o[l] = a[l] == b[l]; break;
+    case KV_SX_NE: for (int l = 0; l < nl; l++) o[l] = a[l] != b[l]; break;
+    case KV_SX_LT: for (int l = 0; l < nl; l++) o[l] = a[l] < b[l]; break;
+    case KV_SX_LE: for (int l = 0; l < nl; l++) o[l] = a[l] <= b[l]; break;
+    case KV_SX_GT: for (int l = 0; l < nl; l++) o[l] = a[l] > b[l]; break;
+    case KV_SX_GE: for (int l = 0; l < nl; l++) o[l] = a[l] >= b[l]; break;
+    case KV_SX_AND: for (int l = 0; l < nl; l++) o[l] = (a[l] != 0) & (b[l] != 0); break;
+    case KV_SX_OR: for (int l = 0; l < nl; l++) o[l] = (a[l] != 0) | (b[l] != 0); break;
+    default: /* a function of two */
+        if (e->ref == KV_FN_POW) {
+            for (int l = 0; l < nl; l++) o[l] = pow(a[l], b[l]);
+        } else { /* minmax's choice */
+            const int is_max = e->ref == KV_FN_MAX;
+            for (int l = 0; l < nl; l++) {
+                const double x = a[l], y = b[l];
+                const int ge = x >= y, le = x <= y;
+                o[l] = isnan(x) | ((!isnan(y)) & ((is_max & ge) | ((!is_max) & le))) ? x : y;
+            }
         }
+        break;
     }
 }
 

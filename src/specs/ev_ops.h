@@ -95,6 +95,10 @@ void kv_ev_pool_free(struct kv_ev *x);
 /* 0, or -1 when out of memory. */
 int kv_ev_ctx_init(struct kv_ev_ctx *c, const struct kv_ev *x, const struct kv_spec_stmt *st, int i, int stage);
 void kv_ev_ctx_free(struct kv_ev_ctx *c);
+/* c->values set, and so in the contexts of the virtual temps it reads (a
+ * prepare statement's: its virtual temps' values alone too, which are the
+ * full rules' values, unit.spec's prepare_ops). */
+void kv_ev_ctx_values(struct kv_ev_ctx *c, int values);
 
 /* Node e and its kids for nl lanes (eval.c: kv_ev_node); a reduction node
  * (ev_reduce.c), its range and terms by node; 0, or -1 with c->err set

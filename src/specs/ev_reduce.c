@@ -98,6 +98,22 @@ KV_CLONES static void sum_lanes(struct lane_sums *restrict a, const double *cons
     }
 }
 
+/* The values alone (c->values), one term per lane added as acc_add_value
+ * adds it, the running values held per lane (a loop that vectorizes). */
+KV_CLONES static void value_lanes(double *restrict acc, const double *restrict v, int nl, enum kv_sx_op op)
+{
+    if (op == KV_SX_SUM) {
+        for (int l = 0; l < nl; l++) acc[l] += v[l];
+        return;
+    }
+    const int is_max = op == KV_SX_RMAX;
+    for (int l = 0; l < nl; l++) {
+        const double cur = acc[l], x = v[l];
+        const int past = (is_max & (x > cur)) | ((!is_max) & (x < cur)); /* both compares made: no branch */
+        acc[l] = (!isnan(cur)) & (isnan(x) | past) ? x : cur;
+    }
+}
+
 /* Lanes across the outer elements, the range walked one index at a time. */
 static int reduce_outer(struct kv_ev_ctx *c, const struct kv_sx *e, int nl, int64_t lo, int64_t hi, kv_ev_node_fn *node)
 {
@@ -106,7 +122,8 @@ static int reduce_outer(struct kv_ev_ctx *c, const struct kv_sx *e, int nl, int6
     const double *b[KV_EV_PARTS];
     for (int k = 0; k < KV_EV_PARTS; k++) b[k] = kv_ev_part(c, e->kid[2], k);
     if (sums) memset(sums, 0, sizeof *sums);
-    for (int l = 0; l < nl; l++) acc_init(&a[l], e->op);
+    double vals[LANES]; /* c->values: each lane's running value */
+    for (int l = 0; l < nl; l++) acc_init(&a[l], e->op), vals[l] = a[l].p[KV_EV_V];
     const unsigned uni = c->uni;
     c->uni |= 1u << e->ref;
     for (int64_t k = lo; k < hi; k++) {
@@ -115,14 +132,14 @@ static int reduce_outer(struct kv_ev_ctx *c, const struct kv_sx *e, int nl, int6
             c->uni = uni;
             return -1;
         }
-        if (c->values)
-            for (int l = 0; l < nl; l++) acc_add_value(&a[l], e->op, b[KV_EV_V][l]);
+        if (c->values) value_lanes(vals, b[KV_EV_V], nl, e->op);
         else if (sums) sum_lanes(sums, b, nl);
         else
             for (int l = 0; l < nl; l++) acc_extreme(&a[l], e->op, b, l);
     }
     c->uni = uni;
     for (int l = 0; l < nl; l++) {
+        if (c->values) a[l].p[KV_EV_V] = vals[l], a[l].n = hi - lo;
         if (sums && !c->values) {
             for (int k = 0; k < KV_EV_PARTS; k++) a[l].p[k] = sums->p[k][l];
             a[l].abs = sums->abs[l], a[l].n = hi - lo;

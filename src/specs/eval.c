@@ -88,7 +88,7 @@ static int eval_virtual(struct kv_ev_ctx *c, const struct kv_sx *e, const struct
     v->memo_n = nl;
     memcpy(v->memo, flat, (size_t)nl * sizeof *flat);
 copy:
-    for (int k = 0; k < KV_EV_PARTS; k++)
+    for (int k = 0; k < (c->values ? 1 : KV_EV_PARTS); k++) /* values alone: v made its value alone */
         memcpy(kv_ev_part(c, e, k), kv_ev_part(v, st->rhs, k), (size_t)nl * sizeof(double));
     return 0;
 }
@@ -397,7 +397,7 @@ enum kv_status kv_ev_stmt(struct kv_ev *x, int i)
 #pragma omp parallel
     {
         struct kv_ev_ctx c;
-        if (kv_ev_ctx_init(&c, x, st, i, t->stage) == 0) c.values = t->values_only;
+        if (kv_ev_ctx_init(&c, x, st, i, t->stage) == 0) kv_ev_ctx_values(&c, t->values_only);
         else {
 #pragma omp atomic write
             oom = 1;

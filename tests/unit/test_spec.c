@@ -364,13 +364,16 @@ static void test_prepare_ops(void **st)
 {
     (void)st;
     struct kv_spec *s = prep_spec(
-        777, "abd",
+        777, "abde",
         "\"z[i in n] = 3 * normal()\", \"u[i in n] = uniform()\","
         " \"a[i] = where(!(u[i] < 0.5) || z[i] > 2, 7 % 3 + pow(u[i] + 1, 2.5), min(z[i], max(-1, -z[i])))\","
         " \"b[i] = floor(u[i] * 10) + sigmoid(z[i]) - tanh(z[i]) * exp(-abs(z[i])) + sqrt(u[i]) / rsqrt(u[i] + 1)"
         " + log(u[i] + 1) + erf(z[i]) + sin(z[i]) * cos(z[i]) + round(bf16, z[i] / 7) + (z[i] >= 1 && u[i] != 0.25)\","
-        " \"d[i] = sum(j in 0..n, z[j] * u[j]) - max(j in 0..n, z[j]) + min(j in 0..i + 1, u[j] - z[i])\"",
-        "a[i] + b[i] + d[i]");
+        " \"d[i] = sum(j in 0..n, z[j] * u[j]) - max(j in 0..n, z[j]) + min(j in 0..i + 1, u[j] - z[i])\","
+        /* short ranges: lanes across the outer elements (ev_reduce.c's reduce_outer) */
+        " \"e[i] = sum(j in 0..9, z[(i + j) % n] * u[i]) + max(j in 0..5, z[(i + 3 * j) % n])"
+        " - min(j in 0..4, u[(i + j) % n] - z[i])\"",
+        "a[i] + b[i] + d[i] + e[i]");
     assert_non_null(s);
     struct kv_case c[2];
     for (int full = 0; full < 2; full++) {
@@ -379,7 +382,7 @@ static void test_prepare_ops(void **st)
         assert_int_equal(s->k.inputs(&c[full]), KV_OK);
         unsetenv("KVERIFY_TEST_FULL_PREPARE");
     }
-    for (int t = 0; t < 3; t++) assert_memory_equal(c[0].t[t].data, c[1].t[t].data, 777 * sizeof(float));
+    for (int t = 0; t < 4; t++) assert_memory_equal(c[0].t[t].data, c[1].t[t].data, 777 * sizeof(float));
     for (int full = 0; full < 2; full++) kv_case_free(&c[full]);
     kv_spec_free(s);
 }
