@@ -285,6 +285,14 @@ static void function(const struct kv_ev_ctx *c, int fn, const struct parts *a, i
     for (int l = 0; l < nl; l++) d[l] = d[l] != d[l] ? 0 : d[l], S[l] = fabs(r[l]);
 }
 
+/* Whether min or max (is_max) of x and y is x: NaN wins, x on a tie. Both
+ * compares made, no branch: the loops that call it vectorise. */
+static inline int picks_x(double x, double y, int is_max)
+{
+    const int ge = x >= y, le = x <= y;
+    return isnan(x) | ((!isnan(y)) & ((is_max & ge) | ((!is_max) & le)));
+}
+
 /* For values alone (c->values: a prepare statement's), each binary
  * operation's value as the full rules make it: the same expression (the
  * full rules keep theirs in their vectorised loops: arith, compare, minmax,
@@ -314,11 +322,7 @@ KV_CLONES static void binary_values(const struct kv_ev_ctx *c, const struct kv_s
             for (int l = 0; l < nl; l++) o[l] = pow(a[l], b[l]);
         } else { /* minmax's choice */
             const int is_max = e->ref == KV_FN_MAX;
-            for (int l = 0; l < nl; l++) {
-                const double x = a[l], y = b[l];
-                const int ge = x >= y, le = x <= y;
-                o[l] = isnan(x) | ((!isnan(y)) & ((is_max & ge) | ((!is_max) & le))) ? x : y;
-            }
+            for (int l = 0; l < nl; l++) o[l] = picks_x(a[l], b[l], is_max) ? a[l] : b[l];
         }
         break;
     }
@@ -475,8 +479,7 @@ KV_CLONES static void minmax(const struct kv_sx *e, struct parts *o, const struc
     double *restrict v = o->p[KV_EV_V], *restrict S = o->p[KV_EV_S];
     const int is_max = e->ref == KV_FN_MAX;
     for (int l = 0; l < nl; l++) {
-        const int ge = x[l] >= y[l], le = x[l] <= y[l]; /* both made, no branch: the loop vectorises */
-        const int pick_a = isnan(x[l]) | ((!isnan(y[l])) & ((is_max & ge) | ((!is_max) & le)));
+        const int pick_a = picks_x(x[l], y[l], is_max);
         const double sa = Sa[l], sb = Sb[l]; /* both loaded, then one chosen */
         v[l] = pick_a ? x[l] : y[l], S[l] = pick_a ? sa : sb;
     }

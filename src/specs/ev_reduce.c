@@ -20,6 +20,15 @@ static void acc_init(struct acc *a, enum kv_sx_op op)
     if (op != KV_SX_SUM) a->p[KV_EV_V] = op == KV_SX_RMAX ? -INFINITY : INFINITY;
 }
 
+/* Whether a max's (is_max) or min's term v replaces its running value cur:
+ * the first NaN stays, the first of equal terms stays. Both compares made,
+ * no branch: value_lanes' loop vectorises. */
+static inline int replaces(double cur, double v, int is_max)
+{
+    const int past = (is_max & (v > cur)) | ((!is_max) & (v < cur));
+    return (!isnan(cur)) & (isnan(v) | past);
+}
+
 /* A max's or min's term l of b into a: NaN wins; the errors are the
  * largest of any term's. (A sum's terms: sum_lanes and sum_terms.) */
 static void acc_extreme(struct acc *a, enum kv_sx_op op, const double *const b[KV_EV_PARTS], int l)
@@ -28,7 +37,7 @@ static void acc_extreme(struct acc *a, enum kv_sx_op op, const double *const b[K
     a->n++;
     a->p[KV_EV_PK] = kv_maxd(a->p[KV_EV_PK], b[KV_EV_PK][l]);
     const double cur = a->p[KV_EV_V];
-    if (!isnan(cur) && (isnan(v) || (op == KV_SX_RMAX ? v > cur : v < cur))) {
+    if (replaces(cur, v, op == KV_SX_RMAX)) {
         a->p[KV_EV_V] = v;
         a->p[KV_EV_S] = b[KV_EV_S][l];
     }
@@ -45,7 +54,7 @@ static void acc_add_value(struct acc *a, enum kv_sx_op op, double v)
         return;
     }
     const double cur = a->p[KV_EV_V];
-    if (!isnan(cur) && (isnan(v) || (op == KV_SX_RMAX ? v > cur : v < cur))) a->p[KV_EV_V] = v;
+    if (replaces(cur, v, op == KV_SX_RMAX)) a->p[KV_EV_V] = v;
 }
 
 /* Into lane l of e: a sum's accumulation error is lambda*sqrt(n)*u*sum|terms|
@@ -107,11 +116,7 @@ KV_CLONES static void value_lanes(double *restrict acc, const double *restrict v
         return;
     }
     const int is_max = op == KV_SX_RMAX;
-    for (int l = 0; l < nl; l++) {
-        const double cur = acc[l], x = v[l];
-        const int past = (is_max & (x > cur)) | ((!is_max) & (x < cur)); /* both compares made: no branch */
-        acc[l] = (!isnan(cur)) & (isnan(x) | past) ? x : cur;
-    }
+    for (int l = 0; l < nl; l++) acc[l] = replaces(acc[l], v[l], is_max) ? v[l] : acc[l];
 }
 
 /* Lanes across the outer elements, the range walked one index at a time. */
