@@ -285,6 +285,24 @@ static void function(const struct kv_ev_ctx *c, int fn, const struct parts *a, i
     for (int l = 0; l < nl; l++) d[l] = d[l] != d[l] ? 0 : d[l], S[l] = fabs(r[l]);
 }
 
+/* A comparison's (== != < <= > >= && ||) value over the lanes, inlined into
+ * its callers' vectorised loops; & and | of the compares, not && and ||:
+ * each compare made on every lane (no branch), so that these loops vectorise. */
+static inline __attribute__((always_inline)) void compare_values(enum kv_sx_op op, const double *restrict x,
+                                                                 const double *restrict y, double *restrict r, int nl)
+{
+    switch (op) {
+    case KV_SX_EQ: for (int l = 0; l < nl; l++) r[l] = x[l] == y[l]; break;
+    case KV_SX_NE: for (int l = 0; l < nl; l++) r[l] = x[l] != y[l]; break;
+    case KV_SX_LT: for (int l = 0; l < nl; l++) r[l] = x[l] < y[l]; break;
+    case KV_SX_LE: for (int l = 0; l < nl; l++) r[l] = x[l] <= y[l]; break;
+    case KV_SX_GT: for (int l = 0; l < nl; l++) r[l] = x[l] > y[l]; break;
+    case KV_SX_GE: for (int l = 0; l < nl; l++) r[l] = x[l] >= y[l]; break;
+    case KV_SX_AND: for (int l = 0; l < nl; l++) r[l] = (x[l] != 0) & (y[l] != 0); break;
+    default: for (int l = 0; l < nl; l++) r[l] = (x[l] != 0) | (y[l] != 0); break;
+    }
+}
+
 /* Whether min or max (is_max) of x and y is x: NaN wins, x on a tie. Both
  * compares made, no branch: the loops that call it vectorise. */
 static inline int picks_x(double x, double y, int is_max)
@@ -301,22 +319,15 @@ KV_CLONES static void binary_values(const struct kv_ev_ctx *c, const struct kv_s
 {
     double *restrict o = kv_ev_part(c, e, KV_EV_V);
     const double *restrict a = kv_ev_part(c, e->kid[0], KV_EV_V), *restrict b = kv_ev_part(c, e->kid[1], KV_EV_V);
-    /* the switch outside the loops, each a loop without a branch that
-     * vectorises (& and |: both compares made on every lane) */
+    /* the switch outside the loops, each a loop without a branch that vectorises */
     switch (e->op) {
     case KV_SX_ADD: for (int l = 0; l < nl; l++) o[l] = a[l] + 1 * b[l]; break;
     case KV_SX_SUB: for (int l = 0; l < nl; l++) o[l] = a[l] + -1 * b[l]; break;
     case KV_SX_MUL: for (int l = 0; l < nl; l++) o[l] = a[l] * b[l]; break;
     case KV_SX_DIV: for (int l = 0; l < nl; l++) o[l] = a[l] / b[l]; break;
     case KV_SX_MOD: for (int l = 0; l < nl; l++) o[l] = a[l] - b[l] * floor(a[l] / b[l]); break;
-    case KV_SX_EQ: for (int l = 0; l < nl; l++) o[l] = a[l] == b[l]; break;
-    case KV_SX_NE: for (int l = 0; l < nl; l++) o[l] = a[l] != b[l]; break;
-    case KV_SX_LT: for (int l = 0; l < nl; l++) o[l] = a[l] < b[l]; break;
-    case KV_SX_LE: for (int l = 0; l < nl; l++) o[l] = a[l] <= b[l]; break;
-    case KV_SX_GT: for (int l = 0; l < nl; l++) o[l] = a[l] > b[l]; break;
-    case KV_SX_GE: for (int l = 0; l < nl; l++) o[l] = a[l] >= b[l]; break;
-    case KV_SX_AND: for (int l = 0; l < nl; l++) o[l] = (a[l] != 0) & (b[l] != 0); break;
-    case KV_SX_OR: for (int l = 0; l < nl; l++) o[l] = (a[l] != 0) | (b[l] != 0); break;
+    case KV_SX_EQ: case KV_SX_NE: case KV_SX_LT: case KV_SX_LE:
+    case KV_SX_GT: case KV_SX_GE: case KV_SX_AND: case KV_SX_OR: compare_values(e->op, a, b, o, nl); break;
     default: /* a function of two */
         if (e->ref == KV_FN_POW) {
             for (int l = 0; l < nl; l++) o[l] = pow(a[l], b[l]);
@@ -385,18 +396,7 @@ KV_CLONES static void compare(const struct kv_sx *e, struct parts *o, const stru
 {
     const double *restrict x = a->p[KV_EV_V], *restrict y = b->p[KV_EV_V];
     double *restrict r = o->p[KV_EV_V], *restrict fix = o->p[KV_EV_FIX];
-    switch (e->op) {
-    case KV_SX_EQ: for (int l = 0; l < nl; l++) r[l] = x[l] == y[l]; break;
-    case KV_SX_NE: for (int l = 0; l < nl; l++) r[l] = x[l] != y[l]; break;
-    case KV_SX_LT: for (int l = 0; l < nl; l++) r[l] = x[l] < y[l]; break;
-    case KV_SX_LE: for (int l = 0; l < nl; l++) r[l] = x[l] <= y[l]; break;
-    case KV_SX_GT: for (int l = 0; l < nl; l++) r[l] = x[l] > y[l]; break;
-    case KV_SX_GE: for (int l = 0; l < nl; l++) r[l] = x[l] >= y[l]; break;
-    /* & and | of the compares, not && and ||: each compare made on every
-     * lane (no branch), so that these loops vectorise */
-    case KV_SX_AND: for (int l = 0; l < nl; l++) r[l] = (x[l] != 0) & (y[l] != 0); break;
-    default: for (int l = 0; l < nl; l++) r[l] = (x[l] != 0) | (y[l] != 0); break;
-    }
+    compare_values(e->op, x, y, r, nl);
     const double *restrict fa = a->p[KV_EV_FIX], *restrict fb = b->p[KV_EV_FIX];
     if (e->op == KV_SX_AND || e->op == KV_SX_OR) {
         for (int l = 0; l < nl; l++) fix[l] = (fa[l] > 0) | (fb[l] > 0);
