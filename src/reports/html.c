@@ -348,8 +348,10 @@ void kv_html_report_body(struct kv_sbuf *b, const cJSON *r)
         kv_sb_printf(b, ", Vulkan ");
         kv_sb_esc(b, kv_jstr(dev, "api"));
         kv_sb_printf(b, ")");
-    } else {
+    } else if (cJSON_GetArraySize(cases) > 0) { /* none: no case was selected */
         kv_sb_printf(b, "no device: the outputs with a candidate are judged");
+    } else {
+        kv_sb_printf(b, "no case was selected");
     }
     kv_sb_printf(b, "; kverify ");
     kv_sb_esc(b, kv_jstr(kv_jget(r, "kverify"), "version"));

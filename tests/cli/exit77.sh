@@ -33,6 +33,9 @@ fi
 # run: no case selected at all (any device), and no line that says how cases were judged
 expect_error 77 'nothing was judged: no case was selected' "$KV" run "$KV_SRC/suites/smoke.json" --filter '^no such case$'
 grep -q 'no device' "$TMP/out" && fail "run with no case selected: stdout says there is no device"
+expect_exit 77 "$KV" run "$KV_SRC/suites/smoke.json" --filter '^no such case$' --html "$TMP/none.html"
+grep -q 'no case was selected' "$TMP/none.html" && ! grep -q 'no device' "$TMP/none.html" ||
+  fail "run with no case selected: its page says there is no device"
 # the production suite (a GPU machine's: too large here) has every entry well formed
 expect_error 77 'nothing was judged: no case was selected' "$KV" run "$KV_SRC/suites/production.json" --filter '^no such case$'
 
