@@ -26,9 +26,9 @@ void kv_words_put(struct kv_words *b, const uint32_t *w, size_t n)
 
 void kv_words_put_rolled(struct kv_words *b, const uint32_t *w)
 {
-    const size_t n = w[0] >> 16;
+    const size_t n = kv_len(w[0]);
     kv_words_put(b, w, n);
-    if (!b->oom && n > 3 && (w[0] & 0xffffu) == SpvOpLoopMerge) b->w[b->n - n + 3] &= ~(uint32_t)SpvLoopControlUnrollMask;
+    if (!b->oom && n > 3 && kv_op(w[0]) == SpvOpLoopMerge) b->w[b->n - n + 3] &= ~(uint32_t)SpvLoopControlUnrollMask;
 }
 
 void kv_words_ins(struct kv_words *b, uint32_t op, size_t n, const uint32_t *args)
