@@ -1,7 +1,9 @@
 // Workgroup-wide float sum over a 1-D workgroup of KV_WG invocations (a power
 // of two). The including shader defines KV_WG and declares local_size_x = KV_WG.
 // With KV_SUBGROUP the sum goes through subgroupAdd and one shared slot per
-// subgroup; without it, a shared-memory tree. Every invocation gets the same
+// subgroup, which subgroup 0 adds in order and hands out through one more
+// slot (one shared read per invocation: on CPU devices each is a loop over
+// lanes); without it, a shared-memory tree. Every invocation gets the same
 // value. Call it from uniform control flow (it contains barriers).
 #ifdef KV_SUBGROUP
 #extension GL_KHR_shader_subgroup_basic : require
@@ -9,6 +11,12 @@
 #endif
 
 shared float kv_red[KV_WG];
+#ifdef KV_SUBGROUP
+// The workgroup's value. Reuse needs no third barrier: the next call writes
+// kv_red after this call's second barrier (subgroup 0 has read it), and
+// kv_all after its own first one (every invocation has read it).
+shared float kv_all;
+#endif
 
 float kv_wg_sum(float v)
 {
@@ -16,11 +24,13 @@ float kv_wg_sum(float v)
     float s = subgroupAdd(v);
     if (subgroupElect()) kv_red[gl_SubgroupID] = s;
     barrier();
-    // Every invocation adds the partials in the same order: all get the same sum.
-    float t = 0.0;
-    for (uint i = 0u; i < gl_NumSubgroups; i++) t += kv_red[i];
-    barrier(); // kv_red is reused by the next call
-    return t;
+    if (gl_SubgroupID == 0u) {
+        float t = 0.0;
+        for (uint i = 0u; i < gl_NumSubgroups; i++) t += kv_red[i];
+        if (subgroupElect()) kv_all = t;
+    }
+    barrier();
+    return kv_all;
 #else
     uint i = gl_LocalInvocationIndex;
     kv_red[i] = v;
@@ -43,10 +53,13 @@ float kv_wg_max(float v)
     float s = subgroupMax(v);
     if (subgroupElect()) kv_red[gl_SubgroupID] = s;
     barrier();
-    float t = kv_red[0];
-    for (uint i = 1u; i < gl_NumSubgroups; i++) t = max(t, kv_red[i]);
+    if (gl_SubgroupID == 0u) {
+        float t = kv_red[0];
+        for (uint i = 1u; i < gl_NumSubgroups; i++) t = max(t, kv_red[i]);
+        if (subgroupElect()) kv_all = t;
+    }
     barrier();
-    return t;
+    return kv_all;
 #else
     uint i = gl_LocalInvocationIndex;
     kv_red[i] = v;
