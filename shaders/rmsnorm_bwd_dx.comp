@@ -45,16 +45,17 @@ void main()
         float acc = 0.0;
         if (p.dim % 4u == 0u && p.dim / 4u <= KV_WG * CAP) {
             uint b4 = base / 4u, d4 = p.dim / 4u;
-            vec4 xs[CAP], ds[CAP];
+            vec4 xs[CAP], ds[CAP], ws[CAP];
             [[unroll]] for (uint c = 0u; c < CAP; c++) {
                 uint i = gl_LocalInvocationID.x + c * KV_WG;
                 xs[c] = i < d4 ? X4[b4 + i] : vec4(0.0);
                 ds[c] = i < d4 ? DY4[b4 + i] : vec4(0.0);
+                ws[c] = i < d4 ? W4[i] : vec4(0.0);
             }
             [[unroll]] for (uint c = 0u; c < CAP; c++) {
                 uint i = gl_LocalInvocationID.x + c * KV_WG;
                 if (i < d4) {
-                    vec4 t = ds[c] * xs[c] * W4[i];
+                    vec4 t = ds[c] * xs[c] * ws[c];
                     acc += (t.x + t.y) + (t.z + t.w);
                 }
             }
@@ -62,7 +63,7 @@ void main()
             float coeff = s * rb * rb / float(p.dim);
             [[unroll]] for (uint c = 0u; c < CAP; c++) {
                 uint k = gl_LocalInvocationID.x + c * KV_WG;
-                if (k < d4) DX4[b4 + k] = rb * (ds[c] * W4[k] - xs[c] * coeff);
+                if (k < d4) DX4[b4 + k] = rb * (ds[c] * ws[c] - xs[c] * coeff);
             }
         } else if (p.dim % 4u == 0u) {
             uint b4 = base / 4u, d4 = p.dim / 4u;
