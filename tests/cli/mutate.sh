@@ -68,11 +68,11 @@ grep -q 'reduce.glsl' "$TMP/out" || fail "the included reduce.glsl is not mutate
 expect_exit 0 "$KV" mutate rmsnorm-bwd --list --lines rmsnorm_bwd_dw.comp:39
 awk '/:[0-9]+:[0-9]+ / {split($2, f, ":"); if (f[1] !~ /rmsnorm_bwd_dw.comp$/ || f[2] != 39) bad = 1; n++}
   END {exit bad || n < 1}' "$TMP/out" || { cat "$TMP/out"; fail "--lines FILE:N kept another line, or none"; }
-expect_exit 0 "$KV" mutate rmsnorm-bwd --list --lines 20..21
-awk '/:[0-9]+:[0-9]+ / {split($2, f, ":"); if (f[2] < 20 || f[2] > 21) bad = 1; n++} END {exit bad || n < 2}' \
-  "$TMP/out" || { cat "$TMP/out"; fail "--lines 20..21 kept another line, or none"; }
-expect_exit 0 "$KV" mutate rmsnorm-bwd --list --lines reduce.glsl:20..21 --lines rmsnorm_bwd_dw.comp:39..39
-awk '/:[0-9]+:[0-9]+ / {split($2, f, ":"); if (!((f[1] ~ /reduce.glsl$/ && f[2] >= 20 && f[2] <= 21) ||
+expect_exit 0 "$KV" mutate rmsnorm-bwd --list --lines 29..30
+awk '/:[0-9]+:[0-9]+ / {split($2, f, ":"); if (f[2] < 29 || f[2] > 30) bad = 1; n++} END {exit bad || n < 2}' \
+  "$TMP/out" || { cat "$TMP/out"; fail "--lines 29..30 kept another line, or none"; }
+expect_exit 0 "$KV" mutate rmsnorm-bwd --list --lines reduce.glsl:29..30 --lines rmsnorm_bwd_dw.comp:39..39
+awk '/:[0-9]+:[0-9]+ / {split($2, f, ":"); if (!((f[1] ~ /reduce.glsl$/ && f[2] >= 29 && f[2] <= 30) ||
   (f[1] ~ /rmsnorm_bwd_dw.comp$/ && f[2] == 39))) bad = 1; n++} END {exit bad || n < 2}' "$TMP/out" ||
   { cat "$TMP/out"; fail "--lines FILE:A..B kept another file's line"; }
 

@@ -26,8 +26,8 @@ caught() {
 
 RMS="rmsnorm-bwd --rows 8 --dim 256"
 # A private index one past its end, whose value no output sees.
-plant rmsnorm_bwd_dx.comp 's/vec4 t = ds\[c\] \* xs\[c\] \* W4\[i\];/vec4 t = ds[c] * xs[c] * W4[i]; if (xs[min(p.dim, CAP)].x == 1.0e30) acc = 2.0;/'
-caught memcheck 'rmsnorm_bwd_dx\.comp:57.*: index 8 of xs \(length 8\), invocation [0-9]+ of workgroup \([0-9]+,0,0\)' \
+plant rmsnorm_bwd_dx.comp 's/vec4 t = ds\[c\] \* xs\[c\] \* ws\[c\];/vec4 t = ds[c] * xs[c] * ws[c]; if (xs[min(p.dim, CAP)].x == 1.0e30) acc = 2.0;/'
+caught memcheck 'rmsnorm_bwd_dx\.comp:58.*: index 8 of xs \(length 8\), invocation [0-9]+ of workgroup \([0-9]+,0,0\)' \
   $RMS --shader "dx=$TMP/rmsnorm_bwd_dx.comp"
 grep -Eq '^  dx ' "$TMP/out" && grep -E '^  dx ' "$TMP/out" | grep -q FAIL && fail "private-oob: the output itself failed; the bug should reach only the sanitizer"
 # A shared index one past its end.
