@@ -2,7 +2,7 @@
 // dx[b,k] = r[b] * (dy[b,k]*w[k] - x[b,k] * s[b]*r[b]^2/D), s[b] = sum_i dy*x*w.
 // One workgroup per row, grid-stride over rows. Rows of up to 4 * KV_WG * CAP
 // values (a multiple of 4) are read once: each invocation keeps its CAP quads
-// of x and dy in registers between the reduction and the output. Longer rows
+// of x, dy and w in registers between the reduction and the output. Longer rows
 // read x and dy twice (vec4 when dim % 4 == 0, else one value at a time).
 #extension GL_EXT_control_flow_attributes : require
 #define KV_WG 256
