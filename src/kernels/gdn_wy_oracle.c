@@ -362,6 +362,18 @@ static enum kv_status needed_items(const struct kv_case *c, const struct dims *d
     return KV_OK;
 }
 
+/* The next item of the oracle's loop that no thread has claimed and that
+ * is needed (need NULL: every one), from *next; items when none is left. */
+static int64_t claim(int64_t *next, int64_t items, const unsigned char *need)
+{
+    int64_t i;
+    do {
+#pragma omp atomic capture
+        i = (*next)++;
+    } while (i < items && need && !need[i]);
+    return i < items ? i : items;
+}
+
 static enum kv_status alloc_allow(struct kv_case *c, double **p, int t)
 {
     free(*p); /* --oracle both calls the oracle twice */
@@ -402,25 +414,25 @@ enum kv_status kv_gdn_wy_oracle(struct kv_case *c)
     const double ua = is_cm(c) ? 0x1p-23 : 0x1p-24;
     const size_t nK = (size_t)(BT * d.K);
     const int64_t items = d.B * d.NT * d.Hg;
+    int64_t next = 0; /* the first item no thread has claimed */
 #pragma omp parallel reduction(+ : ambiguous) reduction(| : failed)
     {
         struct chunk_work *w = work_new(&d, a16(c), ua);
-        const int64_t step = omp_get_num_threads();
         failed |= !w;
-        /* a key head's chunk: its group of value heads, then their dk; item + step is this thread's next */
-#pragma omp for schedule(static, 1)
-        for (int64_t item = 0; item < items; item++) {
-            if (!w || (need && !need[item])) continue;
+        /* a key head's chunk: its group of value heads, then their dk. Items are claimed one at a time,
+         * the next before this one is made (its rows prefetched meanwhile): a thread that runs slower
+         * (beside the device's opener, or faulting in the outputs' pages) takes fewer. */
+        int64_t item = w ? claim(&next, items, need) : items;
+        while (item < items) {
+            const int64_t nx = claim(&next, items, need);
             int64_t b = item / (d.NT * d.Hg), ch = (item / d.Hg) % d.NT, kh = item % d.Hg;
             memset(w->sum_y, 0, 4 * nK * sizeof(double)); /* sum_y, sum_S, sum_chain, sum_lsb */
             w->sum_ovf = 0;
             for (int64_t h = kh * d.ratio; h < (kh + 1) * d.ratio; h++) {
                 gather(c, &d, w, b, ch, h);
                 /* the next head's rows, or the next item's, on their way while this one is made */
-                const int64_t nx = item + step;
                 if (h + 1 < (kh + 1) * d.ratio) prefetch(c, &d, b, ch, h + 1, 0);
-                else if (nx < items && !(need && !need[nx]))
-                    prefetch(c, &d, nx / (d.NT * d.Hg), nx / d.Hg % d.NT, nx % d.Hg * d.ratio, 1);
+                else if (nx < items) prefetch(c, &d, nx / (d.NT * d.Hg), nx / d.Hg % d.NT, nx % d.Hg * d.ratio, 1);
                 /* the key head's k k^T, made for its first value head, kept for the others (the exact
                  * oracle writes over the scratch) */
                 w->o.same_k = h > kh * d.ratio && !c->exact;
@@ -432,6 +444,7 @@ enum kv_status kv_gdn_wy_oracle(struct kv_case *c)
                 ambiguous += scatter(c, &d, w, b, ch, h, ua);
             }
             scatter_dk(c, &d, w, b, ch, kh);
+            item = nx;
         }
         work_free(w);
     }
