@@ -19,16 +19,30 @@
 #define LANES KV_EV_LANES
 
 /* flat[l] += iv[l] * stride over the lanes; whether some iv[l] lies outside
- * [0, ext). A loop that vectorizes. */
+ * [0, ext). A loop that vectorizes; without the 64-bit products (emulated
+ * in AVX2) where the stride is 1, as a dimension's last one is. */
 KV_CLONES static int index_lanes(int64_t *restrict flat, const int64_t *restrict iv, int nl, int64_t ext,
                                  int64_t stride)
 {
     int out = 0;
+    if (stride == 1) {
+        for (int l = 0; l < nl; l++) {
+            out |= (uint64_t)iv[l] >= (uint64_t)ext;
+            flat[l] += iv[l];
+        }
+        return out;
+    }
     for (int l = 0; l < nl; l++) {
         out |= (uint64_t)iv[l] >= (uint64_t)ext; /* negative or past the end */
         flat[l] += iv[l] * stride;
     }
     return out;
+}
+
+/* flat[l] += k over the lanes: a variable the same on every lane (c->uni). */
+KV_CLONES static void add_lanes(int64_t *restrict flat, int nl, int64_t k)
+{
+    for (int l = 0; l < nl; l++) flat[l] += k;
 }
 
 /* The flat index of an access for each lane; -1 on a bad index. */
@@ -39,7 +53,15 @@ static int access_index(struct kv_ev_ctx *c, const struct kv_sx *e, const struct
         const int64_t ext = a->shape[d], stride = a->stride[d];
         /* a plain index: its lanes, unevaluated (kv_ev_node); one outside
          * the array is reported below, as a computed one is */
-        if (e->kid[d]->op == KV_SX_VAR && !index_lanes(flat, c->var[e->kid[d]->ref], nl, ext, stride)) continue;
+        if (e->kid[d]->op == KV_SX_VAR) {
+            const int ref = e->kid[d]->ref;
+            const int64_t v0 = c->var[ref][0];
+            if (c->uni >> ref & 1u && (uint64_t)v0 < (uint64_t)ext) { /* the same index on every lane */
+                add_lanes(flat, nl, v0 * stride);
+                continue;
+            }
+            if (!index_lanes(flat, c->var[ref], nl, ext, stride)) continue;
+        }
         const double *iv = kv_ev_part(c, e->kid[d], KV_EV_V);
         if (e->kid[d]->op == KV_SX_VAR) kv_ev_node(c, e->kid[d], nl); /* for the message below */
         for (int l = 0; l < nl; l++) {
