@@ -402,6 +402,7 @@ enum kv_status kv_kopts_parse(const struct kv_kernel *k, int argc, char **argv, 
     opterr = 0;
     for (;;) {
         int prev = optind;
+        char bad[8];
         int c = getopt_long(argc, argv, ":hv", opts, NULL);
         if (c == -1) break;
         const char *arg = optarg;
@@ -450,9 +451,9 @@ enum kv_status kv_kopts_parse(const struct kv_kernel *k, int argc, char **argv, 
         case OPT_VERBOSE: o->out.verbose = 1; break;
         case 'h':
         case OPT_HELP: *help = 1; break;
-        case ':': KV_CHECK(0, KV_EUSAGE, "%s: missing value for %s", k->name, argv[prev]); break;
+        case ':': KV_CHECK(0, KV_EUSAGE, "%s: missing value for %s", k->name, kv_bad_option(c, optopt, optind, argv, bad, sizeof bad)); break;
         case '?':
-            KV_CHECK(0, KV_EUSAGE, "%s: unknown option '%s' (see kverify %s --help)", k->name, argv[prev], k->name);
+            KV_CHECK(0, KV_EUSAGE, "%s: unknown option '%s' (see kverify %s --help)", k->name, kv_bad_option(c, optopt, optind, argv, bad, sizeof bad), k->name);
             break;
         default:
             if (c >= OPT_PARAM && c < OPT_PARAM + k->n_params) o->set[c - OPT_PARAM] = arg;

@@ -153,7 +153,8 @@ static enum kv_status parse(int argc, char **argv, struct kv_mut_job *j, unsigne
     optind = 1;
     opterr = 0;
     for (;;) {
-        int prev = optind, c = getopt_long(argc, argv, ":hv", all, NULL), s;
+        char bad[8];
+        int c = getopt_long(argc, argv, ":hv", all, NULL), s;
         if (c == -1) break;
         const char *arg = optarg;
         switch (c) {
@@ -181,10 +182,10 @@ static enum kv_status parse(int argc, char **argv, struct kv_mut_job *j, unsigne
         case 'd': j->job.o.out.device = arg; break;
         case 'v': j->verbose = 1; break;
         case 'h': *help = 1; break;
-        case ':': KV_CHECK(0, KV_EUSAGE, "mutate: missing value for %s", argv[prev]); break;
+        case ':': KV_CHECK(0, KV_EUSAGE, "mutate: missing value for %s", kv_bad_option(c, optopt, optind, argv, bad, sizeof bad)); break;
         default:
             KV_CHECK(c >= 1000 && c < 1000 + k->n_params, KV_EUSAGE,
-                     "mutate: unknown option '%s' (see kverify mutate --help)", argv[prev]);
+                     "mutate: unknown option '%s' (see kverify mutate --help)", kv_bad_option(c, optopt, optind, argv, bad, sizeof bad));
             j->job.o.set[c - 1000] = arg;
         }
     }

@@ -44,7 +44,8 @@ int cmd_report(int argc, char **argv)
     optind = 1;
     opterr = 0;
     for (;;) {
-        int prev = optind, c = getopt_long(argc, argv, ":h", opts, NULL);
+        char bad[8];
+        int c = getopt_long(argc, argv, ":h", opts, NULL);
         if (c == -1) break;
         switch (c) {
         case O_HTML: out.html = optarg; break;
@@ -52,8 +53,8 @@ int cmd_report(int argc, char **argv)
         case O_FACTOR: KV_TRY(kv_parse_f64("--regress-factor", optarg, 1, 1e30, &out.regress_factor)); break;
         case 'h':
         case O_HELP: usage(stdout); return 0;
-        case ':': KV_CHECK(0, KV_EUSAGE, "report: missing value for %s", argv[prev]); break;
-        default: KV_CHECK(0, KV_EUSAGE, "report: unknown option '%s' (see kverify report --help)", argv[prev]); break;
+        case ':': KV_CHECK(0, KV_EUSAGE, "report: missing value for %s", kv_bad_option(c, optopt, optind, argv, bad, sizeof bad)); break;
+        default: KV_CHECK(0, KV_EUSAGE, "report: unknown option '%s' (see kverify report --help)", kv_bad_option(c, optopt, optind, argv, bad, sizeof bad)); break;
         }
     }
     KV_CHECK(optind < argc, KV_EUSAGE, "report: no report given (usage: kverify report A.json [B.json ...] --html OUT)");

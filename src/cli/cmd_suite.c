@@ -155,7 +155,22 @@ cleanup:
     return st;
 }
 
-static enum kv_status load_suite(const char *path, struct kv_job **jobs, size_t *n)
+/* --seed-offset: the entry's seeds moved on by off, unless its inputs or
+ * outputs come from files (made at the seeds they name). */
+static enum kv_status offset_seeds(struct kopts *o, const struct kv_kernel *k, uint64_t off, const char *what)
+{
+    enum kv_status st = KV_OK;
+    if (!off || o->inputs || o->n_candidates) return KV_OK;
+    const uint64_t count = o->seeds_given ? o->seeds : o->sweep ? (uint64_t)k->sweep_seeds : 1;
+    KV_CHECK(o->seed <= (uint64_t)INT64_MAX - off && o->seed + off <= (uint64_t)INT64_MAX - (count - 1), KV_EUSAGE,
+             "%s: --seed-offset %llu moves seed %llu past 2^63-1", what, (unsigned long long)off,
+             (unsigned long long)o->seed);
+    o->seed += off;
+cleanup:
+    return st;
+}
+
+static enum kv_status load_suite(const char *path, uint64_t seed_offset, struct kv_job **jobs, size_t *n)
 {
     enum kv_status st = KV_OK;
     cJSON *root = NULL;
@@ -206,6 +221,7 @@ static enum kv_status load_suite(const char *path, struct kv_job **jobs, size_t 
             st = kv_error(KV_EUSAGE, "%s (%s): %s", what, kn, msg);
             goto cleanup;
         }
+        KV_TRY(offset_seeds(&j->o, j->k, seed_offset, what));
         if (j->o.run.save_dir) st = kv_mkdir_p(j->o.run.save_dir);
         if (!st) st = kv_job_build(j);
         if (st == KV_EUSAGE) { /* a bad value is the suite's usage error, before anything runs */
@@ -249,6 +265,9 @@ static void run_usage(FILE *f)
                "  --markdown FILE              write the table as Markdown\n"
                "  --html FILE                  write a self-contained HTML page (plots per case and output)\n"
                "  --narrow                     a narrow table (also when the terminal is narrow)\n"
+               "  --seed-offset K              every case's seeds moved on by K: new inputs each night, each\n"
+               "                               case's seed in the report (entries with \"inputs\" or\n"
+               "                               \"candidates\" keep theirs) [default: 0]\n"
                "  --baseline PREV.json         compare with an earlier report; exit 1 on a regression\n"
                "  --regress-factor X           growth of max bound ratio or max ULP that regresses [default: 2]\n"
                "  --device N|NAME              device index or name substring [default: a GPU, else a CPU device]\n"
@@ -279,12 +298,14 @@ int cmd_run(int argc, char **argv)
     enum kv_status st = KV_OK;
     struct kv_outputs out = {.regress_factor = 2};
     const char *filter = NULL;
+    uint64_t seed_offset = 0;
     struct kv_select sel = {NULL, 1, 1};
     regex_t re;
     int have_re = 0, code = 0;
     struct kv_job *jobs = NULL;
     size_t n = 0;
-    enum { O_FILTER = 1000, O_SHARD, O_JSON, O_JUNIT, O_MD, O_HTML, O_NARROW, O_BASE, O_FACTOR, O_DEVICE, O_VERBOSE, O_HELP };
+    enum { O_FILTER = 1000, O_SHARD, O_JSON, O_JUNIT, O_MD, O_HTML, O_NARROW, O_BASE, O_FACTOR, O_DEVICE, O_VERBOSE, O_HELP,
+           O_OFFSET };
     static const struct option opts[] = {
         {"filter", required_argument, NULL, O_FILTER},   {"shard", required_argument, NULL, O_SHARD},
         {"json", required_argument, NULL, O_JSON},       {"junit", required_argument, NULL, O_JUNIT},
@@ -292,12 +313,14 @@ int cmd_run(int argc, char **argv)
         {"html", required_argument, NULL, O_HTML},       {"narrow", no_argument, NULL, O_NARROW},
         {"regress-factor", required_argument, NULL, O_FACTOR}, {"device", required_argument, NULL, O_DEVICE},
         {"verbose", no_argument, NULL, O_VERBOSE},       {"help", no_argument, NULL, O_HELP},
+        {"seed-offset", required_argument, NULL, O_OFFSET},
         {0, 0, 0, 0},
     };
     optind = 1;
     opterr = 0;
     for (;;) {
-        int prev = optind, c = getopt_long(argc, argv, ":hv", opts, NULL);
+        char bad[8];
+        int c = getopt_long(argc, argv, ":hv", opts, NULL);
         if (c == -1) break;
         const char *arg = optarg;
         switch (c) {
@@ -311,6 +334,12 @@ int cmd_run(int argc, char **argv)
             out.html = arg;
             break;
         case O_NARROW: out.narrow = 1; break;
+        case O_OFFSET: {
+            int64_t v;
+            KV_TRY(kv_parse_i64("--seed-offset", arg, 0, INT64_MAX, &v));
+            seed_offset = (uint64_t)v;
+            break;
+        }
         case O_BASE: out.baseline = arg; break;
         case O_FACTOR: KV_TRY(kv_parse_f64("--regress-factor", arg, 1, 1e30, &out.regress_factor)); break;
         case O_DEVICE: KV_TRY(kv_device_option(arg, &out)); break;
@@ -318,8 +347,8 @@ int cmd_run(int argc, char **argv)
         case O_VERBOSE: out.verbose = 1; break;
         case 'h':
         case O_HELP: run_usage(stdout); return 0;
-        case ':': KV_CHECK(0, KV_EUSAGE, "run: missing value for %s", argv[prev]); break;
-        default: KV_CHECK(0, KV_EUSAGE, "run: unknown option '%s' (see kverify run --help)", argv[prev]); break;
+        case ':': KV_CHECK(0, KV_EUSAGE, "run: missing value for %s", kv_bad_option(c, optopt, optind, argv, bad, sizeof bad)); break;
+        default: KV_CHECK(0, KV_EUSAGE, "run: unknown option '%s' (see kverify run --help)", kv_bad_option(c, optopt, optind, argv, bad, sizeof bad)); break;
         }
     }
     KV_CHECK(optind < argc, KV_EUSAGE, "run: no suite file given (usage: kverify run SUITE.json)");
@@ -338,7 +367,7 @@ int cmd_run(int argc, char **argv)
         have_re = 1;
         sel.filter = &re;
     }
-    KV_TRY(load_suite(argv[optind], &jobs, &n));
+    KV_TRY(load_suite(argv[optind], seed_offset, &jobs, &n));
     code = kv_run_jobs(jobs, n, &out, &sel);
 cleanup:
     if (st) fprintf(stderr, "kverify: %s\n", kv_error_msg()), code = (int)st;

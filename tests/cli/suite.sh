@@ -82,6 +82,33 @@ rm -f "$TMP"/base.json.tmp.*
 expect_exit 0 "$KV" run "$TMP/many.json" --json "$TMP/base.json"
 python3 -c "import json,sys; assert json.load(open(sys.argv[1]))['summary']['cases'] == 50" "$TMP/base.json" || fail "new report"
 
+# --seed-offset K moves every drawn case's seeds on by K (a count, a range, a
+# first seed); an entry whose inputs come from a file, or whose outputs are
+# candidates made at their seed, keeps its seed (the candidates here pass only
+# at the seed they were saved at: the offset moved onto them fails them).
+"$KV" rmsnorm-bwd --rows 3 --dim 7 --seed 5 --save "$TMP/sv" > /dev/null 2>&1 || fail "--save"
+D=$(echo "$TMP"/sv/*/device)
+cat > "$TMP/off.json" <<JSON
+{"cases": [
+  {"kernel": "rmsnorm-bwd", "params": {"rows": 3, "dim": 7}},
+  {"kernel": "rmsnorm-bwd", "params": {"rows": 3, "dim": 8}, "seeds": "3..4"},
+  {"kernel": "softmax-bwd", "params": {"rows": 2, "dim": 5}, "seed": 7, "seeds": 2},
+  {"kernel": "rmsnorm-bwd", "name": "fixture", "inputs": "$KV_SRC/fixtures/rmsnorm-bwd/odd_3x7.json"},
+  {"kernel": "rmsnorm-bwd", "params": {"rows": 3, "dim": 7}, "seed": 5, "no_device": true,
+   "candidates": {"r": "$D/r.npy", "dx": "$D/dx.npy", "dw": "$D/dw.npy"}}
+]}
+JSON
+expect_exit 0 "$KV" run "$TMP/off.json" --json "$TMP/off0.json"
+expect_exit 0 "$KV" run "$TMP/off.json" --seed-offset 100 --json "$TMP/off100.json"
+python3 - "$TMP/off0.json" "$TMP/off100.json" <<'PY' || fail "--seed-offset"
+import json, sys
+a, b = ([c["seed"] for c in json.load(open(p))["cases"]] for p in sys.argv[1:3])
+assert a[:5] == [1, 3, 4, 7, 8] and b[:5] == [101, 103, 104, 107, 108], (a, b)
+assert a[5:] == b[5:] and a[6] == 5, (a, b)  # the fixture's seed and the candidates' stay
+cs = json.load(open(sys.argv[2]))["cases"]
+assert "seed=101]" in cs[0]["name"] and cs[0]["command"].endswith("--seed 101"), cs[0]
+PY
+
 # Bad input: one line, the documented code, nothing written.
 J=(--json "$TMP/report.json")
 expect_error 2 "run: no suite file given" "$KV" run
@@ -89,6 +116,15 @@ expect_error 2 "--shard I: 4 is out of range" "$KV" run "$S" --shard 4/3 "${J[@]
 expect_error 2 "--shard: 'x' is not I/N" "$KV" run "$S" --shard x "${J[@]}"
 expect_error 2 "--filter: '\(' is not a regular expression" "$KV" run "$S" --filter '(' "${J[@]}"
 expect_error 2 "--regress-factor: 0.5 is out of range" "$KV" run "$S" --regress-factor 0.5 "${J[@]}"
+expect_error 2 "--seed-offset: -1 is out of range" "$KV" run "$S" --seed-offset -1 "${J[@]}"
+expect_error 2 "--seed-offset: 'x' is not an integer" "$KV" run "$S" --seed-offset x "${J[@]}"
+printf '{"cases": [{"kernel": "rmsnorm-bwd", "seed": "9223372036854775000", "seeds": 3}]}' > "$TMP/big.json"
+expect_error 2 'cases\[0\]: --seed-offset 806 moves seed 9223372036854775000 past 2\^63-1' \
+  "$KV" run "$TMP/big.json" --seed-offset 806 "${J[@]}"
+# an option after the suite file is named, not the file (getopt moves the file later)
+expect_error 2 "run: missing value for --seed-offset" "$KV" run "$S" "${J[@]}" --seed-offset
+expect_error 2 "run: unknown option '--colour'" "$KV" run "$S" --colour "${J[@]}"
+expect_error 2 "report: unknown option '--colour'" "$KV" report "$TMP/cur.json" --colour
 printf '{"cases": [{"kernel": "rmsnorm-bwd", "colour": 1}]}' > "$TMP/bad1.json"
 expect_error 2 'cases\[0\]: unknown key "colour"' "$KV" run "$TMP/bad1.json" "${J[@]}"
 printf '{"cases": [{"kernel": "nope"}]}' > "$TMP/bad2.json"
