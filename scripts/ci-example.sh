@@ -8,6 +8,11 @@
 #   GitHub:   strategy.matrix.shard: [1, 2, 3, 4]; upload out/ as an artifact; a JUnit
 #             action (e.g. mikepenz/action-junit-report) reads out/shard-*.xml
 #
+#   Nightly, new inputs each night: SEED_OFFSET moves every case's seeds on
+#   (kverify run --seed-offset); each case's seed is in its name, so a failure
+#   reproduces, and a baseline matches no case of a new night: gate on failures.
+#             SEED_OFFSET=$(date +%Y%m%d)000 scripts/ci-example.sh shard I N suites/nightly.json
+#
 # Usage: scripts/ci-example.sh shard I N [SUITE]       (one matrix job)
 #        scripts/ci-example.sh gate [BASELINE.json]     (after all shards: merge, comment, gate)
 # KV names the kverify binary (default: build/kverify); out/ holds the reports.
@@ -19,7 +24,7 @@ shard)
   i=$2 n=$3 suite=${4:-suites/smoke.json}
   # A failing case must not hide the report: keep the exit code for the end.
   rc=0
-  "$KV" run "$suite" --shard "$i/$n" --json "out/shard-$i.json" --junit "out/shard-$i.xml" || rc=$?
+  "$KV" run "$suite" --shard "$i/$n" ${SEED_OFFSET:+--seed-offset "$SEED_OFFSET"} --json "out/shard-$i.json" --junit "out/shard-$i.xml" || rc=$?
   exit "$rc"
   ;;
 gate)

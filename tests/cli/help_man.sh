@@ -20,3 +20,7 @@ for i in 1 2; do KV="$KV" bash "$KV_SRC/scripts/ci-example.sh" shard "$i" 2 "$TM
 KV="$KV" bash "$KV_SRC/scripts/ci-example.sh" gate > /dev/null || fail "ci-example gate"
 grep -q '3 cases, 3 passed' out/comment.md || fail "ci-example comment"
 xmllint --noout out/shard-1.xml || fail "ci-example JUnit"
+# SEED_OFFSET reaches the run: the shard's cases are at seeds 51..53
+SEED_OFFSET=50 KV="$KV" bash "$KV_SRC/scripts/ci-example.sh" shard 1 1 "$TMP/s.json" > /dev/null || fail "ci-example SEED_OFFSET"
+python3 -c 'import json,sys; s=[c["seed"] for c in json.load(open(sys.argv[1]))["cases"]]; assert s == [51, 52, 53], s' \
+  out/shard-1.json || fail "ci-example: SEED_OFFSET did not move the seeds"
