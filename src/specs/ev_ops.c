@@ -51,7 +51,7 @@ int kv_ev_ctx_init(struct kv_ev_ctx *c, const struct kv_ev *x, const struct kv_s
     c->stmt_pos = st->pos;
     c->stage = stage;
     const size_t nodes = st->rhs ? (size_t)st->n_nodes : 1;
-    c->scr = malloc(nodes * KV_EV_PARTS * LANES * sizeof(double));
+    c->scr = malloc(nodes * KV_EV_PARTS * KV_EV_STRIDE * sizeof(double));
     c->kept = calloc(nodes, sizeof *c->kept);
     c->key = malloc(nodes * KV_SX_MAX_VARS * sizeof *c->key);
     c->pool = malloc((size_t)(KV_SX_MAX_VARS + 1) * KV_SX_MAX_VARS * LANES * sizeof(int64_t));
@@ -414,43 +414,57 @@ KV_CLONES static void compare(const struct kv_sx *e, struct parts *o, const stru
     for (int l = 0; l < nl; l++) S[l] = 1, lam[l] = chn[l] = 0, pk[l] = kv_maxd(pa[l], pb[l]);
 }
 
-/* + - * / %, part by part over the lanes (loops the compiler vectorises):
- * the value, the derivatives, then each error part and the magnitudes. */
+/* + - * / % on every lane, all of a lane's parts in one pass (op is a
+ * constant in each caller, so the loop has no branch left and vectorises):
+ * the value and the derivatives da, db, then each error part, the
+ * operation's own rounding into fix, and the magnitudes. One pass reads each
+ * operand part once and writes each result part once, where a loop per part
+ * wrote the derivatives and fix out and read them back (the evaluator's
+ * stores bound it). The same operations in the same order per lane. */
+static inline __attribute__((always_inline)) void arith_lanes(int op, double u, const struct parts *a,
+                                                             const struct parts *b, struct parts *o, int nl)
+{
+    const double *restrict x = a->p[KV_EV_V], *restrict y = b->p[KV_EV_V], *restrict Sa = a->p[KV_EV_S],
+                 *restrict Sb = b->p[KV_EV_S], *restrict la = a->p[KV_EV_LAM], *restrict lb = b->p[KV_EV_LAM],
+                 *restrict fa = a->p[KV_EV_FIX], *restrict fb = b->p[KV_EV_FIX], *restrict ca = a->p[KV_EV_CHN],
+                 *restrict cb = b->p[KV_EV_CHN], *restrict pa = a->p[KV_EV_PK], *restrict pb = b->p[KV_EV_PK];
+    double *restrict rv = o->p[KV_EV_V], *restrict S = o->p[KV_EV_S], *restrict lo = o->p[KV_EV_LAM],
+                     *restrict fo = o->p[KV_EV_FIX], *restrict co = o->p[KV_EV_CHN], *restrict po = o->p[KV_EV_PK];
+    const double sg = op == KV_SX_SUB ? -1 : 1;
+    /* no lane reads what another writes (the result's parts are its node's,
+     * apart from its operands'): restrict on these locals, once inlined, is
+     * not enough for GCC, which would test 18 ranges against each other */
+#pragma GCC ivdep
+    for (int l = 0; l < nl; l++) {
+        double r, da, db, s, own;
+        switch (op) {
+        case KV_SX_ADD:
+        case KV_SX_SUB: r = x[l] + sg * y[l], da = 1, db = 1, s = Sa[l] + Sb[l], own = u * fabs(r); break;
+        case KV_SX_MUL: r = x[l] * y[l], da = y[l], db = x[l], s = Sa[l] * Sb[l], own = u * fabs(r); break;
+        case KV_SX_DIV: r = x[l] / y[l], da = 1 / y[l], db = r / y[l], s = Sa[l] / fabs(y[l]), own = 5 * u * fabs(r); break;
+        default: /* % on integers: the result in [0, y) */
+            r = x[l] - y[l] * floor(x[l] / y[l]), da = 1, db = 0, s = fabs(r), own = 0;
+            break;
+        }
+        rv[l] = r, S[l] = s;
+        lo[l] = mulE(da, la[l]) + mulE(db, lb[l]);
+        fo[l] = (mulE(da, fa[l]) + mulE(db, fb[l])) + (own + flush(r));
+        co[l] = mulE(da, ca[l]) + mulE(db, cb[l]);
+        po[l] = kv_maxd(kv_maxd(pa[l], pb[l]), fabs(r));
+    }
+}
+
 KV_CLONES static void arith(const struct kv_ev_ctx *c, const struct kv_sx *e, struct parts *o,
                             const struct parts *a, const struct parts *b, int nl)
 {
-    const double u = c->x->u, *x = a->p[KV_EV_V], *y = b->p[KV_EV_V], *Sa = a->p[KV_EV_S], *Sb = b->p[KV_EV_S];
-    double *r = o->p[KV_EV_V], *S = o->p[KV_EV_S], da[LANES], db[LANES], own[LANES];
+    const double u = c->x->u;
     switch (e->op) {
-    case KV_SX_ADD:
-    case KV_SX_SUB: {
-        const double sg = e->op == KV_SX_ADD ? 1 : -1;
-        for (int l = 0; l < nl; l++) r[l] = x[l] + sg * y[l], da[l] = 1, db[l] = 1, S[l] = Sa[l] + Sb[l];
-        for (int l = 0; l < nl; l++) own[l] = u * fabs(r[l]);
-        break;
+    case KV_SX_ADD: arith_lanes(KV_SX_ADD, u, a, b, o, nl); break;
+    case KV_SX_SUB: arith_lanes(KV_SX_SUB, u, a, b, o, nl); break;
+    case KV_SX_MUL: arith_lanes(KV_SX_MUL, u, a, b, o, nl); break;
+    case KV_SX_DIV: arith_lanes(KV_SX_DIV, u, a, b, o, nl); break;
+    default: arith_lanes(KV_SX_MOD, u, a, b, o, nl); break;
     }
-    case KV_SX_MUL:
-        for (int l = 0; l < nl; l++) r[l] = x[l] * y[l], da[l] = y[l], db[l] = x[l], S[l] = Sa[l] * Sb[l];
-        for (int l = 0; l < nl; l++) own[l] = u * fabs(r[l]);
-        break;
-    case KV_SX_DIV:
-        for (int l = 0; l < nl; l++) r[l] = x[l] / y[l], da[l] = 1 / y[l], db[l] = r[l] / y[l];
-        for (int l = 0; l < nl; l++) S[l] = Sa[l] / fabs(y[l]), own[l] = 5 * u * fabs(r[l]);
-        break;
-    default: /* % on integers: the result in [0, y) */
-        for (int l = 0; l < nl; l++) r[l] = x[l] - y[l] * floor(x[l] / y[l]), da[l] = 1, db[l] = 0;
-        for (int l = 0; l < nl; l++) S[l] = fabs(r[l]), own[l] = 0;
-        break;
-    }
-    for (int k = KV_EV_LAM; k <= KV_EV_CHN; k++) {
-        const double *ea = a->p[k], *eb = b->p[k];
-        double *eo = o->p[k];
-        for (int l = 0; l < nl; l++) eo[l] = mulE(da[l], ea[l]) + mulE(db[l], eb[l]);
-    }
-    double *fix = o->p[KV_EV_FIX], *pk = o->p[KV_EV_PK];
-    const double *pa = a->p[KV_EV_PK], *pb = b->p[KV_EV_PK];
-    for (int l = 0; l < nl; l++) fix[l] += own[l] + flush(r[l]);
-    for (int l = 0; l < nl; l++) pk[l] = kv_maxd(kv_maxd(pa[l], pb[l]), fabs(r[l]));
 }
 
 /* pow(a, b), as GLSL defines it: exp2(b * log2(a)), with their budgets

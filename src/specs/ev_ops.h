@@ -45,6 +45,11 @@ struct kv_ev {
 
 
 #define KV_EV_LANES 256
+/* A part's place in the scratch: its lanes, then 8 doubles of padding, so
+ * that the parts an operation reads and writes side by side (18 of them for
+ * a + b) do not all fall at the same address modulo 4 KiB, where a store
+ * delays the loads that follow it (arith's one pass lost a third to that). */
+#define KV_EV_STRIDE (KV_EV_LANES + 8)
 
 /* One thread evaluating one statement. */
 struct kv_ev_ctx {
@@ -52,7 +57,7 @@ struct kv_ev_ctx {
     const struct kv_spec_stmt *st;
     int stmt_pos; /* the statement's place in its list (messages, random streams) */
     int stage;    /* the stage the statement is evaluated for (stage isolation) */
-    double *scr;  /* every node's parts for a block: node id * KV_EV_PARTS * LANES */
+    double *scr;  /* every node's parts for a block: node id * KV_EV_PARTS * KV_EV_STRIDE */
     int64_t *var[KV_SX_MAX_VARS]; /* each index variable's value per lane */
     int64_t *pool;                /* variables of reductions evaluated one lane at a time, by depth */
     unsigned uni;                 /* the variables whose value is the same on every lane (bit per slot) */
@@ -77,7 +82,7 @@ static inline double kv_maxd(double a, double b)
 
 static inline double *kv_ev_part(const struct kv_ev_ctx *c, const struct kv_sx *e, int part)
 {
-    return c->scr + ((size_t)e->id * KV_EV_PARTS + (size_t)part) * KV_EV_LANES;
+    return c->scr + ((size_t)e->id * KV_EV_PARTS + (size_t)part) * KV_EV_STRIDE;
 }
 
 /* A context for statement i of x (at st, for stage) from x->pool where one

@@ -490,6 +490,30 @@ static void test_rules(void **st)
     kv_spec_free(s);
 }
 
+/* + - * / carry the larger peak of their operands (pk: an f32 overflow on
+ * the way flags the output, which may then be Inf or NaN), from the right
+ * operand as from the left, into an output whose own value is small. */
+static void test_peaks(void **st)
+{
+    (void)st;
+    struct kv_spec *s = make(OUT("l", "n") "," OUT("r", "n") "," OUT("q", "n") "," OUT("d", "n") "," OUT("s", "n"),
+                             "\"l[i] = b[i] * 1e30 * 1e30 * 0 + a[i]\", \"r[i] = a[i] - b[i] * 1e30 * 1e30 * 0\","
+                             "\"q[i] = a[i] * (b[i] * 1e30 * 1e30 * 0 + 1)\", \"d[i] = a[i] / (b[i] * 1e30 * 1e30 * 0 + 1)\","
+                             "\"s[i] = a[i] + b[i] * 1e30\"",
+                             KV_OK);
+    struct kv_case c;
+    run(s, &c, 4, A, B, C, LAB, 0);
+    for (int i = 0; i < 4; i++) {
+        for (int t = 4; t < 8; t++) {
+            assert_true(fabs(c.y[t][i]) <= 3);
+            assert_int_equal(c.ovf[t][i], 1);
+        }
+        assert_int_equal(c.ovf[8][i], 0); /* 1e30 * |b| < f32's largest: no overflow */
+    }
+    kv_case_free(&c);
+    kv_spec_free(s);
+}
+
 /* A where() branch no lane takes is left out only where its evaluation
  * cannot fail: an index out of range in it still stops the oracle (the
  * flip's case: test_flip). */
@@ -569,7 +593,7 @@ int main(void)
         cmocka_unit_test(test_parse),     cmocka_unit_test(test_functions),   cmocka_unit_test(test_reductions),
         cmocka_unit_test(test_long_reduction), cmocka_unit_test(test_uniform_blocks), cmocka_unit_test(test_draws),
         cmocka_unit_test(test_rounding),  cmocka_unit_test(test_ieee),        cmocka_unit_test(test_flip),
-        cmocka_unit_test(test_rules),
+        cmocka_unit_test(test_rules), cmocka_unit_test(test_peaks),
         cmocka_unit_test(test_stages),    cmocka_unit_test(test_index_error), cmocka_unit_test(test_where_lazy),
         cmocka_unit_test(test_prepare_product),
         cmocka_unit_test(test_prepare_values),
