@@ -451,9 +451,11 @@ enum kv_status kv_kopts_parse(const struct kv_kernel *k, int argc, char **argv, 
         case OPT_VERBOSE: o->out.verbose = 1; break;
         case 'h':
         case OPT_HELP: *help = 1; break;
-        case ':': KV_CHECK(0, KV_EUSAGE, "%s: missing value for %s", k->name, kv_bad_option(c, optopt, optind, argv, bad, sizeof bad)); break;
+        case ':': KV_CHECK(0, KV_EUSAGE, "%s: missing value for %s", k->name,
+                     kv_bad_option(c, optopt, optind, argv, bad, sizeof bad)); break;
         case '?':
-            KV_CHECK(0, KV_EUSAGE, "%s: unknown option '%s' (see kverify %s --help)", k->name, kv_bad_option(c, optopt, optind, argv, bad, sizeof bad), k->name);
+            KV_CHECK(0, KV_EUSAGE, "%s: unknown option '%s' (see kverify %s --help)", k->name,
+                     kv_bad_option(c, optopt, optind, argv, bad, sizeof bad), k->name);
             break;
         default:
             if (c >= OPT_PARAM && c < OPT_PARAM + k->n_params) o->set[c - OPT_PARAM] = arg;

@@ -182,10 +182,12 @@ static enum kv_status parse(int argc, char **argv, struct kv_mut_job *j, unsigne
         case 'd': j->job.o.out.device = arg; break;
         case 'v': j->verbose = 1; break;
         case 'h': *help = 1; break;
-        case ':': KV_CHECK(0, KV_EUSAGE, "mutate: missing value for %s", kv_bad_option(c, optopt, optind, argv, bad, sizeof bad)); break;
+        case ':': KV_CHECK(0, KV_EUSAGE, "mutate: missing value for %s",
+                     kv_bad_option(c, optopt, optind, argv, bad, sizeof bad)); break;
         default:
             KV_CHECK(c >= 1000 && c < 1000 + k->n_params, KV_EUSAGE,
-                     "mutate: unknown option '%s' (see kverify mutate --help)", kv_bad_option(c, optopt, optind, argv, bad, sizeof bad));
+                     "mutate: unknown option '%s' (see kverify mutate --help)",
+                     kv_bad_option(c, optopt, optind, argv, bad, sizeof bad));
             j->job.o.set[c - 1000] = arg;
         }
     }

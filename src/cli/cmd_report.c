@@ -53,8 +53,10 @@ int cmd_report(int argc, char **argv)
         case O_FACTOR: KV_TRY(kv_parse_f64("--regress-factor", optarg, 1, 1e30, &out.regress_factor)); break;
         case 'h':
         case O_HELP: usage(stdout); return 0;
-        case ':': KV_CHECK(0, KV_EUSAGE, "report: missing value for %s", kv_bad_option(c, optopt, optind, argv, bad, sizeof bad)); break;
-        default: KV_CHECK(0, KV_EUSAGE, "report: unknown option '%s' (see kverify report --help)", kv_bad_option(c, optopt, optind, argv, bad, sizeof bad)); break;
+        case ':': KV_CHECK(0, KV_EUSAGE, "report: missing value for %s",
+                     kv_bad_option(c, optopt, optind, argv, bad, sizeof bad)); break;
+        default: KV_CHECK(0, KV_EUSAGE, "report: unknown option '%s' (see kverify report --help)",
+                     kv_bad_option(c, optopt, optind, argv, bad, sizeof bad)); break;
         }
     }
     KV_CHECK(optind < argc, KV_EUSAGE, "report: no report given (usage: kverify report A.json [B.json ...] --html OUT)");

@@ -347,8 +347,10 @@ int cmd_run(int argc, char **argv)
         case O_VERBOSE: out.verbose = 1; break;
         case 'h':
         case O_HELP: run_usage(stdout); return 0;
-        case ':': KV_CHECK(0, KV_EUSAGE, "run: missing value for %s", kv_bad_option(c, optopt, optind, argv, bad, sizeof bad)); break;
-        default: KV_CHECK(0, KV_EUSAGE, "run: unknown option '%s' (see kverify run --help)", kv_bad_option(c, optopt, optind, argv, bad, sizeof bad)); break;
+        case ':': KV_CHECK(0, KV_EUSAGE, "run: missing value for %s",
+                     kv_bad_option(c, optopt, optind, argv, bad, sizeof bad)); break;
+        default: KV_CHECK(0, KV_EUSAGE, "run: unknown option '%s' (see kverify run --help)",
+                     kv_bad_option(c, optopt, optind, argv, bad, sizeof bad)); break;
         }
     }
     KV_CHECK(optind < argc, KV_EUSAGE, "run: no suite file given (usage: kverify run SUITE.json)");

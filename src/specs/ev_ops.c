@@ -434,7 +434,11 @@ static inline __attribute__((always_inline)) void arith_lanes(int op, double u, 
     /* no lane reads what another writes (the result's parts are its node's,
      * apart from its operands'): restrict on these locals, once inlined, is
      * not enough for GCC, which would test 18 ranges against each other */
+#ifdef __clang__
+#pragma clang loop vectorize(assume_safety)
+#else
 #pragma GCC ivdep
+#endif
     for (int l = 0; l < nl; l++) {
         double r, da, db, s, own;
         switch (op) {
