@@ -298,7 +298,7 @@ int cmd_run(int argc, char **argv)
     enum kv_status st = KV_OK;
     struct kv_outputs out = {.regress_factor = 2};
     const char *filter = NULL;
-    uint64_t seed_offset = 0;
+    int64_t seed_offset = 0; /* --seed-offset */
     struct kv_select sel = {NULL, 1, 1};
     regex_t re;
     int have_re = 0, code = 0;
@@ -334,12 +334,7 @@ int cmd_run(int argc, char **argv)
             out.html = arg;
             break;
         case O_NARROW: out.narrow = 1; break;
-        case O_OFFSET: {
-            int64_t v;
-            KV_TRY(kv_parse_i64("--seed-offset", arg, 0, INT64_MAX, &v));
-            seed_offset = (uint64_t)v;
-            break;
-        }
+        case O_OFFSET: KV_TRY(kv_parse_i64("--seed-offset", arg, 0, INT64_MAX, &seed_offset)); break;
         case O_BASE: out.baseline = arg; break;
         case O_FACTOR: KV_TRY(kv_parse_f64("--regress-factor", arg, 1, 1e30, &out.regress_factor)); break;
         case O_DEVICE: KV_TRY(kv_device_option(arg, &out)); break;
@@ -369,7 +364,7 @@ int cmd_run(int argc, char **argv)
         have_re = 1;
         sel.filter = &re;
     }
-    KV_TRY(load_suite(argv[optind], seed_offset, &jobs, &n));
+    KV_TRY(load_suite(argv[optind], (uint64_t)seed_offset, &jobs, &n));
     code = kv_run_jobs(jobs, n, &out, &sel);
 cleanup:
     if (st) fprintf(stderr, "kverify: %s\n", kv_error_msg()), code = (int)st;
