@@ -161,7 +161,7 @@ static enum kv_status offset_seeds(struct kopts *o, const struct kv_kernel *k, u
 {
     enum kv_status st = KV_OK;
     if (!off || o->inputs || o->n_candidates) return KV_OK;
-    const uint64_t count = o->seeds_given ? o->seeds : o->sweep ? (uint64_t)k->sweep_seeds : 1;
+    const uint64_t count = kv_kopts_seeds(k, o);
     KV_CHECK(o->seed <= (uint64_t)INT64_MAX - off && o->seed + off <= (uint64_t)INT64_MAX - (count - 1), KV_EUSAGE,
              "%s: --seed-offset %llu moves seed %llu past 2^63-1", what, (unsigned long long)off,
              (unsigned long long)o->seed);

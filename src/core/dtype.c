@@ -136,6 +136,13 @@ KV_CLONES void kv_store_f64_n(enum kv_dtype t, void *data, size_t at, const doub
 }
 #undef STORE_CODES
 
+void kv_store_f64_all(enum kv_dtype t, void *data, const double *v, size_t n)
+{
+    enum { B = 1 << 14 };
+#pragma omp parallel for schedule(static)
+    for (size_t i0 = 0; i0 < n; i0 += B) kv_store_f64_n(t, data, i0, v + i0, n - i0 < B ? n - i0 : B);
+}
+
 KV_CLONES void kv_load_f64_n(enum kv_dtype t, const void *data, size_t at, double *v, size_t n)
 {
     switch (t) {

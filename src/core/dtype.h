@@ -110,6 +110,9 @@ void kv_store_f64(enum kv_dtype t, void *data, size_t i, double v);
 /* kv_store_f64 of v[0], ..., v[n-1] into elements at, ..., at + n - 1: the
  * same values, a loop per dtype that vectorizes. */
 void kv_store_f64_n(enum kv_dtype t, void *data, size_t at, const double *v, size_t n);
+/* kv_store_f64_n of all n values, in pieces on every thread (an
+ * intermediate's rounded oracle, a prepared input): the same values. */
+void kv_store_f64_all(enum kv_dtype t, void *data, const double *v, size_t n);
 /* v[0], ..., v[n-1] = kv_load_f64 of elements at, ..., at + n - 1: the same
  * values, a loop per dtype that vectorizes. */
 void kv_load_f64_n(enum kv_dtype t, const void *data, size_t at, double *v, size_t n);

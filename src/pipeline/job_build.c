@@ -7,6 +7,11 @@
 
 #include "pipeline/hostmem.h"
 
+uint64_t kv_kopts_seeds(const struct kv_kernel *k, const struct kopts *o)
+{
+    return o->seeds_given ? o->seeds : o->sweep ? (uint64_t)k->sweep_seeds : 1;
+}
+
 /* Build every case (validated, before any device work). */
 static enum kv_status build_cases(const struct kv_kernel *k, const struct kopts *o, const struct kv_given *g,
                                   struct kv_case **out, size_t *n)
@@ -16,7 +21,7 @@ static enum kv_status build_cases(const struct kv_kernel *k, const struct kopts 
     const char *const *shapes = o->sweep ? k->sweep : none;
     size_t n_shapes = 0;
     while (shapes[n_shapes]) n_shapes++;
-    uint64_t seeds = o->seeds_given ? o->seeds : o->sweep ? (uint64_t)k->sweep_seeds : 1;
+    const uint64_t seeds = kv_kopts_seeds(k, o);
     *n = 0;
     *out = calloc(n_shapes * seeds, sizeof **out);
     KV_CHECK(*out, KV_EUSAGE, "too many cases");

@@ -67,6 +67,8 @@ struct kv_select {
 };
 
 void kv_kopts_init(struct kopts *o);
+/* The seeds each of the job's shapes runs: --seeds, else the sweep's, else 1. */
+uint64_t kv_kopts_seeds(const struct kv_kernel *k, const struct kopts *o);
 /* Read the job's files and build its cases. */
 enum kv_status kv_job_build(struct kv_job *j);
 void kv_job_free(struct kv_job *j);

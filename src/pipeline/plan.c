@@ -193,11 +193,7 @@ enum kv_status kv_plan_make(struct kv_runner *r, struct kv_case *c, const int *c
             else memset(&c->iso[t], 0, sizeof c->iso[t]); /* taken over */
         } else {
             KV_TRY(kv_tensor_alloc(h, k->tensors[t].name, c->t[t].dtype, c->t[t].ndim, c->t[t].shape));
-            const double *y = c->y[t];
-            enum { B = 1 << 14 };
-#pragma omp parallel for schedule(static)
-            for (size_t i0 = 0; i0 < h->count; i0 += B)
-                kv_store_f64_n(h->dtype, h->data, i0, y + i0, h->count - i0 < B ? h->count - i0 : B);
+            kv_store_f64_all(h->dtype, h->data, c->y[t], h->count);
         }
     }
     KV_TRY(make_products(r, c, p, &up, prod));

@@ -273,19 +273,6 @@ enum kv_status kv_spec_validate(struct kv_case *c)
     return bind(&x);
 }
 
-/* A prepared input's values v into its tensor t, rounded to its dtype: in
- * pieces on every thread, each a loop that vectorizes (kv_store_f64_n, the
- * same values as kv_store_f64 one at a time, which on one thread took 0.65 s
- * of softmax-bwd 8192 x 32768's inputs on the H200, every other core idle). */
-static void store_input(struct kv_case *c, int t, const double *v)
-{
-    enum { PIECE = 1 << 16 };
-    const int64_t n = (int64_t)c->t[t].count;
-#pragma omp parallel for schedule(static)
-    for (int64_t e0 = 0; e0 < n; e0 += PIECE)
-        kv_store_f64_n(c->t[t].dtype, c->t[t].data, (size_t)e0, v + e0, (size_t)(n - e0 < PIECE ? n - e0 : PIECE));
-}
-
 /* The statements of one list (prepare or math) in order. */
 static enum kv_status run_list(struct kv_ev *x, int prepare)
 {
@@ -309,8 +296,8 @@ static enum kv_status run_list(struct kv_ev *x, int prepare)
         }
         KV_TRY_RET(kv_ev_stmt(x, i));
         if (t >= 0 && !prepare && kv_spec_read_by_other_stage(s, st->sym)) KV_TRY_RET(kv_ev_isolate(&x->arr[st->sym]));
-        if (t >= 0 && prepare) { /* the input, rounded to its dtype, as every reader sees it */
-            store_input(c, t, x->arr[st->sym].part[KV_EV_V]);
+        if (t >= 0 && prepare) { /* the input, rounded to its dtype, as every reader sees it (every thread) */
+            kv_store_f64_all(c->t[t].dtype, c->t[t].data, x->arr[st->sym].part[KV_EV_V], c->t[t].count);
             x->arr[st->sym].raw = c->t[t].data;
         }
     }
