@@ -44,19 +44,6 @@ static void acc_extreme(struct acc *a, enum kv_sx_op op, const double *const b[K
     for (int k = KV_EV_LAM; k <= KV_EV_CHN; k++) a->p[k] = kv_maxd(a->p[k], b[k][l]);
 }
 
-/* A term into a's value alone (c->values: a prepare statement's), as
- * sum_terms or acc_extreme adds it. */
-static void acc_add_value(struct acc *a, enum kv_sx_op op, double v)
-{
-    a->n++;
-    if (op == KV_SX_SUM) {
-        a->p[KV_EV_V] += v;
-        return;
-    }
-    const double cur = a->p[KV_EV_V];
-    if (replaces(cur, v, op == KV_SX_RMAX)) a->p[KV_EV_V] = v;
-}
-
 /* Into lane l of e: a sum's accumulation error is lambda*sqrt(n)*u*sum|terms|
  * (Higham and Mary's probabilistic bound, metrics.md), in whatever order. */
 static void acc_done(struct kv_ev_ctx *c, const struct kv_sx *e, const struct acc *a, int l)
@@ -107,7 +94,7 @@ KV_CLONES static void sum_lanes(struct lane_sums *restrict a, const double *cons
     }
 }
 
-/* The values alone (c->values), one term per lane added as acc_add_value
+/* The values alone (c->values), one term per lane added as value_terms
  * adds it, the running values held per lane (a loop that vectorizes). */
 KV_CLONES static void value_lanes(double *restrict acc, const double *restrict v, int nl, enum kv_sx_op op)
 {
@@ -172,12 +159,26 @@ static void sum_terms(struct acc *a, const double *const b[KV_EV_PARTS], int m)
     a->p[KV_EV_CHN] = chn, a->p[KV_EV_PK] = pk, a->abs = ab, a->n += m;
 }
 
+/* Terms 0..m of v into a's value alone (c->values: a prepare statement's),
+ * in order: a sum adds each, a max or min takes it where it replaces the
+ * running value (the running value in a register, a loop per operation). */
+static void value_terms(struct acc *a, enum kv_sx_op op, const double *restrict v, int m)
+{
+    double cur = a->p[KV_EV_V];
+    if (op == KV_SX_SUM)
+        for (int j = 0; j < m; j++) cur += v[j];
+    else if (op == KV_SX_RMAX)
+        for (int j = 0; j < m; j++) cur = replaces(cur, v[j], 1) ? v[j] : cur;
+    else
+        for (int j = 0; j < m; j++) cur = replaces(cur, v[j], 0) ? v[j] : cur;
+    a->p[KV_EV_V] = cur, a->n += m;
+}
+
 /* Terms 0..m of b into a, in order: values alone, a sum's, or a max's or min's. */
 static void add_terms(const struct kv_ev_ctx *c, struct acc *a, enum kv_sx_op op, const double *const b[KV_EV_PARTS],
                       int m)
 {
-    if (c->values)
-        for (int j = 0; j < m; j++) acc_add_value(a, op, b[KV_EV_V][j]);
+    if (c->values) value_terms(a, op, b[KV_EV_V], m);
     else if (op == KV_SX_SUM) sum_terms(a, b, m);
     else
         for (int j = 0; j < m; j++) acc_extreme(a, op, b, j);

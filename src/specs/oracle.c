@@ -273,6 +273,23 @@ enum kv_status kv_spec_validate(struct kv_case *c)
     return bind(&x);
 }
 
+/* After the prepare statement at position k of the order: the arrays of
+ * values no later prepare statement reads freed (an input's too, once
+ * stored: its readers load the tensor), so that the prepare holds at once
+ * only what is still to be read. */
+static void drop_read(struct kv_ev *x, int k)
+{
+    const struct kv_spec *s = x->s;
+    for (int y = 0; y < s->n_syms; y++) {
+        struct kv_ev_arr *a = &x->arr[y];
+        int read = 0;
+        for (int j = k + 1; j < s->n_stmts && a->owned && !a->raw && !read; j++)
+            read = s->stmt[s->order[j]].prepare && kv_sx_reads(s->stmt[s->order[j]].rhs, y);
+        for (int p = 0; p < KV_EV_PARTS && a->owned && !read; p++)
+            if (a->owned & (1 << p)) free(a->part[p]), a->part[p] = NULL, a->owned &= ~(1 << p);
+    }
+}
+
 /* The statements of one list (prepare or math) in order. */
 static enum kv_status run_list(struct kv_ev *x, int prepare)
 {
@@ -300,6 +317,7 @@ static enum kv_status run_list(struct kv_ev *x, int prepare)
             kv_store_f64_all(c->t[t].dtype, c->t[t].data, x->arr[st->sym].part[KV_EV_V], c->t[t].count);
             x->arr[st->sym].raw = c->t[t].data;
         }
+        if (prepare) drop_read(x, k);
     }
     return KV_OK;
 }
