@@ -26,6 +26,8 @@ struct kv_ev_arr {
     int owned;                    /* part[] allocated here (else borrowed from the case) */
     int values_only;              /* part[KV_EV_V] alone (the others NULL, read as 0): a prepare
                                      statement's array, whose errors nothing reads */
+    void *store;                  /* a prepare statement's input: its values rounded into the tensor (of
+                                     dtype) block by block as they are made, no array of them held */
     const size_t *at;             /* a compact output: part[] holds the flat elements at[0..n_at) alone */
     size_t n_at;
 };

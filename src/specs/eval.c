@@ -415,7 +415,7 @@ enum kv_status kv_ev_stmt(struct kv_ev *x, int i)
     char err[1600] = "";
     int oom = 0;
     enum kv_status fast;
-    if (!t->at && kv_ev_contract(x, i, &fast)) return fast;
+    if (!t->at && !t->store && kv_ev_contract(x, i, &fast)) return fast;
 #pragma omp parallel
     {
         struct kv_ev_ctx c;
@@ -430,9 +430,11 @@ enum kv_status kv_ev_stmt(struct kv_ev *x, int i)
             size_t lo = b * per, hi = lo + per < count ? lo + per : count;
             double *dst[KV_EV_PARTS];
             for (int k = 0; k < KV_EV_PARTS; k++) dst[k] = t->part[k] ? t->part[k] + lo : NULL; /* values_only */
-            if (eval_block(&c, t, lo, hi, dst)) {
+            if (eval_block(&c, t, lo, hi, t->store ? NULL : dst)) {
 #pragma omp critical(kv_ev_error)
                 if (b < first_bad) first_bad = b, snprintf(err, sizeof err, "%s", c.err);
+            } else if (t->store) {
+                kv_store_f64_n(t->dtype, t->store, lo, kv_ev_part(&c, st->rhs, KV_EV_V), hi - lo);
             }
         }
         kv_ev_ctx_free(&c);

@@ -9,6 +9,7 @@
 
 #include "core/clones.h"
 #include "core/dtype.h"
+#include "specs/contract.h"
 #include "specs/eval.h"
 #include "specs/load.h"
 
@@ -307,6 +308,9 @@ static enum kv_status run_list(struct kv_ev *x, int prepare)
             KV_TRY_RET(case_arrays(c, t));
             double *const parts[KV_EV_PARTS] = {c->y[t], c->S[t], c->lam[t], c->fix[t], c->slack_chain[t], NULL};
             KV_TRY_RET(alloc_parts(x, st->sym, parts, 0));
+        } else if (t >= 0 && !getenv("KVERIFY_TEST_FULL_PREPARE") && !kv_ev_contract_form(s, st)) {
+            /* an input: its values rounded into the tensor block by block as they are made */
+            x->arr[st->sym].store = c->t[t].data, x->arr[st->sym].values_only = 1;
         } else {
             /* a prepare statement's values alone (tests: every part, as before) */
             KV_TRY_RET(alloc_parts(x, st->sym, NULL, prepare && !getenv("KVERIFY_TEST_FULL_PREPARE")));
@@ -314,8 +318,9 @@ static enum kv_status run_list(struct kv_ev *x, int prepare)
         KV_TRY_RET(kv_ev_stmt(x, i));
         if (t >= 0 && !prepare && kv_spec_read_by_other_stage(s, st->sym)) KV_TRY_RET(kv_ev_isolate(&x->arr[st->sym]));
         if (t >= 0 && prepare) { /* the input, rounded to its dtype, as every reader sees it (every thread) */
-            kv_store_f64_all(c->t[t].dtype, c->t[t].data, x->arr[st->sym].part[KV_EV_V], c->t[t].count);
-            x->arr[st->sym].raw = c->t[t].data;
+            if (!x->arr[st->sym].store)
+                kv_store_f64_all(c->t[t].dtype, c->t[t].data, x->arr[st->sym].part[KV_EV_V], c->t[t].count);
+            x->arr[st->sym].store = NULL, x->arr[st->sym].raw = c->t[t].data;
         }
         if (prepare) drop_read(x, k);
     }
