@@ -296,6 +296,7 @@ static enum kv_status run_list(struct kv_ev *x, int prepare)
 {
     const struct kv_spec *s = x->s;
     struct kv_case *c = (struct kv_case *)x->c;
+    const int full = getenv("KVERIFY_TEST_FULL_PREPARE") != NULL; /* tests: a prepare's every part, as before */
     for (int k = 0; k < s->n_stmts; k++) {
         const int i = s->order[k];
         const struct kv_spec_stmt *st = &s->stmt[i];
@@ -308,12 +309,11 @@ static enum kv_status run_list(struct kv_ev *x, int prepare)
             KV_TRY_RET(case_arrays(c, t));
             double *const parts[KV_EV_PARTS] = {c->y[t], c->S[t], c->lam[t], c->fix[t], c->slack_chain[t], NULL};
             KV_TRY_RET(alloc_parts(x, st->sym, parts, 0));
-        } else if (t >= 0 && !getenv("KVERIFY_TEST_FULL_PREPARE") && !kv_ev_contract_form(s, st)) {
+        } else if (t >= 0 && !full && !kv_ev_contract_form(s, st)) {
             /* an input: its values rounded into the tensor block by block as they are made */
             x->arr[st->sym].store = c->t[t].data, x->arr[st->sym].values_only = 1;
-        } else {
-            /* a prepare statement's values alone (tests: every part, as before) */
-            KV_TRY_RET(alloc_parts(x, st->sym, NULL, prepare && !getenv("KVERIFY_TEST_FULL_PREPARE")));
+        } else { /* a prepare statement's values alone */
+            KV_TRY_RET(alloc_parts(x, st->sym, NULL, prepare && !full));
         }
         KV_TRY_RET(kv_ev_stmt(x, i));
         if (t >= 0 && !prepare && kv_spec_read_by_other_stage(s, st->sym)) KV_TRY_RET(kv_ev_isolate(&x->arr[st->sym]));
