@@ -17,7 +17,9 @@
  * A device may also flush subnormal operands and results to zero: float
  * outputs get an absolute allowance of 2^-126 per operation, codes may be
  * those of a model that flushes every subnormal (counted as "flushed"), and
- * so may a scale that this model makes 1. */
+ * so may a scale that this model makes 1, or a normal scale it finds where
+ * the exact one is not (a positive subnormal low value flushed to 0 widens
+ * the range) and becomes 1: that group's scale has an allowance about 1. */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -301,10 +303,15 @@ static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check
     c->S[T_B][g] = fabs(c->y[T_B][g]);
     /* Stage isolation: later stages see the scale and bias as float32. */
     const float s_in = (float)c->y[T_S][g], b_in = (float)c->y[T_B][g];
-    c->slack[T_S][g] = 2 * FMIN;
     /* a device that flushes subnormals may find a range whose scale is not
      * normal, and use 1: the scale its codes (c->flush) are computed with */
     c->alt[T_S][g] = !e.poison && !f.poison && f.one && !e.one ? 1.0 : NAN;
+    /* or the other way round: a positive subnormal low value flushed to 0
+     * widens the range, and its scale is normal where the exact one became
+     * 1. That scale, within its own bound, lies in an allowance about 1 */
+    const double fs_exact = ((double)f.hi - (double)f.lo) / N;
+    const int f_normal = !e.poison && !f.poison && e.one && !f.one;
+    c->slack[T_S][g] = 2 * FMIN + (f_normal ? fabs(1.0 - fs_exact) + 6 * U * fs_exact : 0);
     c->slack[T_B][g] = FMIN;
     double ds = 0, dsa = 0, db = 0, dba = 0, chain_ds = 0;
     const size_t i0 = (size_t)(g * gs);
@@ -359,7 +366,10 @@ static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check
     c->y[T_DS][g] = ds, c->S[T_DS][g] = dsa;
     c->y[T_DB][g] = db, c->S[T_DB][g] = dba;
     c->slack[T_DS][g] = c->slack[T_DB][g] = 2.0 * (double)gs * FMIN;
-    c->slack_chain[T_DS][g] = c->slack[T_DS][g] + chain_ds;
+    /* the device's sum over its own codes also rounds the terms where they
+     * differ (a product 1u, the sum lambda sqrt(n) u), which S, of the
+     * oracle's codes, does not hold */
+    c->slack_chain[T_DS][g] = c->slack[T_DS][g] + chain_ds * (1 + (8 * sqrt((double)gs) + 1) * U);
 }
 
 /* The forwards of n codes q of one group (the oracle's, as bytes: where qdq

@@ -170,6 +170,46 @@ static void flushed_subnormals(void **state)
     kv_case_free(&x.c);
 }
 
+/* A positive subnormal low value that a device flushes to 0 widens its
+ * group's range: the scale it finds is normal (2^-126 and up) where the exact
+ * one is not and becomes 1 (seed 404, group 621: 1.18e-38 against 1.13e-38).
+ * Such a device, modelled in float32 (flushed operands, correctly rounded
+ * operations, its own codes c->flush), must pass the scale within its
+ * allowance and its d_scales within the chained allowance, its own rounding
+ * of the codes that differ included. */
+static void flushed_scale_normal(void **state)
+{
+    (void)state;
+    struct qdq x;
+    make(&x, "groups=2050,group-size=2,bits=4,dist=subnormal", 404);
+    const float *w = x.c.t[x.w].data, *dy = x.c.t[x.dy].data;
+    const double U = 0x1p-24;
+    int seen = 0;
+    for (int64_t g = 0; g < x.groups; g++) {
+        float lo = INFINITY, hi = -INFINITY;
+        for (int64_t j = 0; j < x.gs; j++) {
+            float v = fabsf(w[g * x.gs + j]) < FLT_MIN ? 0.0f : w[g * x.gs + j];
+            lo = fminf(lo, v), hi = fmaxf(hi, v);
+        }
+        float r = hi - lo, s = r / (float)x.N;
+        if (!(x.c.y[x.s][g] == 1.0 && s >= FLT_MIN && isfinite(s))) continue;
+        seen++;
+        /* the scale: within 6u of its value plus the slack (the judge's 0.5 ulp left out) */
+        assert_true(fabs((double)s - 1.0) <= 6 * U + x.c.slack[x.s][g]);
+        /* d_scales on the device's own codes, summed in float32 */
+        float acc = 0;
+        for (int64_t j = 0; j < x.gs; j++) {
+            const size_t i = (size_t)(g * x.gs + j);
+            const int code = x.c.flush[x.q][i] >= 0 ? x.c.flush[x.q][i] : (int)x.c.y[x.q][i];
+            acc += (float)code * dy[i];
+        }
+        const double allowed = (8 * sqrt((double)x.gs) + 1) * U * x.c.S[x.ds][g] + x.c.slack_chain[x.ds][g];
+        assert_true(fabs((double)acc - x.c.y[x.ds][g]) <= allowed);
+    }
+    assert_true(seen > 0);
+    kv_case_free(&x.c);
+}
+
 /* The normal dist's inputs (a fast path of kv_qdq_inputs) are their
  * definition's, element by element from the scalar draw of each index:
  * w = f32(N(0,1) * scale) (stream 0), dy = f32(N(0,1)) (stream 1); an
@@ -196,7 +236,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(fd_all), cmocka_unit_test(round_trip), cmocka_unit_test(constant_groups),
         cmocka_unit_test(ties), cmocka_unit_test(nonfinite), cmocka_unit_test(flushed_subnormals),
-        cmocka_unit_test(normal_inputs),
+        cmocka_unit_test(flushed_scale_normal), cmocka_unit_test(normal_inputs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
