@@ -286,6 +286,27 @@ KV_CLONES static void group_codes(const float *w, size_t n, double N, const stru
     }
 }
 
+/* Group g's scale and bias from its encodings e (exact) and f (flushed):
+ * values, magnitudes, slacks and the scale's second legal value. */
+static void scale_bias(struct kv_case *c, int64_t g, double N, const struct enc *e, const struct enc *f)
+{
+    double s_exact = e->one ? 1.0 : ((double)e->hi - (double)e->lo) / N;
+    c->y[T_S][g] = e->poison ? NAN : s_exact;
+    c->S[T_S][g] = fabs(c->y[T_S][g]);
+    c->y[T_B][g] = e->poison ? NAN : e->lo;
+    c->S[T_B][g] = fabs(c->y[T_B][g]);
+    /* a device that flushes subnormals may find a range whose scale is not
+     * normal, and use 1: the scale its codes (c->flush) are computed with */
+    c->alt[T_S][g] = !e->poison && !f->poison && f->one && !e->one ? 1.0 : NAN;
+    /* or the other way round: a positive subnormal low value flushed to 0
+     * widens the range, and its scale is normal where the exact one became
+     * 1. That scale, within its own bound, lies in an allowance about 1 */
+    const double fs_exact = ((double)f->hi - (double)f->lo) / N;
+    const int f_normal = !e->poison && !f->poison && e->one && !f->one;
+    c->slack[T_S][g] = 2 * FMIN + (f_normal ? fabs(1.0 - fs_exact) + 6 * U * fs_exact : 0);
+    c->slack[T_B][g] = FMIN;
+}
+
 /* Group g of every output: scale, bias, codes (with their tie and flushed
  * alternatives), the forward, the round-trip check and the gradients. */
 static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check_ref *rt)
@@ -296,23 +317,9 @@ static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check
     struct enc e = encode_group(wg, gs, N, 0), f = encode_group(wg, gs, N, 1);
     const int blocked = c->blocked[T_QDQ];
     if (blocked) c->aux[T_QDQ][2 * g] = f.s, c->aux[T_QDQ][2 * g + 1] = f.lo; /* for qdq's blocks */
-    double s_exact = e.one ? 1.0 : ((double)e.hi - (double)e.lo) / N;
-    c->y[T_S][g] = e.poison ? NAN : s_exact;
-    c->S[T_S][g] = fabs(c->y[T_S][g]);
-    c->y[T_B][g] = e.poison ? NAN : e.lo;
-    c->S[T_B][g] = fabs(c->y[T_B][g]);
+    scale_bias(c, g, N, &e, &f);
     /* Stage isolation: later stages see the scale and bias as float32. */
     const float s_in = (float)c->y[T_S][g], b_in = (float)c->y[T_B][g];
-    /* a device that flushes subnormals may find a range whose scale is not
-     * normal, and use 1: the scale its codes (c->flush) are computed with */
-    c->alt[T_S][g] = !e.poison && !f.poison && f.one && !e.one ? 1.0 : NAN;
-    /* or the other way round: a positive subnormal low value flushed to 0
-     * widens the range, and its scale is normal where the exact one became
-     * 1. That scale, within its own bound, lies in an allowance about 1 */
-    const double fs_exact = ((double)f.hi - (double)f.lo) / N;
-    const int f_normal = !e.poison && !f.poison && e.one && !f.one;
-    c->slack[T_S][g] = 2 * FMIN + (f_normal ? fabs(1.0 - fs_exact) + 6 * U * fs_exact : 0);
-    c->slack[T_B][g] = FMIN;
     double ds = 0, dsa = 0, db = 0, dba = 0, chain_ds = 0;
     const size_t i0 = (size_t)(g * gs);
     struct kv_oracle_walk pq = kv_oracle_walk(c, T_Q, i0), pd = kv_oracle_walk(c, T_QDQ, i0);
