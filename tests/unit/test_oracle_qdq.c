@@ -14,6 +14,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "core/compare.h"
 #include "core/rng.h"
 #include "kernels/kernel.h"
 #include "kv_test.h"
@@ -183,7 +184,6 @@ static void flushed_scale_normal(void **state)
     struct qdq x;
     make(&x, "groups=2050,group-size=2,bits=4,dist=subnormal", 404);
     const float *w = x.c.t[x.w].data, *dy = x.c.t[x.dy].data;
-    const double U = 0x1p-24;
     int seen = 0;
     for (int64_t g = 0; g < x.groups; g++) {
         float lo = INFINITY, hi = -INFINITY;
@@ -194,8 +194,8 @@ static void flushed_scale_normal(void **state)
         float r = hi - lo, s = r / (float)x.N;
         if (!(x.c.y[x.s][g] == 1.0 && s >= FLT_MIN && isfinite(s))) continue;
         seen++;
-        /* the scale: within 6u of its value plus the slack (the judge's 0.5 ulp left out) */
-        assert_true(fabs((double)s - 1.0) <= 6 * U + x.c.slack[x.s][g]);
+        /* the judge's allowed error (kv_allowed, lambda 8, its half ulp left out) plus the slack */
+        assert_true(fabs((double)s - 1.0) <= kv_allowed(&x.c.bound[x.s], NULL, 8, (size_t)g, 1.0, 0) + x.c.slack[x.s][g]);
         /* d_scales on the device's own codes, summed in float32 */
         float acc = 0;
         for (int64_t j = 0; j < x.gs; j++) {
@@ -203,7 +203,8 @@ static void flushed_scale_normal(void **state)
             const int code = x.c.flush[x.q][i] >= 0 ? x.c.flush[x.q][i] : (int)x.c.y[x.q][i];
             acc += (float)code * dy[i];
         }
-        const double allowed = (8 * sqrt((double)x.gs) + 1) * U * x.c.S[x.ds][g] + x.c.slack_chain[x.ds][g];
+        const double allowed =
+            kv_allowed(&x.c.bound[x.ds], NULL, 8, (size_t)g, x.c.S[x.ds][g], 0) + x.c.slack_chain[x.ds][g];
         assert_true(fabs((double)acc - x.c.y[x.ds][g]) <= allowed);
     }
     assert_true(seen > 0);
