@@ -201,6 +201,8 @@ static enum kv_status alloc_d(double **p, size_t n)
  * qdq: y = q*s + b from the oracle's (q, s, b) as float32 (stage isolation),
  *   S = |q*s| + |b|, two roundings: k_op = 2. Chained: the device's s is
  *   within 6u + 0.5 ulp (7u) of exact and q*s carries it: k_chain = 8.
+ *   A device code across a tie from q adds that step, |s|, and the same
+ *   10u on it (forward).
  * d_scales: n = group_size, S = sum |q*dy|, products 1u: k_op = 1; chained on
  *   the device's codes: each code that may legally sit on the other side of
  *   a tie adds |dy| (slack_chain). d_biases: n = group_size, S = sum |dy|.
@@ -216,7 +218,12 @@ struct fwd {
 static struct fwd forward(int q, float s_in, float b_in, int alt, int fl, double fs, double flo)
 {
     struct fwd r = {(double)q * s_in + b_in, fabs((double)q * s_in) + fabs((double)b_in), 3 * FMIN, 0};
-    r.sc = r.sl + (alt >= 0 ? fabs((double)s_in) : 0);
+    /* the other code's step carries the device's errors on the magnitude it
+     * adds, (k_op + k_chain) u = 10u, which S does not hold: from q = 0 with
+     * b = 0, S is 0 and the device's value is its scale alone. (Where the
+     * flushed model's code differs at a normal scale, the flush moved z by
+     * far less than the tie window, so alt is there too.) */
+    r.sc = r.sl + (alt >= 0 ? fabs((double)s_in) * (1 + 10 * U) : 0);
     if (fl >= 0) r.sc += fabs((double)fl * fs + flo - r.y);
     return r;
 }

@@ -211,6 +211,37 @@ static void flushed_scale_normal(void **state)
     kv_case_free(&x.c);
 }
 
+/* A chained forward whose device code is the one across a tie from the
+ * oracle's, one step up, from q = 0 in a group whose low value is 0 (a
+ * non-negative group, as after a ReLU): the device's value is its own scale
+ * alone, within 2.5 ulp of (hi - lo)/N, so up to about 7u past the oracle's
+ * float32 s, where the bound has no magnitude at all (S = |0 s| + |0|). Such
+ * a device, modelled in float32 (a division within 2.5 ulp: its scale one
+ * ulp up and the quotient rounded up onto the tie), passes the chained row. */
+static void tie_up_from_zero(void **state)
+{
+    (void)state;
+    struct kv_case c;
+    const struct kv_kernel *k = kv_test_inputs(&c, "qdq-affine", "groups=1,group-size=4,bits=4", 1);
+    float *w = c.t[kv_case_tensor(&c, "w")].data;
+    const double exact = 29.85f / 15.0; /* a scale near 2: w's steps are fine next to s's */
+    const float s_in = (float)exact, s_dev = nextafterf(s_in, INFINITY);
+    w[0] = 0, w[1] = 29.85f, w[2] = nextafterf(s_in / 2, 0), w[3] = 1;
+    assert_int_equal(k->oracle(&c), KV_OK);
+    const int qt = kv_case_tensor(&c, "q"), qdq = kv_case_tensor(&c, "qdq");
+    assert_true((float)c.y[kv_case_tensor(&c, "scales")][0] == s_in && c.y[qt][2] == 0 && c.tie[qt][2] == 1);
+    /* the device: its scale legal (within 6u of exact), its quotient within
+     * 2.5 ulp (2^-25 below 1/2) of the exact one, so 1/2 and code 1 */
+    assert_true(fabs((double)s_dev - exact) <= 6 * 0x1p-24 * exact);
+    assert_true(0.5 - (double)w[2] / s_dev <= 2.5 * 0x1p-25);
+    const float y_dev = 1.0f * s_dev + 0.0f;
+    struct kv_bound b = c.bound[qdq];
+    b.k_op += c.k_chain[qdq];
+    const double allowed = kv_allowed(&b, NULL, 8, 2, c.S[qdq][2], 0) + c.slack_chain[qdq][2];
+    assert_true(fabs((double)y_dev - c.y[qdq][2]) <= allowed);
+    kv_case_free(&c);
+}
+
 /* The normal dist's inputs (a fast path of kv_qdq_inputs) are their
  * definition's, element by element from the scalar draw of each index:
  * w = f32(N(0,1) * scale) (stream 0), dy = f32(N(0,1)) (stream 1); an
@@ -238,6 +269,7 @@ int main(void)
         cmocka_unit_test(fd_all), cmocka_unit_test(round_trip), cmocka_unit_test(constant_groups),
         cmocka_unit_test(ties), cmocka_unit_test(nonfinite), cmocka_unit_test(flushed_subnormals),
         cmocka_unit_test(flushed_scale_normal), cmocka_unit_test(normal_inputs),
+        cmocka_unit_test(tie_up_from_zero),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
