@@ -201,11 +201,12 @@ static enum kv_status alloc_d(double **p, size_t n)
  * qdq: y = q*s + b from the oracle's (q, s, b) as float32 (stage isolation),
  *   S = |q*s| + |b|, two roundings: k_op = 2. Chained: the device's s is
  *   within 6u + 0.5 ulp (7u) of exact and q*s carries it: k_chain = 8.
- *   A device code across a tie from q adds that step, |s|, and the same
- *   10u on it (forward).
+ *   A device code across a tie from q, or the flushed model's, adds the
+ *   larger of their steps; the tie's, |s|, with the same 10u on it (forward).
  * d_scales: n = group_size, S = sum |q*dy|, products 1u: k_op = 1; chained on
  *   the device's codes: each code that may legally sit on the other side of
- *   a tie adds |dy| (slack_chain). d_biases: n = group_size, S = sum |dy|.
+ *   a tie, or be the flushed model's, adds the larger step times |dy|
+ *   (slack_chain). d_biases: n = group_size, S = sum |dy|.
  * Subnormals: every float output gets an absolute slack of 2^-126 per
  *   operation that could meet one (a flush changes a result by less). */
 /* The forward of code q from the float32 scale and bias (stage isolation),
@@ -218,13 +219,15 @@ struct fwd {
 static struct fwd forward(int q, float s_in, float b_in, int alt, int fl, double fs, double flo)
 {
     struct fwd r = {(double)q * s_in + b_in, fabs((double)q * s_in) + fabs((double)b_in), 3 * FMIN, 0};
-    /* the other code's step carries the device's errors on the magnitude it
-     * adds, (k_op + k_chain) u = 10u, which S does not hold: from q = 0 with
-     * b = 0, S is 0 and the device's value is its scale alone. (Where the
-     * flushed model's code differs at a normal scale, the flush moved z by
-     * far less than the tie window, so alt is there too.) */
-    r.sc = r.sl + (alt >= 0 ? fabs((double)s_in) * (1 + 10 * U) : 0);
-    if (fl >= 0) r.sc += fabs((double)fl * fs + flo - r.y);
+    /* The device's code is one of q, alt and fl: the larger step. The tie's
+     * carries the device's errors on the magnitude it adds, (k_op + k_chain) u
+     * = 10u, which S does not hold: from q = 0 with b = 0, S is 0 and the
+     * device's value is its scale alone. (Where the flushed model's code
+     * differs at a normal scale, its rounded subtraction moved z by less than
+     * the tie window: fl is alt, and its step the tie's.) */
+    const double tie = alt >= 0 ? fabs((double)s_in) * (1 + 10 * U) : 0;
+    const double flushed = fl >= 0 ? fabs((double)fl * fs + flo - r.y) : 0;
+    r.sc = r.sl + (tie > flushed ? tie : flushed);
     return r;
 }
 
@@ -314,6 +317,15 @@ static void scale_bias(struct kv_case *c, int64_t g, double N, const struct enc 
     c->slack[T_B][g] = FMIN;
 }
 
+/* d_scales' chained term of one element: the device's code is one of q,
+ * alt (across a tie) and fl (the flushed model's), so its term q dy may
+ * differ by the larger of their steps times |dy|. */
+static double alt_step(int q, int alt, int fl, float dy)
+{
+    const double t = alt >= 0 ? 1.0 : 0.0, f = fl >= 0 ? fabs((double)(fl - q)) : 0.0;
+    return (t > f ? t : f) * fabs((double)dy);
+}
+
 /* Group g of every output: scale, bias, codes (with their tie and flushed
  * alternatives), the forward, the round-trip check and the gradients. */
 static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check_ref *rt)
@@ -347,8 +359,7 @@ static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check
                 const int q = qs[k];
                 const double t = (double)q * dyg[j0 + k];
                 ds += t, dsa += fabs(t), db += dyg[j0 + k], dba += fabs((double)dyg[j0 + k]);
-                if (alts[k] >= 0) chain_ds += fabs((double)dyg[j0 + k]);
-                if (fqs[k] != q && f.poison == e.poison) chain_ds += fabs((double)(fqs[k] - q) * dyg[j0 + k]);
+                chain_ds += alt_step(q, alts[k], fqs[k] != q && f.poison == e.poison ? fqs[k] : -1, dyg[j0 + k]);
             }
         }
     }
@@ -374,8 +385,7 @@ static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check
         /* backward */
         double t = (double)q * dyg[j];
         ds += t, dsa += fabs(t), db += dyg[j], dba += fabs((double)dyg[j]);
-        if (alt >= 0) chain_ds += fabs((double)dyg[j]);
-        if (fl >= 0) chain_ds += fabs((double)(fq - q) * dyg[j]);
+        chain_ds += alt_step(q, alt, fl, dyg[j]);
     }
     c->y[T_DS][g] = ds, c->S[T_DS][g] = dsa;
     c->y[T_DB][g] = db, c->S[T_DB][g] = dba;

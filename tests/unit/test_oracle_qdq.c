@@ -242,6 +242,36 @@ static void tie_up_from_zero(void **state)
     kv_case_free(&c);
 }
 
+/* Where a code has both alternatives (across a tie, and the flushed model's,
+ * whose rounded subtraction sits on the other side of the same tie), the
+ * device's code is one of them: qdq.chained's allowance offers that one
+ * step (the larger of the two models', at least |s| (1 + 10u)), not the two
+ * added; a device code two steps away fails. */
+static void one_step_for_two_alternatives(void **state)
+{
+    (void)state;
+    int seen = 0;
+    for (uint64_t seed = 1; seed <= 8 && !seen; seed++) {
+        struct qdq x;
+        make(&x, "groups=4096,group-size=64,bits=4", seed);
+        struct kv_bound b = x.c.bound[x.qdq];
+        b.k_op += x.c.k_chain[x.qdq];
+        for (int64_t i = 0; i < x.groups * x.gs; i++) {
+            if (x.c.tie[x.q][i] < 0 || x.c.flush[x.q][i] != x.c.tie[x.q][i]) continue;
+            const int64_t g = i / x.gs;
+            const double s = (float)x.c.y[x.s][g], step = x.c.tie[x.q][i] - x.c.y[x.q][i];
+            /* one step: the tie's, or the flushed model's (its scale may be an ulp from s_in, times q) */
+            const double sc = x.c.slack_chain[x.qdq][i] - 3 * 0x1p-126;
+            assert_true(sc >= s * (1 + 10 * 0x1p-24) && sc <= s * (1 + 0x1p-15));
+            const double allowed = kv_allowed(&b, NULL, 8, (size_t)i, x.c.S[x.qdq][i], 0) + x.c.slack_chain[x.qdq][i];
+            assert_true(fabs(step * s) <= allowed && fabs(2 * step * s) > allowed);
+            seen++;
+        }
+        kv_case_free(&x.c);
+    }
+    assert_true(seen > 0);
+}
+
 /* The normal dist's inputs (a fast path of kv_qdq_inputs) are their
  * definition's, element by element from the scalar draw of each index:
  * w = f32(N(0,1) * scale) (stream 0), dy = f32(N(0,1)) (stream 1); an
@@ -269,7 +299,7 @@ int main(void)
         cmocka_unit_test(fd_all), cmocka_unit_test(round_trip), cmocka_unit_test(constant_groups),
         cmocka_unit_test(ties), cmocka_unit_test(nonfinite), cmocka_unit_test(flushed_subnormals),
         cmocka_unit_test(flushed_scale_normal), cmocka_unit_test(normal_inputs),
-        cmocka_unit_test(tie_up_from_zero),
+        cmocka_unit_test(tie_up_from_zero), cmocka_unit_test(one_step_for_two_alternatives),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
