@@ -259,13 +259,14 @@ static void roundtrip(float w, int poison, const struct fwd *o, float s_in, doub
  *   of two, which every implementation does exactly: e->win). An exact tie
  *   with all three exact is not ambiguous: it must round away from zero;
  * - fq: the code of the flushed model, from the flushed operand and
- *   difference.
+ *   difference; where that is q, the flushed model's other code where its
+ *   z is within its window of a tie (else q: no alternative).
  * A poisoned encoding's codes are 0, with no alternative. */
 enum { LANES = 256 };
 KV_CLONES static void group_codes(const float *w, size_t n, double N, const struct enc *e, const struct enc *f,
                                   int *restrict q, int *restrict alt, int *restrict fq)
 {
-    const double lo = e->lo, s = e->s, ewin = e->win, flo = f->lo, fs = f->s;
+    const double lo = e->lo, s = e->s, ewin = e->win, flo = f->lo, fs = f->s, fwinf = f->win;
     const int ep = e->poison, fp = f->poison;
     for (size_t j = 0; j < n; j++) {
         const float v = w[j];
@@ -288,11 +289,23 @@ KV_CLONES static void group_codes(const float *w, size_t n, double N, const stru
         other = z < N - 0.5 + win ? other : -1.0;
         q[j] = (int)(ep ? 0 : code); /* selected, then converted: a poisoned group's NaN is never converted */
         alt[j] = (int)other;
-        /* the flushed model's code */
+        /* the flushed model's code; where that is q, its own other code
+         * across a tie (the same window: a flush may move z onto a tie that
+         * the exact z is far from) */
         const float fv = fabsf(v) < FLT_MIN ? 0.0f : v, fd = (float)((double)fv - flo);
         const double zfd = (double)(fabsf(fd) < FLT_MIN ? 0.0f : fd) / fs, zf = inf ? (double)v : zfd;
         const double zfc = zf < 0 ? 0 : zf, zfcc = zfc > N ? N : zfc, tf = floor(zfcc);
-        fq[j] = (int)(fp ? 0 : tf + (zfcc - tf >= 0.5 ? 1.0 : 0.0));
+        const double fcode = fp ? 0 : tf + (zfcc - tf >= 0.5 ? 1.0 : 0.0);
+        const double fsub = (double)fd == (double)fv - flo ? 0 : U;
+        const double fwin = inf ? 0 : (fsub + fwinf) * 1.001 * fabs(zf), ffz = floor(zf);
+        double fother = fcode == ffz + 1 ? ffz : ffz + 1;
+        fother = fp || fcode != code ? -1.0 : fother;
+        fother = fabs(zf) <= DBL_MAX ? fother : -1.0;
+        fother = fwin > 0 ? fother : -1.0;
+        fother = fabs(zf - (ffz + 0.5)) <= fwin ? fother : -1.0;
+        fother = zf > 0.5 - fwin ? fother : -1.0;
+        fother = zf < N - 0.5 + fwin ? fother : -1.0;
+        fq[j] = (int)(fother >= 0 ? fother : fcode);
     }
 }
 

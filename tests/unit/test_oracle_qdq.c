@@ -272,6 +272,35 @@ static void one_step_for_two_alternatives(void **state)
     assert_true(seen > 0);
 }
 
+/* A flush may move z onto a tie of its own: in (-30, 30) x 2^-126 with bits
+ * 4 (s = 2^-124), the subnormal 2^-127 has z = 7.625 (code 8, far from a
+ * tie), but flushed to 0 its z is 7.5 exactly. A flushing device whose scale
+ * is one ulp up (a division within 2.5 ulp) gets 7.5 (1 - 2u), code 7: the
+ * flushed model's other code, offered as its alternative, and its chained
+ * forward within qdq.chained's allowance. */
+static void flushed_onto_a_tie(void **state)
+{
+    (void)state;
+    struct kv_case c;
+    const struct kv_kernel *k = kv_test_inputs(&c, "qdq-affine", "groups=1,group-size=4,bits=4", 1);
+    float *w = c.t[kv_case_tensor(&c, "w")].data;
+    w[0] = -30 * 0x1p-126f, w[1] = 30 * 0x1p-126f, w[2] = 0x1p-127f, w[3] = 0;
+    assert_int_equal(k->oracle(&c), KV_OK);
+    const int qt = kv_case_tensor(&c, "q"), qdq = kv_case_tensor(&c, "qdq");
+    assert_true(c.y[qt][2] == 8 && c.tie[qt][2] == -1);
+    /* the device: flushed operand, its scale one ulp up, correctly rounded quotient */
+    const float s_dev = nextafterf(0x1p-124f, INFINITY), z_dev = (0.0f - w[0]) / s_dev;
+    const int code = (int)floorf(z_dev + 0.5f);
+    assert_int_equal(code, 7);
+    assert_int_equal(c.flush[qt][2], code);
+    const float y_dev = (float)code * s_dev + w[0];
+    struct kv_bound b = c.bound[qdq];
+    b.k_op += c.k_chain[qdq];
+    const double allowed = kv_allowed(&b, NULL, 8, 2, c.S[qdq][2], 0) + c.slack_chain[qdq][2];
+    assert_true(fabs((double)y_dev - c.y[qdq][2]) <= allowed);
+    kv_case_free(&c);
+}
+
 /* The normal dist's inputs (a fast path of kv_qdq_inputs) are their
  * definition's, element by element from the scalar draw of each index:
  * w = f32(N(0,1) * scale) (stream 0), dy = f32(N(0,1)) (stream 1); an
@@ -300,6 +329,7 @@ int main(void)
         cmocka_unit_test(ties), cmocka_unit_test(nonfinite), cmocka_unit_test(flushed_subnormals),
         cmocka_unit_test(flushed_scale_normal), cmocka_unit_test(normal_inputs),
         cmocka_unit_test(tie_up_from_zero), cmocka_unit_test(one_step_for_two_alternatives),
+        cmocka_unit_test(flushed_onto_a_tie),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
