@@ -263,6 +263,22 @@ static void roundtrip(float w, int poison, const struct fwd *o, float s_in, doub
  *   z is within its window of a tie (else q: no alternative).
  * A poisoned encoding's codes are 0, with no alternative. */
 enum { LANES = 256 };
+/* The other code of quotient z (rounded to code) where z is within win of a
+ * tie and in range, else -1 (and where off): a chain of selects with one
+ * compare each, which the vectorizer takes (not an int made of the
+ * compares). */
+static inline __attribute__((always_inline)) double tie_other(double z, double code, double win, double N, int off)
+{
+    const double fz = floor(z);
+    double other = code == fz + 1 ? fz : fz + 1;
+    other = off ? -1.0 : other;
+    other = fabs(z) <= DBL_MAX ? other : -1.0;
+    other = win > 0 ? other : -1.0;
+    other = fabs(z - (fz + 0.5)) <= win ? other : -1.0;
+    other = z > 0.5 - win ? other : -1.0;
+    other = z < N - 0.5 + win ? other : -1.0;
+    return other;
+}
 KV_CLONES static void group_codes(const float *w, size_t n, double N, const struct enc *e, const struct enc *f,
                                   int *restrict q, int *restrict alt, int *restrict fq)
 {
@@ -275,20 +291,9 @@ KV_CLONES static void group_codes(const float *w, size_t n, double N, const stru
         const double zc = z < 0 ? 0 : z, zcc = zc > N ? N : zc, t = floor(zcc);
         const double code = t + (zcc - t >= 0.5 ? 1.0 : 0.0);
         const double sub = (double)(float)d == d ? 0 : U; /* the subtraction's part of the window */
-        const double win = inf ? 0 : (sub + ewin) * 1.001 * fabs(z), fz = floor(z);
-        const double dist = fabs(z - (fz + 0.5));
-        /* the other code where z is within the window of a tie: a chain of
-         * selects with one compare each, which the vectorizer takes (not an
-         * int made of the compares) */
-        double other = code == fz + 1 ? fz : fz + 1;
-        other = ep ? -1.0 : other;
-        other = fabs(z) <= DBL_MAX ? other : -1.0;
-        other = win > 0 ? other : -1.0;
-        other = dist <= win ? other : -1.0;
-        other = z > 0.5 - win ? other : -1.0;
-        other = z < N - 0.5 + win ? other : -1.0;
+        const double win = inf ? 0 : (sub + ewin) * 1.001 * fabs(z);
         q[j] = (int)(ep ? 0 : code); /* selected, then converted: a poisoned group's NaN is never converted */
-        alt[j] = (int)other;
+        alt[j] = (int)tie_other(z, code, win, N, ep);
         /* the flushed model's code; where that is q, its own other code
          * across a tie (the same window: a flush may move z onto a tie that
          * the exact z is far from) */
@@ -297,14 +302,8 @@ KV_CLONES static void group_codes(const float *w, size_t n, double N, const stru
         const double zfc = zf < 0 ? 0 : zf, zfcc = zfc > N ? N : zfc, tf = floor(zfcc);
         const double fcode = fp ? 0 : tf + (zfcc - tf >= 0.5 ? 1.0 : 0.0);
         const double fsub = (double)fd == (double)fv - flo ? 0 : U;
-        const double fwin = inf ? 0 : (fsub + fwinf) * 1.001 * fabs(zf), ffz = floor(zf);
-        double fother = fcode == ffz + 1 ? ffz : ffz + 1;
-        fother = fp || fcode != code ? -1.0 : fother;
-        fother = fabs(zf) <= DBL_MAX ? fother : -1.0;
-        fother = fwin > 0 ? fother : -1.0;
-        fother = fabs(zf - (ffz + 0.5)) <= fwin ? fother : -1.0;
-        fother = zf > 0.5 - fwin ? fother : -1.0;
-        fother = zf < N - 0.5 + fwin ? fother : -1.0;
+        const double fwin = inf ? 0 : (fsub + fwinf) * 1.001 * fabs(zf);
+        const double fother = tie_other(zf, fcode, fwin, N, fp || fcode != code);
         fq[j] = (int)(fother >= 0 ? fother : fcode);
     }
 }
@@ -328,6 +327,13 @@ static void scale_bias(struct kv_case *c, int64_t g, double N, const struct enc 
     const int f_normal = !e->poison && !f->poison && e->one && !f->one;
     c->slack[T_S][g] = 2 * FMIN + (f_normal ? fabs(1.0 - fs_exact) + 6 * U * fs_exact : 0);
     c->slack[T_B][g] = FMIN;
+}
+
+/* The flushed model's code fq as q's alternative: where it differs, and
+ * both models poison the group alike; else -1. */
+static int flushed_alt(int q, int fq, const struct enc *e, const struct enc *f)
+{
+    return fq != q && f->poison == e->poison ? fq : -1;
 }
 
 /* d_scales' chained term of one element: the device's code is one of q,
@@ -365,14 +371,14 @@ static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check
             const int64_t m = gs - j0 < LANES ? gs - j0 : LANES;
             group_codes(wg + j0, (size_t)m, N, &e, &f, qs, alts, fqs);
             for (int64_t k = 0; k < m; k++) {
-                const int fl = fqs[k] != qs[k] && f.poison == e.poison ? fqs[k] : -1;
+                const int fl = flushed_alt(qs[k], fqs[k], &e, &f);
                 q8[j0 + k] = (uint8_t)qs[k], tq[j0 + k] = (int16_t)alts[k], fqo[j0 + k] = (int16_t)fl;
             }
             for (int64_t k = 0; k < m; k++) { /* the backward's sums, in order */
                 const int q = qs[k];
                 const double t = (double)q * dyg[j0 + k];
                 ds += t, dsa += fabs(t), db += dyg[j0 + k], dba += fabs((double)dyg[j0 + k]);
-                chain_ds += alt_step(q, alts[k], fqs[k] != q && f.poison == e.poison ? fqs[k] : -1, dyg[j0 + k]);
+                chain_ds += alt_step(q, alts[k], flushed_alt(q, fqs[k], &e, &f), dyg[j0 + k]);
             }
         }
     }
@@ -381,7 +387,7 @@ static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check
         size_t a;
         if (j % LANES == 0) group_codes(wg + j, (size_t)(gs - j < LANES ? gs - j : LANES), N, &e, &f, qs, alts, fqs);
         const int q = qs[j % LANES], alt = alts[j % LANES], fq = fqs[j % LANES];
-        const int fl = fq != q && f.poison == e.poison ? fq : -1; /* the flushed model's other code */
+        const int fl = flushed_alt(q, fq, &e, &f);
         if (iso) kv_store_f64(KV_U8, iso->data, i, q);
         /* a code's scale is 0: S[T_Q] keeps calloc's zeros, never written (so never resident) */
         /* not in blocks here (they take the lanes above): the codes as float64 */
