@@ -211,6 +211,24 @@ static void flushed_scale_normal(void **state)
     kv_case_free(&x.c);
 }
 
+/* qdq.chained's allowed error at element i, as the judge makes it: the
+ * chained bound (k_op + k_chain, lambda 8, its half ulp left out) plus the
+ * chained slack. */
+static double chained_allowed(const struct kv_case *c, int qdq, size_t i)
+{
+    struct kv_bound b = c->bound[qdq];
+    b.k_op += c->k_chain[qdq];
+    return kv_allowed(&b, NULL, 8, i, c->S[qdq][i], 0) + c->slack_chain[qdq][i];
+}
+
+/* One group of bits 4 holding the four values w, its oracle run. */
+static void one_group(struct kv_case *c, const float w[4])
+{
+    const struct kv_kernel *k = kv_test_inputs(c, "qdq-affine", "groups=1,group-size=4,bits=4", 1);
+    memcpy(c->t[kv_case_tensor(c, "w")].data, w, 4 * sizeof *w);
+    assert_int_equal(k->oracle(c), KV_OK);
+}
+
 /* A chained forward whose device code is the one across a tie from the
  * oracle's, one step up, from q = 0 in a group whose low value is 0 (a
  * non-negative group, as after a ReLU): the device's value is its own scale
@@ -222,12 +240,10 @@ static void tie_up_from_zero(void **state)
 {
     (void)state;
     struct kv_case c;
-    const struct kv_kernel *k = kv_test_inputs(&c, "qdq-affine", "groups=1,group-size=4,bits=4", 1);
-    float *w = c.t[kv_case_tensor(&c, "w")].data;
     const double exact = 29.85f / 15.0; /* a scale near 2: w's steps are fine next to s's */
     const float s_in = (float)exact, s_dev = nextafterf(s_in, INFINITY);
-    w[0] = 0, w[1] = 29.85f, w[2] = nextafterf(s_in / 2, 0), w[3] = 1;
-    assert_int_equal(k->oracle(&c), KV_OK);
+    const float w[4] = {0, 29.85f, nextafterf(s_in / 2, 0), 1};
+    one_group(&c, w);
     const int qt = kv_case_tensor(&c, "q"), qdq = kv_case_tensor(&c, "qdq");
     assert_true((float)c.y[kv_case_tensor(&c, "scales")][0] == s_in && c.y[qt][2] == 0 && c.tie[qt][2] == 1);
     /* the device: its scale legal (within 6u of exact), its quotient within
@@ -235,10 +251,7 @@ static void tie_up_from_zero(void **state)
     assert_true(fabs((double)s_dev - exact) <= 6 * 0x1p-24 * exact);
     assert_true(0.5 - (double)w[2] / s_dev <= 2.5 * 0x1p-25);
     const float y_dev = 1.0f * s_dev + 0.0f;
-    struct kv_bound b = c.bound[qdq];
-    b.k_op += c.k_chain[qdq];
-    const double allowed = kv_allowed(&b, NULL, 8, 2, c.S[qdq][2], 0) + c.slack_chain[qdq][2];
-    assert_true(fabs((double)y_dev - c.y[qdq][2]) <= allowed);
+    assert_true(fabs((double)y_dev - c.y[qdq][2]) <= chained_allowed(&c, qdq, 2));
     kv_case_free(&c);
 }
 
@@ -254,8 +267,6 @@ static void one_step_for_two_alternatives(void **state)
     for (uint64_t seed = 1; seed <= 8 && !seen; seed++) {
         struct qdq x;
         make(&x, "groups=4096,group-size=64,bits=4", seed);
-        struct kv_bound b = x.c.bound[x.qdq];
-        b.k_op += x.c.k_chain[x.qdq];
         for (int64_t i = 0; i < x.groups * x.gs; i++) {
             if (x.c.tie[x.q][i] < 0 || x.c.flush[x.q][i] != x.c.tie[x.q][i]) continue;
             const int64_t g = i / x.gs;
@@ -263,7 +274,7 @@ static void one_step_for_two_alternatives(void **state)
             /* one step: the tie's, or the flushed model's (its scale may be an ulp from s_in, times q) */
             const double sc = x.c.slack_chain[x.qdq][i] - 3 * 0x1p-126;
             assert_true(sc >= s * (1 + 10 * 0x1p-24) && sc <= s * (1 + 0x1p-15));
-            const double allowed = kv_allowed(&b, NULL, 8, (size_t)i, x.c.S[x.qdq][i], 0) + x.c.slack_chain[x.qdq][i];
+            const double allowed = chained_allowed(&x.c, x.qdq, (size_t)i);
             assert_true(fabs(step * s) <= allowed && fabs(2 * step * s) > allowed);
             seen++;
         }
@@ -282,10 +293,8 @@ static void flushed_onto_a_tie(void **state)
 {
     (void)state;
     struct kv_case c;
-    const struct kv_kernel *k = kv_test_inputs(&c, "qdq-affine", "groups=1,group-size=4,bits=4", 1);
-    float *w = c.t[kv_case_tensor(&c, "w")].data;
-    w[0] = -30 * 0x1p-126f, w[1] = 30 * 0x1p-126f, w[2] = 0x1p-127f, w[3] = 0;
-    assert_int_equal(k->oracle(&c), KV_OK);
+    const float w[4] = {-30 * 0x1p-126f, 30 * 0x1p-126f, 0x1p-127f, 0};
+    one_group(&c, w);
     const int qt = kv_case_tensor(&c, "q"), qdq = kv_case_tensor(&c, "qdq");
     assert_true(c.y[qt][2] == 8 && c.tie[qt][2] == -1);
     /* the device: flushed operand, its scale one ulp up, correctly rounded quotient */
@@ -294,10 +303,7 @@ static void flushed_onto_a_tie(void **state)
     assert_int_equal(code, 7);
     assert_int_equal(c.flush[qt][2], code);
     const float y_dev = (float)code * s_dev + w[0];
-    struct kv_bound b = c.bound[qdq];
-    b.k_op += c.k_chain[qdq];
-    const double allowed = kv_allowed(&b, NULL, 8, 2, c.S[qdq][2], 0) + c.slack_chain[qdq][2];
-    assert_true(fabs((double)y_dev - c.y[qdq][2]) <= allowed);
+    assert_true(fabs((double)y_dev - c.y[qdq][2]) <= chained_allowed(&c, qdq, 2));
     kv_case_free(&c);
 }
 
