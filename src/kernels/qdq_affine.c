@@ -378,7 +378,7 @@ static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check
                 const int q = qs[k];
                 const double t = (double)q * dyg[j0 + k];
                 ds += t, dsa += fabs(t), db += dyg[j0 + k], dba += fabs((double)dyg[j0 + k]);
-                chain_ds += alt_step(q, alts[k], flushed_alt(q, fqs[k], &e, &f), dyg[j0 + k]);
+                chain_ds += alt_step(q, alts[k], fqo[j0 + k], dyg[j0 + k]); /* fl, as stored above */
             }
         }
     }
