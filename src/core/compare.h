@@ -39,7 +39,8 @@ struct kv_allow {
     const double *slack;
     /* Integer outputs (codes): the code on the other side of a rounding tie
      * that lies within the allowed error, and the code a device that flushes
-     * subnormals computes; -1 where there is none. */
+     * subnormals computes (kv_flush_code: with, where its own quotient is
+     * near a tie, that tie's other side); -1 where there is none. */
     const int16_t *tie, *flush;
     /* Float outputs: a second legal value, met exactly (the scale of a
      * device that flushes subnormals); NaN where there is none. */
@@ -53,6 +54,20 @@ struct kv_allow {
      * the per-output formula of struct kv_bound; both NULL or both set. */
     const double *lam, *fix;
 };
+
+/* A flush entry: a code below 2^13, and with the flag KV_FLUSH_PAIR the
+ * code above it as a second legal code (the flushed model's quotient near a
+ * tie of its own, two codes from the oracle's). */
+enum { KV_FLUSH_CODE = 0x1fff, KV_FLUSH_PAIR = 0x2000 };
+/* Entry f's two codes (the same code twice where it offers one); f >= 0.
+ * Arithmetic, so that loops over entries vectorize. */
+static inline int kv_flush_code(int f) { return f & KV_FLUSH_CODE; }
+static inline int kv_flush_other(int f) { return (f & KV_FLUSH_CODE) + ((f >> 13) & 1); }
+/* Whether code c is one entry f offers (none where f < 0). */
+static inline int kv_flush_offers(int f, double c)
+{
+    return f >= 0 && (c == kv_flush_code(f) || c == kv_flush_other(f));
+}
 
 /* Element i's allowed error before any slack: the per-element derivation
  * where allow has one, else the per-output formula. */

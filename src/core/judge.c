@@ -199,7 +199,7 @@ static void chunk_codes(const struct jin *x, size_t lo, size_t hi, const struct 
         if (dd > th->max_abs) th->max_abs = dd;
         if (dd == 0) th->exact++;
         else if (has_tie && c == r->tie[j]) th->tie_explained++;
-        else if (r->flush && r->flush[j] >= 0 && c == r->flush[j]) th->flush_explained++;
+        else if (r->flush && kv_flush_offers(r->flush[j], c)) th->flush_explained++;
         else {
             th->unexplained++;
             mismatch(x, th, i, c, r->y[j], cell);

@@ -201,32 +201,36 @@ static enum kv_status alloc_d(double **p, size_t n)
  * qdq: y = q*s + b from the oracle's (q, s, b) as float32 (stage isolation),
  *   S = |q*s| + |b|, two roundings: k_op = 2. Chained: the device's s is
  *   within 6u + 0.5 ulp (7u) of exact and q*s carries it: k_chain = 8.
- *   A device code across a tie from q, or the flushed model's, adds the
- *   larger of their steps; the tie's, |s|, with the same 10u on it (forward).
+ *   A device code across a tie from q, or one of the flushed model's, adds
+ *   the largest of their steps; the tie's, |s|, with the same 10u on it (forward).
  * d_scales: n = group_size, S = sum |q*dy|, products 1u: k_op = 1; chained on
  *   the device's codes: each code that may legally sit on the other side of
- *   a tie, or be the flushed model's, adds the larger step times |dy|
+ *   a tie, or be one of the flushed model's, adds the largest step times |dy|
  *   (slack_chain). d_biases: n = group_size, S = sum |dy|.
  * Subnormals: every float output gets an absolute slack of 2^-126 per
  *   operation that could meet one (a flush changes a result by less). */
 /* The forward of code q from the float32 scale and bias (stage isolation),
  * its scale, its slack (three operations that may meet a subnormal) and its
  * chained slack: the device's own code may sit across a tie (alt >= 0), or be
- * the flushed model's code fl (with that model's scale fs and low value flo). */
+ * one of the flushed model's codes fl (kv_flush_code; with that model's
+ * scale fs and low value flo). */
 struct fwd {
     double y, S, sl, sc;
 };
 static struct fwd forward(int q, float s_in, float b_in, int alt, int fl, double fs, double flo)
 {
     struct fwd r = {(double)q * s_in + b_in, fabs((double)q * s_in) + fabs((double)b_in), 3 * FMIN, 0};
-    /* The device's code is one of q, alt and fl: the larger step. The tie's
+    /* The device's code is one of q, alt and fl's: the largest step. The tie's
      * carries the device's errors on the magnitude it adds, (k_op + k_chain) u
      * = 10u, which S does not hold: from q = 0 with b = 0, S is 0 and the
      * device's value is its scale alone. (Where the flushed model's code
      * differs at a normal scale, its rounded subtraction moved z by less than
      * the tie window: fl is alt, and its step the tie's.) */
     const double tie = alt >= 0 ? fabs((double)s_in) * (1 + 10 * U) : 0;
-    const double flushed = fl >= 0 ? fabs((double)fl * fs + flo - r.y) : 0;
+    const double f1 = fabs((double)kv_flush_code(fl) * fs + flo - r.y);
+    const double f2 = fabs((double)kv_flush_other(fl) * fs + flo - r.y);
+    double flushed = f1 > f2 ? f1 : f2;
+    flushed = fl >= 0 ? flushed : 0;
     r.sc = r.sl + (tie > flushed ? tie : flushed);
     return r;
 }
@@ -260,7 +264,10 @@ static void roundtrip(float w, int poison, const struct fwd *o, float s_in, doub
  *   with all three exact is not ambiguous: it must round away from zero;
  * - fq: the code of the flushed model, from the flushed operand and
  *   difference; where that is q, the flushed model's other code where its
- *   z is within its window of a tie (else q: no alternative).
+ *   z is within its window of a tie (else q: no alternative); where it is
+ *   not, that code and, where its z is near a tie, its own other code as
+ *   a pair (kv_flush_code): two codes from q, where a flush moves z by
+ *   about a whole code (a scale near 2^-126).
  * A poisoned encoding's codes are 0, with no alternative. */
 enum { LANES = 256 };
 /* The other code of quotient z (rounded to code) where z is within win of a
@@ -294,17 +301,20 @@ KV_CLONES static void group_codes(const float *w, size_t n, double N, const stru
         const double win = inf ? 0 : (sub + ewin) * 1.001 * fabs(z);
         q[j] = (int)(ep ? 0 : code); /* selected, then converted: a poisoned group's NaN is never converted */
         alt[j] = (int)tie_other(z, code, win, N, ep);
-        /* the flushed model's code; where that is q, its own other code
-         * across a tie (the same window: a flush may move z onto a tie that
-         * the exact z is far from) */
+        /* the flushed model's code and its own other code across a tie (the
+         * same window: a flush may move z onto a tie that the exact z is far
+         * from): the other code alone where the code is q, else a pair */
         const float fv = fabsf(v) < FLT_MIN ? 0.0f : v, fd = (float)((double)fv - flo);
         const double zfd = (double)(fabsf(fd) < FLT_MIN ? 0.0f : fd) / fs, zf = inf ? (double)v : zfd;
         const double zfc = zf < 0 ? 0 : zf, zfcc = zfc > N ? N : zfc, tf = floor(zfcc);
         const double fcode = fp ? 0 : tf + (zfcc - tf >= 0.5 ? 1.0 : 0.0);
         const double fsub = (double)fd == (double)fv - flo ? 0 : U;
         const double fwin = inf ? 0 : (fsub + fwinf) * 1.001 * fabs(zf);
-        const double fother = tie_other(zf, fcode, fwin, N, fp || fcode != code);
-        fq[j] = (int)(fother >= 0 ? fother : fcode);
+        const double fother = tie_other(zf, fcode, fwin, N, fp);
+        const double other = fother >= 0 ? fother : fcode; /* selects, one compare each */
+        const double pair = (fother < fcode ? fother : fcode) + (double)KV_FLUSH_PAIR; /* the lower code, flagged */
+        const double differs = fother >= 0 ? pair : fcode;
+        fq[j] = (int)(fcode == code ? other : differs);
     }
 }
 
@@ -337,11 +347,12 @@ static int flushed_alt(int q, int fq, const struct enc *e, const struct enc *f)
 }
 
 /* d_scales' chained term of one element: the device's code is one of q,
- * alt (across a tie) and fl (the flushed model's), so its term q dy may
- * differ by the larger of their steps times |dy|. */
+ * alt (across a tie) and fl's codes (the flushed model's), so its term q dy
+ * may differ by the largest of their steps times |dy|. */
 static double alt_step(int q, int alt, int fl, float dy)
 {
-    const double t = alt >= 0 ? 1.0 : 0.0, f = fl >= 0 ? fabs((double)(fl - q)) : 0.0;
+    const int f1 = abs(kv_flush_code(fl) - q), f2 = abs(kv_flush_other(fl) - q);
+    const double t = alt >= 0 ? 1.0 : 0.0, f = fl >= 0 ? (double)(f1 > f2 ? f1 : f2) : 0.0;
     return (t > f ? t : f) * fabs((double)dy);
 }
 

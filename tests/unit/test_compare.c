@@ -200,6 +200,28 @@ static void codes(void **s)
     assert_int_equal(m.worst_index, 1);
 }
 
+/* A flush entry flagged as a pair offers its code and the one above it (the
+ * flushed model's own tie), and nothing below. */
+static void flush_pairs(void **s)
+{
+    (void)s;
+    uint8_t c[4] = {4, 5, 0, 3};
+    double y[4] = {3, 3, 3, 3}, S[4] = {0};
+    int16_t flush[4] = {4 | KV_FLUSH_PAIR, 4 | KV_FLUSH_PAIR, 0 | KV_FLUSH_PAIR, 2 | KV_FLUSH_PAIR};
+    struct kv_allow a = {NULL, NULL, flush, NULL, NULL, NULL, NULL};
+    struct kv_criteria crit;
+    struct kv_metrics m;
+    kv_criteria_default(&crit);
+    kv_compare(KV_U8, c, y, S, 4, &unit_bound, &a, &crit, &m);
+    assert_true(m.pass && m.flush_explained == 3 && m.exact == 1 && m.unexplained == 0);
+    c[1] = 6, c[2] = 2; /* neither is two codes' */
+    kv_compare(KV_U8, c, y, S, 4, &unit_bound, &a, &crit, &m);
+    assert_false(m.pass);
+    assert_int_equal(m.unexplained, 2);
+    assert_int_equal(m.flush_explained, 1);
+    assert_int_equal(m.worst_index, 1);
+}
+
 /* A per-element slack widens only its own element and is counted. */
 static void slack(void **s)
 {
@@ -362,7 +384,7 @@ int main(void)
         cmocka_unit_test(identical_passes), cmocka_unit_test(one_ulp), cmocka_unit_test(bound_decides),
         cmocka_unit_test(nan_inf_matching), cmocka_unit_test(nan_match_only_passes),
         cmocka_unit_test(nmse_and_rmse), cmocka_unit_test(overrides), cmocka_unit_test(quantile),
-        cmocka_unit_test(across_chunks), cmocka_unit_test(codes), cmocka_unit_test(slack),
+        cmocka_unit_test(across_chunks), cmocka_unit_test(codes), cmocka_unit_test(flush_pairs), cmocka_unit_test(slack),
         cmocka_unit_test(alternative), cmocka_unit_test(overflow), cmocka_unit_test(p99_within_its_stated_error),
         cmocka_unit_test(same_on_any_thread_count),
     };

@@ -200,7 +200,7 @@ static void flushed_scale_normal(void **state)
         float acc = 0;
         for (int64_t j = 0; j < x.gs; j++) {
             const size_t i = (size_t)(g * x.gs + j);
-            const int code = x.c.flush[x.q][i] >= 0 ? x.c.flush[x.q][i] : (int)x.c.y[x.q][i];
+            const int code = x.c.flush[x.q][i] >= 0 ? kv_flush_code(x.c.flush[x.q][i]) : (int)x.c.y[x.q][i];
             acc += (float)code * dy[i];
         }
         const double allowed =
@@ -221,11 +221,13 @@ static double chained_allowed(const struct kv_case *c, int qdq, size_t i)
     return kv_allowed(&b, NULL, 8, i, c->S[qdq][i], 0) + c->slack_chain[qdq][i];
 }
 
-/* One group of bits 4 holding the four values w, its oracle run. */
-static void one_group(struct kv_case *c, const float w[4])
+/* One group of bits 4 holding the four values w (and dy, where given), its
+ * oracle run. */
+static void one_group(struct kv_case *c, const float w[4], const float *dy)
 {
     const struct kv_kernel *k = kv_test_inputs(c, "qdq-affine", "groups=1,group-size=4,bits=4", 1);
     memcpy(c->t[kv_case_tensor(c, "w")].data, w, 4 * sizeof *w);
+    if (dy) memcpy(c->t[kv_case_tensor(c, "dy")].data, dy, 4 * sizeof *dy);
     assert_int_equal(k->oracle(c), KV_OK);
 }
 
@@ -243,7 +245,7 @@ static void tie_up_from_zero(void **state)
     const double exact = 29.85f / 15.0; /* a scale near 2: w's steps are fine next to s's */
     const float s_in = (float)exact, s_dev = nextafterf(s_in, INFINITY);
     const float w[4] = {0, 29.85f, nextafterf(s_in / 2, 0), 1};
-    one_group(&c, w);
+    one_group(&c, w, NULL);
     const int qt = kv_case_tensor(&c, "q"), qdq = kv_case_tensor(&c, "qdq");
     assert_true((float)c.y[kv_case_tensor(&c, "scales")][0] == s_in && c.y[qt][2] == 0 && c.tie[qt][2] == 1);
     /* the device: its scale legal (within 6u of exact), its quotient within
@@ -294,7 +296,7 @@ static void flushed_onto_a_tie(void **state)
     (void)state;
     struct kv_case c;
     const float w[4] = {-30 * 0x1p-126f, 30 * 0x1p-126f, 0x1p-127f, 0};
-    one_group(&c, w);
+    one_group(&c, w, NULL);
     const int qt = kv_case_tensor(&c, "q"), qdq = kv_case_tensor(&c, "qdq");
     assert_true(c.y[qt][2] == 8 && c.tie[qt][2] == -1);
     /* the device: flushed operand, its scale one ulp up, correctly rounded quotient */
@@ -304,6 +306,49 @@ static void flushed_onto_a_tie(void **state)
     assert_int_equal(c.flush[qt][2], code);
     const float y_dev = (float)code * s_dev + w[0];
     assert_true(fabs((double)y_dev - c.y[qdq][2]) <= chained_allowed(&c, qdq, 2));
+    kv_case_free(&c);
+}
+
+/* Where the flushed model's code differs from q, it may itself sit near a
+ * tie, whose other side is two codes from q. A scale just above 2^-126,
+ * s = (1 + 2^-20) 2^-126, and the group (lo, hi) = (-(4.5 + 48u), 10.5 +
+ * 192u) x 2^-126 (exact: hi - lo = 15 s): the largest negative subnormal v
+ * has z = 3.5 - 6u (code 3, its tie's other side 4); flushed to 0, z is
+ * -lo/s = 4.5 - 24u (code 4, near a tie). A flushing device whose scale is
+ * one ulp down and whose quotient is 2 ulps up (a division within 2.5 ulp)
+ * gets 4.5, code 5: it must be explained, and d_scales on the device's
+ * codes within its chained allowance. */
+static void flushed_two_codes_away(void **state)
+{
+    (void)state;
+    const double u = 0x1p-24;
+    const float lo = (float)(-(4.5 + 48 * u) * 0x1p-126), hi = (float)((10.5 + 192 * u) * 0x1p-126);
+    assert_true((double)lo == -(4.5 + 48 * u) * 0x1p-126 && (double)hi == (10.5 + 192 * u) * 0x1p-126);
+    const float w[4] = {lo, hi, -(0x1p-126f - 0x1p-149f), 0}, dy[4] = {0.5f, -0.25f, 1.0f, 0.75f};
+    struct kv_case c;
+    one_group(&c, w, dy);
+    const int qt = kv_case_tensor(&c, "q"), st = kv_case_tensor(&c, "scales"), dst = kv_case_tensor(&c, "d_scales");
+    const float s_in = (float)c.y[st][0];
+    assert_true((double)s_in == (1 + 0x1p-20) * 0x1p-126);
+    assert_true(c.y[qt][2] == 3 && c.y[qt][3] == 4);
+    /* the device: flushed v, its scale one ulp down (within 6u of exact),
+     * the quotient -lo/s_dev within 2.5 ulp of 4.5, so 4.5 and code 5 */
+    const float s_dev = nextafterf(s_in, 0);
+    assert_true(s_dev >= FLT_MIN && fabs((double)s_dev - (double)s_in) <= 6 * u * s_in);
+    assert_true(fabs(4.5 - (0.0 - (double)lo) / s_dev) <= 2.5 * 0x1p-21);
+    const uint8_t dev[4] = {0, 15, 5, 5};
+    struct kv_allow a = {NULL, c.tie[qt], c.flush[qt], NULL, NULL, NULL, NULL};
+    struct kv_criteria crit;
+    struct kv_metrics m;
+    kv_criteria_default(&crit);
+    assert_int_equal(kv_compare(KV_U8, dev, c.y[qt], c.S[qt], 4, &c.bound[qt], &a, &crit, &m), KV_OK);
+    assert_int_equal(m.unexplained, 0);
+    assert_true(m.pass);
+    /* d_scales on the device's codes, summed in float32 */
+    float acc = 0;
+    for (int j = 0; j < 4; j++) acc += (float)dev[j] * dy[j];
+    const double allowed = kv_allowed(&c.bound[dst], NULL, 8, 0, c.S[dst][0], 0) + c.slack_chain[dst][0];
+    assert_true(fabs((double)acc - c.y[dst][0]) <= allowed);
     kv_case_free(&c);
 }
 
@@ -335,7 +380,7 @@ int main(void)
         cmocka_unit_test(ties), cmocka_unit_test(nonfinite), cmocka_unit_test(flushed_subnormals),
         cmocka_unit_test(flushed_scale_normal), cmocka_unit_test(normal_inputs),
         cmocka_unit_test(tie_up_from_zero), cmocka_unit_test(one_step_for_two_alternatives),
-        cmocka_unit_test(flushed_onto_a_tie),
+        cmocka_unit_test(flushed_onto_a_tie), cmocka_unit_test(flushed_two_codes_away),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
