@@ -55,18 +55,23 @@ struct kv_allow {
     const double *lam, *fix;
 };
 
-/* A flush entry: a code below 2^13, and with the flag KV_FLUSH_PAIR the
- * code above it as a second legal code (the flushed model's quotient near a
- * tie of its own, two codes from the oracle's). */
-enum { KV_FLUSH_CODE = 0x1fff, KV_FLUSH_PAIR = 0x2000 };
-/* Entry f's two codes (the same code twice where it offers one); f >= 0.
- * Arithmetic, so that loops over entries vectorize. */
+/* A flush entry: a code below 2^12, and in flags more legal codes: the code
+ * above it (KV_FLUSH_PAIR: the flushed model's quotient near a tie of its
+ * own, two codes from the oracle's), 0 (KV_FLUSH_ZERO: a scale that a legal
+ * division may put below 2^-126, which becomes 1), or every code from 0 to
+ * the entry's (KV_FLUSH_RANGE: the other way round, a scale of 1 that may be
+ * a normal one). */
+enum { KV_FLUSH_CODE = 0xfff, KV_FLUSH_PAIR = 0x1000, KV_FLUSH_ZERO = 0x2000, KV_FLUSH_RANGE = 0x4000 };
+/* Entry f's code and the one its pair flag adds (the same code where it has
+ * none); f >= 0. Arithmetic, so that loops over entries vectorize. */
 static inline int kv_flush_code(int f) { return f & KV_FLUSH_CODE; }
-static inline int kv_flush_other(int f) { return (f & KV_FLUSH_CODE) + ((f >> 13) & 1); }
+static inline int kv_flush_other(int f) { return (f & KV_FLUSH_CODE) + ((f >> 12) & 1); }
 /* Whether code c is one entry f offers (none where f < 0). */
 static inline int kv_flush_offers(int f, double c)
 {
-    return f >= 0 && (c == kv_flush_code(f) || c == kv_flush_other(f));
+    if (f < 0) return 0;
+    if (c == kv_flush_code(f) || c == kv_flush_other(f) || ((f & KV_FLUSH_ZERO) && c == 0)) return 1;
+    return (f & KV_FLUSH_RANGE) && c >= 0 && c <= kv_flush_code(f);
 }
 
 /* Element i's allowed error before any slack: the per-element derivation

@@ -26,6 +26,7 @@
 
 #include "core/clones.h"
 #include "kernels/kernel.h"
+#include "kernels/qdq_codes.h"
 #include "kernels/qdq_inputs.h"
 
 static const uint32_t init_sh[] =
@@ -152,41 +153,6 @@ static enum kv_status inputs(struct kv_case *c)
 
 static const double U = 0x1p-24, FMIN = 0x1p-126;
 
-static float flush(float x) { return fabsf(x) < FLT_MIN ? 0.0f : x; }
-static int is_pow2(double x) { int e; return x > 0 && frexp(x, &e) == 0.5; }
-
-/* A group's encoding as a device computes it in float32: flushed (every
- * subnormal operand and result is zero) or not. */
-struct enc {
-    int poison;
-    int one;         /* the scale was not a normal number and became 1 */
-    float lo, hi, s; /* s: the float32 scale the codes divide by */
-    double win;      /* the group's part of the tie window (group_codes) */
-};
-
-static struct enc encode_group(const float *w, int64_t gs, double N, int ftz)
-{
-    struct enc e = {0, 0, INFINITY, -INFINITY, 1.0f, 0};
-    int nan = 0, finite = 0;
-    for (int64_t j = 0; j < gs; j++) {
-        float v = ftz ? flush(w[j]) : w[j];
-        if (isnan(v)) nan = 1;
-        if (!isfinite(v)) continue;
-        finite = 1;
-        if (v < e.lo) e.lo = v;
-        if (v > e.hi) e.hi = v;
-    }
-    float r = (float)((double)e.hi - (double)e.lo); /* correctly rounded (53 >= 2*24+2) */
-    e.poison = nan || !finite || isinf(r);
-    if (e.poison) return e;
-    if (ftz) r = flush(r);
-    float s = (float)((double)r / N);
-    e.one = !(s >= FLT_MIN);
-    e.s = e.one ? 1.0f : s;
-    e.win = (N == 1 || e.one ? 0 : 6 * U) + (is_pow2(e.s) ? 0 : 5 * U);
-    return e;
-}
-
 static enum kv_status alloc_d(double **p, size_t n)
 {
     *p = calloc(n ? n : 1, sizeof **p);
@@ -197,7 +163,7 @@ static enum kv_status alloc_d(double **p, size_t n)
  * scales: y = (hi - lo)/N exact, S = y; the device rounds hi - lo (1u) and
  *   divides (2.5 ulp <= 5u): n = 1, k_op = 6. A non-normal scale is 1.
  * biases: y = lo, exact: k_op = 0.
- * q: exact; the tie window is derived at group_codes().
+ * q: exact; the tie window is derived at kv_qdq_codes().
  * qdq: y = q*s + b from the oracle's (q, s, b) as float32 (stage isolation),
  *   S = |q*s| + |b|, two roundings: k_op = 2. Chained: the device's s is
  *   within 6u + 0.5 ulp (7u) of exact and q*s carries it: k_chain = 8.
@@ -217,8 +183,10 @@ static enum kv_status alloc_d(double **p, size_t n)
 struct fwd {
     double y, S, sl, sc;
 };
-static struct fwd forward(int q, float s_in, float b_in, int alt, int fl, double fs, double flo)
+static inline __attribute__((always_inline)) struct fwd forward(int q, float s_in, float b_in, int alt, int fl,
+                                                               const struct kv_qdq_grp *gp)
 {
+    const double fs = gp->fs, flo = gp->flo;
     struct fwd r = {(double)q * s_in + b_in, fabs((double)q * s_in) + fabs((double)b_in), 3 * FMIN, 0};
     /* The device's code is one of q, alt and fl's: the largest step. The tie's
      * carries the device's errors on the magnitude it adds, (k_op + k_chain) u
@@ -231,6 +199,10 @@ static struct fwd forward(int q, float s_in, float b_in, int alt, int fl, double
     const double f2 = fabs((double)kv_flush_other(fl) * fs + flo - r.y);
     double flushed = f1 > f2 ? f1 : f2;
     flushed = fl >= 0 ? flushed : 0;
+    /* the scale's other branch (kv_qdq_group_of): code 0 with scale 1, or any code
+     * with a normal scale where the oracle's is 1 */
+    const double branch = gp->zc > 0 ? fabs(r.y - (double)b_in) + gp->zc : 0;
+    flushed = branch > flushed ? branch : flushed;
     r.sc = r.sl + (tie > flushed ? tie : flushed);
     return r;
 }
@@ -240,87 +212,19 @@ static struct fwd forward(int q, float s_in, float b_in, int alt, int fl, double
  * scales and the distance between their low values allowed; where w is
  * infinite, the forward with its chained slack (NaN where the group is
  * poisoned). */
-static void roundtrip(float w, int poison, const struct fwd *o, float s_in, double fs, double flo, double elo,
+static void roundtrip(float w, int poison, const struct fwd *o, float s_in, const struct kv_qdq_grp *gp, double elo,
                       double N, double *y, double *S, double *slack)
 {
     const int clipped = isinf(w) || poison;
+    const double s_max = fmax(fmax(fabs((double)s_in), gp->fs), gp->zc > 0 ? 1.0 : 0.0); /* a scale of 1 too */
     *y = poison ? NAN : clipped ? o->y : (double)w;
     *S = o->S;
-    *slack = clipped ? o->sc : o->sl + 0.5 * fmax(fabs((double)s_in), fs) * (1 + 16 * U * N) + fabs(flo - elo);
-}
-
-/* The codes of a group's elements under encoding e and under the flushed
- * model f, lane by lane, without a branch, so that the loop vectorizes:
- * - q: the exact quotient z = (w - lo)/s clamped to [0, N] and rounded half
- *   away from zero (+-Inf clip to N and 0; z is never NaN in a group that is
- *   not poisoned);
- * - alt: q's other legal value, or -1. The tie window is the relative error
- *   with which a device may compute z, so a code whose exact quotient lies
- *   within it of a tie k + 1/2 may be k or k+1: the subtraction (1u unless
- *   exact), the device's own scale (within 2.5 ulp of (hi - lo)/N, 6u of the
- *   float32 s the oracle divides by, unless it is (hi - lo)/1 or the
- *   replacement 1: e->win) and the division (2.5 ulp <= 5u, unless by a power
- *   of two, which every implementation does exactly: e->win). An exact tie
- *   with all three exact is not ambiguous: it must round away from zero;
- * - fq: the code of the flushed model, from the flushed operand and
- *   difference; where that is q, the flushed model's other code where its
- *   z is within its window of a tie (else q: no alternative); where it is
- *   not, that code and, where its z is near a tie, its own other code as
- *   a pair (kv_flush_code): two codes from q, where a flush moves z by
- *   about a whole code (a scale near 2^-126).
- * A poisoned encoding's codes are 0, with no alternative. */
-enum { LANES = 256 };
-/* The other code of quotient z (rounded to code) where z is within win of a
- * tie and in range, else -1 (and where off): a chain of selects with one
- * compare each, which the vectorizer takes (not an int made of the
- * compares). */
-static inline __attribute__((always_inline)) double tie_other(double z, double code, double win, double N, int off)
-{
-    const double fz = floor(z);
-    double other = code == fz + 1 ? fz : fz + 1;
-    other = off ? -1.0 : other;
-    other = fabs(z) <= DBL_MAX ? other : -1.0;
-    other = win > 0 ? other : -1.0;
-    other = fabs(z - (fz + 0.5)) <= win ? other : -1.0;
-    other = z > 0.5 - win ? other : -1.0;
-    other = z < N - 0.5 + win ? other : -1.0;
-    return other;
-}
-KV_CLONES static void group_codes(const float *w, size_t n, double N, const struct enc *e, const struct enc *f,
-                                  int *restrict q, int *restrict alt, int *restrict fq)
-{
-    const double lo = e->lo, s = e->s, ewin = e->win, flo = f->lo, fs = f->s, fwinf = f->win;
-    const int ep = e->poison, fp = f->poison;
-    for (size_t j = 0; j < n; j++) {
-        const float v = w[j];
-        const int inf = fabsf(v) > FLT_MAX;
-        const double d = (double)v - lo, zd = d / s, z = inf ? (double)v : zd; /* divided in every lane */
-        const double zc = z < 0 ? 0 : z, zcc = zc > N ? N : zc, t = floor(zcc);
-        const double code = t + (zcc - t >= 0.5 ? 1.0 : 0.0);
-        const double sub = (double)(float)d == d ? 0 : U; /* the subtraction's part of the window */
-        const double win = inf ? 0 : (sub + ewin) * 1.001 * fabs(z);
-        q[j] = (int)(ep ? 0 : code); /* selected, then converted: a poisoned group's NaN is never converted */
-        alt[j] = (int)tie_other(z, code, win, N, ep);
-        /* the flushed model's code and its own other code across a tie (the
-         * same window: a flush may move z onto a tie that the exact z is far
-         * from): the other code alone where the code is q, else a pair */
-        const float fv = fabsf(v) < FLT_MIN ? 0.0f : v, fd = (float)((double)fv - flo);
-        const double zfd = (double)(fabsf(fd) < FLT_MIN ? 0.0f : fd) / fs, zf = inf ? (double)v : zfd;
-        const double zfc = zf < 0 ? 0 : zf, zfcc = zfc > N ? N : zfc, tf = floor(zfcc);
-        const double fcode = fp ? 0 : tf + (zfcc - tf >= 0.5 ? 1.0 : 0.0);
-        const double fsub = (double)fd == (double)fv - flo ? 0 : U;
-        const double fwin = inf ? 0 : (fsub + fwinf) * 1.001 * fabs(zf);
-        const double fother = tie_other(zf, fcode, fwin, N, fp);
-        const double other = fother >= 0 ? fother : fcode; /* selects, one compare each */
-        const double pair = (fother < fcode ? fother : fcode) + (double)KV_FLUSH_PAIR; /* the lower code, flagged */
-        const double differs = fother >= 0 ? pair : fcode;
-        fq[j] = (int)(fcode == code ? other : differs);
-    }
+    *slack = clipped ? o->sc : o->sl + 0.5 * s_max * (1 + 16 * U * N) + fabs(gp->flo - elo);
 }
 
 /* Group g's scale and bias from its encodings e (exact) and f (flushed):
  * values, magnitudes, slacks and the scale's second legal value. */
-static void scale_bias(struct kv_case *c, int64_t g, double N, const struct enc *e, const struct enc *f)
+static void scale_bias(struct kv_case *c, int64_t g, double N, const struct kv_qdq_enc *e, const struct kv_qdq_enc *f)
 {
     double s_exact = e->one ? 1.0 : ((double)e->hi - (double)e->lo) / N;
     c->y[T_S][g] = e->poison ? NAN : s_exact;
@@ -328,22 +232,20 @@ static void scale_bias(struct kv_case *c, int64_t g, double N, const struct enc 
     c->y[T_B][g] = e->poison ? NAN : e->lo;
     c->S[T_B][g] = fabs(c->y[T_B][g]);
     /* a device that flushes subnormals may find a range whose scale is not
-     * normal, and use 1: the scale its codes (c->flush) are computed with */
-    c->alt[T_S][g] = !e->poison && !f->poison && f->one && !e->one ? 1.0 : NAN;
+     * normal, and use 1: the scale its codes (c->flush) are computed with;
+     * or a legal division may put either model's scale below 2^-126 */
+    const int both = !e->poison && !f->poison;
+    c->alt[T_S][g] = both && !e->one && (f->one || e->flip || f->flip) ? 1.0 : NAN;
     /* or the other way round: a positive subnormal low value flushed to 0
      * widens the range, and its scale is normal where the exact one became
-     * 1. That scale, within its own bound, lies in an allowance about 1 */
-    const double fs_exact = ((double)f->hi - (double)f->lo) / N;
-    const int f_normal = !e->poison && !f->poison && e->one && !f->one;
-    c->slack[T_S][g] = 2 * FMIN + (f_normal ? fabs(1.0 - fs_exact) + 6 * U * fs_exact : 0);
+     * 1, or a division puts a scale just under 2^-126 at it. That scale,
+     * within its own bound, lies in an allowance about 1 */
+    double s_normal = 0; /* the largest normal scale a device may find where the oracle's is 1 */
+    if (both && e->one && !f->one) s_normal = ((double)f->hi - (double)f->lo) / N;
+    if (both && e->one && e->flip) s_normal = fmax(s_normal, e->x);
+    if (both && e->one && f->flip) s_normal = fmax(s_normal, f->x);
+    c->slack[T_S][g] = 2 * FMIN + (s_normal > 0 ? fabs(1.0 - s_normal) + 6 * U * s_normal : 0);
     c->slack[T_B][g] = FMIN;
-}
-
-/* The flushed model's code fq as q's alternative: where it differs, and
- * both models poison the group alike; else -1. */
-static int flushed_alt(int q, int fq, const struct enc *e, const struct enc *f)
-{
-    return fq != q && f->poison == e->poison ? fq : -1;
 }
 
 /* d_scales' chained term of one element: the device's code is one of q,
@@ -351,8 +253,10 @@ static int flushed_alt(int q, int fq, const struct enc *e, const struct enc *f)
  * may differ by the largest of their steps times |dy|. */
 static double alt_step(int q, int alt, int fl, float dy)
 {
-    const int f1 = abs(kv_flush_code(fl) - q), f2 = abs(kv_flush_other(fl) - q);
-    const double t = alt >= 0 ? 1.0 : 0.0, f = fl >= 0 ? (double)(f1 > f2 ? f1 : f2) : 0.0;
+    int f1 = abs(kv_flush_code(fl) - q), f2 = abs(kv_flush_other(fl) - q);
+    f1 = f1 > f2 ? f1 : f2;
+    if (fl >= 0 && (fl & (KV_FLUSH_ZERO | KV_FLUSH_RANGE)) && q > f1) f1 = q; /* code 0 */
+    const double t = alt >= 0 ? 1.0 : 0.0, f = fl >= 0 ? (double)f1 : 0.0;
     return (t > f ? t : f) * fabs((double)dy);
 }
 
@@ -363,9 +267,11 @@ static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check
     const int64_t gs = c->p[P_GS].i;
     const float *w = c->t[T_W].data, *dy = c->t[T_DY].data;
     const float *wg = w + g * gs, *dyg = dy + g * gs;
-    struct enc e = encode_group(wg, gs, N, 0), f = encode_group(wg, gs, N, 1);
+    struct kv_qdq_enc e = kv_qdq_encode(wg, gs, N, 0), f = kv_qdq_encode(wg, gs, N, 1);
     const int blocked = c->blocked[T_QDQ];
-    if (blocked) c->aux[T_QDQ][2 * g] = f.s, c->aux[T_QDQ][2 * g + 1] = f.lo; /* for qdq's blocks */
+    const struct kv_qdq_grp gp = kv_qdq_group_of(&e, &f, N);
+    if (blocked) /* for qdq's blocks */
+        c->aux[T_QDQ][3 * g] = gp.fs, c->aux[T_QDQ][3 * g + 1] = gp.flo, c->aux[T_QDQ][3 * g + 2] = gp.zc;
     scale_bias(c, g, N, &e, &f);
     /* Stage isolation: later stages see the scale and bias as float32. */
     const float s_in = (float)c->y[T_S][g], b_in = (float)c->y[T_B][g];
@@ -373,16 +279,16 @@ static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check
     const size_t i0 = (size_t)(g * gs);
     struct kv_oracle_walk pq = kv_oracle_walk(c, T_Q, i0), pd = kv_oracle_walk(c, T_QDQ, i0);
     struct kv_tensor *iso = c->compact[T_Q] ? &c->iso[T_Q] : NULL; /* the forward's whole input */
-    int qs[LANES], alts[LANES], fqs[LANES];
+    int qs[KV_QDQ_LANES], alts[KV_QDQ_LANES], fqs[KV_QDQ_LANES];
     const int lanes = !iso && blocked && !rt->y; /* every code held, the forward made in blocks */
     if (lanes) { /* the element loop below, a lane block at a time */
         uint8_t *restrict q8 = (uint8_t *)c->iso[T_Q].data + i0; /* qdq made in blocks: so is q, as bytes */
         int16_t *restrict tq = c->tie[T_Q] + i0, *restrict fqo = c->flush[T_Q] + i0;
-        for (int64_t j0 = 0; j0 < gs; j0 += LANES) {
-            const int64_t m = gs - j0 < LANES ? gs - j0 : LANES;
-            group_codes(wg + j0, (size_t)m, N, &e, &f, qs, alts, fqs);
+        for (int64_t j0 = 0; j0 < gs; j0 += KV_QDQ_LANES) {
+            const int64_t m = gs - j0 < KV_QDQ_LANES ? gs - j0 : KV_QDQ_LANES;
+            kv_qdq_codes(wg + j0, (size_t)m, N, &e, &f, qs, alts, fqs);
             for (int64_t k = 0; k < m; k++) {
-                const int fl = flushed_alt(qs[k], fqs[k], &e, &f);
+                const int fl = kv_qdq_flush_entry(qs[k], fqs[k], &e, &f, &gp, N);
                 q8[j0 + k] = (uint8_t)qs[k], tq[j0 + k] = (int16_t)alts[k], fqo[j0 + k] = (int16_t)fl;
             }
             for (int64_t k = 0; k < m; k++) { /* the backward's sums, in order */
@@ -396,21 +302,21 @@ static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check
     for (int64_t j = 0; j < (lanes ? 0 : gs); j++) {
         const size_t i = (size_t)(g * gs + j);
         size_t a;
-        if (j % LANES == 0) group_codes(wg + j, (size_t)(gs - j < LANES ? gs - j : LANES), N, &e, &f, qs, alts, fqs);
-        const int q = qs[j % LANES], alt = alts[j % LANES], fq = fqs[j % LANES];
-        const int fl = flushed_alt(q, fq, &e, &f);
+        if (j % KV_QDQ_LANES == 0) kv_qdq_codes(wg + j, (size_t)(gs - j < KV_QDQ_LANES ? gs - j : KV_QDQ_LANES), N, &e, &f, qs, alts, fqs);
+        const int q = qs[j % KV_QDQ_LANES], alt = alts[j % KV_QDQ_LANES], fq = fqs[j % KV_QDQ_LANES];
+        const int fl = kv_qdq_flush_entry(q, fq, &e, &f, &gp, N);
         if (iso) kv_store_f64(KV_U8, iso->data, i, q);
         /* a code's scale is 0: S[T_Q] keeps calloc's zeros, never written (so never resident) */
         /* not in blocks here (they take the lanes above): the codes as float64 */
         if (kv_oracle_next(&pq, i, &a)) c->y[T_Q][a] = q, c->tie[T_Q][a] = (int16_t)alt, c->flush[T_Q][a] = (int16_t)fl;
         if (kv_oracle_next(&pd, i, &a) && (!blocked || rt->y)) {
             /* forward, from the float32 (q, s, b) */
-            const struct fwd o = forward(q, s_in, b_in, alt, fl, f.s, f.lo);
+            const struct fwd o = forward(q, s_in, b_in, alt, fl, &gp);
             if (!blocked) /* else made by oracle_block */
                 c->y[T_QDQ][a] = o.y, c->S[T_QDQ][a] = o.S, c->slack[T_QDQ][a] = o.sl,
                 c->slack_chain[T_QDQ][a] = o.sc;
             if (rt->y) /* else made by check_block */
-                roundtrip(wg[j], e.poison, &o, s_in, f.s, f.lo, e.lo, N, rt->y + a, rt->S + a, rt->slack + a);
+                roundtrip(wg[j], e.poison, &o, s_in, &gp, e.lo, N, rt->y + a, rt->S + a, rt->slack + a);
         }
         /* backward */
         double t = (double)q * dyg[j];
@@ -430,13 +336,22 @@ static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check
  * is made in blocks, so is q), into y, S and (where given) slack: the plain
  * or the chained slack. A loop that vectorizes, for oracle_block. */
 KV_CLONES static void forward_run(const uint8_t *restrict q, const int16_t *restrict tie, const int16_t *restrict fl,
-                                  size_t n, float s_in, float b_in, double fs, double flo, int chained,
+                                  size_t n, float s_in, float b_in, struct kv_qdq_grp gp, int chained,
                                   double *restrict y, double *restrict S, double *restrict slack)
 {
+    /* a loop for each slack: the vectorizer does not take a select on a
+     * flag the loop does not change */
+    if (slack && chained) {
+        for (size_t i = 0; i < n; i++) {
+            const struct fwd o = forward(q[i], s_in, b_in, tie[i], fl[i], &gp);
+            y[i] = o.y, S[i] = o.S, slack[i] = o.sc;
+        }
+        return;
+    }
     for (size_t i = 0; i < n; i++) {
-        const struct fwd o = forward(q[i], s_in, b_in, tie[i], fl[i], fs, flo);
+        const struct fwd o = forward(q[i], s_in, b_in, tie[i], fl[i], &gp);
         y[i] = o.y, S[i] = o.S;
-        if (slack) slack[i] = chained ? o.sc : o.sl;
+        if (slack) slack[i] = o.sl;
     }
 }
 
@@ -462,10 +377,11 @@ static enum kv_status oracle_block(const struct kv_case *c, int t, size_t lo, si
     const size_t gs = (size_t)c->p[P_GS].i;
     for (size_t g = lo / gs, i = lo; i < hi; g++) { /* a group's elements at a time: no division per element */
         const float s_in = (float)c->y[T_S][g], b_in = (float)c->y[T_B][g];
-        const double fs = c->aux[T_QDQ][2 * g], flo = c->aux[T_QDQ][2 * g + 1];
+        const double *a = c->aux[T_QDQ] + 3 * g;
+        const struct kv_qdq_grp gp = {a[0], a[1], a[2], 0};
         const size_t end = (g + 1) * gs < hi ? (g + 1) * gs : hi;
         double *y = b->y + (i - lo), *S = b->S + (i - lo), *slack = b->slack ? b->slack + (i - lo) : NULL;
-        forward_run(q + i, c->tie[T_Q] + i, c->flush[T_Q] + i, end - i, s_in, b_in, fs, flo, chained, y, S, slack);
+        forward_run(q + i, c->tie[T_Q] + i, c->flush[T_Q] + i, end - i, s_in, b_in, gp, chained, y, S, slack);
         i = end;
     }
     return KV_OK;
@@ -483,7 +399,7 @@ static enum kv_status oracle(struct kv_case *c)
              "internal: qdq-affine's q and qdq not made in blocks alike");
     for (int t = T_S; t <= T_DB; t++)
         if (t != T_Q && !(t == T_QDQ && c->blocked[t])) KV_TRY(alloc_d(&c->slack[t], kv_oracle_len(c, t)));
-    if (c->blocked[T_QDQ]) KV_TRY(alloc_d(&c->aux[T_QDQ], 2 * (size_t)groups)); /* each group's flushed s, lo */
+    if (c->blocked[T_QDQ]) KV_TRY(alloc_d(&c->aux[T_QDQ], 3 * (size_t)groups)); /* each group's struct kv_qdq_grp */
     else KV_TRY(alloc_d(&c->slack_chain[T_QDQ], nd));
     KV_TRY(alloc_d(&c->slack_chain[T_DS], (size_t)groups));
     KV_TRY(alloc_d(&c->alt[T_S], (size_t)groups));
@@ -516,13 +432,13 @@ cleanup:
  * their codes q (bytes, as in forward_run) with their tie and flushed
  * alternatives: a loop that vectorizes, for check_block. */
 KV_CLONES static void roundtrip_run(const uint8_t *restrict q, const int16_t *restrict tie, const int16_t *restrict fl,
-                                    const float *restrict w, size_t n, float s_in, double fs, double flo, double elo,
+                                    const float *restrict w, size_t n, float s_in, struct kv_qdq_grp gp, double elo,
                                     double N, double *restrict y, double *restrict S, double *restrict slack)
 {
     const int poison = isnan(elo);
     for (size_t i = 0; i < n; i++) {
-        const struct fwd o = forward(q[i], s_in, (float)elo, tie[i], fl[i], fs, flo);
-        roundtrip(w[i], poison, &o, s_in, fs, flo, elo, N, y + i, S + i, slack + i);
+        const struct fwd o = forward(q[i], s_in, (float)elo, tie[i], fl[i], &gp);
+        roundtrip(w[i], poison, &o, s_in, &gp, elo, N, y + i, S + i, slack + i);
     }
 }
 
@@ -537,11 +453,12 @@ static enum kv_status check_block(const struct kv_case *c, int j, size_t lo, siz
     const float *w = c->t[T_W].data;
     const uint8_t *q = c->iso[T_Q].data;
     for (size_t g = lo / gs, i = lo; i < hi; g++) { /* as in oracle_block */
-        const double fs = c->aux[T_QDQ][2 * g], flo = c->aux[T_QDQ][2 * g + 1], elo = c->y[T_B][g];
+        const double *a = c->aux[T_QDQ] + 3 * g, elo = c->y[T_B][g];
+        const struct kv_qdq_grp gp = {a[0], a[1], a[2], 0};
         const size_t end = (g + 1) * gs < hi ? (g + 1) * gs : hi;
         const float s_in = (float)c->y[T_S][g];
         double *y = b->y + (i - lo), *S = b->S + (i - lo), *slack = b->slack + (i - lo);
-        roundtrip_run(q + i, c->tie[T_Q] + i, c->flush[T_Q] + i, w + i, end - i, s_in, fs, flo, elo, N, y, S, slack);
+        roundtrip_run(q + i, c->tie[T_Q] + i, c->flush[T_Q] + i, w + i, end - i, s_in, gp, elo, N, y, S, slack);
         i = end;
     }
     return KV_OK;

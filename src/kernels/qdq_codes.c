@@ -1,0 +1,100 @@
+#include "kernels/qdq_codes.h"
+
+#include <float.h>
+#include <math.h>
+
+#include "core/clones.h"
+#include "core/compare.h"
+
+static const double U = 0x1p-24, FMIN = 0x1p-126;
+
+static float flush(float x) { return fabsf(x) < FLT_MIN ? 0.0f : x; }
+static int is_pow2(double x) { int e; return x > 0 && frexp(x, &e) == 0.5; }
+
+struct kv_qdq_enc kv_qdq_encode(const float *w, int64_t gs, double N, int ftz)
+{
+    struct kv_qdq_enc e = {0, 0, 0, INFINITY, -INFINITY, 1.0f, 0, 0};
+    int nan = 0, finite = 0;
+    for (int64_t j = 0; j < gs; j++) {
+        float v = ftz ? flush(w[j]) : w[j];
+        if (isnan(v)) nan = 1;
+        if (!isfinite(v)) continue;
+        finite = 1;
+        if (v < e.lo) e.lo = v;
+        if (v > e.hi) e.hi = v;
+    }
+    float r = (float)((double)e.hi - (double)e.lo); /* correctly rounded (53 >= 2*24+2) */
+    e.poison = nan || !finite || isinf(r);
+    if (e.poison) return e;
+    if (ftz) r = flush(r);
+    e.x = (double)r / N;
+    float s = (float)e.x;
+    e.one = !(s >= FLT_MIN);
+    /* floats within 2.5 ulp (2^-149 each, on both sides) of x on both sides
+     * of 2^-126: by 1 (a power of two) the division is exact */
+    e.flip = N != 1 && fabs(e.x - FMIN) <= 3 * 0x1p-149;
+    e.s = e.one ? 1.0f : s;
+    e.win = (N == 1 || e.one ? 0 : 6 * U) + (is_pow2(e.s) ? 0 : 5 * U);
+    return e;
+}
+
+struct kv_qdq_grp kv_qdq_group_of(const struct kv_qdq_enc *e, const struct kv_qdq_enc *f, double N)
+{
+    struct kv_qdq_grp r = {f->s, f->lo, 0, 0};
+    if (e->poison || f->poison) return r;
+    const int zero = (e->flip && !e->one) || (f->flip && !f->one), range = (e->flip && e->one) || (f->flip && f->one);
+    /* the device's low value is either model's (a flush moves it by under
+     * 2^-126); a normal scale near 2^-126 is under 2^-125, times a code <= N */
+    r.zc = range ? FMIN * (1 + 2 * N) : zero ? FMIN : 0;
+    r.flags = range ? KV_FLUSH_RANGE : zero ? KV_FLUSH_ZERO : 0;
+    return r;
+}
+
+/* The other code of quotient z (rounded to code) where z is within win of a
+ * tie and in range, else -1 (and where off): a chain of selects with one
+ * compare each, which the vectorizer takes (not an int made of the
+ * compares). */
+static inline __attribute__((always_inline)) double tie_other(double z, double code, double win, double N, int off)
+{
+    const double fz = floor(z);
+    double other = code == fz + 1 ? fz : fz + 1;
+    other = off ? -1.0 : other;
+    other = fabs(z) <= DBL_MAX ? other : -1.0;
+    other = win > 0 ? other : -1.0;
+    other = fabs(z - (fz + 0.5)) <= win ? other : -1.0;
+    other = z > 0.5 - win ? other : -1.0;
+    other = z < N - 0.5 + win ? other : -1.0;
+    return other;
+}
+
+KV_CLONES void kv_qdq_codes(const float *w, size_t n, double N, const struct kv_qdq_enc *e,
+                            const struct kv_qdq_enc *f, int *restrict q, int *restrict alt, int *restrict fq)
+{
+    const double lo = e->lo, s = e->s, ewin = e->win, flo = f->lo, fs = f->s, fwinf = f->win;
+    const int ep = e->poison, fp = f->poison;
+    for (size_t j = 0; j < n; j++) {
+        const float v = w[j];
+        const int inf = fabsf(v) > FLT_MAX;
+        const double d = (double)v - lo, zd = d / s, z = inf ? (double)v : zd; /* divided in every lane */
+        const double zc = z < 0 ? 0 : z, zcc = zc > N ? N : zc, t = floor(zcc);
+        const double code = t + (zcc - t >= 0.5 ? 1.0 : 0.0);
+        const double sub = (double)(float)d == d ? 0 : U; /* the subtraction's part of the window */
+        const double win = inf ? 0 : (sub + ewin) * 1.001 * fabs(z);
+        q[j] = (int)(ep ? 0 : code); /* selected, then converted: a poisoned group's NaN is never converted */
+        alt[j] = (int)tie_other(z, code, win, N, ep);
+        /* the flushed model's code and its own other code across a tie (the
+         * same window: a flush may move z onto a tie that the exact z is far
+         * from): the other code alone where the code is q, else a pair */
+        const float fv = fabsf(v) < FLT_MIN ? 0.0f : v, fd = (float)((double)fv - flo);
+        const double zfd = (double)(fabsf(fd) < FLT_MIN ? 0.0f : fd) / fs, zf = inf ? (double)v : zfd;
+        const double zfc = zf < 0 ? 0 : zf, zfcc = zfc > N ? N : zfc, tf = floor(zfcc);
+        const double fcode = fp ? 0 : tf + (zfcc - tf >= 0.5 ? 1.0 : 0.0);
+        const double fsub = (double)fd == (double)fv - flo ? 0 : U;
+        const double fwin = inf ? 0 : (fsub + fwinf) * 1.001 * fabs(zf);
+        const double fother = tie_other(zf, fcode, fwin, N, fp);
+        const double other = fother >= 0 ? fother : fcode; /* selects, one compare each */
+        const double pair = (fother < fcode ? fother : fcode) + (double)KV_FLUSH_PAIR; /* the lower code, flagged */
+        const double differs = fother >= 0 ? pair : fcode;
+        fq[j] = (int)(fcode == code ? other : differs);
+    }
+}
