@@ -168,7 +168,9 @@ static enum kv_status alloc_d(double **p, size_t n)
  *   S = |q*s| + |b|, two roundings: k_op = 2. Chained: the device's s is
  *   within 6u + 0.5 ulp (7u) of exact and q*s carries it: k_chain = 8.
  *   A device code across a tie from q, or one of the flushed model's, adds
- *   the largest of their steps; the tie's, |s|, with the same 10u on it (forward).
+ *   the largest of their steps; the tie's, |s|, with the same 10u on it
+ *   (forward). Where a scale may be 1 or normal on either side of 2^-126
+ *   (kv_qdq_group_of), that branch's codes add their steps too.
  * d_scales: n = group_size, S = sum |q*dy|, products 1u: k_op = 1; chained on
  *   the device's codes: each code that may legally sit on the other side of
  *   a tie, or be one of the flushed model's, adds the largest step times |dy|
@@ -199,8 +201,8 @@ static inline __attribute__((always_inline)) struct fwd forward(int q, float s_i
     const double f2 = fabs((double)kv_flush_other(fl) * fs + flo - r.y);
     double flushed = f1 > f2 ? f1 : f2;
     flushed = fl >= 0 ? flushed : 0;
-    /* the scale's other branch (kv_qdq_group_of): code 0 with scale 1, or any code
-     * with a normal scale where the oracle's is 1 */
+    /* the scale's other branch (kv_qdq_group_of): code 0 with scale 1, or
+     * any code with a normal scale where the oracle's is 1 */
     const double branch = gp->zc > 0 ? fabs(r.y - (double)b_in) + gp->zc : 0;
     flushed = branch > flushed ? branch : flushed;
     r.sc = r.sl + (tie > flushed ? tie : flushed);
@@ -270,7 +272,7 @@ static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check
     struct kv_qdq_enc e = kv_qdq_encode(wg, gs, N, 0), f = kv_qdq_encode(wg, gs, N, 1);
     const int blocked = c->blocked[T_QDQ];
     const struct kv_qdq_grp gp = kv_qdq_group_of(&e, &f, N);
-    if (blocked) /* for qdq's blocks */
+    if (blocked) /* for qdq's blocks (grp_at) */
         c->aux[T_QDQ][3 * g] = gp.fs, c->aux[T_QDQ][3 * g + 1] = gp.flo, c->aux[T_QDQ][3 * g + 2] = gp.zc;
     scale_bias(c, g, N, &e, &f);
     /* Stage isolation: later stages see the scale and bias as float32. */
@@ -302,7 +304,8 @@ static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check
     for (int64_t j = 0; j < (lanes ? 0 : gs); j++) {
         const size_t i = (size_t)(g * gs + j);
         size_t a;
-        if (j % KV_QDQ_LANES == 0) kv_qdq_codes(wg + j, (size_t)(gs - j < KV_QDQ_LANES ? gs - j : KV_QDQ_LANES), N, &e, &f, qs, alts, fqs);
+        if (j % KV_QDQ_LANES == 0)
+            kv_qdq_codes(wg + j, (size_t)(gs - j < KV_QDQ_LANES ? gs - j : KV_QDQ_LANES), N, &e, &f, qs, alts, fqs);
         const int q = qs[j % KV_QDQ_LANES], alt = alts[j % KV_QDQ_LANES], fq = fqs[j % KV_QDQ_LANES];
         const int fl = kv_qdq_flush_entry(q, fq, &e, &f, &gp, N);
         if (iso) kv_store_f64(KV_U8, iso->data, i, q);
@@ -330,6 +333,14 @@ static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check
      * differ (a product 1u, the sum lambda sqrt(n) u), which S, of the
      * oracle's codes, does not hold */
     c->slack_chain[T_DS][g] = c->slack[T_DS][g] + chain_ds * (1 + (8 * sqrt((double)gs) + 1) * U);
+}
+
+/* Group g's alternatives as oracle_group kept them for the blocks (the
+ * flags are in each element's flush entry). */
+static struct kv_qdq_grp grp_at(const struct kv_case *c, size_t g)
+{
+    const double *a = c->aux[T_QDQ] + 3 * g;
+    return (struct kv_qdq_grp){a[0], a[1], a[2], 0};
 }
 
 /* The forwards of n codes q of one group (the oracle's, as bytes: where qdq
@@ -377,8 +388,7 @@ static enum kv_status oracle_block(const struct kv_case *c, int t, size_t lo, si
     const size_t gs = (size_t)c->p[P_GS].i;
     for (size_t g = lo / gs, i = lo; i < hi; g++) { /* a group's elements at a time: no division per element */
         const float s_in = (float)c->y[T_S][g], b_in = (float)c->y[T_B][g];
-        const double *a = c->aux[T_QDQ] + 3 * g;
-        const struct kv_qdq_grp gp = {a[0], a[1], a[2], 0};
+        const struct kv_qdq_grp gp = grp_at(c, g);
         const size_t end = (g + 1) * gs < hi ? (g + 1) * gs : hi;
         double *y = b->y + (i - lo), *S = b->S + (i - lo), *slack = b->slack ? b->slack + (i - lo) : NULL;
         forward_run(q + i, c->tie[T_Q] + i, c->flush[T_Q] + i, end - i, s_in, b_in, gp, chained, y, S, slack);
@@ -453,8 +463,8 @@ static enum kv_status check_block(const struct kv_case *c, int j, size_t lo, siz
     const float *w = c->t[T_W].data;
     const uint8_t *q = c->iso[T_Q].data;
     for (size_t g = lo / gs, i = lo; i < hi; g++) { /* as in oracle_block */
-        const double *a = c->aux[T_QDQ] + 3 * g, elo = c->y[T_B][g];
-        const struct kv_qdq_grp gp = {a[0], a[1], a[2], 0};
+        const double elo = c->y[T_B][g];
+        const struct kv_qdq_grp gp = grp_at(c, g);
         const size_t end = (g + 1) * gs < hi ? (g + 1) * gs : hi;
         const float s_in = (float)c->y[T_S][g];
         double *y = b->y + (i - lo), *S = b->S + (i - lo), *slack = b->slack + (i - lo);

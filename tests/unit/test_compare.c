@@ -384,7 +384,8 @@ int main(void)
         cmocka_unit_test(identical_passes), cmocka_unit_test(one_ulp), cmocka_unit_test(bound_decides),
         cmocka_unit_test(nan_inf_matching), cmocka_unit_test(nan_match_only_passes),
         cmocka_unit_test(nmse_and_rmse), cmocka_unit_test(overrides), cmocka_unit_test(quantile),
-        cmocka_unit_test(across_chunks), cmocka_unit_test(codes), cmocka_unit_test(flush_pairs), cmocka_unit_test(slack),
+        cmocka_unit_test(across_chunks), cmocka_unit_test(codes), cmocka_unit_test(flush_pairs),
+        cmocka_unit_test(slack),
         cmocka_unit_test(alternative), cmocka_unit_test(overflow), cmocka_unit_test(p99_within_its_stated_error),
         cmocka_unit_test(same_on_any_thread_count),
     };
