@@ -11,7 +11,8 @@
  * - the forward q*s + b: two roundings.
  * The codes rounded half up from the clamped quotient, a non-normal scale 1,
  * as the shaders do. Every distribution at bits 1, 4 and 8, group sizes 2,
- * 32 and 64, several seeds. */
+ * 32 and 64, several seeds; and two groups made at the edges of 2^-126,
+ * which the distributions reach too rarely. */
 #include <float.h>
 #include <math.h>
 #include <setjmp.h>
@@ -237,10 +238,26 @@ static void scale_just_under_2_126(void **state)
     assert_int_equal(one_case("groups=1,group-size=4,bits=4", 1, w), 0);
 }
 
+/* The flushed model's code near a tie of its own, two codes from q (as in
+ * unit.oracle_qdq's flushed_two_codes_away): s = (1 + 2^-20) 2^-126 and the
+ * largest negative subnormal, whose exact code is 3 and whose flushed
+ * quotient is 4.5 - 24u. Each device must pass, the flushing ones whose
+ * scale is a float down and quotient at its upper edge (code 5) included. */
+static void flushed_code_near_a_tie(void **state)
+{
+    (void)state;
+    const double u = 0x1p-24;
+    const float w[4] = {(float)(-(4.5 + 48 * u) * 0x1p-126), (float)((10.5 + 192 * u) * 0x1p-126),
+                        -(0x1p-126f - 0x1p-149f), 0};
+    assert_true((double)w[1] - (double)w[0] == 15 * (1 + 0x1p-20) * 0x1p-126);
+    assert_int_equal(one_case("groups=1,group-size=4,bits=4", 1, w), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_legal_device), cmocka_unit_test(scale_just_under_2_126),
+        cmocka_unit_test(flushed_code_near_a_tie),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
