@@ -47,6 +47,12 @@ struct kv_qdq_grp kv_qdq_group_of(const struct kv_qdq_enc *e, const struct kv_qd
      * 2^-126); a normal scale near 2^-126 is under 2^-125, times a code <= N */
     r.zc = range ? FMIN * (1 + 2 * N) : zero ? FMIN : 0;
     r.flags = range ? KV_FLUSH_RANGE : zero ? KV_FLUSH_ZERO : 0;
+    /* a range's entry holds N (every code to it), which the forward reads
+     * as a code of the flushed scale. Where both scales are 1, a device's
+     * scale is 1 (the oracle's own codes and values) or normal and under
+     * 2^-125, which zc holds: the forward reads that bound, not a step of
+     * N x 1 */
+    if (range && f->one && e->one) r.fs = 2 * FMIN;
     return r;
 }
 

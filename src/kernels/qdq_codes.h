@@ -26,11 +26,11 @@ struct kv_qdq_enc {
 struct kv_qdq_enc kv_qdq_encode(const float *w, int64_t gs, double N, int ftz);
 
 /* A group's alternatives that are not the exact model's: the flushed
- * model's scale and low value, and where a scale may be 1 or normal on
- * either side of 2^-126 (enc.flip), the largest step that other branch
- * adds to the forward past |q s| (0: none), and the flags of its codes (a
- * scale of 1 makes every finite element's code 0; a normal scale where the
- * oracle's is 1, any code). */
+ * model's scale (2^-125 where both are 1 in a range) and low value, and
+ * where a scale may be 1 or normal on either side of 2^-126 (enc.flip), the
+ * largest step that other branch adds to the forward past |q s| (0: none),
+ * and the flags of its codes (a scale of 1 makes every finite element's
+ * code 0; a normal scale where the oracle's is 1, any code). */
 struct kv_qdq_grp {
     double fs, flo, zc;
     int flags;

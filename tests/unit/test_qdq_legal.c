@@ -236,6 +236,16 @@ static void scale_just_under_2_126(void **state)
     assert_true((float)x < FLT_MIN && within(x, 1, 0) == FLT_MIN); /* 1 for the oracle; a device may keep 2^-126 */
     const float w[4] = {lo, hi, 0x1p-127f, 3 * 0x1p-126f};
     assert_int_equal(one_case("groups=1,group-size=4,bits=4", 1, w), 0);
+    /* and no more than that: qdq.chained's slack holds any code with a scale
+     * under 2^-125 (the forward's 3 x 2^-126, and (1 + 2N) 2^-126), not a
+     * step of the flushed model's scale of 1 */
+    struct kv_case c;
+    const struct kv_kernel *k = kv_test_inputs(&c, "qdq-affine", "groups=1,group-size=4,bits=4", 1);
+    memcpy(c.t[kv_case_tensor(&c, "w")].data, w, sizeof w);
+    assert_int_equal(k->oracle(&c), KV_OK);
+    const int tf = kv_case_tensor(&c, "qdq");
+    for (int j = 0; j < 4; j++) assert_true(c.slack_chain[tf][j] <= (3 + 1 + 2 * 15) * 0x1p-126);
+    kv_case_free(&c);
 }
 
 /* The flushed model's code near a tie of its own, two codes from q (as in
