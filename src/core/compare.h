@@ -55,13 +55,17 @@ struct kv_allow {
     const double *lam, *fix;
 };
 
-/* A flush entry: a code below 2^12, and in flags more legal codes: the code
+/* A flush entry: a code below 2^11, and in flags more legal codes: the code
  * above it (KV_FLUSH_PAIR: the flushed model's quotient near a tie of its
  * own, two codes from the oracle's), 0 (KV_FLUSH_ZERO: a scale that a legal
  * division may put below 2^-126, which becomes 1), or every code from 0 to
  * the entry's (KV_FLUSH_RANGE: the other way round, a scale of 1 that may be
- * a normal one). */
-enum { KV_FLUSH_CODE = 0xfff, KV_FLUSH_PAIR = 0x1000, KV_FLUSH_ZERO = 0x2000, KV_FLUSH_RANGE = 0x4000 };
+ * a normal one). KV_FLUSH_ONE offers no other code: the entry's code is
+ * also taken at a scale of 1 (a clipped element, the same code under any
+ * scale, where a scale may be 1 or normal), which the kernel's forward
+ * reads. */
+enum { KV_FLUSH_CODE = 0x7ff, KV_FLUSH_ONE = 0x800, KV_FLUSH_PAIR = 0x1000, KV_FLUSH_ZERO = 0x2000,
+       KV_FLUSH_RANGE = 0x4000 };
 /* Entry f's code and the one its pair flag adds (the same code where it has
  * none); f >= 0. Arithmetic, so that loops over entries vectorize. */
 static inline int kv_flush_code(int f) { return f & KV_FLUSH_CODE; }

@@ -170,7 +170,8 @@ static enum kv_status alloc_d(double **p, size_t n)
  *   A device code across a tie from q, or one of the flushed model's, adds
  *   the largest of their steps; the tie's, |s|, with the same 10u on it
  *   (forward). Where a scale may be 1 or normal on either side of 2^-126
- *   (kv_qdq_group_of), that branch's codes add their steps too.
+ *   (kv_qdq_group_of), that branch's codes add their steps too, and a +Inf
+ *   element (code N under any scale) the step N |1 - s|.
  * d_scales: n = group_size, S = sum |q*dy|, products 1u: k_op = 1; chained on
  *   the device's codes: each code that may legally sit on the other side of
  *   a tie, or be one of the flushed model's, adds the largest step times |dy|
@@ -199,7 +200,11 @@ static inline __attribute__((always_inline)) struct fwd forward(int q, float s_i
     const double tie = alt >= 0 ? fabs((double)s_in) * (1 + 10 * U) : 0;
     const double f1 = fabs((double)kv_flush_code(fl) * fs + flo - r.y);
     const double f2 = fabs((double)kv_flush_other(fl) * fs + flo - r.y);
+    /* the same code at a scale of 1 (KV_FLUSH_ONE: a +Inf element where a
+     * scale of 1 is legal and a normal one too; f1 takes the other) */
+    const double f3 = fabs((double)kv_flush_code(fl) + flo - r.y);
     double flushed = f1 > f2 ? f1 : f2;
+    flushed = (fl & KV_FLUSH_ONE) && f3 > flushed ? f3 : flushed;
     flushed = fl >= 0 ? flushed : 0;
     /* the scale's other branch (kv_qdq_group_of): code 0 with scale 1, or
      * any code with a normal scale where the oracle's is 1 */
@@ -290,7 +295,7 @@ static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check
             const int64_t m = gs - j0 < KV_QDQ_LANES ? gs - j0 : KV_QDQ_LANES;
             kv_qdq_codes(wg + j0, (size_t)m, N, &e, &f, qs, alts, fqs);
             for (int64_t k = 0; k < m; k++) {
-                const int fl = kv_qdq_flush_entry(qs[k], fqs[k], &e, &f, &gp, N);
+                const int fl = kv_qdq_flush_entry(wg[j0 + k], qs[k], fqs[k], &e, &f, &gp, N);
                 q8[j0 + k] = (uint8_t)qs[k], tq[j0 + k] = (int16_t)alts[k], fqo[j0 + k] = (int16_t)fl;
             }
             for (int64_t k = 0; k < m; k++) { /* the backward's sums, in order */
@@ -307,7 +312,7 @@ static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check
         if (j % KV_QDQ_LANES == 0)
             kv_qdq_codes(wg + j, (size_t)(gs - j < KV_QDQ_LANES ? gs - j : KV_QDQ_LANES), N, &e, &f, qs, alts, fqs);
         const int q = qs[j % KV_QDQ_LANES], alt = alts[j % KV_QDQ_LANES], fq = fqs[j % KV_QDQ_LANES];
-        const int fl = kv_qdq_flush_entry(q, fq, &e, &f, &gp, N);
+        const int fl = kv_qdq_flush_entry(wg[j], q, fq, &e, &f, &gp, N);
         if (iso) kv_store_f64(KV_U8, iso->data, i, q);
         /* a code's scale is 0: S[T_Q] keeps calloc's zeros, never written (so never resident) */
         /* not in blocks here (they take the lanes above): the codes as float64 */
@@ -340,7 +345,7 @@ static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check
 static struct kv_qdq_grp grp_at(const struct kv_case *c, size_t g)
 {
     const double *a = c->aux[T_QDQ] + 3 * g;
-    return (struct kv_qdq_grp){a[0], a[1], a[2], 0};
+    return (struct kv_qdq_grp){a[0], a[1], a[2], 0, -1};
 }
 
 /* The forwards of n codes q of one group (the oracle's, as bytes: where qdq

@@ -40,13 +40,14 @@ struct kv_qdq_enc kv_qdq_encode(const float *w, int64_t gs, double N, int ftz)
 
 struct kv_qdq_grp kv_qdq_group_of(const struct kv_qdq_enc *e, const struct kv_qdq_enc *f, double N)
 {
-    struct kv_qdq_grp r = {f->s, f->lo, 0, 0};
+    struct kv_qdq_grp r = {f->s, f->lo, 0, 0, -1};
     if (e->poison || f->poison) return r;
     const int zero = (e->flip && !e->one) || (f->flip && !f->one), range = (e->flip && e->one) || (f->flip && f->one);
     /* the device's low value is either model's (a flush moves it by under
      * 2^-126); a normal scale near 2^-126 is under 2^-125, times a code <= N */
     r.zc = range ? FMIN * (1 + 2 * N) : zero ? FMIN : 0;
     r.flags = range ? KV_FLUSH_RANGE : zero ? KV_FLUSH_ZERO : 0;
+    r.inf = !range && (zero || e->one != f->one) ? (int)N | KV_FLUSH_ONE : -1;
     /* a range's entry holds N (every code to it), which the forward reads
      * as a code of the flushed scale. Where both scales are 1, a device's
      * scale is 1 (the oracle's own codes and values) or normal and under

@@ -6,6 +6,7 @@
 #ifndef KV_QDQ_CODES_H
 #define KV_QDQ_CODES_H
 
+#include <float.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,10 +31,15 @@ struct kv_qdq_enc kv_qdq_encode(const float *w, int64_t gs, double N, int ftz);
  * where a scale may be 1 or normal on either side of 2^-126 (enc.flip), the
  * largest step that other branch adds to the forward past |q s| (0: none),
  * and the flags of its codes (a scale of 1 makes every finite element's
- * code 0; a normal scale where the oracle's is 1, any code). */
+ * code 0; a normal scale where the oracle's is 1, any code). A +Inf
+ * element's code is N under any scale, but its value N s + lo is N x 1 + lo
+ * under a scale of 1: where either model's scale is 1 and the other's
+ * normal, or a division may put one on either side of 2^-126 (and no range
+ * entry holds every code), its entry is N taken at both scales. */
 struct kv_qdq_grp {
     double fs, flo, zc;
     int flags;
+    int inf; /* a +Inf element's entry (code N at a scale of 1 too), or -1 */
 };
 
 struct kv_qdq_grp kv_qdq_group_of(const struct kv_qdq_enc *e, const struct kv_qdq_enc *f, double N);
@@ -64,14 +70,15 @@ enum { KV_QDQ_LANES = 256 };
 void kv_qdq_codes(const float *w, size_t n, double N, const struct kv_qdq_enc *e, const struct kv_qdq_enc *f,
                   int *restrict q, int *restrict alt, int *restrict fq);
 
-/* Element's flush entry (kv_flush_code): the flushed model's code fq as
+/* Element w's flush entry (kv_flush_code): the flushed model's code fq as
  * q's alternative where it differs, and both models poison the group alike;
  * with the flags of the group's other scale branch (kv_qdq_group_of),
- * every code to N for a range; else -1. */
-static inline int kv_qdq_flush_entry(int q, int fq, const struct kv_qdq_enc *e, const struct kv_qdq_enc *f,
+ * every code to N for a range; a +Inf element's, the group's; else -1. */
+static inline int kv_qdq_flush_entry(float w, int q, int fq, const struct kv_qdq_enc *e, const struct kv_qdq_enc *f,
                                      const struct kv_qdq_grp *gp, double N)
 {
     if (gp->flags & KV_FLUSH_RANGE) return (int)N | KV_FLUSH_RANGE;
+    if (w > FLT_MAX && gp->inf >= 0) return gp->inf;
     const int fl = fq != q && f->poison == e->poison ? fq : -1;
     return gp->flags ? (fl >= 0 ? fl : q) | gp->flags : fl;
 }

@@ -221,6 +221,19 @@ static void every_legal_device(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* qdq.chained's slack of a group of 4 at bits 4 (w) is at most finite
+ * at a finite element, and at most inf at a +Inf one. */
+static void at_most_chained(const float *w, double finite, double inf)
+{
+    struct kv_case c;
+    const struct kv_kernel *k = kv_test_inputs(&c, "qdq-affine", "groups=1,group-size=4,bits=4", 1);
+    memcpy(c.t[kv_case_tensor(&c, "w")].data, w, 4 * sizeof *w);
+    assert_int_equal(k->oracle(&c), KV_OK);
+    const int tf = kv_case_tensor(&c, "qdq");
+    for (int j = 0; j < 4; j++) assert_true(c.slack_chain[tf][j] <= (isinf(w[j]) ? inf : finite));
+    kv_case_free(&c);
+}
+
 /* A scale just under 2^-126, where a legal division may land at 2^-126:
  * (lo, hi) = (-8, 7 - 2^-20) x 2^-126 at bits 4, whose range 15 x 2^-126 -
  * 2^-146 is exact and whose quotient by 15 is 2^-126 - (8/15) 2^-149. The
@@ -239,13 +252,7 @@ static void scale_just_under_2_126(void **state)
     /* and no more than that: qdq.chained's slack holds any code with a scale
      * under 2^-125 (the forward's 3 x 2^-126, and (1 + 2N) 2^-126), not a
      * step of the flushed model's scale of 1 */
-    struct kv_case c;
-    const struct kv_kernel *k = kv_test_inputs(&c, "qdq-affine", "groups=1,group-size=4,bits=4", 1);
-    memcpy(c.t[kv_case_tensor(&c, "w")].data, w, sizeof w);
-    assert_int_equal(k->oracle(&c), KV_OK);
-    const int tf = kv_case_tensor(&c, "qdq");
-    for (int j = 0; j < 4; j++) assert_true(c.slack_chain[tf][j] <= (3 + 1 + 2 * 15) * 0x1p-126);
-    kv_case_free(&c);
+    at_most_chained(w, (3 + 1 + 2 * 15) * 0x1p-126, 0);
 }
 
 /* The flushed model's code near a tie of its own, two codes from q (as in
@@ -263,11 +270,35 @@ static void flushed_code_near_a_tie(void **state)
     assert_int_equal(one_case("groups=1,group-size=4,bits=4", 1, w), 0);
 }
 
+/* A +Inf element, whose code is N under any scale, in a group where one
+ * legal device's scale is 1 and another's normal, near 2^-126: its value is
+ * N x 1 + lo on the one and about N x 2^-126 + lo on the other. Three ways
+ * there: the flushed model's scale is 1 where the exact one is normal (a
+ * negative subnormal low value flushed to 0 narrows the range), the other
+ * way round (a positive one widens it), and a division that may land on
+ * either side of 2^-126 with nothing to flush. Each device must pass. */
+static void infinite_element_at_a_scale_of_1(void **state)
+{
+    (void)state;
+    const float m = 0x1p-126f;
+    const float narrowed[4] = {INFINITY, (float)(-0.9 * 0x1p-126), 14.5f * m, 0};
+    const float widened[4] = {INFINITY, (float)(0.5 * 0x1p-126), 15.4f * m, 3 * m};
+    const float divided[4] = {-8 * m, 7 * m + 0x1p-146f, INFINITY, 3 * m};
+    assert_true(fabs(((double)divided[1] - (double)divided[0]) / 15 - 0x1p-126) < 0x1p-149); /* either side */
+    assert_int_equal(one_case("groups=1,group-size=4,bits=4", 1, narrowed), 0);
+    assert_int_equal(one_case("groups=1,group-size=4,bits=4", 1, widened), 0);
+    assert_int_equal(one_case("groups=1,group-size=4,bits=4", 1, divided), 0);
+    /* and only there: the step N |1 - s| (s under 2^-125) at the +Inf
+     * element, and a finite element's a code's step at a scale under 2^-125 */
+    const float *const groups[] = {narrowed, widened, divided};
+    for (int i = 0; i < 3; i++) at_most_chained(groups[i], (3 + 1 + 2 * 15) * 0x1p-126, 15 + 0x1p-100);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_legal_device), cmocka_unit_test(scale_just_under_2_126),
-        cmocka_unit_test(flushed_code_near_a_tie),
+        cmocka_unit_test(flushed_code_near_a_tie), cmocka_unit_test(infinite_element_at_a_scale_of_1),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
