@@ -288,8 +288,8 @@ static void infinite_element_at_a_scale_of_1(void **state)
     assert_int_equal(one_case("groups=1,group-size=4,bits=4", 1, narrowed), 0);
     assert_int_equal(one_case("groups=1,group-size=4,bits=4", 1, widened), 0);
     assert_int_equal(one_case("groups=1,group-size=4,bits=4", 1, divided), 0);
-    /* and only there: the step N |1 - s| (s under 2^-125) at the +Inf
-     * element, and a finite element's a code's step at a scale under 2^-125 */
+    /* and no more: at the +Inf element the step N |1 - s| (s under
+     * 2^-125), at a finite one a code's step at a scale under 2^-125 */
     const float *const groups[] = {narrowed, widened, divided};
     for (int i = 0; i < 3; i++) at_most_chained(groups[i], (3 + 1 + 2 * 15) * 0x1p-126, 15 + 0x1p-100);
 }
@@ -309,10 +309,15 @@ static void random_groups_near_2_126(void **state)
         float w[4];
         for (int j = 0; j < 4; j++) {
             x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-            const int kind = (int)(x % 16);
-            const double k = (double)((x >> 8) % 40000) / 1000.0 - 20.0;
-            w[j] = kind == 0 ? INFINITY : kind == 1 ? -INFINITY : kind == 2 ? 0.0f : (float)(k * 0x1p-126);
-            if (kind == 3) w[j] = (float)(((x >> 20) % 1000) / 1000.0 * 0x1p-126) * ((x >> 40) & 1 ? 1 : -1);
+            const double k = (double)((x >> 8) % 40000) / 1000.0 - 20.0; /* k x 2^-126 */
+            const double sub = (double)((x >> 20) % 1000) / 1000.0 * ((x >> 40) & 1 ? 1 : -1); /* subnormal */
+            switch (x % 16) {
+            case 0: w[j] = INFINITY; break;
+            case 1: w[j] = -INFINITY; break;
+            case 2: w[j] = 0; break;
+            case 3: w[j] = (float)(sub * 0x1p-126); break;
+            default: w[j] = (float)(k * 0x1p-126); break;
+            }
         }
         char params[64];
         snprintf(params, sizeof params, "groups=1,group-size=4,bits=%d", 1 + (int)((x >> 33) % 8));
