@@ -341,7 +341,7 @@ static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check
 }
 
 /* Group g's alternatives as oracle_group kept them for the blocks (the
- * flags are in each element's flush entry). */
+ * flags, and a +Inf element's entry, are in each element's flush entry). */
 static struct kv_qdq_grp grp_at(const struct kv_case *c, size_t g)
 {
     const double *a = c->aux[T_QDQ] + 3 * g;

@@ -292,6 +292,11 @@ static void infinite_element_at_a_scale_of_1(void **state)
      * 2^-125), at a finite one a code's step at a scale under 2^-125 */
     const float *const groups[] = {narrowed, widened, divided};
     for (int i = 0; i < 3; i++) at_most_chained(groups[i], (3 + 1 + 2 * 15) * 0x1p-126, 15 + 0x1p-100);
+    /* and only there: in a group whose scale (0.2) is far from 2^-126, the
+     * +Inf element's slack is the forward's 3 x 2^-126 alone, a finite one's
+     * at most a tie's step */
+    const float far[4] = {INFINITY, -1, 2, 0.5f};
+    at_most_chained(far, 0.2 * (1 + 0x1p-20) + 3 * 0x1p-126, 3 * 0x1p-126);
 }
 
 /* Groups of 4 drawn at the edges that the distributions reach too rarely:
