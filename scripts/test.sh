@@ -31,7 +31,8 @@ cmake --build build -j "$jobs"
 cmake -S . -B build-asan -DBUILD_TESTING=ON -DKV_WERROR=ON -DKV_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug \
   -DCMAKE_C_FLAGS_DEBUG="-g -O1"
 cmake --build build-asan -j "$jobs"
-# The build's tests preload Mesa's lavapipe into kverify (tests/CMakeLists.txt
+# The build's tests preload Mesa's lavapipe into kverify, and before it a pool for
+# lavapipe's per-workgroup frames (tests/asan/lvp_stacks.c; tests/CMakeLists.txt
 # says why); LeakSanitizer checks every allocation of ours.
 (cd build-asan && ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=1 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest -j "$jobs" --output-on-failure)

@@ -13,10 +13,12 @@ assert c["note"] is None
 PY
 # The sanitized run is left to tests/cli/sanitize.sh, and the stress runs to the sweep at its
 # own 3 seeds (and the smoke suite's, sanitized): this sweep is about the plain run's numerics,
-# at 13 seeds. (The stress runs are most of a sweep's time on lavapipe: 600 items in one
-# workgroup run on one thread.)
-expect_exit 0 "$KV" gdn-wu --sweep --seeds 13 --no-sanitize --no-stress
-grep -q '^156 cases: 156 passed, 0 failed, 0 errors, 0 skipped' "$TMP/out" || fail "sweep: expected 156 passing cases"
+# at 13 seeds (2 under the sanitizers: `seeds`). (The stress runs are most of a sweep's time on
+# lavapipe: 600 items in one workgroup run on one thread.)
+n=$(seeds 13 2)
+expect_exit 0 "$KV" gdn-wu --sweep --seeds "$n" --no-sanitize --no-stress
+grep -q "^$((12 * n)) cases: $((12 * n)) passed, 0 failed, 0 errors, 0 skipped" "$TMP/out" ||
+  fail "sweep: expected $((12 * n)) passing cases"
 expect_stressed_sweep 36 "$KV" gdn-wu --sweep --no-sanitize
 
 # --oracle both: the exact oracle's rows show what the bf16 stagings cost, unjudged.

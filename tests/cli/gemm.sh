@@ -63,9 +63,11 @@ PY
 done
 # The sanitized run is left to tests/cli/sanitize.sh and the smoke suite's gemm-bwd
 # sweep (cli.suite), and the stress runs to the sweep at its own 3 seeds: this sweep is
-# about the plain run's numerics, at 7 seeds.
-expect_exit 0 "$KV" gemm-bwd --sweep --seeds 7 --no-sanitize --no-stress
-grep -q '^140 cases: 140 passed, 0 failed, 0 errors, 0 skipped' "$TMP/out" || fail "sweep: expected 140 passing cases"
+# about the plain run's numerics, at 7 seeds (2 under the sanitizers: `seeds`).
+n=$(seeds 7 2)
+expect_exit 0 "$KV" gemm-bwd --sweep --seeds "$n" --no-sanitize --no-stress
+grep -q "^$((20 * n)) cases: $((20 * n)) passed, 0 failed, 0 errors, 0 skipped" "$TMP/out" ||
+  fail "sweep: expected $((20 * n)) passing cases"
 expect_stressed_sweep 60 "$KV" gemm-bwd --sweep --no-sanitize
 # f16-coopmat runs on devices with NV cooperative matrices (16x16x16 f16 into
 # f32, 32-wide subgroups) and is skipped, exit 77 with the reason, elsewhere.

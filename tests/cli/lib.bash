@@ -18,6 +18,13 @@ if [ -n "${KV_PRELOAD:-}" ]; then
 fi
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
+# seeds FULL FEW: FULL, or FEW in an AddressSanitizer build (KV_SANITIZED, from
+# tests/CMakeLists.txt), where a run takes 3 to 5 times its optimized time (the
+# host code instrumented, every buffer past 128 KiB mapped and unmapped by the
+# sanitizer's allocator). Seeds change the values drawn, not the shapes, sizes or
+# code paths the sanitizers check; the other builds run every seed.
+seeds() { if [ -n "${KV_SANITIZED:-}" ]; then echo "$2"; else echo "$1"; fi; }
+
 # run_kv CMD...: run, keep stdout/stderr in $TMP/out, $TMP/err, status in $RC.
 run() { "$@" >"$TMP/out" 2>"$TMP/err"; RC=$?; }
 

@@ -1,11 +1,13 @@
-# qdq-affine: the sweep for 128 cases (8 seeds) on both code paths, the documented NaN
+# qdq-affine: the sweep for 128 cases (8 seeds; 2 under the sanitizers: `seeds`) on both code paths, the documented NaN
 # and Inf behaviour, a device that flushes subnormals (emulated by a shader),
 # files in and out, and bad input.
 . "$(dirname "$0")/lib.bash"
 J=(--json "$TMP/report.json")
 expect_exit 0 "$KV" qdq-affine --groups 64
-expect_exit 0 "$KV" qdq-affine --sweep --seeds 8
-grep -q '^128 cases: 128 passed, 0 failed, 0 errors, 0 skipped' "$TMP/out" || fail "sweep: expected 128 passing cases"
+n=$(seeds 8 2)
+expect_exit 0 "$KV" qdq-affine --sweep --seeds "$n"
+grep -q "^$((16 * n)) cases: $((16 * n)) passed, 0 failed, 0 errors, 0 skipped" "$TMP/out" ||
+  fail "sweep: expected $((16 * n)) passing cases"
 expect_exit 0 "$KV" qdq-affine --sweep --seeds 2 --no-8bit-storage
 grep -q '^32 cases: 32 passed' "$TMP/out" || fail "packed-word sweep"
 
