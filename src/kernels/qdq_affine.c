@@ -151,7 +151,6 @@ static enum kv_status inputs(struct kv_case *c)
 
 /* ---- oracle ---- */
 
-static const double U = 0x1p-24, FMIN = 0x1p-126;
 
 static enum kv_status alloc_d(double **p, size_t n)
 {
@@ -190,14 +189,14 @@ static inline __attribute__((always_inline)) struct fwd forward(int q, float s_i
                                                                const struct kv_qdq_grp *gp)
 {
     const double fs = gp->fs, flo = gp->flo;
-    struct fwd r = {(double)q * s_in + b_in, fabs((double)q * s_in) + fabs((double)b_in), 3 * FMIN, 0};
+    struct fwd r = {(double)q * s_in + b_in, fabs((double)q * s_in) + fabs((double)b_in), 3 * QDQ_FMIN, 0};
     /* The device's code is one of q, alt and fl's: the largest step. The tie's
      * carries the device's errors on the magnitude it adds, (k_op + k_chain) u
      * = 10u, which S does not hold: from q = 0 with b = 0, S is 0 and the
      * device's value is its scale alone. (Where the flushed model's code
      * differs at a normal scale, its rounded subtraction moved z by less than
      * the tie window: fl is alt, and its step the tie's.) */
-    const double tie = alt >= 0 ? fabs((double)s_in) * (1 + 10 * U) : 0;
+    const double tie = alt >= 0 ? fabs((double)s_in) * (1 + 10 * QDQ_U) : 0;
     const double f1 = fabs((double)kv_flush_code(fl) * fs + flo - r.y);
     const double f2 = fabs((double)kv_flush_other(fl) * fs + flo - r.y);
     /* the same code at a scale of 1 (KV_FLUSH_ONE: a +Inf element where a
@@ -226,7 +225,7 @@ static void roundtrip(float w, int poison, const struct fwd *o, float s_in, cons
     const double s_max = fmax(fmax(fabs((double)s_in), gp->fs), gp->zc > 0 ? 1.0 : 0.0); /* a scale of 1 too */
     *y = poison ? NAN : clipped ? o->y : (double)w;
     *S = o->S;
-    *slack = clipped ? o->sc : o->sl + 0.5 * s_max * (1 + 16 * U * N) + fabs(gp->flo - elo);
+    *slack = clipped ? o->sc : o->sl + 0.5 * s_max * (1 + 16 * QDQ_U * N) + fabs(gp->flo - elo);
 }
 
 /* Group g's scale and bias from its encodings e (exact) and f (flushed):
@@ -251,8 +250,8 @@ static void scale_bias(struct kv_case *c, int64_t g, double N, const struct kv_q
     if (both && e->one && !f->one) s_normal = ((double)f->hi - (double)f->lo) / N;
     if (both && e->one && e->flip) s_normal = fmax(s_normal, e->x);
     if (both && e->one && f->flip) s_normal = fmax(s_normal, f->x);
-    c->slack[T_S][g] = 2 * FMIN + (s_normal > 0 ? fabs(1.0 - s_normal) + 6 * U * s_normal : 0);
-    c->slack[T_B][g] = FMIN;
+    c->slack[T_S][g] = 2 * QDQ_FMIN + (s_normal > 0 ? fabs(1.0 - s_normal) + 6 * QDQ_U * s_normal : 0);
+    c->slack[T_B][g] = QDQ_FMIN;
 }
 
 /* d_scales' chained term of one element: the device's code is one of q,
@@ -333,11 +332,11 @@ static void oracle_group(struct kv_case *c, int64_t g, double N, struct kv_check
     }
     c->y[T_DS][g] = ds, c->S[T_DS][g] = dsa;
     c->y[T_DB][g] = db, c->S[T_DB][g] = dba;
-    c->slack[T_DS][g] = c->slack[T_DB][g] = 2.0 * (double)gs * FMIN;
+    c->slack[T_DS][g] = c->slack[T_DB][g] = 2.0 * (double)gs * QDQ_FMIN;
     /* the device's sum over its own codes also rounds the terms where they
      * differ (a product 1u, the sum lambda sqrt(n) u), which S, of the
      * oracle's codes, does not hold */
-    c->slack_chain[T_DS][g] = c->slack[T_DS][g] + chain_ds * (1 + (8 * sqrt((double)gs) + 1) * U);
+    c->slack_chain[T_DS][g] = c->slack[T_DS][g] + chain_ds * (1 + (8 * sqrt((double)gs) + 1) * QDQ_U);
 }
 
 /* Group g's alternatives as oracle_group kept them for the blocks (the
@@ -430,12 +429,12 @@ static enum kv_status oracle(struct kv_case *c)
 
 #pragma omp parallel for schedule(static)
     for (int64_t g = 0; g < groups; g++) oracle_group(c, g, N, rt);
-    c->bound[T_S] = (struct kv_bound){.n = 1, .k_op = 6, .u_acc = U, .rho = 1};
-    c->bound[T_B] = (struct kv_bound){.n = 1, .k_op = 0, .u_acc = U, .rho = 1};
-    c->bound[T_Q] = (struct kv_bound){.n = 1, .k_op = 0, .u_acc = U, .rho = 1};
-    c->bound[T_QDQ] = (struct kv_bound){.n = 1, .k_op = 2, .u_acc = U, .rho = 1};
-    c->bound[T_DS] = (struct kv_bound){.n = (double)gs, .k_op = 1, .u_acc = U, .rho = 1};
-    c->bound[T_DB] = (struct kv_bound){.n = (double)gs, .k_op = 0, .u_acc = U, .rho = 1};
+    c->bound[T_S] = (struct kv_bound){.n = 1, .k_op = 6, .u_acc = QDQ_U, .rho = 1};
+    c->bound[T_B] = (struct kv_bound){.n = 1, .k_op = 0, .u_acc = QDQ_U, .rho = 1};
+    c->bound[T_Q] = (struct kv_bound){.n = 1, .k_op = 0, .u_acc = QDQ_U, .rho = 1};
+    c->bound[T_QDQ] = (struct kv_bound){.n = 1, .k_op = 2, .u_acc = QDQ_U, .rho = 1};
+    c->bound[T_DS] = (struct kv_bound){.n = (double)gs, .k_op = 1, .u_acc = QDQ_U, .rho = 1};
+    c->bound[T_DB] = (struct kv_bound){.n = (double)gs, .k_op = 0, .u_acc = QDQ_U, .rho = 1};
     c->k_chain[T_QDQ] = 8;
     rt->bound = c->bound[T_QDQ];
     rt->bound.k_op += 8;

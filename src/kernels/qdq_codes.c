@@ -6,7 +6,6 @@
 #include "core/clones.h"
 #include "core/compare.h"
 
-static const double U = 0x1p-24, FMIN = 0x1p-126;
 
 static float flush(float x) { return fabsf(x) < FLT_MIN ? 0.0f : x; }
 static int is_pow2(double x) { int e; return x > 0 && frexp(x, &e) == 0.5; }
@@ -32,9 +31,9 @@ struct kv_qdq_enc kv_qdq_encode(const float *w, int64_t gs, double N, int ftz)
     e.one = !(s >= FLT_MIN);
     /* floats within 2.5 ulp (2^-149 each, on both sides) of x on both sides
      * of 2^-126: by 1 (a power of two) the division is exact */
-    e.flip = N != 1 && fabs(e.x - FMIN) <= 3 * 0x1p-149;
+    e.flip = N != 1 && fabs(e.x - QDQ_FMIN) <= 3 * 0x1p-149;
     e.s = e.one ? 1.0f : s;
-    e.win = (N == 1 || e.one ? 0 : 6 * U) + (is_pow2(e.s) ? 0 : 5 * U);
+    e.win = (N == 1 || e.one ? 0 : 6 * QDQ_U) + (is_pow2(e.s) ? 0 : 5 * QDQ_U);
     return e;
 }
 
@@ -45,7 +44,7 @@ struct kv_qdq_grp kv_qdq_group_of(const struct kv_qdq_enc *e, const struct kv_qd
     const int zero = (e->flip && !e->one) || (f->flip && !f->one), range = (e->flip && e->one) || (f->flip && f->one);
     /* the device's low value is either model's (a flush moves it by under
      * 2^-126); a normal scale near 2^-126 is under 2^-125, times a code <= N */
-    r.zc = range ? FMIN * (1 + 2 * N) : zero ? FMIN : 0;
+    r.zc = range ? QDQ_FMIN * (1 + 2 * N) : zero ? QDQ_FMIN : 0;
     r.flags = range ? KV_FLUSH_RANGE : zero ? KV_FLUSH_ZERO : 0;
     r.inf = !range && (zero || e->one != f->one) ? (int)N | KV_FLUSH_ONE : -1;
     /* a range's entry holds N (every code to it), which the forward reads
@@ -53,7 +52,7 @@ struct kv_qdq_grp kv_qdq_group_of(const struct kv_qdq_enc *e, const struct kv_qd
      * scale is 1 (the oracle's own codes and values) or normal and under
      * 2^-125, which zc holds: the forward reads that bound, not a step of
      * N x 1 */
-    if (range && f->one && e->one) r.fs = 2 * FMIN;
+    if (range && f->one && e->one) r.fs = 2 * QDQ_FMIN;
     return r;
 }
 
@@ -85,7 +84,7 @@ KV_CLONES void kv_qdq_codes(const float *w, size_t n, double N, const struct kv_
         const double d = (double)v - lo, zd = d / s, z = inf ? (double)v : zd; /* divided in every lane */
         const double zc = z < 0 ? 0 : z, zcc = zc > N ? N : zc, t = floor(zcc);
         const double code = t + (zcc - t >= 0.5 ? 1.0 : 0.0);
-        const double sub = (double)(float)d == d ? 0 : U; /* the subtraction's part of the window */
+        const double sub = (double)(float)d == d ? 0 : QDQ_U; /* the subtraction's part of the window */
         const double win = inf ? 0 : (sub + ewin) * 1.001 * fabs(z);
         q[j] = (int)(ep ? 0 : code); /* selected, then converted: a poisoned group's NaN is never converted */
         alt[j] = (int)tie_other(z, code, win, N, ep);
@@ -96,7 +95,7 @@ KV_CLONES void kv_qdq_codes(const float *w, size_t n, double N, const struct kv_
         const double zfd = (double)(fabsf(fd) < FLT_MIN ? 0.0f : fd) / fs, zf = inf ? (double)v : zfd;
         const double zfc = zf < 0 ? 0 : zf, zfcc = zfc > N ? N : zfc, tf = floor(zfcc);
         const double fcode = fp ? 0 : tf + (zfcc - tf >= 0.5 ? 1.0 : 0.0);
-        const double fsub = (double)fd == (double)fv - flo ? 0 : U;
+        const double fsub = (double)fd == (double)fv - flo ? 0 : QDQ_U;
         const double fwin = inf ? 0 : (fsub + fwinf) * 1.001 * fabs(zf);
         const double fother = tie_other(zf, fcode, fwin, N, fp);
         const double other = fother >= 0 ? fother : fcode; /* selects, one compare each */

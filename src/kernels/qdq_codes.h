@@ -12,6 +12,10 @@
 
 #include "core/compare.h"
 
+/* float32's unit roundoff and its smallest normal, in the allowances of both files */
+#define QDQ_U 0x1p-24
+#define QDQ_FMIN 0x1p-126
+
 /* A group's encoding as a device computes it in float32: flushed (every
  * subnormal operand and result is zero) or not. */
 struct kv_qdq_enc {
