@@ -76,8 +76,8 @@ __attribute__((destructor)) static void stats(void)
 
 /* Whether the posix_memalign call returning to ra is a coroutine frame's:
  * past the frames of ra's object (lavapipe), the stack holds code in no
- * loaded object (lavapipe's JIT). Decided once per
- * call site; backtrace runs outside the lock (it may load libgcc_s). */
+ * loaded object (lavapipe's JIT). Decided once per call site; backtrace
+ * runs outside the lock (it may load libgcc_s). */
 static int jit_site(void *ra)
 {
     pthread_mutex_lock(&lock);
