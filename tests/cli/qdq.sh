@@ -1,5 +1,5 @@
-# qdq-affine: the sweep for 128 cases (8 seeds; 2 under the sanitizers: `seeds`) on both code paths, the documented NaN
-# and Inf behaviour, a device that flushes subnormals (emulated by a shader),
+# qdq-affine: the sweep for 128 cases (8 seeds; 2 under the sanitizers: `seeds`) on
+# both code paths, the documented NaN and Inf behaviour, a device that flushes subnormals (emulated by a shader),
 # files in and out, and bad input.
 . "$(dirname "$0")/lib.bash"
 J=(--json "$TMP/report.json")
