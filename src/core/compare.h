@@ -55,26 +55,28 @@ struct kv_allow {
     const double *lam, *fix;
 };
 
-/* A flush entry: a code below 2^11, and in flags more legal codes: the code
- * above it (KV_FLUSH_PAIR: the flushed model's quotient near a tie of its
- * own, two codes from the oracle's), 0 (KV_FLUSH_ZERO: a scale that a legal
+/* A flush entry: a code below 2^9, and in flags more legal codes: up to
+ * three codes above it (KV_FLUSH_SPAN, a count: the flushed model's quotient
+ * near a tie of its own, two codes from the oracle's, and the codes of a
+ * device whose min and max flush while its arithmetic keeps subnormals; a
+ * span of 1 is KV_FLUSH_PAIR), 0 (KV_FLUSH_ZERO: a scale that a legal
  * division may put below 2^-126, which becomes 1), or every code from 0 to
  * the entry's (KV_FLUSH_RANGE: the other way round, a scale of 1 that may be
  * a normal one). KV_FLUSH_ONE offers no other code: the entry's code is
  * also taken at a scale of 1 (a clipped element, the same code under any
  * scale, where a scale may be 1 or normal), which the kernel's forward
  * reads. */
-enum { KV_FLUSH_CODE = 0x7ff, KV_FLUSH_ONE = 0x800, KV_FLUSH_PAIR = 0x1000, KV_FLUSH_ZERO = 0x2000,
-       KV_FLUSH_RANGE = 0x4000 };
-/* Entry f's code and the one its pair flag adds (the same code where it has
+enum { KV_FLUSH_CODE = 0x1ff, KV_FLUSH_PAIR = 0x200, KV_FLUSH_SPAN = 0x600, KV_FLUSH_ONE = 0x800,
+       KV_FLUSH_ZERO = 0x2000, KV_FLUSH_RANGE = 0x4000 };
+/* Entry f's code and the highest its span adds (the same code where it has
  * none); f >= 0. Arithmetic, so that loops over entries vectorize. */
 static inline int kv_flush_code(int f) { return f & KV_FLUSH_CODE; }
-static inline int kv_flush_other(int f) { return (f & KV_FLUSH_CODE) + ((f >> 12) & 1); }
+static inline int kv_flush_other(int f) { return (f & KV_FLUSH_CODE) + ((f >> 9) & 3); }
 /* Whether code c is one entry f offers (none where f < 0). */
 static inline int kv_flush_offers(int f, double c)
 {
     if (f < 0) return 0;
-    if (c == kv_flush_code(f) || c == kv_flush_other(f) || ((f & KV_FLUSH_ZERO) && c == 0)) return 1;
+    if ((c >= kv_flush_code(f) && c <= kv_flush_other(f)) || ((f & KV_FLUSH_ZERO) && c == 0)) return 1;
     return (f & KV_FLUSH_RANGE) && c >= 0 && c <= kv_flush_code(f);
 }
 

@@ -73,6 +73,38 @@ static inline __attribute__((always_inline)) double tie_other(double z, double c
     return other;
 }
 
+/* A device whose min and max flush while its arithmetic keeps subnormals
+ * (a group whose flushed encoding differs from the exact one; elsewhere its
+ * codes are q's): the flushed model's range and scale (the same: a
+ * subnormal range gives a subnormal scale, so 1, either way), the element
+ * and its difference from the low value kept, as the exact model computes
+ * z. Each of its codes (and the other across a tie) that q, alt and the
+ * entry fq do not hold widens fq's span. Where the element or its
+ * difference is subnormal, keeping it moves z by under one code (else by a
+ * rounding): so the entry's codes and these lie within 3 of each other. */
+static void minmax_flushed(const float *w, size_t n, double N, const struct kv_qdq_enc *f, const int *q,
+                           const int *alt, int *fq)
+{
+    const double flo = f->lo, fs = f->s, fwin = f->win;
+    for (size_t j = 0; j < n; j++) {
+        const float v = w[j];
+        if (fabsf(v) > FLT_MAX) continue; /* clipped: the flushed model's code */
+        const double md = (double)v - flo, mz = md / fs;
+        const double mzc = mz < 0 ? 0 : mz, mzcc = mzc > N ? N : mzc, tm = floor(mzcc);
+        const double mcode = tm + (mzcc - tm >= 0.5 ? 1.0 : 0.0);
+        const double msub = (double)(float)md == md ? 0 : QDQ_U;
+        const double mother = tie_other(mz, mcode, (msub + fwin) * 1.001 * fabs(mz), N, 0);
+        double a = kv_flush_code(fq[j]), b = kv_flush_other(fq[j]);
+        const double codes[2] = {mcode, mother};
+        for (int k = 0; k < 2; k++) {
+            const double c = codes[k];
+            if (c < 0 || c == q[j] || c == alt[j] || (c >= a && c <= b)) continue;
+            a = c < a ? c : a, b = c > b ? c : b;
+        }
+        fq[j] = (int)a + (int)(b - a) * KV_FLUSH_PAIR;
+    }
+}
+
 KV_CLONES void kv_qdq_codes(const float *w, size_t n, double N, const struct kv_qdq_enc *e,
                             const struct kv_qdq_enc *f, int *restrict q, int *restrict alt, int *restrict fq)
 {
@@ -103,4 +135,5 @@ KV_CLONES void kv_qdq_codes(const float *w, size_t n, double N, const struct kv_
         const double differs = fother >= 0 ? pair : fcode;
         fq[j] = (int)(fcode == code ? other : differs);
     }
+    if (!ep && !fp && (lo != flo || s != fs || ewin != fwinf)) minmax_flushed(w, n, N, f, q, alt, fq);
 }

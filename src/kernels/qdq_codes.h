@@ -69,7 +69,10 @@ enum { KV_QDQ_LANES = 256 };
  *   z is within its window of a tie (else q: no alternative); where it is
  *   not, that code and, where its z is near a tie, its own other code as
  *   a pair (kv_flush_code): two codes from q, where a flush moves z by
- *   about a whole code (a scale near 2^-126).
+ *   about a whole code (a scale near 2^-126). Widened to hold the codes of
+ *   a device whose min and max flush while its arithmetic keeps subnormals
+ *   (the flushed model's range and scale, the element and its difference
+ *   kept), with their own other codes, where q and alt do not.
  * A poisoned encoding's codes are 0, with no alternative. */
 void kv_qdq_codes(const float *w, size_t n, double N, const struct kv_qdq_enc *e, const struct kv_qdq_enc *f,
                   int *restrict q, int *restrict alt, int *restrict fq);

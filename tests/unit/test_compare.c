@@ -201,7 +201,8 @@ static void codes(void **s)
 }
 
 /* A flush entry flagged as a pair offers its code and the one above it (the
- * flushed model's own tie), and nothing below. */
+ * flushed model's own tie), and nothing below; one with a span of 3, its
+ * code and the three above. */
 static void flush_pairs(void **s)
 {
     (void)s;
@@ -220,6 +221,10 @@ static void flush_pairs(void **s)
     assert_int_equal(m.unexplained, 2);
     assert_int_equal(m.flush_explained, 1);
     assert_int_equal(m.worst_index, 1);
+    /* a span of 3 (a device whose min and max alone flush): the code and the three above */
+    const int16_t span = (int16_t)(2 | 3 * KV_FLUSH_PAIR);
+    assert_true(kv_flush_code(span) == 2 && kv_flush_other(span) == 5);
+    for (int k = 0; k < 8; k++) assert_int_equal(kv_flush_offers(span, k), k >= 2 && k <= 5);
 }
 
 /* A per-element slack widens only its own element and is counted. */
