@@ -71,7 +71,7 @@ enum { KV_FLUSH_CODE = 0x1ff, KV_FLUSH_PAIR = 0x200, KV_FLUSH_SPAN = 0x600, KV_F
 /* Entry f's code and the highest its span adds (the same code where it has
  * none); f >= 0. Arithmetic, so that loops over entries vectorize. */
 static inline int kv_flush_code(int f) { return f & KV_FLUSH_CODE; }
-static inline int kv_flush_other(int f) { return (f & KV_FLUSH_CODE) + ((f >> 9) & 3); }
+static inline int kv_flush_other(int f) { return (f & KV_FLUSH_CODE) + ((f & KV_FLUSH_SPAN) >> 9); }
 /* Whether code c is one entry f offers (none where f < 0). */
 static inline int kv_flush_offers(int f, double c)
 {

@@ -16,10 +16,11 @@
  *   value beyond it: +Inf gets code N, -Inf code 0.
  * A device may also flush subnormal operands and results to zero: float
  * outputs get an absolute allowance of 2^-126 per operation, codes may be
- * those of a model that flushes every subnormal, or of one whose min and max
- * alone flush (counted as "flushed"), and so may a scale that this model makes 1, or a normal scale it finds where
- * the exact one is not (a positive subnormal low value flushed to 0 widens
- * the range) and becomes 1: that group's scale has an allowance about 1. */
+ * those of a model that flushes every subnormal, or of one whose min and
+ * max alone flush (counted as "flushed"), and so may a scale that the first
+ * makes 1, or a normal scale it finds where the exact one is not (a
+ * positive subnormal low value flushed to 0 widens the range) and becomes
+ * 1: that group's scale has an allowance about 1. */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
