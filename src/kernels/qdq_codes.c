@@ -56,6 +56,14 @@ struct kv_qdq_grp kv_qdq_group_of(const struct kv_qdq_enc *e, const struct kv_qd
     return r;
 }
 
+/* z's code: z clamped to [0, N] and rounded half away from zero (up:
+ * the clamped z is not negative), as the shaders do; selects, no branch. */
+static inline __attribute__((always_inline)) double code_of(double z, double N)
+{
+    const double zc = z < 0 ? 0 : z, zcc = zc > N ? N : zc, t = floor(zcc);
+    return t + (zcc - t >= 0.5 ? 1.0 : 0.0);
+}
+
 /* The other code of quotient z (rounded to code) where z is within win of a
  * tie and in range, else -1 (and where off): a chain of selects with one
  * compare each, which the vectorizer takes (not an int made of the
@@ -90,8 +98,7 @@ static void minmax_flushed(const float *w, size_t n, double N, const struct kv_q
         const float v = w[j];
         if (fabsf(v) > FLT_MAX) continue; /* clipped: the flushed model's code */
         const double md = (double)v - flo, mz = md / fs;
-        const double mzc = mz < 0 ? 0 : mz, mzcc = mzc > N ? N : mzc, tm = floor(mzcc);
-        const double mcode = tm + (mzcc - tm >= 0.5 ? 1.0 : 0.0);
+        const double mcode = code_of(mz, N);
         const double msub = (double)(float)md == md ? 0 : QDQ_U;
         const double mother = tie_other(mz, mcode, (msub + fwin) * 1.001 * fabs(mz), N, 0);
         double a = kv_flush_code(fq[j]), b = kv_flush_other(fq[j]);
@@ -114,8 +121,7 @@ KV_CLONES void kv_qdq_codes(const float *w, size_t n, double N, const struct kv_
         const float v = w[j];
         const int inf = fabsf(v) > FLT_MAX;
         const double d = (double)v - lo, zd = d / s, z = inf ? (double)v : zd; /* divided in every lane */
-        const double zc = z < 0 ? 0 : z, zcc = zc > N ? N : zc, t = floor(zcc);
-        const double code = t + (zcc - t >= 0.5 ? 1.0 : 0.0);
+        const double code = code_of(z, N);
         const double sub = (double)(float)d == d ? 0 : QDQ_U; /* the subtraction's part of the window */
         const double win = inf ? 0 : (sub + ewin) * 1.001 * fabs(z);
         q[j] = (int)(ep ? 0 : code); /* selected, then converted: a poisoned group's NaN is never converted */
@@ -125,8 +131,7 @@ KV_CLONES void kv_qdq_codes(const float *w, size_t n, double N, const struct kv_
          * from): the other code alone where the code is q, else a pair */
         const float fv = fabsf(v) < FLT_MIN ? 0.0f : v, fd = (float)((double)fv - flo);
         const double zfd = (double)(fabsf(fd) < FLT_MIN ? 0.0f : fd) / fs, zf = inf ? (double)v : zfd;
-        const double zfc = zf < 0 ? 0 : zf, zfcc = zfc > N ? N : zfc, tf = floor(zfcc);
-        const double fcode = fp ? 0 : tf + (zfcc - tf >= 0.5 ? 1.0 : 0.0);
+        const double fcode = fp ? 0 : code_of(zf, N);
         const double fsub = (double)fd == (double)fv - flo ? 0 : QDQ_U;
         const double fwin = inf ? 0 : (fsub + fwinf) * 1.001 * fabs(zf);
         const double fother = tie_other(zf, fcode, fwin, N, fp);
