@@ -84,20 +84,22 @@ static inline __attribute__((always_inline)) double tie_other(double z, double c
 /* A device whose min and max flush while its arithmetic keeps subnormals
  * (a group whose flushed encoding differs from the exact one; elsewhere its
  * codes are q's): the flushed model's range and scale (the same: a
- * subnormal range gives a subnormal scale, so 1, either way), the element
- * and its difference from the low value kept, as the exact model computes
- * z. Each of its codes (and the other across a tie) that q, alt and the
- * entry fq do not hold widens fq's span. Where the element or its
- * difference is subnormal, keeping it moves z by under one code (else by a
- * rounding): so the entry's codes and these lie within 3 of each other. */
+ * subnormal range gives a subnormal scale, so 1, either way). Its code
+ * differs from the flushed model's only where the element or its float32
+ * difference from the low value is subnormal, which it keeps: there z as
+ * the exact model computes it, and each of its codes (and the other across
+ * a tie) that q, alt and the entry fq do not hold widens fq's span. Keeping
+ * such a value moves z by under one code: so the entry's codes and these
+ * lie within 3 of each other. */
 static void minmax_flushed(const float *w, size_t n, double N, const struct kv_qdq_enc *f, const int *q,
                            const int *alt, int *fq)
 {
     const double flo = f->lo, fs = f->s, fwin = f->win;
     for (size_t j = 0; j < n; j++) {
         const float v = w[j];
-        if (fabsf(v) > FLT_MAX) continue; /* clipped: the flushed model's code */
-        const double md = (double)v - flo, mz = md / fs;
+        const double md = (double)v - flo;
+        if (fabsf(v) > FLT_MAX || (fabsf(v) >= FLT_MIN && fabsf((float)md) >= FLT_MIN)) continue;
+        const double mz = md / fs;
         const double mcode = code_of(mz, N);
         const double msub = (double)(float)md == md ? 0 : QDQ_U;
         const double mother = tie_other(mz, mcode, (msub + fwin) * 1.001 * fabs(mz), N, 0);

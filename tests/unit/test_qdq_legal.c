@@ -308,6 +308,21 @@ static void infinite_element_at_a_scale_of_1(void **state)
     at_most_chained(far, 0.2 * (1 + 0x1p-20) + 3 * 0x1p-126, 3 * 0x1p-126);
 }
 
+/* A device whose min and max flush while its arithmetic keeps subnormals,
+ * at a normal element whose difference from the low value is subnormal:
+ * (lo, hi) = (-15, 0.9) x 2^-126 at bits 4, where min and max flush hi to
+ * 0, so the scale is 2^-126 (the exact one 1.06 x 2^-126). The element
+ * -14.48 x 2^-126 is 0.52 x 2^-126 above lo: that device's quotient is
+ * 0.52 (code 1), the exact model's 0.49 (code 0), and the flushed model's 0
+ * (its difference flushed). Each device must pass. */
+static void subnormal_difference_kept(void **state)
+{
+    (void)state;
+    const float m = 0x1p-126f, w[4] = {-15 * m, 0.9f * m, -14.48f * m, 0};
+    assert_true(fabsf(w[2]) >= FLT_MIN && (double)w[2] - (double)w[0] < (double)FLT_MIN);
+    assert_int_equal(one_case("groups=1,group-size=4,bits=4", 1, w), 0);
+}
+
 /* Groups of 4 drawn at the edges that the distributions reach too rarely:
  * values k x 2^-126 for k in [-20, 20] in steps of 1/1000 (so subnormal,
  * and ranges whose scale lies near 2^-126), subnormals, zeros, +Inf and
@@ -347,7 +362,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_legal_device), cmocka_unit_test(scale_just_under_2_126),
         cmocka_unit_test(flushed_code_near_a_tie), cmocka_unit_test(infinite_element_at_a_scale_of_1),
-        cmocka_unit_test(random_groups_near_2_126),
+        cmocka_unit_test(subnormal_difference_kept), cmocka_unit_test(random_groups_near_2_126),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
