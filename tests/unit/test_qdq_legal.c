@@ -321,6 +321,15 @@ static void subnormal_difference_kept(void **state)
     const float m = 0x1p-126f, w[4] = {-15 * m, 0.9f * m, -14.48f * m, 0};
     assert_true(fabsf(w[2]) >= FLT_MIN && (double)w[2] - (double)w[0] < (double)FLT_MIN);
     assert_int_equal(one_case("groups=1,group-size=4,bits=4", 1, w), 0);
+    /* and no more: the element's entry is codes 0 and 1, its code 0 and
+     * that device's 1, not a code beyond */
+    struct kv_case c;
+    const struct kv_kernel *k = kv_test_inputs(&c, "qdq-affine", "groups=1,group-size=4,bits=4", 1);
+    memcpy(c.t[kv_case_tensor(&c, "w")].data, w, sizeof w);
+    assert_int_equal(k->oracle(&c), KV_OK);
+    const int tq = kv_case_tensor(&c, "q"), fl = c.flush[tq][2];
+    assert_true(c.y[tq][2] == 0 && fl >= 0 && kv_flush_code(fl) == 0 && kv_flush_other(fl) == 1);
+    kv_case_free(&c);
 }
 
 /* Groups of 4 drawn at the edges that the distributions reach too rarely:
