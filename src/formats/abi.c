@@ -66,9 +66,11 @@ static int tensor_named_at(const struct kv_kernel *k, const char *name, int s)
 }
 #define tensor_named(k, name) tensor_named_at(k, name, s)
 
-/* Keys of an object must be among the allowed (a typo is an error, not a silent default). */
+/* o must be an object whose keys are among the allowed (a typo is an error,
+ * not a silent default; a list or a scalar in its place too). */
 static enum kv_status only_keys(const char *what, const cJSON *o, const char *const *keys)
 {
+    if (!cJSON_IsObject(o)) return kv_error(KV_EDATA, "%s: not an object", what);
     const cJSON *x;
     cJSON_ArrayForEach(x, o)
     {

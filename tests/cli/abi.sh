@@ -54,6 +54,11 @@ bad "d['push'][0]['value'] = 'dims'"
 expect_error 3 "push\[0\].value: 'dims': unknown name 'dims'" "$KV" "${B[@]}"
 bad "d['bogus'] = 1"
 expect_error 3 'unknown key "bogus"' "$KV" "${B[@]}"
+# an entry that is a list or a scalar where an object belongs (it crashed the parser)
+bad "d['bindings'][1] = ['e']"
+expect_error 3 'bad.json: bindings\[1\]: not an object' "$KV" "${B[@]}"
+bad "d['push'][0] = 7"
+expect_error 3 'bad.json: push\[0\]: not an object' "$KV" "${B[@]}"
 bad "d['writes'] = ['r']"
 expect_error 3 "writes: 'r' is not an output of stage dx" "$KV" "${B[@]}"
 for e in 'dim/(rows-rows)|divides by zero' 'dim*1e300|overflows' 'dim+0.5|is 100.5, not an integer' 'min(dim)|takes two arguments'; do
