@@ -15,6 +15,62 @@
 #include "core/files.h"
 #include "reports/report.h"
 
+/* Field k of o, where present, a number or one of the strings a report
+ * writes for NaN and the infinities. */
+static int num_or_absent(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    const char *s = cJSON_GetStringValue(v);
+    return !v || cJSON_IsNumber(v) || (s && (!strcmp(s, "NaN") || !strcmp(s, "Infinity") || !strcmp(s, "-Infinity")));
+}
+
+/* What a comparison reads of a report's cases, where present, of the type
+ * a report gives it: a baseline whose field has another type would
+ * otherwise read as absent (a case with no outputs, a ratio of 0) and hide
+ * a regression. One line naming the first field that is not. */
+static enum kv_status check_cases(const char *path, const cJSON *cases)
+{
+    static const char *const nums[] = {"max_bound_ratio", "max_ulp", "nan_mismatch", "inf_mismatch"};
+    int i = 0;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, cases)
+    {
+        const cJSON *outs = cJSON_GetObjectItemCaseSensitive(c, "outputs"), *o;
+        const cJSON *bench = cJSON_GetObjectItemCaseSensitive(c, "bench");
+        const cJSON *stages = cJSON_GetObjectItemCaseSensitive(bench, "stages"), *s;
+        if (!cJSON_IsObject(c) || !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(c, "name")))
+            return kv_error(KV_EDATA, "%s: cases[%d]: not an object with a \"name\" string", path, i);
+        if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(c, "status")))
+            return kv_error(KV_EDATA, "%s: cases[%d].status: not a string", path, i);
+        if (outs && !cJSON_IsArray(outs)) return kv_error(KV_EDATA, "%s: cases[%d].outputs: not a list", path, i);
+        if (bench && !cJSON_IsNull(bench) && !cJSON_IsObject(bench))
+            return kv_error(KV_EDATA, "%s: cases[%d].bench: not an object", path, i);
+        if (stages && !cJSON_IsObject(stages))
+            return kv_error(KV_EDATA, "%s: cases[%d].bench.stages: not an object", path, i);
+        cJSON_ArrayForEach(s, stages) if (!cJSON_IsObject(s) || !num_or_absent(s, "min_ms"))
+            return kv_error(KV_EDATA, "%s: cases[%d].bench.stages.%s: not an object with a number min_ms", path, i,
+                            s->string);
+        int j = 0;
+        cJSON_ArrayForEach(o, outs)
+        {
+            if (!cJSON_IsObject(o) || !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(o, "name")))
+                return kv_error(KV_EDATA, "%s: cases[%d].outputs[%d]: not an object with a \"name\" string", path, i, j);
+            for (size_t k = 0; k < sizeof nums / sizeof *nums; k++)
+                if (!num_or_absent(o, nums[k]))
+                    return kv_error(KV_EDATA, "%s: cases[%d].outputs[%d].%s: not a number", path, i, j, nums[k]);
+            static const char *const flags[] = {"judged", "pass"};
+            for (size_t k = 0; k < 2; k++) {
+                const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, flags[k]);
+                if (v && !cJSON_IsBool(v))
+                    return kv_error(KV_EDATA, "%s: cases[%d].outputs[%d].%s: not true or false", path, i, j, flags[k]);
+            }
+            j++;
+        }
+        i++;
+    }
+    return KV_OK;
+}
+
 enum kv_status kv_report_read(const char *path, cJSON **out)
 {
     enum kv_status st = KV_OK;
@@ -31,6 +87,7 @@ enum kv_status kv_report_read(const char *path, cJSON **out)
     const cJSON *schema = cJSON_GetObjectItemCaseSensitive(kv, "schema");
     KV_CHECK(cJSON_IsNumber(schema) && (schema->valuedouble == 1 || schema->valuedouble == KV_REPORT_SCHEMA), KV_EDATA,
              "%s: report schema is not 1 or %d", path, KV_REPORT_SCHEMA);
+    KV_TRY(check_cases(path, cJSON_GetObjectItemCaseSensitive(*out, "cases")));
 cleanup:
     free(buf);
     if (st) cJSON_Delete(*out), *out = NULL;

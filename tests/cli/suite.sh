@@ -47,6 +47,23 @@ expect_exit 1 "$KV" compare "$TMP/base.json" "$TMP/cur.json"
 grep -Eq '^[1-9][0-9]* regressions' "$TMP/out" || fail "compare: no regressions counted"
 expect_exit 0 "$KV" compare "$TMP/cur.json" "$TMP/base.json"
 grep -q 'improved' "$TMP/out" || fail "compare: improvements not listed"
+# A baseline whose fields a comparison reads have another type is bad input,
+# not a case without outputs or a ratio of 0 (which would hide a regression).
+edit() { # edit PYTHON-EDIT: base.json with d edited, as $TMP/bad.json
+  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); exec(sys.argv[2]); json.dump(d, open(sys.argv[3], 'w'))" \
+    "$TMP/base.json" "$1" "$TMP/bad.json"
+}
+edit "d['cases'][0]['outputs'][1]['max_bound_ratio'] = '12'"
+expect_error 3 'bad.json: cases\[0\].outputs\[1\].max_bound_ratio: not a number' "$KV" compare "$TMP/bad.json" "$TMP/cur.json"
+edit "d['cases'][0]['outputs'] = {'q': d['cases'][0]['outputs'][0]}"
+expect_error 3 'bad.json: cases\[0\].outputs: not a list' "$KV" "${Q[@]}" --baseline "$TMP/bad.json" --json "$TMP/report.json"
+edit "d['cases'][0]['outputs'][0]['pass'] = 'yes'"
+expect_error 3 'bad.json: cases\[0\].outputs\[0\].pass: not true or false' "$KV" compare "$TMP/cur.json" "$TMP/bad.json"
+edit "d['cases'][0]['status'] = None"
+expect_error 3 'bad.json: cases\[0\].status: not a string' "$KV" merge "$TMP/bad.json" -o "$TMP/report.json"
+edit "d['cases'][0]['outputs'][0]['max_ulp'] = 'Infinity'"  # a report's own spelling of the infinity
+expect_exit 1 "$KV" compare "$TMP/cur.json" "$TMP/bad.json"
+grep -Eq 'REGRESSION .* max ULP .*-> inf$' "$TMP/out" || fail "compare: an infinite max ULP not read as one"
 
 # An entry that errors (its inputs file is missing) does not stop the others.
 cat > "$TMP/err.json" <<'JSON'
