@@ -202,7 +202,9 @@ static enum kv_status load_suite(const char *path, uint64_t seed_offset, struct 
         KV_CHECK(cJSON_IsObject(e) && kn, KV_EUSAGE, "%s: needs \"kernel\"", what);
         j->k = kv_kernel_find(kn);
         KV_CHECK(j->k, KV_EUSAGE, "%s: unknown kernel \"%s\" (see kverify list)", what, kn);
-        const char *label = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "name"));
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(e, "name");
+        const char *label = cJSON_GetStringValue(name);
+        KV_CHECK(!name || label, KV_EUSAGE, "%s: \"name\" must be a string", what);
         char lb[600];
         snprintf(lb, sizeof lb, "%s[%s]", kn, label ? label : what);
         j->label = strdup(lb);

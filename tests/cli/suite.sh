@@ -144,6 +144,8 @@ expect_error 2 "run: unknown option '--colour'" "$KV" run "$S" --colour "${J[@]}
 expect_error 2 "report: unknown option '--colour'" "$KV" report "$TMP/cur.json" --colour
 printf '{"cases": [{"kernel": "rmsnorm-bwd", "colour": 1}]}' > "$TMP/bad1.json"
 expect_error 2 'cases\[0\]: unknown key "colour"' "$KV" run "$TMP/bad1.json" "${J[@]}"
+printf '{"cases": [{"kernel": "rmsnorm-bwd", "name": 5}]}' > "$TMP/bad1n.json"
+expect_error 2 'cases\[0\]: "name" must be a string' "$KV" run "$TMP/bad1n.json" "${J[@]}"
 printf '{"cases": [{"kernel": "nope"}]}' > "$TMP/bad2.json"
 expect_error 2 'unknown kernel "nope"' "$KV" run "$TMP/bad2.json" "${J[@]}"
 printf '{"cases": [{"kernel": "rmsnorm-bwd", "params": {"rows": 0}}]}' > "$TMP/bad3.json"
