@@ -3,11 +3,11 @@
 # SECONDS (default 600), two at a time, starting from tests/fuzz/corpus/<f>.
 # New inputs go to build-fuzz/corpus/<f>; crashes to build-fuzz/crashes/<f>
 # (turn each into a corpus file and a fix). Prints executions and coverage.
-# Usage: scripts/fuzz.sh [SECONDS] [npy npz json abi spec safetensors]
+# Usage: scripts/fuzz.sh [SECONDS] [npy npz json abi spec safetensors report]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-600}; shift || true
-targets=("$@"); [ ${#targets[@]} -gt 0 ] || targets=(npy npz json abi spec safetensors)
+targets=("$@"); [ ${#targets[@]} -gt 0 ] || targets=(npy npz json abi spec safetensors report)
 for p in clang libclang-rt-14-dev libomp-14-dev; do
   dpkg -s "$p" >/dev/null 2>&1 || { sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo; $sudo apt-get install -y -qq "$p"; }
 done

@@ -71,14 +71,10 @@ static enum kv_status check_cases(const char *path, const cJSON *cases)
     return KV_OK;
 }
 
-enum kv_status kv_report_read(const char *path, cJSON **out)
+enum kv_status kv_report_parse(const char *path, const char *buf, size_t size, cJSON **out)
 {
     enum kv_status st = KV_OK;
-    char *buf = NULL;
-    size_t size;
-    *out = NULL;
-    KV_TRY(kv_read_file(path, (size_t)1 << 31, &buf, &size));
-    *out = cJSON_Parse(buf);
+    *out = cJSON_ParseWithLength(buf, size);
     KV_CHECK(*out, KV_EDATA, "%s: not JSON (near byte %ld)", path,
              cJSON_GetErrorPtr() ? (long)(cJSON_GetErrorPtr() - buf) : 0L);
     const cJSON *kv = cJSON_GetObjectItemCaseSensitive(*out, "kverify");
@@ -89,8 +85,20 @@ enum kv_status kv_report_read(const char *path, cJSON **out)
              "%s: report schema is not 1 or %d", path, KV_REPORT_SCHEMA);
     KV_TRY(check_cases(path, cJSON_GetObjectItemCaseSensitive(*out, "cases")));
 cleanup:
-    free(buf);
     if (st) cJSON_Delete(*out), *out = NULL;
+    return st;
+}
+
+enum kv_status kv_report_read(const char *path, cJSON **out)
+{
+    enum kv_status st = KV_OK;
+    char *buf = NULL;
+    size_t size;
+    *out = NULL;
+    KV_TRY(kv_read_file(path, (size_t)1 << 31, &buf, &size));
+    st = kv_report_parse(path, buf, size, out);
+cleanup:
+    free(buf);
     return st;
 }
 

@@ -20,7 +20,10 @@ struct kv_regression {
 size_t kv_regressions_list(const struct cJSON *prev, const struct cJSON *cur, double factor, FILE *f,
                            struct kv_regression **list, size_t *n);
 size_t kv_regressions(const struct cJSON *prev, const struct cJSON *cur, double factor, FILE *f);
-/* Read a JSON report file (KV_EDATA naming the file if it is not one). */
+/* Read a JSON report file (KV_EDATA naming the file if it is not one, or
+ * if a field a comparison reads has another type); kv_report_parse: the
+ * same from size bytes of buf, named path in its errors. */
 enum kv_status kv_report_read(const char *path, struct cJSON **out);
+enum kv_status kv_report_parse(const char *path, const char *buf, size_t size, struct cJSON **out);
 
 #endif

@@ -140,10 +140,12 @@ static void png_uri(struct kv_sbuf *b, const unsigned char *rgb, int w, int h)
 
 void kv_svg_map(struct kv_sbuf *b, const cJSON *map)
 {
-    int cr = (int)kv_jnum(map, "cell_rows"), cc = (int)kv_jnum(map, "cell_cols");
+    const double crd = kv_jnum(map, "cell_rows"), ccd = kv_jnum(map, "cell_cols"); /* NaN where absent */
+    if (!(crd >= 1 && crd <= 4096 && ccd >= 1 && ccd <= 4096)) return;
+    const int cr = (int)crd, cc = (int)ccd;
     double rows = kv_jnum(map, "rows"), cols = kv_jnum(map, "cols");
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(map, "max_ratio");
-    if (cr <= 0 || cc <= 0 || cr > 4096 || cc > 4096 || cJSON_GetArraySize(v) != cr) return;
+    if (cJSON_GetArraySize(v) != cr) return;
     unsigned char *rgb = calloc((size_t)cr * (size_t)cc, 3);
     if (!rgb) {
         b->oom = 1;
