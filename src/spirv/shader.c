@@ -1,5 +1,6 @@
 #include "spirv/shader.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -106,7 +107,11 @@ static int spirv_valid(const uint32_t *words, size_t n, char *msg, size_t size)
         ok = spvValidateWithOptions(ctx, opt, &bin, &diag) == SPV_SUCCESS;
     }
     snprintf(msg, size, "%s", ok ? "" : diag && diag->error ? diag->error : "out of memory validating it");
-    for (char *c = msg; *c; c++) if (*c == '\n') *c = ' '; /* one line */
+    char *o = msg; /* one line: runs of white space as one space, none at the end */
+    for (const char *c = msg; *c; c++)
+        if (!isspace((unsigned char)*c)) *o++ = *c;
+        else if (o > msg && o[-1] != ' ' && c[1] && !isspace((unsigned char)c[1])) *o++ = ' ';
+    *o = '\0';
     spvDiagnosticDestroy(diag);
     spvValidatorOptionsDestroy(opt);
     spvContextDestroy(ctx);
