@@ -68,7 +68,8 @@ expect_error 3 "short.spv: not a SPIR-V module" "$KV" rmsnorm-bwd --shader r="$T
 glslc --target-env=vulkan1.2 "$TMP/rmsnorm_bwd_dx.comp" -o "$TMP/dx.spv" || fail "glslc"
 python3 - "$TMP/dx.spv" "$TMP/undef.spv" <<'PY' || fail "no OpStore to break"
 import struct, sys
-w = list(struct.unpack("<%dI" % (len(open(sys.argv[1], "rb").read()) // 4), open(sys.argv[1], "rb").read()))
+b = open(sys.argv[1], "rb").read()
+w = list(struct.unpack("<%dI" % (len(b) // 4), b))
 i = 5
 while w[i] & 0xffff != 62:  # OpStore: its object becomes an id nothing defines
     i += w[i] >> 16
