@@ -15,13 +15,33 @@
 #include "core/files.h"
 #include "reports/report.h"
 
-/* Field k of o, where present, a number or one of the strings a report
- * writes for NaN and the infinities. */
+/* v as a report writes a number: a JSON number, or the strings "NaN",
+ * "Infinity" and "-Infinity" (reports/json.c); 0 where it is neither. */
+static int value_of(const cJSON *v, double *x)
+{
+    static const struct { const char *s; double x; } spelled[] = {{"NaN", NAN}, {"Infinity", INFINITY},
+                                                                    {"-Infinity", -INFINITY}};
+    const char *s = cJSON_GetStringValue(v);
+    *x = cJSON_IsNumber(v) ? v->valuedouble : 0;
+    for (size_t i = 0; s && i < sizeof spelled / sizeof *spelled; i++)
+        if (!strcmp(s, spelled[i].s)) return *x = spelled[i].x, 1;
+    return cJSON_IsNumber(v);
+}
+
+/* Field k of o, where present, a number as a report writes one. */
 static int num_or_absent(const cJSON *o, const char *k)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    const char *s = cJSON_GetStringValue(v);
-    return !v || cJSON_IsNumber(v) || (s && (!strcmp(s, "NaN") || !strcmp(s, "Infinity") || !strcmp(s, "-Infinity")));
+    double x;
+    return !v || value_of(v, &x);
+}
+
+/* A number field, its value; absent or not a number: 0. */
+static double num(const cJSON *o, const char *k)
+{
+    double x;
+    value_of(cJSON_GetObjectItemCaseSensitive(o, k), &x);
+    return x;
 }
 
 /* What a comparison reads of a report's cases, where present, of the type
@@ -35,11 +55,11 @@ static enum kv_status check_cases(const char *path, const cJSON *cases)
     const cJSON *c;
     cJSON_ArrayForEach(c, cases)
     {
+        if (!cJSON_IsObject(c) || !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(c, "name")))
+            return kv_error(KV_EDATA, "%s: cases[%d]: not an object with a \"name\" string", path, i);
         const cJSON *outs = cJSON_GetObjectItemCaseSensitive(c, "outputs"), *o;
         const cJSON *bench = cJSON_GetObjectItemCaseSensitive(c, "bench");
         const cJSON *stages = cJSON_GetObjectItemCaseSensitive(bench, "stages"), *s;
-        if (!cJSON_IsObject(c) || !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(c, "name")))
-            return kv_error(KV_EDATA, "%s: cases[%d]: not an object with a \"name\" string", path, i);
         if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(c, "status")))
             return kv_error(KV_EDATA, "%s: cases[%d].status: not a string", path, i);
         if (outs && !cJSON_IsArray(outs)) return kv_error(KV_EDATA, "%s: cases[%d].outputs: not a list", path, i);
@@ -111,17 +131,6 @@ static const cJSON *find(const cJSON *arr, const char *name)
         if (n && !strcmp(n, name)) return x;
     }
     return NULL;
-}
-
-/* A number field; "NaN"/"Infinity" strings as their values; absent: 0. */
-static double num(const cJSON *o, const char *k)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    if (cJSON_IsNumber(v)) return v->valuedouble;
-    const char *s = cJSON_GetStringValue(v);
-    if (s && !strcmp(s, "Infinity")) return INFINITY;
-    if (s && !strcmp(s, "NaN")) return NAN;
-    return 0;
 }
 
 static const char *str(const cJSON *o, const char *k)
