@@ -7,7 +7,6 @@
 #include "core/expr.h"
 
 static const char *const type_names[] = {"uint", "int", "float"};
-static const char *const kind_names[] = {"non-scalar", "float", "int", "uint", "bool"};
 
 /* Whether elements of kind/bits can hold a tensor of dtype t (raw words may
  * hold anything of their width or narrower, packed). */
@@ -46,7 +45,7 @@ static enum kv_status check_bindings(const char *what, const struct kv_abi *a, c
         enum kv_dtype t = k->tensors[b->tensor >= 0 ? b->tensor : b->a].dtype;
         if (!element_fits(got->b[i].elem_kind, got->b[i].elem_bits, t))
             return kv_error(KV_EDATA, "%s: %s: binding %u (%s) holds %u-bit %s elements in the shader, but %s is %s", what,
-                            a->path, bn, tensor_name(k, b), got->b[i].elem_bits, kind_names[got->b[i].elem_kind],
+                            a->path, bn, tensor_name(k, b), got->b[i].elem_bits, kv_spirv_kind_name(got->b[i].elem_kind),
                             tensor_name(k, b), kv_dtype_info(t)->name);
     }
     for (int j = 0; j < a->n_bindings; j++) {
@@ -60,27 +59,24 @@ static enum kv_status check_bindings(const char *what, const struct kv_abi *a, c
     return KV_OK;
 }
 
+/* The shader's push block within the file's fields, member by member; members
+ * may be left out (an optimising compiler drops those never read). */
 static enum kv_status check_push(const char *what, const struct kv_abi *a, const struct kv_spirv_iface *got)
 {
-    if (got->push_size == 0 && a->n_push == 0) return KV_OK;
-    if (got->push_size == 0)
-        return kv_error(KV_EDATA, "%s: %s: push: the shader declares no push constants, the file %d fields", what,
-                        a->path, a->n_push);
-    if (got->push_size != kv_abi_push_size(a))
-        return kv_error(KV_EDATA, "%s: %s: push: %u bytes of fields (4 each), the shader's block is %u bytes", what,
-                        a->path, kv_abi_push_size(a), got->push_size);
-    for (int i = 0; i < a->n_push; i++) {
-        const struct kv_abi_value *f = &a->push[i];
-        int want = f->type == KV_ABI_FLOAT ? KV_SCALAR_FLOAT : f->type == KV_ABI_INT ? KV_SCALAR_INT : KV_SCALAR_UINT;
-        int ok = i < got->n_push && got->push[i].offset == 4u * (uint32_t)i && got->push[i].size == 4 &&
-                 got->push[i].bits == 32 && got->push[i].kind == want;
-        if (!ok && i < got->n_push)
-            return kv_error(KV_EDATA, "%s: %s: push[%d] (%s %s): the shader's member %d is %u bytes of %s at offset %u, "
-                            "expected a 32-bit %s at offset %d", what, a->path, i, type_names[f->type], f->name, i,
-                            got->push[i].size, kind_names[got->push[i].kind], got->push[i].offset, type_names[f->type], 4 * i);
-        if (!ok) return kv_error(KV_EDATA, "%s: %s: push[%d] (%s): the shader's block has no such member", what, a->path, i, f->name);
-    }
-    return KV_OK;
+    int kinds[KV_ABI_MAX];
+    for (int i = 0; i < a->n_push; i++)
+        kinds[i] = a->push[i].type == KV_ABI_FLOAT ? KV_SCALAR_FLOAT : a->push[i].type == KV_ABI_INT ? KV_SCALAR_INT : KV_SCALAR_UINT;
+    const int m = kv_spirv_push_misfit(got, kv_abi_push_size(a), kinds, 0);
+    if (m < 0) return KV_OK;
+    const uint32_t off = got->push[m].offset, size = got->push[m].size;
+    if (off % 4 || off / 4 >= (uint32_t)a->n_push)
+        return kv_error(KV_EDATA, "%s: %s: push: the shader's member %d (%u bytes at offset %u) is past the file's %d "
+                        "fields (4 bytes each)", what, a->path, m, size, off, a->n_push);
+    const struct kv_abi_value *f = &a->push[off / 4];
+    return kv_error(KV_EDATA, "%s: %s: push[%u] (%s %s): the shader's member %d is %u bytes of %u-bit %s at offset %u, "
+                    "expected 32-bit %ss from there%s", what, a->path, off / 4, type_names[f->type], f->name, m, size,
+                    got->push[m].bits, kv_spirv_kind_name(got->push[m].kind), off, type_names[f->type],
+                    off + size > kv_abi_push_size(a) ? ", within the file's fields" : "");
 }
 
 static int no_names(void *ctx, const char *name, double *v)
@@ -102,7 +98,7 @@ static enum kv_status check_spec(const char *what, const struct kv_abi *a, const
         int want = v->type == KV_ABI_FLOAT ? KV_SCALAR_FLOAT : v->type == KV_ABI_INT ? KV_SCALAR_INT : KV_SCALAR_UINT;
         if (got->spec[j].kind != want && !(got->spec[j].kind == KV_SCALAR_BOOL && v->type == KV_ABI_UINT))
             return kv_error(KV_EDATA, "%s: %s: specialization[%d]: constant %u is a %s in the shader, not a %s", what,
-                            a->path, i, v->id, kind_names[got->spec[j].kind], type_names[v->type]);
+                            a->path, i, v->id, kv_spirv_kind_name(got->spec[j].kind), type_names[v->type]);
         char field[1200];
         snprintf(field, sizeof field, "%s: specialization[%d].value (a constant: pipelines are made once)", a->path, i);
         double x;

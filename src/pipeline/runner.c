@@ -172,7 +172,7 @@ static enum kv_status stage_pipelines(struct kv_runner *r, int s, const struct k
             const struct kv_tensor_def *td = &k->tensors[sd->bindings[b]];
             if (td->role == KV_OUTPUT && td->stage == s) outputs |= 1u << b;
         }
-        KV_TRY(kv_spirv_check(what, &iface, (uint32_t)sd->n_bindings, outputs, sd->push_size));
+        KV_TRY(kv_spirv_check(what, &iface, (uint32_t)sd->n_bindings, outputs, sd->push_size, sd->push_doc));
     }
     uint64_t inv = (uint64_t)iface.local[0] * iface.local[1] * iface.local[2];
     KV_CHECK(inv <= d->info.max_invocations, KV_EDATA,
@@ -291,7 +291,7 @@ enum kv_status kv_runner_addr(struct kv_runner *r, int s, int reversed, const st
     const uint32_t push = 8u * n_bind * (*lengths ? 2 : 1) + own;
     KV_CHECK(push <= KV_PUSH_MIN, KV_EDATA, "%s: %u bytes of addresses and push constants, more than the %u every "
              "device takes", what, push, KV_PUSH_MIN);
-    KV_TRY(kv_spirv_check(what, &iface, 0, 0, push));
+    KV_TRY(kv_spirv_check(what, &iface, 0, 0, push, NULL));
     KV_CHECK(!memcmp(iface.local, r->local[s], sizeof iface.local), KV_EDATA,
              "%s: its workgroup (%u, %u, %u) is not the bound build's (%u, %u, %u)", what, iface.local[0],
              iface.local[1], iface.local[2], r->local[s][0], r->local[s][1], r->local[s][2]);

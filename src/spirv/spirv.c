@@ -305,7 +305,7 @@ static const char *kind_name(enum kv_binding_kind k)
 }
 
 enum kv_status kv_spirv_check(const char *what, const struct kv_spirv_iface *got,
-                              uint32_t n_bindings, uint32_t required, uint32_t push_size)
+                              uint32_t n_bindings, uint32_t required, uint32_t push_size, const char *push_doc)
 {
     uint32_t seen = 0;
     for (int i = 0; i < got->n_bindings; i++) {
@@ -325,9 +325,60 @@ enum kv_status kv_spirv_check(const char *what, const struct kv_spirv_iface *got
         if ((required & (1u << b)) && !(seen & (1u << b)))
             return kv_error(KV_EDATA, "%s: binding %u is missing (the stage's output); the stage has %u "
                             "storage buffers (see 'kverify list --abi')", what, b, n_bindings);
-    /* A shader without push constants may ignore them; a different size is wrong. */
-    if (got->push_size != push_size && got->push_size != 0)
-        return kv_error(KV_EDATA, "%s: push-constant block is %u bytes, the stage's is %u bytes "
-                        "(see 'kverify list --abi')", what, got->push_size, push_size);
-    return KV_OK;
+    int kinds[KV_SPIRV_MAX_PUSH];
+    const int n_kinds = kv_spirv_doc_kinds(push_doc, kinds, KV_SPIRV_MAX_PUSH);
+    const int m = kv_spirv_push_misfit(got, push_size, n_kinds >= 0 && 4u * (uint32_t)n_kinds == push_size ? kinds : NULL, 1);
+    if (m < 0) return KV_OK;
+    const uint32_t off = got->push[m].offset, size = got->push[m].size;
+    if (size > push_size || off > push_size - size)
+        return kv_error(KV_EDATA, "%s: push-constant member %d (%u bytes at offset %u) lies past the stage's %u bytes "
+                        "(%s); see 'kverify list --abi'", what, m, size, off, push_size, push_doc ? push_doc : "");
+    /* the stage's field where the member starts: the doc's (off/4)th "type name;" */
+    const char *f = push_doc;
+    for (uint32_t i = 0; i < off / 4 && f && strchr(f, ';'); i++) f = strchr(f, ';') + 1;
+    while (f && *f == ' ') f++;
+    const int flen = f && strchr(f, ';') && off % 4 == 0 ? (int)(strchr(f, ';') - f) : 0;
+    return kv_error(KV_EDATA, "%s: push-constant member %d is %u bytes of %u-bit %s at offset %u, where the stage has "
+                    "%.*s%s (%s); see 'kverify list --abi'", what, m, size, got->push[m].bits,
+                    kv_spirv_kind_name(got->push[m].kind), off, flen, f ? f : "", flen ? "" : "32-bit fields", push_doc);
+}
+
+const char *kv_spirv_kind_name(int kind)
+{
+    static const char *const names[] = {"non-scalar", "float", "int", "uint", "bool"};
+    return kind >= 0 && kind <= KV_SCALAR_BOOL ? names[kind] : "non-scalar";
+}
+
+int kv_spirv_doc_kinds(const char *doc, int *kinds, int max)
+{
+    int n = 0;
+    if (!doc) return -1;
+    for (const char *s = doc;;) {
+        while (*s == ' ') s++;
+        if (!*s) return n;
+        const size_t t = strcspn(s, " ;");
+        int kind = t == 4 && !strncmp(s, "uint", 4)    ? KV_SCALAR_UINT
+                   : t == 3 && !strncmp(s, "int", 3)   ? KV_SCALAR_INT
+                   : t == 5 && !strncmp(s, "float", 5) ? KV_SCALAR_FLOAT
+                                                       : -1;
+        const char *semi = strchr(s, ';');
+        if (kind < 0 || !semi || n >= max) return -1;
+        kinds[n++] = kind;
+        s = semi + 1;
+    }
+}
+
+int kv_spirv_push_misfit(const struct kv_spirv_iface *got, uint32_t push_size, const int *kinds, int sign_free)
+{
+    for (int m = 0; m < got->n_push; m++) {
+        const uint32_t off = got->push[m].offset, size = got->push[m].size;
+        if (size > push_size || off > push_size - size) return m;
+        if (got->push[m].kind == KV_SCALAR_OTHER || !kinds) continue; /* a struct's fields: its range only */
+        if (got->push[m].bits != 32 || off % 4 || size % 4) return m;
+        for (uint32_t w = off / 4; w < (off + size) / 4; w++) {
+            const int a = got->push[m].kind, b = kinds[w];
+            if (a != b && !(sign_free && a != KV_SCALAR_FLOAT && b != KV_SCALAR_FLOAT)) return m;
+        }
+    }
+    return -1;
 }

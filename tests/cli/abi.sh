@@ -32,9 +32,11 @@ bad "d['bindings'][0] = {'binding': 0, 'tensor': 'x'}; d['bindings'][1] = {'bind
 expect_exit 1 "$KV" "${B[@]}"   # inputs swapped: both read-only, so the verdict says it
 grep -q '^  dx .*FAIL' "$TMP/out" || fail "swapped inputs did not fail dx"
 bad "d['push'][0]['type'] = 'float'"
-expect_error 3 "push\[0\] \(float KX\): the shader's member 0 is 4 bytes of uint" "$KV" "${B[@]}"
-bad "d['push'].append({'name': 'extra', 'type': 'uint', 'value': 1})"
-expect_error 3 'push: 20 bytes of fields \(4 each\), the shader.s block is 16 bytes' "$KV" "${B[@]}"
+expect_error 3 "push\[0\] \(float KX\): the shader's member 0 is 4 bytes of 32-bit uint at offset 0, expected 32-bit floats" "$KV" "${B[@]}"
+bad "d['push'].append({'name': 'extra', 'type': 'uint', 'value': 1})"  # pushed, never read: as a member -Os drops
+expect_exit 0 "$KV" "${B[@]}"
+bad "d['push'].pop()"  # the shader's param2 past the file's fields
+expect_error 3 "push: the shader's member 3 \(4 bytes at offset 12\) is past the file's 3 fields" "$KV" "${B[@]}"
 bad "d['dispatch'] = ['cdiv(rows, 2)', '1', '1']"  # half the rows
 expect_exit 1 "$KV" "${B[@]}"
 grep -q 'NaN where the oracle has none' "$TMP/out" || fail "half the rows: unwritten rows not reported"

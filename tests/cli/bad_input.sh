@@ -56,7 +56,12 @@ cp "$KV_SRC"/shaders/* "$TMP/"
 expect_error 3 "declares binding 2, but the stage has 2 bindings" "$KV" rmsnorm-bwd --shader r="$TMP/rmsnorm_bwd_dx.comp" "${J[@]}"
 expect_error 3 "binding 4 is missing" "$KV" rmsnorm-bwd --shader dx="$TMP/rmsnorm_bwd_dw.comp" "${J[@]}"
 sed 's/uint rows; uint dim; float eps;/uint rows; uint dim; float eps; float extra;/' "$TMP/rmsnorm_bwd_r.comp" > "$TMP/push.comp"
-expect_error 3 "push-constant block is 16 bytes, the stage's is 12 bytes" "$KV" rmsnorm-bwd --shader r="$TMP/push.comp" "${J[@]}"
+expect_error 3 "push-constant member 3 \(4 bytes at offset 12\) lies past the stage's 12 bytes" "$KV" rmsnorm-bwd --shader r="$TMP/push.comp" "${J[@]}"
+sed 's/uint rows; uint dim; float eps;/uint rows; float dim; float eps;/; s/p\.dim/uint(p.dim)/g' "$TMP/rmsnorm_bwd_r.comp" > "$TMP/push.comp"
+expect_error 3 "push-constant member 1 is 4 bytes of 32-bit float at offset 4, where the stage has uint dim \(uint rows; uint dim; float eps;\)" \
+  "$KV" rmsnorm-bwd --shader r="$TMP/push.comp" "${J[@]}"
+sed 's/uint rows; uint dim; float eps;/int rows; int dim; float eps;/' "$TMP/rmsnorm_bwd_r.comp" > "$TMP/push.comp"
+expect_exit 0 "$KV" rmsnorm-bwd --rows 3 --dim 40 --shader r="$TMP/push.comp" # int for uint: the same bits
 sed 's/layout(std430, set = 0, binding = 0) readonly buffer XB { float X\[\]; }/layout(std140, set = 0, binding = 0) uniform XB { vec4 X[16]; }/' "$TMP/rmsnorm_bwd_r.comp" | sed 's/float v = X\[base + i\];/float v = X[0].x;/' > "$TMP/ubo.comp"
 expect_error 3 "binding 0 is a uniform buffer" "$KV" rmsnorm-bwd --shader r="$TMP/ubo.comp" "${J[@]}"
 printf 'not spirv at all' > "$TMP/bad.spv"

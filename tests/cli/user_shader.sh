@@ -8,6 +8,15 @@ expect_exit 0 "$KV" rmsnorm-bwd --rows 7 --dim 300 --no-subgroup --shader r="$TM
 if command -v glslc >/dev/null; then
   glslc --target-env=vulkan1.2 -o "$TMP/dx.spv" "$TMP/rmsnorm_bwd_dx.comp" || fail "glslc"
   expect_exit 0 "$KV" rmsnorm-bwd --rows 7 --dim 300 --shader dx="$TMP/dx.spv"
+  # glslc -Os drops the push-constant members a shader never reads (cast reads
+  # m and n, not k; forward reads groups and group_size, not bits): a block
+  # shorter than the stage's, which is valid Vulkan and must pass, sanitized too
+  glslc --target-env=vulkan1.2 -Os -DKV_SUBGROUP=1 -o "$TMP/cast.spv" "$TMP/gemm_bwd_cast.comp" || fail "glslc"
+  spirv-dis "$TMP/cast.spv" | grep -q 'OpMemberDecorate %[_a-z0-9]* 1 Offset 4' || fail "cast.spv: no push block"
+  ! spirv-dis "$TMP/cast.spv" | grep -q 'OpMemberDecorate %[_a-z0-9]* 2 Offset 8' || fail "-Os kept cast's k"
+  expect_exit 0 "$KV" gemm-bwd --m 33 --n 40 --k 17 --variant f16 --shader cast="$TMP/cast.spv" --sanitize
+  glslc --target-env=vulkan1.2 -Os -DKV_SUBGROUP=1 -DKV_INT8=1 -o "$TMP/fwd.spv" "$TMP/qdq_affine_forward.comp" || fail "glslc"
+  expect_exit 0 "$KV" qdq-affine --groups 33 --group-size 64 --bits 4 --shader forward="$TMP/fwd.spv" --stress
 fi
 # A variant's stage is built from its .comp with the variant's define (a-bf16:
 # KV_ABF16, A read as bf16 words): given as a user file, the source is built the

@@ -29,7 +29,11 @@ static void builtins_match_their_abi(void **s)
                 struct kv_spirv_iface f;
                 assert_int_equal(kv_spirv_reflect("builtin", blobs[v]->words, blobs[v]->bytes / 4, &f), KV_OK);
                 assert_int_equal(kv_spirv_check("builtin", &f, (uint32_t)sd->n_bindings,
-                                                (1u << sd->n_bindings) - 1, sd->push_size), KV_OK);
+                                                (1u << sd->n_bindings) - 1, sd->push_size, sd->push_doc), KV_OK);
+                /* the documented push fields are the module's, type for type (int is not uint here) */
+                int kinds[KV_SPIRV_MAX_PUSH];
+                assert_int_equal(4 * kv_spirv_doc_kinds(sd->push_doc, kinds, KV_SPIRV_MAX_PUSH), (int)sd->push_size);
+                assert_int_equal(kv_spirv_push_misfit(&f, sd->push_size, kinds, 0), -1);
                 assert_int_equal(f.n_bindings, sd->n_bindings);
                 assert_true(f.local[0] >= 1 && f.local[1] >= 1 && f.local[2] >= 1);
                 if (v >= 4) /* launched with the subgroup build's workgroup size */
@@ -44,6 +48,65 @@ static void builtins_match_their_abi(void **s)
     assert_int_equal(f.local[0], 64);
     assert_int_equal(f.local[1], 16);
     assert_int_equal(f.push_size, 8);
+}
+
+/* A push block member: offset, bytes, kind; all 32-bit scalars. */
+static void member(struct kv_spirv_iface *f, uint32_t off, uint32_t size, int kind)
+{
+    f->push[f->n_push].offset = off, f->push[f->n_push].size = size, f->push[f->n_push].bits = 32;
+    f->push[f->n_push++].kind = kind;
+    f->push_size = off + size > f->push_size ? off + size : f->push_size;
+}
+
+/* A shader's push block may leave out members (glslc -Os drops those it never
+ * reads) but not move, widen or retype one. */
+static void push_members_fit_by_offset(void **s)
+{
+    (void)s;
+    int kinds[8];
+    assert_int_equal(kv_spirv_doc_kinds("uint rows; uint dim; float eps;", kinds, 8), 3);
+    assert_int_equal(kinds[2], KV_SCALAR_FLOAT);
+    assert_int_equal(kv_spirv_doc_kinds("uint rows; vec2 x;", kinds, 8), -1);
+    assert_int_equal(kv_spirv_doc_kinds("uint rows", kinds, 8), -1);
+    assert_int_equal(kv_spirv_doc_kinds(NULL, kinds, 8), -1);
+    assert_int_equal(kv_spirv_doc_kinds("uint a; uint b;", kinds, 1), -1);
+    const int k[3] = {KV_SCALAR_UINT, KV_SCALAR_UINT, KV_SCALAR_FLOAT};
+    struct kv_spirv_iface f;
+    memset(&f, 0, sizeof f);
+    assert_int_equal(kv_spirv_push_misfit(&f, 12, k, 0), -1); /* no push constants */
+    member(&f, 0, 4, KV_SCALAR_UINT), member(&f, 4, 4, KV_SCALAR_UINT);
+    assert_int_equal(kv_spirv_push_misfit(&f, 12, k, 0), -1); /* eps left out */
+    member(&f, 8, 4, KV_SCALAR_FLOAT);
+    assert_int_equal(kv_spirv_push_misfit(&f, 12, k, 0), -1); /* all three */
+    member(&f, 12, 4, KV_SCALAR_FLOAT);
+    assert_int_equal(kv_spirv_push_misfit(&f, 12, k, 0), 3); /* one past the stage's */
+    memset(&f, 0, sizeof f);
+    member(&f, 0, 4, KV_SCALAR_UINT), member(&f, 8, 4, KV_SCALAR_FLOAT);
+    assert_int_equal(kv_spirv_push_misfit(&f, 12, k, 0), -1); /* dim left out between */
+    memset(&f, 0, sizeof f);
+    member(&f, 0, 4, KV_SCALAR_UINT), member(&f, 4, 4, KV_SCALAR_FLOAT);
+    assert_int_equal(kv_spirv_push_misfit(&f, 12, k, 1), 1); /* a float where dim is */
+    memset(&f, 0, sizeof f);
+    member(&f, 0, 4, KV_SCALAR_INT);
+    assert_int_equal(kv_spirv_push_misfit(&f, 12, k, 0), 0); /* int for uint: strict */
+    assert_int_equal(kv_spirv_push_misfit(&f, 12, k, 1), -1); /* and sign-free */
+    memset(&f, 0, sizeof f);
+    member(&f, 0, 8, KV_SCALAR_UINT);
+    assert_int_equal(kv_spirv_push_misfit(&f, 12, k, 0), -1); /* a uvec2 over rows, dim */
+    memset(&f, 0, sizeof f);
+    member(&f, 4, 8, KV_SCALAR_UINT);
+    assert_int_equal(kv_spirv_push_misfit(&f, 12, k, 1), 0); /* a uvec2 over dim, eps */
+    assert_int_equal(kv_spirv_push_misfit(&f, 12, NULL, 1), -1); /* range only */
+    f.push[0].bits = 16;
+    assert_int_equal(kv_spirv_push_misfit(&f, 12, k, 1), 0); /* 16-bit scalars */
+    memset(&f, 0, sizeof f);
+    member(&f, 2, 4, KV_SCALAR_UINT);
+    assert_int_equal(kv_spirv_push_misfit(&f, 12, k, 1), 0); /* between fields */
+    memset(&f, 0, sizeof f);
+    member(&f, 4, 16, KV_SCALAR_OTHER);
+    assert_int_equal(kv_spirv_push_misfit(&f, 12, k, 1), 0); /* a struct past the end */
+    f.push[0].size = 8;
+    assert_int_equal(kv_spirv_push_misfit(&f, 12, k, 1), -1); /* a struct inside: its range */
 }
 
 static void rejects_garbage(void **s)
@@ -92,6 +155,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(builtins_match_their_abi),
+        cmocka_unit_test(push_members_fit_by_offset),
         cmocka_unit_test(rejects_garbage),
         cmocka_unit_test(fuzz_mutations),
     };
