@@ -464,22 +464,18 @@ static enum kv_status create_device(struct kv_vk_device *d)
     VkDeviceQueueCreateInfo qi = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
                                   .queueFamilyIndex = d->queue_family, .queueCount = 1,
                                   .pQueuePriorities = &prio};
-    VkPhysicalDeviceVulkan11Features f11 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,
-                                            .storageBuffer16BitAccess = (VkBool32)d->info.storage16};
-    VkPhysicalDeviceVulkan12Features f12 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
-                                            .shaderFloat16 = (VkBool32)d->info.float16,
-                                            .shaderInt8 = (VkBool32)d->info.int8,
-                                            .storageBuffer8BitAccess = (VkBool32)d->info.storage8,
-                                            .bufferDeviceAddress = (VkBool32)d->info.addr};
+    /* Vulkan 1.2 and later: every feature a compute shader may declare that the
+     * device has (a user's module may need them), those kverify's paths rest on
+     * as d->info says; Vulkan 1.1: 16-bit storage alone. */
+    struct kv_vk_features sf;
     VkPhysicalDevice16BitStorageFeatures s16 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
                                                 .storageBuffer16BitAccess = (VkBool32)d->info.storage16};
-    VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
-                                    .features = {.shaderInt64 = (VkBool32)d->info.addr}};
+    VkPhysicalDeviceFeatures2 f1 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &s16};
+    VkPhysicalDeviceFeatures2 *f2 = &f1;
     if (d->info.api_version >= VK_API_VERSION_1_2) {
-        f2.pNext = &f11;
-        f11.pNext = &f12;
-    } else {
-        f2.pNext = &s16;
+        kv_vk_shader_features(d->phys, has_extension(d->phys, VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME), &sf);
+        sf.f12.bufferDeviceAddress = (VkBool32)d->info.addr; /* off where KVERIFY_TEST_NO_ADDR=1 */
+        f2 = &sf.f2;
     }
     VkPhysicalDeviceCooperativeMatrixFeaturesNV cm = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV, .cooperativeMatrix = VK_TRUE};
@@ -490,26 +486,27 @@ static enum kv_status create_device(struct kv_vk_device *d)
     VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR xf = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR,
         .pipelineExecutableInfo = VK_TRUE};
-    const char *dev_exts[4];
+    const char *dev_exts[5];
     uint32_t n_exts = 0;
+    if (f2 == &sf.f2 && sf.atomic_float) dev_exts[n_exts++] = VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME;
     if (d->info.exec_stats) {
-        xf.pNext = f2.pNext;
-        f2.pNext = &xf;
+        xf.pNext = f2->pNext;
+        f2->pNext = &xf;
         dev_exts[n_exts++] = VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME;
     }
     if (d->info.coopmat16) {
-        cm.pNext = f2.pNext;
-        f2.pNext = &cm;
+        cm.pNext = f2->pNext;
+        f2->pNext = &cm;
         dev_exts[n_exts++] = VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
     }
     if (d->info.coopmat_bf16) {
-        bf.pNext = f2.pNext;
+        bf.pNext = f2->pNext;
         cmk.pNext = &bf;
-        f2.pNext = &cmk;
+        f2->pNext = &cmk;
         dev_exts[n_exts++] = KV_KHR_COOPMAT_EXT;
         dev_exts[n_exts++] = KV_KHR_BF16_EXT;
     }
-    VkDeviceCreateInfo di = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .pNext = &f2,
+    VkDeviceCreateInfo di = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .pNext = f2,
                              .queueCreateInfoCount = 1, .pQueueCreateInfos = &qi,
                              .enabledExtensionCount = n_exts, .ppEnabledExtensionNames = dev_exts};
     VK_TRY(vkCreateDevice(d->phys, &di, NULL, &d->dev));

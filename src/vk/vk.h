@@ -5,6 +5,7 @@
  *   dispatch.c command recording, barriers, timestamps, submission (batch)
  *   cm_layout.c the probe of the cooperative-matrix accumulators' layout (device open)
  *   loop_cap.c the probe of a cap on a shader's loop iterations (a CPU device's open)
+ *   features.c the optional features a compute shader may declare, enabled where the device has them
  *   result.c   VkResult to kv_status (VK_TRY), which all of them use
  * Only dispatch.c records commands. Every VkResult becomes a kv_status. */
 #ifndef KV_VK_H
@@ -64,6 +65,20 @@ struct kv_vk_device {
     uint64_t timestamp_mask;
     struct kv_vk_info info;
 };
+
+/* The features a compute shader may declare (doubles, 8/16/64-bit integers,
+ * float atomics, the Vulkan memory model, ...) that p has, chained from f2
+ * (f11, f12, and af where atomic_float is set: VK_EXT_shader_atomic_float is
+ * then to be enabled). For a Vulkan 1.2 device or later; out must stay where
+ * it is while the chain is used. */
+struct kv_vk_features {
+    VkPhysicalDeviceFeatures2 f2;
+    VkPhysicalDeviceVulkan11Features f11;
+    VkPhysicalDeviceVulkan12Features f12;
+    VkPhysicalDeviceShaderAtomicFloatFeaturesEXT af;
+    int atomic_float;
+};
+void kv_vk_shader_features(VkPhysicalDevice p, int atomic_float, struct kv_vk_features *out);
 
 /* Map a VkResult to a status with "what: VK_ERROR_..." as the message:
  * out of memory and device lost are device errors (exit 4). */

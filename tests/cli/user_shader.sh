@@ -18,6 +18,55 @@ if command -v glslc >/dev/null; then
   glslc --target-env=vulkan1.2 -Os -DKV_SUBGROUP=1 -DKV_INT8=1 -o "$TMP/fwd.spv" "$TMP/qdq_affine_forward.comp" || fail "glslc"
   expect_exit 0 "$KV" qdq-affine --groups 33 --group-size 64 --bits 4 --shader forward="$TMP/fwd.spv" --stress
 fi
+# A user's module may declare what the built-in shaders do not: doubles, float
+# atomics, the Vulkan memory model. The device enables every such feature it
+# has (without it, the module is invalid: CI's validation-layer run fails these
+# with exit 4). r as a float64 sum, and as a shared float atomicAdd:
+cat > "$TMP/r64.comp" <<'GLSL'
+#version 450
+layout(local_size_x = 64) in;
+layout(std430, set = 0, binding = 0) readonly buffer XB { float X[]; };
+layout(std430, set = 0, binding = 1) writeonly buffer RB { float R[]; };
+layout(push_constant) uniform Push { uint rows; uint dim; float eps; } p;
+void main()
+{
+    for (uint row = gl_GlobalInvocationID.x; row < p.rows; row += gl_NumWorkGroups.x * 64u) {
+        double acc = 0.0lf;
+        for (uint i = 0u; i < p.dim; i++) acc += double(X[row * p.dim + i]) * double(X[row * p.dim + i]);
+        R[row] = float(1.0lf / sqrt(acc / double(p.dim) + double(p.eps)));
+    }
+}
+GLSL
+expect_exit 0 "$KV" rmsnorm-bwd --rows 13 --dim 300 --shader r="$TMP/r64.comp" --sanitize
+cat > "$TMP/ratomic.comp" <<'GLSL'
+#version 450
+#extension GL_EXT_shader_atomic_float : require
+layout(local_size_x = 64) in;
+layout(std430, set = 0, binding = 0) readonly buffer XB { float X[]; };
+layout(std430, set = 0, binding = 1) writeonly buffer RB { float R[]; };
+layout(push_constant) uniform Push { uint rows; uint dim; float eps; } p;
+shared float total;
+void main()
+{
+    for (uint row = gl_WorkGroupID.x; row < p.rows; row += gl_NumWorkGroups.x) {
+        if (gl_LocalInvocationID.x == 0u) total = 0.0;
+        barrier();
+        float acc = 0.0;
+        for (uint i = gl_LocalInvocationID.x; i < p.dim; i += 64u) acc += X[row * p.dim + i] * X[row * p.dim + i];
+        atomicAdd(total, acc);
+        barrier();
+        if (gl_LocalInvocationID.x == 0u) R[row] = inversesqrt(total / float(p.dim) + p.eps);
+        barrier();
+    }
+}
+GLSL
+expect_exit 0 "$KV" rmsnorm-bwd --rows 13 --dim 300 --shader r="$TMP/ratomic.comp" --stress
+if command -v glslc >/dev/null; then # dx's shared-memory build under the Vulkan memory model
+  glslc --target-env=vulkan1.2 -O -o "$TMP/dx-sh.spv" "$TMP/rmsnorm_bwd_dx.comp" || fail "glslc"
+  spirv-opt --target-env=vulkan1.2 --upgrade-memory-model "$TMP/dx-sh.spv" -o "$TMP/dx-vmm.spv" || fail "spirv-opt"
+  spirv-dis "$TMP/dx-vmm.spv" | grep -q 'OpMemoryModel Logical Vulkan' || fail "dx-vmm.spv: not the Vulkan memory model"
+  expect_exit 0 "$KV" rmsnorm-bwd --rows 13 --dim 300 --no-subgroup --shader dx="$TMP/dx-vmm.spv" --sanitize
+fi
 # A variant's stage is built from its .comp with the variant's define (a-bf16:
 # KV_ABF16, A read as bf16 words): given as a user file, the source is built the
 # same way, in the plain run, the subgroups-reversed stress run and mutate alike
