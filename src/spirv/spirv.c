@@ -70,7 +70,7 @@ static enum kv_status scan_op(const char *what, uint32_t op, const uint32_t *o, 
 #define ID(k) (no > (k) && o[k] < bound ? o[k] : 0)
     switch (op) {
     case OP_ENTRY_POINT:
-        if (no >= 1 && o[0] == MODEL_GLCOMPUTE) sc->compute = 1;
+        if (no >= 1 && o[0] == MODEL_GLCOMPUTE) sc->compute++;
         break;
     case OP_EXECUTION_MODE:
         if (no >= 5 && o[1] == MODE_LOCAL_SIZE) {
@@ -262,6 +262,8 @@ enum kv_status kv_spirv_reflect(const char *what, const uint32_t *w, size_t n, s
         if (op == OP_MEMBER_DECORATE && wc >= 4 && o[0] < bound && o[2] == DEC_NON_READABLE) ids[o[0]].nonreadable = 1;
     }
     KV_CHECK(sc.compute, KV_EDATA, "%s: SPIR-V has no GLCompute entry point", what);
+    KV_CHECK(sc.compute == 1, KV_EDATA, "%s: SPIR-V has %d GLCompute entry points; a stage runs a module's one "
+             "(build the module with the one entry point you mean)", what, sc.compute);
     memcpy(out->local, sc.local, sizeof out->local);
     for (uint32_t id = 0; id < bound; id++) {
         struct id_info *v = &ids[id];

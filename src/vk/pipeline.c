@@ -3,6 +3,25 @@
 
 #include "vk/vk.h"
 
+/* The name of the module's first GLCompute entry point (kv_spirv_reflect
+ * refuses a module with several, or none): "main" from glslc's GLSL, any name
+ * from HLSL, Slang and others. Points into the module's words; "main" where
+ * the words hold none that ends inside its instruction. */
+static const char *entry_name(const uint32_t *w, size_t n_words)
+{
+    for (size_t i = 5; i < n_words;) {
+        const uint32_t wc = w[i] >> 16, op = w[i] & 0xffffu;
+        if (wc == 0 || wc > n_words - i) break;
+        if (op == 15 /* OpEntryPoint */ && wc >= 4 && w[i + 1] == 5 /* GLCompute */) {
+            const char *name = (const char *)&w[i + 3];
+            if (memchr(name, 0, 4 * (size_t)(wc - 3))) return name;
+            break;
+        }
+        i += wc;
+    }
+    return "main";
+}
+
 enum kv_status kv_vk_pipeline_create(struct kv_vk_device *d, const char *name,
                                      const uint32_t *spirv, size_t bytes,
                                      uint32_t n_bindings, uint32_t push_size,
@@ -45,7 +64,7 @@ enum kv_status kv_vk_pipeline_create_spec(struct kv_vk_device *d, const char *na
     VkComputePipelineCreateInfo ci = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
         .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
-                  .stage = VK_SHADER_STAGE_COMPUTE_BIT, .module = out->module, .pName = "main",
+                  .stage = VK_SHADER_STAGE_COMPUTE_BIT, .module = out->module, .pName = entry_name(spirv, bytes / 4),
                   .pSpecializationInfo = n_spec ? &si : NULL},
         .layout = out->layout,
         .flags = d->info.exec_stats ? VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR : 0,

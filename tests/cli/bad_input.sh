@@ -85,4 +85,10 @@ PY
 expect_error 3 "undef.spv: not a valid SPIR-V module: ID .* has not been defined" \
   "$KV" rmsnorm-bwd --shader dx="$TMP/undef.spv" "${J[@]}"
 expect_exit 0 "$KV" rmsnorm-bwd --rows 3 --dim 70 --shader dx="$TMP/dx.spv"
+# Two GLCompute entry points (the same function under a second name, valid
+# SPIR-V): a stage runs one, and which is not for kverify to guess.
+spirv-dis "$TMP/dx.spv" | sed 's/^\( *OpEntryPoint GLCompute \(%[a-z0-9_]*\) "main"\)\(.*\)$/\1\3\n OpEntryPoint GLCompute \2 "other"\3/' > "$TMP/two.spvasm"
+spirv-as --target-env vulkan1.2 "$TMP/two.spvasm" -o "$TMP/two.spv" || fail "spirv-as"
+expect_error 3 "two.spv.*: SPIR-V has 2 GLCompute entry points; a stage runs a module's one" \
+  "$KV" rmsnorm-bwd --shader dx="$TMP/two.spv" "${J[@]}"
 exit 0

@@ -67,6 +67,26 @@ if command -v glslc >/dev/null; then # dx's shared-memory build under the Vulkan
   spirv-dis "$TMP/dx-vmm.spv" | grep -q 'OpMemoryModel Logical Vulkan' || fail "dx-vmm.spv: not the Vulkan memory model"
   expect_exit 0 "$KV" rmsnorm-bwd --rows 13 --dim 300 --no-subgroup --shader dx="$TMP/dx-vmm.spv" --sanitize
 fi
+if command -v glslc >/dev/null; then # HLSL: an entry point not named main; r one thread a row
+  cat > "$TMP/r.hlsl" <<'HLSL'
+struct Push { uint rows; uint dim; float eps; };
+[[vk::push_constant]] ConstantBuffer<Push> p;
+[[vk::binding(0, 0)]] StructuredBuffer<float> X;
+[[vk::binding(1, 0)]] RWStructuredBuffer<float> R;
+[numthreads(64, 1, 1)]
+void rownorm(uint3 id : SV_DispatchThreadID)
+{
+    for (uint row = id.x; row < p.rows; row += 64) {
+        float acc = 0;
+        for (uint i = 0; i < p.dim; i++) acc += X[row * p.dim + i] * X[row * p.dim + i];
+        R[row] = rsqrt(acc / float(p.dim) + p.eps);
+    }
+}
+HLSL
+  glslc -fshader-stage=compute -x hlsl -fentry-point=rownorm --target-env=vulkan1.1 -O "$TMP/r.hlsl" -o "$TMP/rh.spv" || fail "glslc hlsl"
+  expect_exit 0 "$KV" rmsnorm-bwd --rows 13 --dim 300 --shader r="$TMP/rh.spv" --sanitize --stress
+  grep -q '^1 cases: 1 passed' "$TMP/out" || fail "the HLSL r did not pass"
+fi
 # A variant's stage is built from its .comp with the variant's define (a-bf16:
 # KV_ABF16, A read as bf16 words): given as a user file, the source is built the
 # same way, in the plain run, the subgroups-reversed stress run and mutate alike
