@@ -4,7 +4,7 @@
 #include <string.h>
 
 enum {
-    OP_EXECUTION_MODE = 16, OP_TYPE_INT = 21, OP_TYPE_FLOAT = 22, OP_TYPE_VECTOR = 23,
+    OP_EXECUTION_MODE = 16, OP_EXECUTION_MODE_ID = 331, OP_TYPE_INT = 21, OP_TYPE_FLOAT = 22, OP_TYPE_VECTOR = 23,
     OP_TYPE_MATRIX = 24, OP_TYPE_ARRAY = 28, OP_TYPE_STRUCT = 30,
     OP_TYPE_POINTER = 32, OP_CONSTANT = 43, OP_CONSTANT_COMPOSITE = 44, OP_SPEC_CONSTANT = 50,
     OP_SPEC_CONSTANT_COMPOSITE = 51, OP_VARIABLE = 59, OP_DECORATE = 71, OP_MEMBER_DECORATE = 72,
@@ -73,7 +73,8 @@ static enum kv_status scan_op(const char *what, uint32_t op, const uint32_t *o, 
         if (no >= 1 && o[0] == MODEL_GLCOMPUTE) sc->compute++;
         break;
     case OP_EXECUTION_MODE:
-        if (no >= 5 && o[1] == MODE_LOCAL_SIZE) {
+    case OP_EXECUTION_MODE_ID: /* LocalSizeId's: SPIR-V 1.6, glslc --target-env=vulkan1.3 */
+        if (op == OP_EXECUTION_MODE && no >= 5 && o[1] == MODE_LOCAL_SIZE) {
             sc->local[0] = o[2], sc->local[1] = o[3], sc->local[2] = o[4];
             sc->have_local = 1;
         } else if (no >= 5 && o[1] == MODE_LOCAL_SIZE_ID) {

@@ -314,10 +314,17 @@ uint32_t kv_spv_builtin(struct kv_spv *m, int builtin, uint32_t type, uint32_t *
 
 uint32_t kv_spv_local_size(const struct kv_spv *m)
 {
-    uint32_t local = 0;
-    for (size_t i = 5; i < m->first_type; i += kv_len(m->w[i]))
+    uint32_t local = 0, xyz[3];
+    for (size_t i = 5; i < m->first_type; i += kv_len(m->w[i])) {
         if (kv_op(m->w[i]) == SpvOpExecutionMode && m->w[i + 2] == SpvExecutionModeLocalSize && kv_len(m->w[i]) >= 6)
             local = m->w[i + 3] * m->w[i + 4] * m->w[i + 5];
+        /* SPIR-V 1.6 (glslc --target-env=vulkan1.3): the sizes as constants' ids, 0 where one is specialized */
+        if (kv_op(m->w[i]) == SpvOpExecutionModeId && m->w[i + 2] == SpvExecutionModeLocalSizeId && kv_len(m->w[i]) >= 6)
+            local = kv_spv_const(m, m->w[i + 3], &xyz[0]) && kv_spv_const(m, m->w[i + 4], &xyz[1]) &&
+                            kv_spv_const(m, m->w[i + 5], &xyz[2])
+                        ? xyz[0] * xyz[1] * xyz[2]
+                        : 0;
+    }
     for (uint32_t id = 1; id < m->bound; id++) /* a WorkgroupSize built-in may be specialized */
         if (m->builtin[id] == SpvBuiltInWorkgroupSize + 1 && kv_spv_op(m, id) != SpvOpConstantComposite) return 0;
     return local;

@@ -11,6 +11,7 @@
 
 static unsigned validation_errors;
 
+
 unsigned kv_vk_validation_errors(void) { return validation_errors; }
 
 static VKAPI_ATTR VkBool32 VKAPI_CALL on_validation(
@@ -45,7 +46,7 @@ static enum kv_status make_instance(VkInstance *inst, VkDebugUtilsMessengerEXT *
     VkApplicationInfo app = {
         .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
         .pApplicationName = "kverify",
-        .apiVersion = VK_API_VERSION_1_2,
+        .apiVersion = KV_VK_INSTANCE_API,
     };
     VkInstanceCreateInfo ci = {
         .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
@@ -473,7 +474,8 @@ static enum kv_status create_device(struct kv_vk_device *d)
     VkPhysicalDeviceFeatures2 f1 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &s16};
     VkPhysicalDeviceFeatures2 *f2 = &f1;
     if (d->info.api_version >= VK_API_VERSION_1_2) {
-        kv_vk_shader_features(d->phys, has_extension(d->phys, VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME), &sf);
+        kv_vk_shader_features(d->phys, d->info.api_version < KV_VK_INSTANCE_API ? d->info.api_version : KV_VK_INSTANCE_API,
+                              has_extension(d->phys, VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME), &sf);
         sf.f12.bufferDeviceAddress = (VkBool32)d->info.addr; /* off where KVERIFY_TEST_NO_ADDR=1 */
         f2 = &sf.f2;
     }

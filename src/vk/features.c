@@ -12,11 +12,7 @@
 
 #define TAKE(dst, src, field) (dst).field = (src).field
 
-/* kverify's instance asks for Vulkan 1.2 (device.c), so a device's features
- * are those of 1.2 at most: Vulkan 1.3's (VkPhysicalDeviceVulkan13Features)
- * cannot be chained into its creation. */
-
-void kv_vk_shader_features(VkPhysicalDevice p, int atomic_float, struct kv_vk_features *out)
+void kv_vk_shader_features(VkPhysicalDevice p, uint32_t api, int atomic_float, struct kv_vk_features *out)
 {
     struct kv_vk_features q;
     memset(&q, 0, sizeof q);
@@ -24,9 +20,12 @@ void kv_vk_shader_features(VkPhysicalDevice p, int atomic_float, struct kv_vk_fe
     q.f2.sType = out->f2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
     q.f11.sType = out->f11.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES;
     q.f12.sType = out->f12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES;
+    q.f13.sType = out->f13.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES;
     q.af.sType = out->af.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT;
     q.f2.pNext = &q.f11, q.f11.pNext = &q.f12;
-    if (atomic_float) q.f12.pNext = &q.af;
+    void **tail = &q.f12.pNext;
+    if (api >= VK_API_VERSION_1_3) *tail = &q.f13, tail = &q.f13.pNext;
+    if (atomic_float) *tail = &q.af;
     vkGetPhysicalDeviceFeatures2(p, &q.f2);
 
     TAKE(out->f2.features, q.f2.features, shaderFloat64);
@@ -51,6 +50,11 @@ void kv_vk_shader_features(VkPhysicalDevice p, int atomic_float, struct kv_vk_fe
     TAKE(out->f12, q.f12, vulkanMemoryModel);
     TAKE(out->f12, q.f12, vulkanMemoryModelDeviceScope);
     TAKE(out->f12, q.f12, vulkanMemoryModelAvailabilityVisibilityChains);
+    TAKE(out->f13, q.f13, maintenance4); /* LocalSizeId, as SPIR-V 1.6 from glslc declares workgroup sizes */
+    TAKE(out->f13, q.f13, subgroupSizeControl);
+    TAKE(out->f13, q.f13, computeFullSubgroups);
+    TAKE(out->f13, q.f13, shaderZeroInitializeWorkgroupMemory);
+    TAKE(out->f13, q.f13, shaderIntegerDotProduct);
     TAKE(out->af, q.af, shaderBufferFloat32Atomics);
     TAKE(out->af, q.af, shaderBufferFloat32AtomicAdd);
     TAKE(out->af, q.af, shaderBufferFloat64Atomics);
@@ -62,5 +66,7 @@ void kv_vk_shader_features(VkPhysicalDevice p, int atomic_float, struct kv_vk_fe
     out->atomic_float = atomic_float && (q.af.shaderBufferFloat32Atomics || q.af.shaderSharedFloat32Atomics);
 
     out->f2.pNext = &out->f11, out->f11.pNext = &out->f12;
-    if (out->atomic_float) out->f12.pNext = &out->af;
+    tail = &out->f12.pNext;
+    if (api >= VK_API_VERSION_1_3) *tail = &out->f13, tail = &out->f13.pNext;
+    if (out->atomic_float) *tail = &out->af;
 }

@@ -18,6 +18,9 @@
 #include "core/status.h"
 
 #define KV_VK_MAX_BINDINGS 16
+/* The instance's Vulkan version: a device's own, up to this, is the one its
+ * objects follow (SPIR-V 1.6 modules and Vulkan 1.3's features need 1.3). */
+#define KV_VK_INSTANCE_API VK_API_VERSION_1_3
 
 struct kv_vk_info {
     uint32_t index;
@@ -67,18 +70,20 @@ struct kv_vk_device {
 };
 
 /* The features a compute shader may declare (doubles, 8/16/64-bit integers,
- * float atomics, the Vulkan memory model, ...) that p has, chained from f2
- * (f11, f12, and af where atomic_float is set: VK_EXT_shader_atomic_float is
- * then to be enabled). For a Vulkan 1.2 device or later; out must stay where
- * it is while the chain is used. */
+ * float atomics, the Vulkan memory model, LocalSizeId, ...) that p has,
+ * chained from f2 (f11, f12; f13 where api, the device's version as the
+ * instance sees it, is 1.3 or later; af where atomic_float is set:
+ * VK_EXT_shader_atomic_float is then to be enabled). For a Vulkan 1.2
+ * device or later; out must stay where it is while the chain is used. */
 struct kv_vk_features {
     VkPhysicalDeviceFeatures2 f2;
     VkPhysicalDeviceVulkan11Features f11;
     VkPhysicalDeviceVulkan12Features f12;
+    VkPhysicalDeviceVulkan13Features f13;
     VkPhysicalDeviceShaderAtomicFloatFeaturesEXT af;
     int atomic_float;
 };
-void kv_vk_shader_features(VkPhysicalDevice p, int atomic_float, struct kv_vk_features *out);
+void kv_vk_shader_features(VkPhysicalDevice p, uint32_t api, int atomic_float, struct kv_vk_features *out);
 
 /* Map a VkResult to a status with "what: VK_ERROR_..." as the message:
  * out of memory and device lost are device errors (exit 4). */

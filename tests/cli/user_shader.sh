@@ -8,6 +8,11 @@ expect_exit 0 "$KV" rmsnorm-bwd --rows 7 --dim 300 --no-subgroup --shader r="$TM
 if command -v glslc >/dev/null; then
   glslc --target-env=vulkan1.2 -o "$TMP/dx.spv" "$TMP/rmsnorm_bwd_dx.comp" || fail "glslc"
   expect_exit 0 "$KV" rmsnorm-bwd --rows 7 --dim 300 --shader dx="$TMP/dx.spv"
+  # Vulkan 1.3's SPIR-V 1.6: glslc gives the workgroup size as LocalSizeId, which
+  # needs maintenance4 (was: exit 3, "declares no workgroup size")
+  glslc --target-env=vulkan1.3 -O -DKV_SUBGROUP=1 -o "$TMP/dx16.spv" "$TMP/rmsnorm_bwd_dx.comp" || fail "glslc"
+  spirv-dis "$TMP/dx16.spv" | grep -q 'OpExecutionModeId %[a-z0-9_]* LocalSizeId' || fail "dx16.spv: no LocalSizeId"
+  expect_exit 0 "$KV" rmsnorm-bwd --rows 7 --dim 300 --shader dx="$TMP/dx16.spv" --sanitize --stress
   # glslc -Os drops the push-constant members a shader never reads (cast reads
   # m and n, not k; forward reads groups and group_size, not bits): a block
   # shorter than the stage's, which is valid Vulkan and must pass, sanitized too
