@@ -11,7 +11,6 @@
 
 static unsigned validation_errors;
 
-
 unsigned kv_vk_validation_errors(void) { return validation_errors; }
 
 static VKAPI_ATTR VkBool32 VKAPI_CALL on_validation(
