@@ -8,6 +8,12 @@
 
 static const char *const type_names[] = {"uint", "int", "float"};
 
+/* The SPIR-V scalar kind (KV_SCALAR_*) a push field or specialization constant of type t is. */
+static int scalar_kind(enum kv_abi_type t)
+{
+    return t == KV_ABI_FLOAT ? KV_SCALAR_FLOAT : t == KV_ABI_INT ? KV_SCALAR_INT : KV_SCALAR_UINT;
+}
+
 /* Whether elements of kind/bits can hold a tensor of dtype t (raw words may
  * hold anything of their width or narrower, packed). */
 static int element_fits(int kind, uint32_t bits, enum kv_dtype t)
@@ -64,8 +70,7 @@ static enum kv_status check_bindings(const char *what, const struct kv_abi *a, c
 static enum kv_status check_push(const char *what, const struct kv_abi *a, const struct kv_spirv_iface *got)
 {
     int kinds[KV_ABI_MAX];
-    for (int i = 0; i < a->n_push; i++)
-        kinds[i] = a->push[i].type == KV_ABI_FLOAT ? KV_SCALAR_FLOAT : a->push[i].type == KV_ABI_INT ? KV_SCALAR_INT : KV_SCALAR_UINT;
+    for (int i = 0; i < a->n_push; i++) kinds[i] = scalar_kind(a->push[i].type);
     const int m = kv_spirv_push_misfit(got, kv_abi_push_size(a), kinds, 0);
     if (m < 0) return KV_OK;
     const uint32_t off = got->push[m].offset, size = got->push[m].size;
@@ -95,8 +100,7 @@ static enum kv_status check_spec(const char *what, const struct kv_abi *a, const
         while (j < got->n_spec && got->spec[j].id != v->id) j++;
         if (j == got->n_spec)
             return kv_error(KV_EDATA, "%s: %s: specialization[%d]: the shader has no constant with id %u", what, a->path, i, v->id);
-        int want = v->type == KV_ABI_FLOAT ? KV_SCALAR_FLOAT : v->type == KV_ABI_INT ? KV_SCALAR_INT : KV_SCALAR_UINT;
-        if (got->spec[j].kind != want && !(got->spec[j].kind == KV_SCALAR_BOOL && v->type == KV_ABI_UINT))
+        if (got->spec[j].kind != scalar_kind(v->type) && !(got->spec[j].kind == KV_SCALAR_BOOL && v->type == KV_ABI_UINT))
             return kv_error(KV_EDATA, "%s: %s: specialization[%d]: constant %u is a %s in the shader, not a %s", what,
                             a->path, i, v->id, kv_spirv_kind_name(got->spec[j].kind), type_names[v->type]);
         char field[1200];
