@@ -419,14 +419,25 @@ static enum kv_status san_upload(struct kv_runner *r, struct kv_case *c, struct 
         KV_TRY(kv_vk_buffer_create(r->d, bytes, KV_MEM_READBACK, &p->san_down));
     }
     memset(p->san_up.map, 0, bytes);
+    size_t gbytes = 0, align = r->d->info.min_storage_align > 256 ? (size_t)r->d->info.min_storage_align : 256;
     for (int s = 0; s < r->k->n_stages; s++) {
         uint64_t logical[KV_SAN_MAX_BINDINGS];
         if (!r->san_mod[s]) continue;
         int n = san_logical(r, c, p, s, logical);
-        for (int pass = 0; pass < 2; pass++)
-            kv_san_buffer_init(r->san_mod[s], (uint32_t *)((char *)p->san_up.map + (size_t)(2 * s + pass) * KV_SAN_SLOT),
-                               logical, n);
+        for (int pass = 0; pass < 2; pass++) {
+            /* racecheck-global's part of the stage and pass (at least a word, bound where none is made) */
+            uint32_t words = kv_san_buffer_init(r->san_mod[s], (uint32_t *)((char *)p->san_up.map +
+                                                                            (size_t)(2 * s + pass) * KV_SAN_SLOT),
+                                                logical, n);
+            p->san_goff[s][pass] = gbytes, p->san_gbytes[s][pass] = 4 * (size_t)(words ? words : 1);
+            gbytes += (p->san_gbytes[s][pass] + align - 1) / align * align;
+        }
     }
+    if (gbytes && p->san_global.size < gbytes) {
+        kv_vk_buffer_destroy(r->d, &p->san_global);
+        KV_TRY(kv_vk_buffer_create(r->d, gbytes, KV_MEM_DEVICE, &p->san_global));
+    }
+    if (gbytes) kv_vk_batch_fill(b, whole(&p->san_global, gbytes), 0);
     KV_TRY(san_shadow(r, c, p, cap));
     KV_TRY(kv_vk_buffer_flush(r->d, &p->san_up));
     kv_vk_batch_copy(b, (struct kv_vk_range){&p->san_up, 0, bytes}, (struct kv_vk_range){&p->san_dev, 0, bytes});
@@ -496,6 +507,9 @@ enum kv_status kv_plan_dispatch(struct kv_runner *r, struct kv_case *c, struct k
                                                                     KV_SAN_SLOT};
                 if (r->san_mod[s]->shadow_binding)
                     bind[r->san_mod[s]->shadow_binding] = whole(&p->san_shadow, p->san_shadow.size);
+                if (r->san_mod[s]->global_binding)
+                    bind[r->san_mod[s]->global_binding] =
+                        (struct kv_vk_range){&p->san_global, p->san_goff[s][pass], p->san_gbytes[s][pass]};
             }
             for (int v = 0; v < 4; v++)
                 if (pipe == &r->loops[s][v]) {

@@ -11,7 +11,7 @@
 
 
 /* The slot of one stage's (and pass's) sanitizer record buffer in the plan's. */
-#define KV_SAN_SLOT 1024
+#define KV_SAN_SLOT 2048
 _Static_assert(KV_SAN_BUFFER_BYTES <= KV_SAN_SLOT, "a stage's record buffer fits its slot");
 
 #define KV_LOOPS_SLOT 256u
@@ -34,6 +34,9 @@ struct kv_plan {
     /* the sanitized run's record buffers, a slot per stage and pass (pipeline/sanitize.h) */
     struct kv_vk_buffer san_dev, san_up, san_down;
     struct kv_vk_buffer san_shadow; /* the shared-memory shadow of stages it does not fit (sanitize/san.h) */
+    /* racecheck-global's shadow: a part per stage and pass, zeroed at each run */
+    struct kv_vk_buffer san_global;
+    size_t san_goff[KV_MAX_STAGES][2], san_gbytes[KV_MAX_STAGES][2];
     /* the loop-cut run's counts, a slot of KV_LOOPS_SLOT bytes per stage and
      * pass, and its flags (pipeline/loops.h) */
     struct kv_vk_buffer loops_dev, loops_down, loops_flags;

@@ -82,6 +82,7 @@ void kv_plan_free(struct kv_vk_device *d, struct kv_plan *p)
     kv_vk_buffer_destroy(d, &p->san_up);
     kv_vk_buffer_destroy(d, &p->san_down);
     kv_vk_buffer_destroy(d, &p->san_shadow);
+    kv_vk_buffer_destroy(d, &p->san_global);
     kv_vk_buffer_destroy(d, &p->loops_dev);
     kv_vk_buffer_destroy(d, &p->loops_down);
     kv_vk_buffer_destroy(d, &p->loops_flags);

@@ -384,7 +384,7 @@ enum kv_status kv_runner_loops(struct kv_runner *r, const struct kv_case *c, int
     const uint32_t *words = san ? m->words : rev ? r->addr_words[s][1] : al ? r->alt_words[s] : r->addr_words[s][0];
     const size_t bytes = san ? m->bytes : rev ? r->addr_bytes[s][1] : al ? r->alt_bytes[s] : r->addr_bytes[s][0];
     uint32_t *out = NULL, n = r->abi[s] ? kv_abi_slots(r->abi[s]) : (uint32_t)sd->n_bindings;
-    if (san) n = m->binding + 1 + (m->shadow_binding ? 1 : 0); /* past the record buffer and the shadow */
+    if (san) n = m->binding + 1 + (m->shadow_binding ? 1 : 0) + (m->global_binding ? 1 : 0); /* past the record buffer and the shadows */
     size_t out_bytes = 0;
     int loops = 0;
     char what[600];
@@ -459,9 +459,9 @@ enum kv_status kv_runner_sanitized(struct kv_runner *r, int s, const struct kv_r
     r->san_mod[s] = calloc(1, sizeof *r->san_mod[s]);
     KV_CHECK(r->san_mod[s], KV_EDEVICE, "out of host memory");
     KV_TRY(debug_words(r, s, o, defines, &words, &bytes));
-    KV_TRY(kv_san_instrument(what, words, bytes, n, r->d->info.max_shared, r->san_mod[s]));
+    KV_TRY(kv_san_instrument(what, words, bytes, n, r->d->info.max_shared, room, r->san_mod[s]));
     const struct kv_san_module *m = r->san_mod[s];
-    uint32_t nb = n + 1 + (m->shadow_binding ? 1 : 0);
+    uint32_t nb = n + 1 + (m->shadow_binding ? 1 : 0) + (m->global_binding ? 1 : 0);
     if (nb > room) {
         snprintf(r->san_missing[s], sizeof r->san_missing[s],
                  "stage %s: %u bindings leave no room for the shadow of shared memory", sd->name, n);

@@ -54,6 +54,12 @@ static int stage_rows(struct kv_runner *r, int s, int pass, const uint32_t *buf,
                  "invocation indices", r->k->stages[s].name);
         add_note(res, why);
     }
+    if (sr.flags & KV_SAN_FLAG_GLOBAL_OFF) {
+        char why[160];
+        snprintf(why, sizeof why, "stage %s: racecheck-global off: its storage buffers need more than %u shadow words",
+                 r->k->stages[s].name, KV_SAN_GLOBAL_MAX);
+        add_note(res, why);
+    }
     for (int kind = 0; kind < KV_SAN_KINDS; kind++) {
         if (!sr.count[kind] || (kind == KV_SAN_RACECHECK && unlinear)) continue;
         clean = 0;

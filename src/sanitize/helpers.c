@@ -50,10 +50,9 @@ static uint32_t sh_at(struct kv_san_ctx *c, int which, uint32_t u)
     return id;
 }
 
-/* The storage-buffer shadow's first word for this workgroup (2 words per scalar). */
-static void sh_base(struct kv_san_ctx *c)
+/* This workgroup's linear index in the dispatch. */
+static uint32_t wg_linear(struct kv_san_ctx *c)
 {
-    if (!c->sb) return;
     uint32_t u = c->t_u, v3 = kv_spv_uvec3(&c->m), wg = load(c, v3, c->wgid), nwg = load(c, v3, c->nwg), e[3], n[2];
     for (uint32_t i = 0; i < 3; i++) {
         e[i] = kv_spv_id(&c->m);
@@ -63,8 +62,13 @@ static void sh_base(struct kv_san_ctx *c)
             KV_INS(&c->fns, SpvOpCompositeExtract, u, n[i], nwg, i);
         }
     }
-    uint32_t lin = op2(c, SpvOpIAdd, u, e[0], op2(c, SpvOpIMul, u, n[0], op2(c, SpvOpIAdd, u, e[1], op2(c, SpvOpIMul, u, n[1], e[2]))));
-    c->sh_base = op2(c, SpvOpIMul, u, lin, k(c, 2 * c->units));
+    return op2(c, SpvOpIAdd, u, e[0], op2(c, SpvOpIMul, u, n[0], op2(c, SpvOpIAdd, u, e[1], op2(c, SpvOpIMul, u, n[1], e[2]))));
+}
+
+/* The storage-buffer shadow's first word for this workgroup (2 words per scalar). */
+static void sh_base(struct kv_san_ctx *c)
+{
+    if (c->sb) c->sh_base = op2(c, SpvOpIMul, c->t_u, wg_linear(c), k(c, 2 * c->units));
 }
 
 /* A pointer to private state word i (an id). */
@@ -384,10 +388,39 @@ static void gen_prologue(struct kv_san_ctx *c)
     end_fn(c);
 }
 
+/* kv_gwrite(binding, byte, in range, site): a store of a shadowed binding's
+ * bytes from `byte` (racecheck-global). The shadow's word for them takes
+ * this workgroup's linear index + 1; a word another workgroup set is a
+ * race. An index out of range (memcheck's record) is left alone. */
+static void gen_gwrite(struct kv_san_ctx *c)
+{
+    uint32_t u = c->t_u, b = c->t_b, p[4], lt = kv_spv_id(&c->m), lm = kv_spv_id(&c->m), shift = 0;
+    while ((1u << shift) < c->gunit) shift++;
+    begin_uint_fn(c, c->f_gwrite, 4, p);
+    label(c, kv_spv_id(&c->m));
+    uint32_t base = load(c, u, rec_at(c, op2(c, SpvOpIAdd, u, p[0], k(c, KV_SAN_GBASE))));
+    uint32_t on = op2(c, SpvOpLogicalAnd, b, op2(c, SpvOpINotEqual, b, base, k(c, KV_SAN_GBASE_NONE)),
+                      op2(c, SpvOpINotEqual, b, p[2], k(c, 0)));
+    KV_INS(&c->fns, SpvOpSelectionMerge, lm, SpvSelectionControlMaskNone);
+    KV_INS(&c->fns, SpvOpBranchConditional, on, lt, lm);
+    label(c, lt);
+    uint32_t tag = op2(c, SpvOpIAdd, u, wg_linear(c), k(c, 1));
+    uint32_t unit = op2(c, SpvOpIAdd, u, base, op2(c, SpvOpShiftRightLogical, u, p[1], k(c, shift))), ptr = kv_spv_id(&c->m);
+    KV_INS(&c->fns, SpvOpAccessChain, c->p_sb, ptr, c->gsh, k(c, 0), unit);
+    uint32_t old = atomic(c, SpvOpAtomicExchange, ptr, c->m.vulkan_mm ? SCOPE_QUEUE_FAMILY : SCOPE_DEVICE, tag);
+    uint32_t race = op2(c, SpvOpLogicalAnd, b, op2(c, SpvOpINotEqual, b, old, k(c, 0)), op2(c, SpvOpINotEqual, b, old, tag));
+    KV_INS(&c->fns, SpvOpFunctionCall, c->t_v, kv_spv_id(&c->m), c->f_note, k(c, KV_SAN_GLOBAL), p[3], p[1], k(c, 0),
+           op2(c, SpvOpISub, u, old, k(c, 1)), race);
+    KV_INS(&c->fns, SpvOpBranch, lm);
+    label(c, lm);
+    end_fn(c);
+}
+
 void kv_san_helpers(struct kv_san_ctx *c)
 {
     gen_note(c);
     gen_flush(c);
+    if (c->global_binding) gen_gwrite(c);
     if (!c->shared) return;
     gen_shadow(c, c->f_read, 0);
     gen_shadow(c, c->f_write, 1);
@@ -431,9 +464,17 @@ void kv_san_globals(struct kv_san_ctx *c, uint32_t binding)
     KV_INS(&m->annot, SpvOpDecorate, c->rec, SpvDecorationDescriptorSet, 0);
     KV_INS(&m->annot, SpvOpDecorate, c->rec, SpvDecorationBinding, binding);
     c->f_note = kv_spv_id(m), c->f_flush = kv_spv_id(m);
+    if (c->global_binding || (c->shared && c->sb))
+        c->nwg = kv_spv_builtin(&c->m, SpvBuiltInNumWorkgroups, kv_spv_uvec3(m), &c->new_nwg);
+    if (c->global_binding) { /* racecheck-global's shadow */
+        c->gsh = kv_spv_id(m), c->f_gwrite = kv_spv_id(m);
+        KV_INS(&m->globals, SpvOpVariable, kv_spv_ptr(m, SpvStorageClassStorageBuffer, blk), c->gsh,
+               SpvStorageClassStorageBuffer);
+        KV_INS(&m->annot, SpvOpDecorate, c->gsh, SpvDecorationDescriptorSet, 0);
+        KV_INS(&m->annot, SpvOpDecorate, c->gsh, SpvDecorationBinding, c->global_binding);
+    }
     if (!c->shared) return;
     if (c->sb) { /* the shadow in a storage buffer at the next binding, a part per workgroup */
-        c->nwg = kv_spv_builtin(&c->m, SpvBuiltInNumWorkgroups, kv_spv_uvec3(m), &c->new_nwg);
         c->shw = kv_spv_id(m);
         KV_INS(&m->globals, SpvOpVariable, kv_spv_ptr(m, SpvStorageClassStorageBuffer, blk), c->shw,
                SpvStorageClassStorageBuffer);

@@ -24,6 +24,9 @@ struct kv_san_ctx {
     uint32_t new_lid, new_wgid, new_nwg;               /* 1 where declared here (the interface lists them) */
     uint32_t sh_base;   /* in a helper: the id of this workgroup's first storage-buffer shadow word */
     uint32_t f_note, f_read, f_write, f_atomic, f_flush, f_prologue;
+    /* racecheck-global: its shadow (a storage buffer at global_binding),
+     * kv_gwrite, and the bytes a shadow word stands for (a power of two) */
+    uint32_t gsh, global_binding, f_gwrite, gunit;
     /* subgroup epochs: the subgroup barriers' count, the subgroup built-ins,
      * and the shadow of a cooperative matrix's load and store */
     uint32_t sepoch, sgsize, sgid, sglane, new_sgsize, new_sgid, new_sglane, f_cm_read, f_cm_write;
@@ -37,7 +40,8 @@ struct kv_san_ctx {
 
 /* Declare the globals (binding: the record buffer's). */
 void kv_san_globals(struct kv_san_ctx *c, uint32_t binding);
-/* Write every helper function into c->fns. */
+/* Write every helper function into c->fns (kv_gwrite where c->gunit is
+ * set: the shadowed stores' smallest scalar is known only after the rewrite). */
 void kv_san_helpers(struct kv_san_ctx *c);
 
 #endif

@@ -21,6 +21,10 @@ struct walk {
     /* element pointer id -> its last index (clamped), that array's bound and element type, for a
      * cooperative matrix's extent */
     uint32_t *el_idx, *el_bound, *el_type;
+    /* a pointer id to a scalar or vector in a storage buffer's runtime array
+     * (racecheck-global): 1 + its binding, the array index (as uint) and its
+     * bound (ids), the array's stride and the constant bytes before it */
+    uint32_t *g_bind, *g_idx, *g_bound, *g_stride, *g_off, *g_size;
     struct kv_words body;
     uint32_t file, line, col; /* the last OpLine, file 0: none */
     int sites_cap, subgroup_barrier;
@@ -282,6 +286,61 @@ static int checked_class(const struct kv_spv *m, uint32_t sc, uint32_t r)
            ((sc == SpvStorageClassStorageBuffer || sc == SpvStorageClassUniform) && r && m->binding[r] >= 0);
 }
 
+/* The Offset of member k of struct type st, or UINT32_MAX. */
+static uint32_t member_offset(const struct kv_spv *m, uint32_t st, uint32_t k)
+{
+    for (size_t i = m->after_ext; i < m->first_type; i += kv_len(m->w[i]))
+        if (kv_op(m->w[i]) == SpvOpMemberDecorate && kv_len(m->w[i]) >= 5 && m->w[i + 1] == st && m->w[i + 2] == k &&
+            m->w[i + 3] == SpvDecorationOffset)
+            return m->w[i + 4];
+    return UINT32_MAX;
+}
+
+/* racecheck-global: whether the access chain at i (its result's pointee t)
+ * reaches a scalar or vector of a storage buffer's runtime array as
+ * var.member[index] or var.member[index][component], its bound checked:
+ * then its binding, index and constant bytes are kept for its stores. */
+static void global_chain(struct walk *x, size_t i, uint32_t t)
+{
+    struct kv_spv *m = &x->c.m;
+    const uint32_t *w = m->w + i;
+    uint32_t len = kv_len(w[0]), var = w[3], k, c = 0, vt = kv_spv_type(m, var), sb = 0;
+    const int32_t b = var < m->bound && x->root[var] == var ? m->binding[var] : -1;
+    if (kv_spv_op(m, vt) == SpvOpTypePointer) {
+        const uint32_t sc = m->w[m->def[vt] + 2];
+        sb = sc == SpvStorageClassStorageBuffer || sc == SpvStorageClassUniform;
+    }
+    const uint32_t size = t ? type_bytes(m, t) : 0, op = t ? kv_spv_op(m, t) : 0;
+    if (!x->c.global_binding || !sb || b < 0 || b >= KV_SAN_MAX_BINDINGS || len < 6 || len > 7 || !x->g_bound[w[2]] ||
+        !x->g_idx[w[2]] || !kv_spv_const(m, w[4], &k) || (len == 7 && !kv_spv_const(m, w[6], &c)) || !size ||
+        (op != SpvOpTypeInt && op != SpvOpTypeFloat && op != SpvOpTypeVector)) {
+        x->g_bind[w[2]] = 0;
+        return;
+    }
+    const uint32_t off = member_offset(m, m->w[m->def[vt] + 3], k), comp = op == SpvOpTypeVector ? type_bytes(m, m->w[m->def[t] + 2]) : size;
+    if (off == UINT32_MAX || !x->g_stride[w[2]]) return (void)(x->g_bind[w[2]] = 0);
+    x->g_bind[w[2]] = (uint32_t)b + 1, x->g_off[w[2]] = off + c * size, x->g_size[w[2]] = comp;
+}
+
+/* racecheck-global: a store through a pointer global_chain kept. */
+static void global_store(struct walk *x, size_t i)
+{
+    struct kv_spv *m = &x->c.m;
+    const uint32_t p = m->w[i + 1], u = x->c.t_u;
+    if (p >= m->bound || !x->g_bind[p]) return;
+    const uint32_t b = x->g_bind[p] - 1, size = x->g_size[p];
+    if (!x->c.gunit || size < x->c.gunit) x->c.gunit = size < 4 ? size : 4;
+    x->out->global_mask |= 1u << b;
+    uint32_t byte = emit2(x, SpvOpIAdd, u, emit2(x, SpvOpIMul, u, x->g_idx[p], kv_spv_u32(m, x->g_stride[p])),
+                          kv_spv_u32(m, x->g_off[p]));
+    uint32_t inr = kv_spv_id(m);
+    KV_INS(&x->body, SpvOpSelect, u, inr, emit2(x, SpvOpULessThan, x->c.t_b, x->g_idx[p], x->g_bound[p]),
+           kv_spv_u32(m, 1), kv_spv_u32(m, 0));
+    uint32_t site = add_site(x, KV_SAN_GLOBAL, (int32_t)b, 0, i, "OpStore");
+    KV_INS(&x->body, SpvOpFunctionCall, x->c.t_v, kv_spv_id(m), x->c.f_gwrite, kv_spv_u32(m, b), byte, inr,
+           kv_spv_u32(m, site));
+}
+
 static void access_chain(struct walk *x, size_t i)
 {
     struct kv_spv *m = &x->c.m;
@@ -304,6 +363,7 @@ static void access_chain(struct walk *x, size_t i)
         }
         uint32_t bv, bound = checked ? bound_of(x, t, r, buffer, &elem, &bv) : 0, iu = as_uint(x, w[j]);
         if (!bound) bound_of(x, t, 0, 0, &elem, &bv);
+        if (j == 5 && op == SpvOpTypeRuntimeArray) x->g_idx[w[2]] = iu, x->g_bound[w[2]] = bound, x->g_stride[w[2]] = m->stride[t];
         int in_range = kv_spv_const(m, w[j], &v) && v < bv;
         if (bound && iu && !in_range) {
             uint32_t site = add_site(x, KV_SAN_MEMCHECK, buffer ? m->binding[r] : -1, r, i, "OpAccessChain");
@@ -319,6 +379,7 @@ static void access_chain(struct walk *x, size_t i)
         t = elem;
     }
     x->unit[w[2]] = t ? uoff : 0;
+    global_chain(x, i, t);
     kv_words_put(&x->body, ops, len);
 }
 
@@ -404,6 +465,7 @@ static void rewrite_functions(struct walk *x)
             continue;
         }
         if (op == SpvOpLoad || op == SpvOpStore || is_atomic(op)) shadow(x, i, op);
+        if (op == SpvOpStore) global_store(x, i);
         if (is_coopmat_access(op)) coopmat_extent(x, i, op), coopmat_shadow(x, i, op);
         if ((op == SpvOpReturn || op == SpvOpReturnValue) && fn == m->entry_fn) call(x, x->c.f_flush);
         if (op == SpvOpControlBarrier && x->c.sb && kv_spv_const(m, w[3], &sem)) /* the shadow's buffer ordered too */
@@ -425,12 +487,13 @@ static void rewrite_functions(struct walk *x)
 static int assemble(struct walk *x)
 {
     struct kv_san_ctx *c = &x->c;
-    uint32_t cap = SpvCapabilityGroupNonUniform, vars[6], n_vars = 0, io[6], n_io = 0;
+    uint32_t cap = SpvCapabilityGroupNonUniform, vars[8], n_vars = 0, io[6], n_io = 0;
     const int n_caps = c->shared && (c->sg || c->cm) && !x->gnu_declared; /* the subgroup built-ins' capability */
     vars[n_vars++] = c->st, vars[n_vars++] = c->epoch, vars[n_vars++] = c->rec;
     if (c->shared) vars[n_vars++] = c->shw;
     if (c->shared && !c->sb) vars[n_vars++] = c->shr;
     if (c->shared && c->sg) vars[n_vars++] = c->sepoch;
+    if (c->global_binding) vars[n_vars++] = c->gsh;
     if (c->new_lid) io[n_io++] = c->lid;
     if (c->new_wgid) io[n_io++] = c->wgid;
     if (c->new_nwg) io[n_io++] = c->nwg;
@@ -445,11 +508,34 @@ static void walk_free(struct walk *x)
 {
     free(x->root), free(x->unit), free(x->wg_of), free(x->opaque), free(x->body.w), free(x->c.fns.w);
     free(x->el_idx), free(x->el_bound), free(x->el_type);
+    free(x->g_bind), free(x->g_idx), free(x->g_bound), free(x->g_stride), free(x->g_off), free(x->g_size);
     kv_spv_free(&x->c.m);
 }
 
+/* racecheck-global's binding, past the record buffer and the shared shadow,
+ * where a store may reach a storage buffer and room is left for it. */
+static void plan_global(struct walk *x, uint32_t room)
+{
+    const struct kv_spv *m = &x->c.m;
+    struct kv_san_module *o = x->out;
+    int stores = 0;
+    for (size_t i = m->first_fn; i < m->n && !stores; i += kv_len(m->w[i])) {
+        uint32_t p = m->w[i + 1], r = kv_op(m->w[i]) == SpvOpStore && p < m->bound ? x->root[p] : 0;
+        stores = r && m->binding[r] >= 0;
+    }
+    const uint32_t at = o->binding + 1 + (o->shadow_binding ? 1 : 0);
+    if (!stores) return;
+    if (at + 1 > room) {
+        size_t n = strlen(o->note);
+        snprintf(o->note + n, sizeof o->note - n, "%sracecheck-global off: %u bindings leave no room for its shadow",
+                 n ? "; " : "", at);
+        return;
+    }
+    o->global_binding = x->c.global_binding = at;
+}
+
 enum kv_status kv_san_instrument(const char *what, const uint32_t *words, size_t bytes, uint32_t binding,
-                                 uint32_t shared_limit, struct kv_san_module *out)
+                                 uint32_t shared_limit, uint32_t room, struct kv_san_module *out)
 {
     struct walk x = {.out = out};
     char err[160];
@@ -464,16 +550,23 @@ enum kv_status kv_san_instrument(const char *what, const uint32_t *words, size_t
     x.opaque = calloc(b, 1);
     x.el_idx = calloc(b, sizeof *x.el_idx), x.el_bound = calloc(b, sizeof *x.el_bound);
     x.el_type = calloc(b, sizeof *x.el_type);
+    x.g_bind = calloc(b, sizeof *x.g_bind), x.g_idx = calloc(b, sizeof *x.g_idx), x.g_bound = calloc(b, sizeof *x.g_bound);
+    x.g_stride = calloc(b, sizeof *x.g_stride), x.g_off = calloc(b, sizeof *x.g_off), x.g_size = calloc(b, sizeof *x.g_size);
     enum kv_status st = KV_OK;
-    if (!x.root || !x.unit || !x.wg_of || !x.opaque || !x.el_idx || !x.el_bound || !x.el_type) st = kv_error(KV_EDEVICE, "out of host memory");
+    if (!x.root || !x.unit || !x.wg_of || !x.opaque || !x.el_idx || !x.el_bound || !x.el_type || !x.g_bind || !x.g_idx ||
+        !x.g_bound || !x.g_stride || !x.g_off || !x.g_size)
+        st = kv_error(KV_EDEVICE, "out of host memory");
     if (!st) {
         scan_uses(&x);
         plan_shadow(&x, shared_limit);
+        plan_global(&x, room);
         kv_san_globals(&x.c, binding);
         for (int g = 0; g < out->n_wg; g++)
             for (uint32_t id = 1; id < b; id++)
                 if (x.wg_of[id] == (uint32_t)g + 1 && x.c.shared) x.unit[id] = kv_spv_u32(&x.c.m, out->wg[g].first);
         rewrite_functions(&x);
+        if (!x.c.gunit) x.c.gunit = 4; /* no store shadowed: kv_gwrite is never called */
+        out->global_unit = x.c.gunit;
         kv_san_helpers(&x.c);
         out->shadow_units = x.c.units;
         if (assemble(&x)) st = kv_error(KV_EDEVICE, "out of host memory instrumenting %s", what);

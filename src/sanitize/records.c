@@ -4,12 +4,25 @@
 
 #include "sanitize/san.h"
 
-void kv_san_buffer_init(const struct kv_san_module *m, uint32_t *buf, const uint64_t *bytes, int n)
+uint32_t kv_san_buffer_init(const struct kv_san_module *m, uint32_t *buf, const uint64_t *bytes, int n)
 {
     memset(buf, 0, KV_SAN_BUFFER_BYTES);
-    (void)m;
-    for (int b = 0; b < n && b < KV_SAN_MAX_BINDINGS; b++)
-        buf[KV_SAN_LOGICAL + b] = bytes[b] > KV_SAN_MAX_LOGICAL ? KV_SAN_MAX_LOGICAL : (uint32_t)bytes[b];
+    uint64_t words = 0;
+    for (int b = 0; b < KV_SAN_MAX_BINDINGS; b++) {
+        const uint32_t logical = b >= n ? 0 : bytes[b] > KV_SAN_MAX_LOGICAL ? KV_SAN_MAX_LOGICAL : (uint32_t)bytes[b];
+        buf[KV_SAN_LOGICAL + b] = logical;
+        buf[KV_SAN_GBASE + b] = KV_SAN_GBASE_NONE;
+        if (!m->global_binding || !(m->global_mask >> b & 1u)) continue;
+        /* a word per unit of the tensor, and of the last element a store may
+         * cover past it (its index is below the ceiling of the bytes over
+         * the array's stride, at most 64 bytes) */
+        buf[KV_SAN_GBASE + b] = (uint32_t)words;
+        words += ((uint64_t)logical + 64) / m->global_unit + 1;
+    }
+    if (words <= KV_SAN_GLOBAL_MAX) return (uint32_t)words;
+    for (int b = 0; b < KV_SAN_MAX_BINDINGS; b++) buf[KV_SAN_GBASE + b] = KV_SAN_GBASE_NONE;
+    buf[KV_SAN_FLAGS] |= KV_SAN_FLAG_GLOBAL_OFF;
+    return 0;
 }
 
 void kv_san_read(const struct kv_san_module *m, const uint32_t *buf, struct kv_san_result *out)
@@ -27,7 +40,7 @@ void kv_san_read(const struct kv_san_module *m, const uint32_t *buf, struct kv_s
 
 const char *kv_san_kind_name(int kind)
 {
-    static const char *names[KV_SAN_KINDS] = {"memcheck", "racecheck", "initcheck"};
+    static const char *names[KV_SAN_KINDS] = {"memcheck", "racecheck", "initcheck", "racecheck-global"};
     return kind >= 0 && kind < KV_SAN_KINDS ? names[kind] : "?";
 }
 
@@ -70,10 +83,20 @@ void kv_san_reason(const struct kv_san_module *m, const struct kv_san_result *r,
     static const char *what[KV_SAN_KINDS][2] = {{"out-of-bounds access", "out-of-bounds accesses"},
                                                 {"shared-memory race", "shared-memory races"},
                                                 {"read of shared memory never written",
-                                                 "reads of shared memory never written"}};
+                                                 "reads of shared memory never written"},
+                                                {"race between workgroups through a storage buffer",
+                                                 "races between workgroups through storage buffers"}};
     int len = snprintf(out, size, "stage %s: %llu %s", stage, n, what[kind][n != 1]);
     if (!x || len < 0 || (size_t)len >= size) return;
     char arr[128];
+    if (kind == KV_SAN_GLOBAL) {
+        snprintf(out + len, size - (size_t)len,
+                 "; the first at %s: byte %u of %s (binding %d) stored by workgroup (%u,%u,%u) (invocation %u) "
+                 "and by workgroup %u (linear index) in one dispatch, where no order holds between workgroups",
+                 x->site->where, x->index, binding_name ? binding_name(ctx, x->site->binding) : "buffer",
+                 x->site->binding, x->group[0], x->group[1], x->group[2], x->invocation, x->other);
+        return;
+    }
     if (kind == KV_SAN_MEMCHECK && x->site->binding >= 0)
         snprintf(arr, sizeof arr, "index %u of %s (binding %d, %u elements)", x->index,
                  binding_name ? binding_name(ctx, x->site->binding) : "buffer", x->site->binding, x->bound);

@@ -13,7 +13,11 @@
  *    and another invocation's read or write of the same scalar in one epoch
  *    is a race;
  *  - initcheck: a read of a workgroup scalar no invocation has written since
- *    the workgroup started.
+ *    the workgroup started;
+ *  - racecheck-global: a shadow word per unit of each storage buffer the
+ *    stage stores to (sanitize/global.c) remembers the workgroup that last
+ *    stored there; a store where another workgroup of the dispatch stored
+ *    is a race (no order holds between the workgroups of one dispatch).
  * Each invocation keeps its first record of each kind and a count in
  * private memory, and adds them to the buffer when it returns. */
 #ifndef KV_SAN_H
@@ -24,25 +28,34 @@
 
 #include "core/status.h"
 
-enum kv_san_kind { KV_SAN_MEMCHECK, KV_SAN_RACECHECK, KV_SAN_INITCHECK, KV_SAN_KINDS };
+enum kv_san_kind { KV_SAN_MEMCHECK, KV_SAN_RACECHECK, KV_SAN_INITCHECK, KV_SAN_GLOBAL, KV_SAN_KINDS };
 
-/* The record buffer: counts per kind, a word left unused, flags, the records each kind has taken
- * (KV_SAN_FLAGS), the logical bytes of each binding's tensor from word
- * KV_SAN_LOGICAL (written by the host; a runtime array of stride
- * s holds their ceiling over s elements; at most KV_SAN_MAX_LOGICAL, so
- * that the ceiling cannot wrap: a larger tensor is checked only that far), then
- * KV_SAN_RECORDS records of KV_SAN_REC_WORDS words and one slot that takes
- * the records past them. */
+/* The record buffer: counts per kind, flags (KV_SAN_FLAGS), the records
+ * each kind has taken (KV_SAN_SLOTS), the logical bytes of each binding's
+ * tensor from word KV_SAN_LOGICAL (written by the host; a runtime array of
+ * stride s holds their ceiling over s elements; at most KV_SAN_MAX_LOGICAL,
+ * so that the ceiling cannot wrap: a larger tensor is checked only that
+ * far), the first word of each binding's part of the racecheck-global shadow
+ * from KV_SAN_GBASE (KV_SAN_GBASE_NONE: not shadowed), then KV_SAN_RECORDS
+ * records of KV_SAN_REC_WORDS words and one slot that takes the records past
+ * them. */
 #define KV_SAN_MAX_BINDINGS 32
 #define KV_SAN_MAX_LOGICAL 0xFFFF0000u
 #define KV_SAN_FLAGS 4
 #define KV_SAN_SLOTS 5 /* per kind: how many records it has taken (its share: KV_SAN_PER_KIND slots) */
-#define KV_SAN_LOGICAL 8
-#define KV_SAN_HEADER (KV_SAN_LOGICAL + KV_SAN_MAX_BINDINGS)
+#define KV_SAN_LOGICAL 12
+#define KV_SAN_GBASE (KV_SAN_LOGICAL + KV_SAN_MAX_BINDINGS)
+#define KV_SAN_GBASE_NONE 0xFFFFFFFFu
+#define KV_SAN_HEADER (KV_SAN_GBASE + KV_SAN_MAX_BINDINGS)
+_Static_assert(KV_SAN_KINDS <= KV_SAN_FLAGS && KV_SAN_SLOTS + KV_SAN_KINDS <= KV_SAN_LOGICAL, "the header's words");
 /* A flag: a subgroup's invocations are not consecutive local invocation
  * indices on this device, which the per-subgroup epochs assume (racecheck
  * of a module with subgroup barriers is then not reported). */
 #define KV_SAN_FLAG_SUBGROUPS 1u
+/* A flag the host sets: the stage's racecheck-global shadow would be larger
+ * than KV_SAN_GLOBAL_MAX words, so it is not made (every base is NONE). */
+#define KV_SAN_FLAG_GLOBAL_OFF 2u
+#define KV_SAN_GLOBAL_MAX (16u << 20)
 #define KV_SAN_RECORDS 16
 #define KV_SAN_PER_KIND (KV_SAN_RECORDS / KV_SAN_KINDS)
 #define KV_SAN_REC_WORDS 12
@@ -78,6 +91,10 @@ struct kv_san_module {
                                 (8 * shadow_units bytes per workgroup), else 0 */
     int shared_checks;      /* racecheck and initcheck made */
     int racecheck;          /* races checked (0 where subgroup barriers cannot be followed) */
+    /* racecheck-global: the shadow's binding (0: not made), the bytes a
+     * shadow word stands for (the smallest scalar a shadowed store writes),
+     * and the bindings (bit b) whose stores are shadowed */
+    uint32_t global_binding, global_unit, global_mask;
     int subgroup_epochs;    /* the epochs also step at subgroup barriers, per subgroup */
     int coopmat;            /* cooperative matrices' loads and stores of shared memory shadowed */
     char note[240];         /* why shared checks are off (one line), or "" */
@@ -85,14 +102,18 @@ struct kv_san_module {
 
 /* Instrument a compute module for a record buffer at binding `binding`;
  * shared_limit: the device's workgroup memory, beyond which the shadow is
- * left out (note says so). KV_EDATA naming `what` for a module it cannot read. */
+ * left out (note says so); room: the bindings the stage may have, beyond
+ * which racecheck-global is left out (note says so). KV_EDATA naming `what`
+ * for a module it cannot read. */
 enum kv_status kv_san_instrument(const char *what, const uint32_t *words, size_t bytes, uint32_t binding,
-                                 uint32_t shared_limit, struct kv_san_module *out);
+                                 uint32_t shared_limit, uint32_t room, struct kv_san_module *out);
 void kv_san_module_free(struct kv_san_module *m);
 
-/* The record buffer's first contents: zero counts, and the logical bytes of
- * each binding's tensor (bytes[b], n of them). */
-void kv_san_buffer_init(const struct kv_san_module *m, uint32_t *buf, const uint64_t *bytes, int n);
+/* The record buffer's first contents: zero counts, the logical bytes of
+ * each binding's tensor (bytes[b], n of them), and each shadowed binding's
+ * part of the racecheck-global shadow. Returns the shadow's words (0: none
+ * made, and KV_SAN_FLAG_GLOBAL_OFF set where it would pass KV_SAN_GLOBAL_MAX). */
+uint32_t kv_san_buffer_init(const struct kv_san_module *m, uint32_t *buf, const uint64_t *bytes, int n);
 
 /* One record read back. */
 struct kv_san_record {

@@ -42,6 +42,12 @@ caught memcheck 'rmsnorm_bwd_dw\.comp:36.*: index 2048 of tensor x \(binding 0, 
 awk '/barrier\(\);/{n++; if (n == 2) next} {print}' "$S/rmsnorm_bwd_dw.comp" > "$TMP/rmsnorm_bwd_dw.comp"
 caught racecheck 'rmsnorm_bwd_dw\.comp:38.*: shared part\[[0-9]+\]\[[0-9]+\] \(of \[16\]\[64\]\) accessed between two barriers, invocations [0-9]+ and [0-9]+ of workgroup' \
   rmsnorm-bwd --rows 8 --dim 512 --shader "dw=$TMP/rmsnorm_bwd_dw.comp"
+# A grid-stride step one short: the workgroups' rows overlap, and two store the same
+# value to one r[row] (which no output shows: the value is right).
+plant rmsnorm_bwd_r.comp 's/row += gl_NumWorkGroups.x)/row += max(gl_NumWorkGroups.x - 1u, 1u))/'
+caught racecheck-global 'stage r: [0-9]+ races? between workgroups.*rmsnorm_bwd_r\.comp:30: byte [0-9]+ of tensor r \(binding 1\) stored by workgroup \([0-9],0,0\) \(invocation 0\) and by workgroup [0-9] \(linear index\)' \
+  $RMS --shader "r=$TMP/rmsnorm_bwd_r.comp"
+grep -E '^  r ' "$TMP/out" | grep -q FAIL && fail "racecheck-global: the output itself failed; the bug should reach only the sanitizer"
 # A read of a shared word never written.
 plant rmsnorm_bwd_dw.comp 's/part\[ly\]\[lx\] = acc;/if (ly != 1u) part[ly][lx] = acc;/'
 caught initcheck 'rmsnorm_bwd_dw\.comp:42.*: shared part\[1\]\[[0-9]+\] \(of \[16\]\[64\]\), invocation 0 of workgroup' \

@@ -100,7 +100,7 @@ static void sanitized(struct tally *t, const char *name, unsigned def, size_t se
 {
     struct kv_san_module m;
     memset(&m, 0, sizeof m);
-    assert_int_equal(kv_san_instrument(name, w, bytes, 8, seq % 2 ? 1024 : 1u << 16, &m), KV_OK);
+    assert_int_equal(kv_san_instrument(name, w, bytes, 8, seq % 2 ? 1024 : 1u << 16, 16, &m), KV_OK);
     rewrite_checked(t, name, def, "sanitized", m.words, m.bytes, m.binding + 1 + (m.shadow_binding ? 1 : 0));
     kv_san_module_free(&m);
 }

@@ -26,7 +26,7 @@ static void all_builtins_validate(void **state)
     static const unsigned defs[] = {0, KV_SHADER_SUBGROUP, KV_SHADER_SUBGROUP | KV_SHADER_INT8,
                                     KV_SHADER_SUBGROUP | KV_SHADER_CMEL, KV_SHADER_ABF16, KV_SHADER_SUBGROUP | KV_SHADER_BF16CM};
     spv_context ctx = spvContextCreate(SPV_ENV_VULKAN_1_2);
-    int modules = 0, shadowed = 0, sites = 0, sg = 0, cm = 0, valid_sg = 0, unrolled = 0;
+    int modules = 0, shadowed = 0, sites = 0, sg = 0, cm = 0, valid_sg = 0, unrolled = 0, global = 0;
     for (size_t i = 0; kv_glsl_builtin_at(i); i++) {
         const char *name = kv_glsl_builtin_at(i)->name;
         size_t len = strlen(name);
@@ -39,7 +39,7 @@ static void all_builtins_validate(void **state)
                 if (kv_glsl_compile(&env, name, &w, &bytes) != KV_OK) continue; /* a build it does not have */
                 int orig_ok = kv_spv_valid(ctx, w, bytes / 4, NULL, 0);
                 struct kv_san_module m;
-                assert_int_equal(kv_san_instrument(name, w, bytes, 8, 65536, &m), KV_OK);
+                assert_int_equal(kv_san_instrument(name, w, bytes, 8, 65536, 16, &m), KV_OK);
                 char why[1024];
                 int ok = kv_spv_valid(ctx, m.words, m.bytes / 4, why, sizeof why);
                 if (orig_ok && !ok) fail_msg("%s (defines %u, debug %d): instrumented module invalid: %s", name, defs[d],
@@ -54,6 +54,9 @@ static void all_builtins_validate(void **state)
                 if (debug && m.n_sites) assert_non_null(strstr(m.site[0].where, ":")); /* file:line */
                 modules++;
                 shadowed += m.shared_checks;
+                /* racecheck-global: its shadow past the record buffer (and the shared shadow) */
+                if (m.global_binding) assert_int_equal(m.global_binding, 9 + (m.shadow_binding ? 1 : 0));
+                global += m.global_mask != 0;
                 sg += m.subgroup_epochs && m.shared_checks, cm += m.coopmat && m.shared_checks;
                 valid_sg += orig_ok && m.subgroup_epochs && m.shared_checks;
                 kv_san_module_free(&m);
@@ -66,6 +69,7 @@ static void all_builtins_validate(void **state)
     assert_true(modules >= 40);
     assert_true(sites >= 40 * modules / 2);
     assert_true(shadowed >= 10);
+    assert_true(global >= modules * 3 / 4); /* nearly every stage stores through a runtime array */
     assert_true(unrolled >= 10); /* the shaders' [[unroll]] loops reached the modules */
 }
 
@@ -103,15 +107,52 @@ static void records_read_back(void **state)
     assert_int_equal(res.n, 0);
 }
 
+/* racecheck-global's parts of the shadow: one per stored binding, in order,
+ * a word per unit of its logical bytes and of a last element's reach; none
+ * past KV_SAN_GLOBAL_MAX words, and the flag set. */
+static void global_parts(void **state)
+{
+    (void)state;
+    struct kv_san_module m = {.global_binding = 9, .global_unit = 2, .global_mask = (1u << 1) | (1u << 2)};
+    uint32_t buf[KV_SAN_BUFFER_BYTES / 4];
+    uint64_t bytes[3] = {8, 12, 100};
+    assert_int_equal(kv_san_buffer_init(&m, buf, bytes, 3), 39 + 83);
+    assert_int_equal(buf[KV_SAN_GBASE + 0], KV_SAN_GBASE_NONE);
+    assert_int_equal(buf[KV_SAN_GBASE + 1], 0);
+    assert_int_equal(buf[KV_SAN_GBASE + 2], 39);
+    assert_int_equal(buf[KV_SAN_GBASE + 3], KV_SAN_GBASE_NONE);
+    assert_int_equal(buf[KV_SAN_FLAGS], 0);
+    bytes[2] = (uint64_t)1 << 26; /* 2^25 units: past the limit */
+    assert_int_equal(kv_san_buffer_init(&m, buf, bytes, 3), 0);
+    for (int b = 0; b < KV_SAN_MAX_BINDINGS; b++) assert_int_equal(buf[KV_SAN_GBASE + b], KV_SAN_GBASE_NONE);
+    assert_int_equal(buf[KV_SAN_FLAGS], KV_SAN_FLAG_GLOBAL_OFF);
+    m.global_binding = 0; /* none made: no part */
+    assert_int_equal(kv_san_buffer_init(&m, buf, bytes, 3), 0);
+    assert_int_equal(buf[KV_SAN_FLAGS], 0);
+    /* a record read back as its row's reason */
+    struct kv_san_site site = {.kind = KV_SAN_GLOBAL, .binding = 1, .var = UINT32_MAX, .where = "r.comp:30"};
+    m.n_sites = 1, m.site = &site;
+    uint32_t rec[10] = {KV_SAN_GLOBAL + 1, 1, 8, 0, 0, 0, 2, 0, 0, 3};
+    memcpy(buf + KV_SAN_HEADER, rec, sizeof rec);
+    buf[KV_SAN_GLOBAL] = 3;
+    struct kv_san_result res;
+    kv_san_read(&m, buf, &res);
+    char why[400];
+    kv_san_reason(&m, &res, KV_SAN_GLOBAL, "r", NULL, NULL, why, sizeof why);
+    assert_non_null(strstr(why, "stage r: 3 races between workgroups through storage buffers; the first at r.comp:30: "
+                                "byte 8 of buffer (binding 1) stored by workgroup (2,0,0) (invocation 0) and by workgroup 0"));
+    assert_string_equal(kv_san_kind_name(KV_SAN_GLOBAL), "racecheck-global");
+}
+
 static void refuses_garbage(void **state)
 {
     (void)state;
     uint32_t junk[8] = {0x12345678, 0, 0, 10, 0, 0, 0, 0};
     struct kv_san_module m;
-    assert_int_equal(kv_san_instrument("junk.spv", junk, sizeof junk, 3, 65536, &m), KV_EDATA);
+    assert_int_equal(kv_san_instrument("junk.spv", junk, sizeof junk, 3, 65536, 16, &m), KV_EDATA);
     assert_non_null(strstr(kv_error_msg(), "junk.spv: cannot instrument"));
     uint32_t trunc[6] = {0x07230203, 0x10500, 0, 10, 0, (9u << 16) | 17};
-    assert_int_equal(kv_san_instrument("short.spv", trunc, sizeof trunc, 3, 65536, &m), KV_EDATA);
+    assert_int_equal(kv_san_instrument("short.spv", trunc, sizeof trunc, 3, 65536, 16, &m), KV_EDATA);
     assert_null(strchr(kv_error_msg(), '\n'));
 }
 
@@ -120,6 +161,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(all_builtins_validate),
         cmocka_unit_test(records_read_back),
+        cmocka_unit_test(global_parts),
         cmocka_unit_test(refuses_garbage),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
