@@ -388,30 +388,51 @@ static void gen_prologue(struct kv_san_ctx *c)
     end_fn(c);
 }
 
-/* kv_gwrite(binding, byte, in range, site): a store of a shadowed binding's
- * bytes from `byte` (racecheck-global). The shadow's word for them takes
- * this workgroup's linear index + 1; a word another workgroup set is a
- * race. An index out of range (memcheck's record) is left alone. */
-static void gen_gwrite(struct kv_san_ctx *c)
+/* kv_gwrite / kv_gread (binding, byte, bytes, in range, site): a store, or
+ * a load, of a shadowed binding's bytes [byte, byte + bytes) (racecheck-global).
+ * Each unit has a writer and a reader word, the workgroup's linear index + 1:
+ * a store where another workgroup stored (record bound 0) or loaded (1), and
+ * a load where another stored (2), are races. An index out of range
+ * (memcheck's record) is left alone. */
+static void gen_gaccess(struct kv_san_ctx *c, uint32_t fn, int store)
 {
-    uint32_t u = c->t_u, b = c->t_b, p[4], lt = kv_spv_id(&c->m), lm = kv_spv_id(&c->m), shift = 0;
+    uint32_t u = c->t_u, b = c->t_b, p[5], shift = 0;
     while ((1u << shift) < c->gunit) shift++;
-    begin_uint_fn(c, c->f_gwrite, 4, p);
-    label(c, kv_spv_id(&c->m));
+    begin_uint_fn(c, fn, 5, p);
+    uint32_t l0 = label(c, kv_spv_id(&c->m)), lh = kv_spv_id(&c->m), lb = kv_spv_id(&c->m), lc = kv_spv_id(&c->m),
+             lm = kv_spv_id(&c->m), j = kv_spv_id(&c->m), jn = kv_spv_id(&c->m);
+    const uint32_t scope = c->m.vulkan_mm ? SCOPE_QUEUE_FAMILY : SCOPE_DEVICE;
     uint32_t base = load(c, u, rec_at(c, op2(c, SpvOpIAdd, u, p[0], k(c, KV_SAN_GBASE))));
     uint32_t on = op2(c, SpvOpLogicalAnd, b, op2(c, SpvOpINotEqual, b, base, k(c, KV_SAN_GBASE_NONE)),
-                      op2(c, SpvOpINotEqual, b, p[2], k(c, 0)));
-    KV_INS(&c->fns, SpvOpSelectionMerge, lm, SpvSelectionControlMaskNone);
-    KV_INS(&c->fns, SpvOpBranchConditional, on, lt, lm);
-    label(c, lt);
+                      op2(c, SpvOpINotEqual, b, p[3], k(c, 0)));
     uint32_t tag = op2(c, SpvOpIAdd, u, wg_linear(c), k(c, 1));
-    uint32_t unit = op2(c, SpvOpIAdd, u, base, op2(c, SpvOpShiftRightLogical, u, p[1], k(c, shift))), ptr = kv_spv_id(&c->m);
-    KV_INS(&c->fns, SpvOpAccessChain, c->p_sb, ptr, c->gsh, k(c, 0), unit);
-    uint32_t old = atomic(c, SpvOpAtomicExchange, ptr, c->m.vulkan_mm ? SCOPE_QUEUE_FAMILY : SCOPE_DEVICE, tag);
-    uint32_t race = op2(c, SpvOpLogicalAnd, b, op2(c, SpvOpINotEqual, b, old, k(c, 0)), op2(c, SpvOpINotEqual, b, old, tag));
-    KV_INS(&c->fns, SpvOpFunctionCall, c->t_v, kv_spv_id(&c->m), c->f_note, k(c, KV_SAN_GLOBAL), p[3], p[1], k(c, 0),
-           op2(c, SpvOpISub, u, old, k(c, 1)), race);
-    KV_INS(&c->fns, SpvOpBranch, lm);
+    uint32_t first = op2(c, SpvOpShiftRightLogical, u, p[1], k(c, shift));
+    uint32_t end = sel(c, on, op2(c, SpvOpIAdd, u, op2(c, SpvOpShiftRightLogical, u,
+                                   op2(c, SpvOpISub, u, op2(c, SpvOpIAdd, u, p[1], p[2]), k(c, 1)), k(c, shift)), k(c, 1)),
+                       first);
+    KV_INS(&c->fns, SpvOpBranch, lh);
+    label(c, lh);
+    KV_INS(&c->fns, SpvOpPhi, u, j, first, l0, jn, lc);
+    uint32_t more = op2(c, SpvOpULessThan, b, j, end);
+    KV_INS(&c->fns, SpvOpLoopMerge, lm, lc, SpvLoopControlMaskNone);
+    KV_INS(&c->fns, SpvOpBranchConditional, more, lb, lm);
+    label(c, lb);
+    uint32_t at = op2(c, SpvOpShiftLeftLogical, u, op2(c, SpvOpIAdd, u, base, j), k(c, 1)), pw = kv_spv_id(&c->m);
+    uint32_t pr = kv_spv_id(&c->m);
+    KV_INS(&c->fns, SpvOpAccessChain, c->p_sb, pw, c->gsh, k(c, 0), at);
+    KV_INS(&c->fns, SpvOpAccessChain, c->p_sb, pr, c->gsh, k(c, 0), op2(c, SpvOpIAdd, u, at, k(c, 1)));
+    uint32_t w = atomic(c, store ? SpvOpAtomicExchange : SpvOpAtomicLoad, pw, scope, tag);
+    uint32_t wr = op2(c, SpvOpLogicalAnd, b, op2(c, SpvOpINotEqual, b, w, k(c, 0)), op2(c, SpvOpINotEqual, b, w, tag));
+    uint32_t r = store ? atomic(c, SpvOpAtomicLoad, pr, scope, 0) : atomic(c, SpvOpAtomicExchange, pr, scope, tag);
+    uint32_t rd = op2(c, SpvOpLogicalAnd, b, op2(c, SpvOpINotEqual, b, r, k(c, 0)), op2(c, SpvOpINotEqual, b, r, tag));
+    uint32_t race = store ? op2(c, SpvOpLogicalOr, b, wr, rd) : wr, other = store ? sel(c, wr, w, r) : w;
+    uint32_t how = store ? sel(c, wr, k(c, 0), k(c, 1)) : k(c, 2);
+    KV_INS(&c->fns, SpvOpFunctionCall, c->t_v, kv_spv_id(&c->m), c->f_note, k(c, KV_SAN_GLOBAL), p[4], p[1], how,
+           op2(c, SpvOpISub, u, other, k(c, 1)), race);
+    KV_INS(&c->fns, SpvOpBranch, lc);
+    label(c, lc);
+    KV_INS(&c->fns, SpvOpIAdd, u, jn, j, k(c, 1));
+    KV_INS(&c->fns, SpvOpBranch, lh);
     label(c, lm);
     end_fn(c);
 }
@@ -420,7 +441,7 @@ void kv_san_helpers(struct kv_san_ctx *c)
 {
     gen_note(c);
     gen_flush(c);
-    if (c->global_binding) gen_gwrite(c);
+    if (c->global_binding) gen_gaccess(c, c->f_gwrite, 1), gen_gaccess(c, c->f_gread, 0);
     if (!c->shared) return;
     gen_shadow(c, c->f_read, 0);
     gen_shadow(c, c->f_write, 1);
@@ -467,7 +488,7 @@ void kv_san_globals(struct kv_san_ctx *c, uint32_t binding)
     if (c->global_binding || (c->shared && c->sb))
         c->nwg = kv_spv_builtin(&c->m, SpvBuiltInNumWorkgroups, kv_spv_uvec3(m), &c->new_nwg);
     if (c->global_binding) { /* racecheck-global's shadow */
-        c->gsh = kv_spv_id(m), c->f_gwrite = kv_spv_id(m);
+        c->gsh = kv_spv_id(m), c->f_gwrite = kv_spv_id(m), c->f_gread = kv_spv_id(m);
         KV_INS(&m->globals, SpvOpVariable, kv_spv_ptr(m, SpvStorageClassStorageBuffer, blk), c->gsh,
                SpvStorageClassStorageBuffer);
         KV_INS(&m->annot, SpvOpDecorate, c->gsh, SpvDecorationDescriptorSet, 0);

@@ -24,7 +24,8 @@ struct walk {
     /* a pointer id to a scalar or vector in a storage buffer's runtime array
      * (racecheck-global): 1 + its binding, the array index (as uint) and its
      * bound (ids), the array's stride and the constant bytes before it */
-    uint32_t *g_bind, *g_idx, *g_bound, *g_stride, *g_off, *g_size;
+    uint32_t *g_bind, *g_idx, *g_bound, *g_stride, *g_off, *g_size, *g_bytes;
+    uint32_t g_stored; /* the bindings (bit b) the module stores to */
     struct kv_words body;
     uint32_t file, line, col; /* the last OpLine, file 0: none */
     int sites_cap, subgroup_barrier;
@@ -320,14 +321,16 @@ static void global_chain(struct walk *x, size_t i, uint32_t t)
     const uint32_t off = member_offset(m, m->w[m->def[vt] + 3], k), comp = op == SpvOpTypeVector ? type_bytes(m, m->w[m->def[t] + 2]) : size;
     if (off == UINT32_MAX || !x->g_stride[w[2]]) return (void)(x->g_bind[w[2]] = 0);
     x->g_bind[w[2]] = (uint32_t)b + 1, x->g_off[w[2]] = off + c * size, x->g_size[w[2]] = comp;
+    x->g_bytes[w[2]] = size;
 }
 
-/* racecheck-global: a store through a pointer global_chain kept. */
-static void global_store(struct walk *x, size_t i)
+/* racecheck-global: a store, or a load of a binding the module stores to,
+ * through a pointer global_chain kept. */
+static void global_access(struct walk *x, size_t i, int store)
 {
     struct kv_spv *m = &x->c.m;
-    const uint32_t p = m->w[i + 1], u = x->c.t_u;
-    if (p >= m->bound || !x->g_bind[p]) return;
+    const uint32_t p = m->w[i + (store ? 1 : 3)], u = x->c.t_u;
+    if (p >= m->bound || !x->g_bind[p] || !(x->g_stored >> (x->g_bind[p] - 1) & 1u)) return;
     const uint32_t b = x->g_bind[p] - 1, size = x->g_size[p];
     if (!x->c.gunit || size < x->c.gunit) x->c.gunit = size < 4 ? size : 4;
     x->out->global_mask |= 1u << b;
@@ -336,9 +339,9 @@ static void global_store(struct walk *x, size_t i)
     uint32_t inr = kv_spv_id(m);
     KV_INS(&x->body, SpvOpSelect, u, inr, emit2(x, SpvOpULessThan, x->c.t_b, x->g_idx[p], x->g_bound[p]),
            kv_spv_u32(m, 1), kv_spv_u32(m, 0));
-    uint32_t site = add_site(x, KV_SAN_GLOBAL, (int32_t)b, 0, i, "OpStore");
-    KV_INS(&x->body, SpvOpFunctionCall, x->c.t_v, kv_spv_id(m), x->c.f_gwrite, kv_spv_u32(m, b), byte, inr,
-           kv_spv_u32(m, site));
+    uint32_t site = add_site(x, KV_SAN_GLOBAL, (int32_t)b, 0, i, store ? "OpStore" : "OpLoad");
+    KV_INS(&x->body, SpvOpFunctionCall, x->c.t_v, kv_spv_id(m), store ? x->c.f_gwrite : x->c.f_gread, kv_spv_u32(m, b),
+           byte, kv_spv_u32(m, x->g_bytes[p]), inr, kv_spv_u32(m, site));
 }
 
 static void access_chain(struct walk *x, size_t i)
@@ -465,7 +468,7 @@ static void rewrite_functions(struct walk *x)
             continue;
         }
         if (op == SpvOpLoad || op == SpvOpStore || is_atomic(op)) shadow(x, i, op);
-        if (op == SpvOpStore) global_store(x, i);
+        if (op == SpvOpStore || op == SpvOpLoad) global_access(x, i, op == SpvOpStore);
         if (is_coopmat_access(op)) coopmat_extent(x, i, op), coopmat_shadow(x, i, op);
         if ((op == SpvOpReturn || op == SpvOpReturnValue) && fn == m->entry_fn) call(x, x->c.f_flush);
         if (op == SpvOpControlBarrier && x->c.sb && kv_spv_const(m, w[3], &sem)) /* the shadow's buffer ordered too */
@@ -509,28 +512,39 @@ static void walk_free(struct walk *x)
     free(x->root), free(x->unit), free(x->wg_of), free(x->opaque), free(x->body.w), free(x->c.fns.w);
     free(x->el_idx), free(x->el_bound), free(x->el_type);
     free(x->g_bind), free(x->g_idx), free(x->g_bound), free(x->g_stride), free(x->g_off), free(x->g_size);
+    free(x->g_bytes);
     kv_spv_free(&x->c.m);
 }
 
+static void global_off(struct kv_san_module *o, const char *why)
+{
+    size_t n = strlen(o->note);
+    snprintf(o->note + n, sizeof o->note - n, "%sracecheck-global off: %s", n ? "; " : "", why);
+}
+
 /* racecheck-global's binding, past the record buffer and the shared shadow,
- * where a store may reach a storage buffer and room is left for it. */
+ * where a store may reach a storage buffer, room is left for it, and no
+ * atomic outside shared memory could order two workgroups (an atomic is the
+ * only way one workgroup may wait for another's stores: with none, any two
+ * workgroups' accesses of one element of which one is a store race). */
 static void plan_global(struct walk *x, uint32_t room)
 {
     const struct kv_spv *m = &x->c.m;
     struct kv_san_module *o = x->out;
-    int stores = 0;
-    for (size_t i = m->first_fn; i < m->n && !stores; i += kv_len(m->w[i])) {
-        uint32_t p = m->w[i + 1], r = kv_op(m->w[i]) == SpvOpStore && p < m->bound ? x->root[p] : 0;
-        stores = r && m->binding[r] >= 0;
+    int atomics = 0;
+    for (size_t i = m->first_fn; i < m->n; i += kv_len(m->w[i])) {
+        const uint32_t op = kv_op(m->w[i]), pos = ptr_pos(op), p = pos ? m->w[i + pos] : 0, r = p < m->bound ? x->root[p] : 0;
+        const uint32_t rt = r ? kv_spv_type(m, r) : 0;
+        if (is_atomic(op) && !(rt && m->w[m->def[rt] + 2] == SpvStorageClassWorkgroup)) atomics = 1;
+        if (op == SpvOpStore && r && m->binding[r] >= 0 && m->binding[r] < KV_SAN_MAX_BINDINGS)
+            x->g_stored |= 1u << m->binding[r];
     }
     const uint32_t at = o->binding + 1 + (o->shadow_binding ? 1 : 0);
-    if (!stores) return;
-    if (at + 1 > room) {
-        size_t n = strlen(o->note);
-        snprintf(o->note + n, sizeof o->note - n, "%sracecheck-global off: %u bindings leave no room for its shadow",
-                 n ? "; " : "", at);
-        return;
-    }
+    char why[96];
+    if (!x->g_stored) return;
+    if (atomics) return global_off(o, "the shader's atomics may order its workgroups");
+    snprintf(why, sizeof why, "%u bindings leave no room for its shadow", at);
+    if (at + 1 > room) return global_off(o, why);
     o->global_binding = x->c.global_binding = at;
 }
 
@@ -552,9 +566,10 @@ enum kv_status kv_san_instrument(const char *what, const uint32_t *words, size_t
     x.el_type = calloc(b, sizeof *x.el_type);
     x.g_bind = calloc(b, sizeof *x.g_bind), x.g_idx = calloc(b, sizeof *x.g_idx), x.g_bound = calloc(b, sizeof *x.g_bound);
     x.g_stride = calloc(b, sizeof *x.g_stride), x.g_off = calloc(b, sizeof *x.g_off), x.g_size = calloc(b, sizeof *x.g_size);
+    x.g_bytes = calloc(b, sizeof *x.g_bytes);
     enum kv_status st = KV_OK;
     if (!x.root || !x.unit || !x.wg_of || !x.opaque || !x.el_idx || !x.el_bound || !x.el_type || !x.g_bind || !x.g_idx ||
-        !x.g_bound || !x.g_stride || !x.g_off || !x.g_size)
+        !x.g_bound || !x.g_stride || !x.g_off || !x.g_size || !x.g_bytes)
         st = kv_error(KV_EDEVICE, "out of host memory");
     if (!st) {
         scan_uses(&x);
@@ -565,7 +580,7 @@ enum kv_status kv_san_instrument(const char *what, const uint32_t *words, size_t
             for (uint32_t id = 1; id < b; id++)
                 if (x.wg_of[id] == (uint32_t)g + 1 && x.c.shared) x.unit[id] = kv_spv_u32(&x.c.m, out->wg[g].first);
         rewrite_functions(&x);
-        if (!x.c.gunit) x.c.gunit = 4; /* no store shadowed: kv_gwrite is never called */
+        if (!x.c.gunit) x.c.gunit = 4; /* no access shadowed: kv_gwrite and kv_gread are never called */
         out->global_unit = x.c.gunit;
         kv_san_helpers(&x.c);
         out->shadow_units = x.c.units;

@@ -7,19 +7,19 @@
 uint32_t kv_san_buffer_init(const struct kv_san_module *m, uint32_t *buf, const uint64_t *bytes, int n)
 {
     memset(buf, 0, KV_SAN_BUFFER_BYTES);
-    uint64_t words = 0;
+    uint64_t units = 0;
     for (int b = 0; b < KV_SAN_MAX_BINDINGS; b++) {
         const uint32_t logical = b >= n ? 0 : bytes[b] > KV_SAN_MAX_LOGICAL ? KV_SAN_MAX_LOGICAL : (uint32_t)bytes[b];
         buf[KV_SAN_LOGICAL + b] = logical;
         buf[KV_SAN_GBASE + b] = KV_SAN_GBASE_NONE;
         if (!m->global_binding || !(m->global_mask >> b & 1u)) continue;
-        /* a word per unit of the tensor, and of the last element a store may
-         * cover past it (its index is below the ceiling of the bytes over
-         * the array's stride, at most 64 bytes) */
-        buf[KV_SAN_GBASE + b] = (uint32_t)words;
-        words += ((uint64_t)logical + 64) / m->global_unit + 1;
+        /* a unit (two words) per global_unit bytes of the tensor, and of the
+         * last element an access may cover past it (its index is below the
+         * ceiling of the bytes over the array's stride, at most 64 bytes) */
+        buf[KV_SAN_GBASE + b] = (uint32_t)units;
+        units += ((uint64_t)logical + 64) / m->global_unit + 1;
     }
-    if (words <= KV_SAN_GLOBAL_MAX) return (uint32_t)words;
+    if (2 * units <= KV_SAN_GLOBAL_MAX) return (uint32_t)(2 * units);
     for (int b = 0; b < KV_SAN_MAX_BINDINGS; b++) buf[KV_SAN_GBASE + b] = KV_SAN_GBASE_NONE;
     buf[KV_SAN_FLAGS] |= KV_SAN_FLAG_GLOBAL_OFF;
     return 0;
@@ -90,11 +90,13 @@ void kv_san_reason(const struct kv_san_module *m, const struct kv_san_result *r,
     if (!x || len < 0 || (size_t)len >= size) return;
     char arr[128];
     if (kind == KV_SAN_GLOBAL) {
+        static const char *how[3][2] = {{"stored", "stored"}, {"stored", "loaded"}, {"loaded", "stored"}};
+        const int h = x->bound < 3 ? (int)x->bound : 0;
         snprintf(out + len, size - (size_t)len,
-                 "; the first at %s: byte %u of %s (binding %d) stored by workgroup (%u,%u,%u) (invocation %u) "
-                 "and by workgroup %u (linear index) in one dispatch, where no order holds between workgroups",
+                 "; the first at %s: byte %u of %s (binding %d) %s by workgroup (%u,%u,%u) (invocation %u) where "
+                 "workgroup %u (linear index) %s it in the same dispatch, and no order holds between workgroups",
                  x->site->where, x->index, binding_name ? binding_name(ctx, x->site->binding) : "buffer",
-                 x->site->binding, x->group[0], x->group[1], x->group[2], x->invocation, x->other);
+                 x->site->binding, how[h][0], x->group[0], x->group[1], x->group[2], x->invocation, x->other, how[h][1]);
         return;
     }
     if (kind == KV_SAN_MEMCHECK && x->site->binding >= 0)
