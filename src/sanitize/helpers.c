@@ -388,12 +388,34 @@ static void gen_prologue(struct kv_san_ctx *c)
     end_fn(c);
 }
 
+/* Whether a shadow word pair (a workgroup's tag g and an invocation's epoch
+ * and index gl) names an access that conflicts with this one (workgroup tag
+ * me, epoch and index L, index l): another workgroup's (*cross), or, where
+ * c->gintra, another invocation's of this workgroup in this epoch (*intra). */
+static void gconflict(struct kv_san_ctx *c, uint32_t g, uint32_t gl, uint32_t me, uint32_t L, uint32_t l,
+                      uint32_t *cross, uint32_t *intra)
+{
+    uint32_t u = c->t_u, b = c->t_b;
+    *cross = op2(c, SpvOpLogicalAnd, b, op2(c, SpvOpINotEqual, b, g, k(c, 0)), op2(c, SpvOpINotEqual, b, g, me));
+    if (!c->gintra) {
+        *intra = kv_spv_id(&c->m);
+        KV_INS(&c->fns, SpvOpLogicalNot, b, *intra, kv_spv_true(&c->m));
+        return;
+    }
+    uint32_t other = op2(c, SpvOpINotEqual, b, op2(c, SpvOpBitwiseAnd, u, gl, k(c, 2047)), l);
+    uint32_t epoch = op2(c, SpvOpIEqual, b, op2(c, SpvOpShiftRightLogical, u, gl, k(c, 11)),
+                         op2(c, SpvOpShiftRightLogical, u, L, k(c, 11)));
+    *intra = op2(c, SpvOpLogicalAnd, b, op2(c, SpvOpIEqual, b, g, me), op2(c, SpvOpLogicalAnd, b, other, epoch));
+}
+
 /* kv_gwrite / kv_gread (binding, byte, bytes, in range, site): a store, or
  * a load, of a shadowed binding's bytes [byte, byte + bytes) (racecheck-global).
- * Each unit has a writer and a reader word, the workgroup's linear index + 1:
- * a store where another workgroup stored (record bound 0) or loaded (1), and
- * a load where another stored (2), are races. An index out of range
- * (memcheck's record) is left alone. */
+ * Each unit has four words: the workgroup (linear index + 1) that last
+ * stored it and that invocation's epoch and index, and the same for the
+ * last load. A store where another workgroup of the dispatch stored (record
+ * bound 0) or loaded (1), a load where another stored (2), and the same
+ * between two invocations of a workgroup in one epoch where c->gintra (3,
+ * 4, 5), are races. An index out of range (memcheck's record) is left alone. */
 static void gen_gaccess(struct kv_san_ctx *c, uint32_t fn, int store)
 {
     uint32_t u = c->t_u, b = c->t_b, p[5], shift = 0;
@@ -405,7 +427,9 @@ static void gen_gaccess(struct kv_san_ctx *c, uint32_t fn, int store)
     uint32_t base = load(c, u, rec_at(c, op2(c, SpvOpIAdd, u, p[0], k(c, KV_SAN_GBASE))));
     uint32_t on = op2(c, SpvOpLogicalAnd, b, op2(c, SpvOpINotEqual, b, base, k(c, KV_SAN_GBASE_NONE)),
                       op2(c, SpvOpINotEqual, b, p[3], k(c, 0)));
-    uint32_t tag = op2(c, SpvOpIAdd, u, wg_linear(c), k(c, 1));
+    uint32_t me = op2(c, SpvOpIAdd, u, wg_linear(c), k(c, 1)), l = load(c, u, c->lid);
+    uint32_t E = op2(c, SpvOpIAdd, u, op2(c, SpvOpUMod, u, load(c, u, c->epoch), k(c, KV_SAN_EPOCHS)), k(c, 1));
+    uint32_t L = op2(c, SpvOpBitwiseOr, u, op2(c, SpvOpShiftLeftLogical, u, E, k(c, 11)), l);
     uint32_t first = op2(c, SpvOpShiftRightLogical, u, p[1], k(c, shift));
     uint32_t end = sel(c, on, op2(c, SpvOpIAdd, u, op2(c, SpvOpShiftRightLogical, u,
                                    op2(c, SpvOpISub, u, op2(c, SpvOpIAdd, u, p[1], p[2]), k(c, 1)), k(c, shift)), k(c, 1)),
@@ -417,18 +441,28 @@ static void gen_gaccess(struct kv_san_ctx *c, uint32_t fn, int store)
     KV_INS(&c->fns, SpvOpLoopMerge, lm, lc, SpvLoopControlMaskNone);
     KV_INS(&c->fns, SpvOpBranchConditional, more, lb, lm);
     label(c, lb);
-    uint32_t at = op2(c, SpvOpShiftLeftLogical, u, op2(c, SpvOpIAdd, u, base, j), k(c, 1)), pw = kv_spv_id(&c->m);
-    uint32_t pr = kv_spv_id(&c->m);
-    KV_INS(&c->fns, SpvOpAccessChain, c->p_sb, pw, c->gsh, k(c, 0), at);
-    KV_INS(&c->fns, SpvOpAccessChain, c->p_sb, pr, c->gsh, k(c, 0), op2(c, SpvOpIAdd, u, at, k(c, 1)));
-    uint32_t w = atomic(c, store ? SpvOpAtomicExchange : SpvOpAtomicLoad, pw, scope, tag);
-    uint32_t wr = op2(c, SpvOpLogicalAnd, b, op2(c, SpvOpINotEqual, b, w, k(c, 0)), op2(c, SpvOpINotEqual, b, w, tag));
-    uint32_t r = store ? atomic(c, SpvOpAtomicLoad, pr, scope, 0) : atomic(c, SpvOpAtomicExchange, pr, scope, tag);
-    uint32_t rd = op2(c, SpvOpLogicalAnd, b, op2(c, SpvOpINotEqual, b, r, k(c, 0)), op2(c, SpvOpINotEqual, b, r, tag));
-    uint32_t race = store ? op2(c, SpvOpLogicalOr, b, wr, rd) : wr, other = store ? sel(c, wr, w, r) : w;
-    uint32_t how = store ? sel(c, wr, k(c, 0), k(c, 1)) : k(c, 2);
-    KV_INS(&c->fns, SpvOpFunctionCall, c->t_v, kv_spv_id(&c->m), c->f_note, k(c, KV_SAN_GLOBAL), p[4], p[1], how,
-           op2(c, SpvOpISub, u, other, k(c, 1)), race);
+    uint32_t at = op2(c, SpvOpShiftLeftLogical, u, op2(c, SpvOpIAdd, u, base, j), k(c, 2)), w4[4];
+    for (uint32_t q = 0; q < 4; q++) {
+        w4[q] = kv_spv_id(&c->m);
+        KV_INS(&c->fns, SpvOpAccessChain, c->p_sb, w4[q], c->gsh, k(c, 0), q ? op2(c, SpvOpIAdd, u, at, k(c, q)) : at);
+    }
+    /* the writer's words, swapped for this store's or read; then the reader's */
+    uint32_t w = atomic(c, store ? SpvOpAtomicExchange : SpvOpAtomicLoad, w4[0], scope, me);
+    uint32_t wl = atomic(c, store ? SpvOpAtomicExchange : SpvOpAtomicLoad, w4[1], scope, L);
+    uint32_t r = atomic(c, store ? SpvOpAtomicLoad : SpvOpAtomicExchange, w4[2], scope, me);
+    uint32_t rl = atomic(c, store ? SpvOpAtomicLoad : SpvOpAtomicExchange, w4[3], scope, L);
+    uint32_t wc, wi, rc, ri;
+    gconflict(c, w, wl, me, L, l, &wc, &wi);
+    gconflict(c, r, rl, me, L, l, &rc, &ri);
+    if (!store) rc = wc, ri = wi; /* a load conflicts with the writer alone */
+    uint32_t race = op2(c, SpvOpLogicalOr, b, op2(c, SpvOpLogicalOr, b, wc, wi), op2(c, SpvOpLogicalOr, b, rc, ri));
+    uint32_t other = sel(c, wc, op2(c, SpvOpISub, u, w, k(c, 1)),
+                         sel(c, wi, op2(c, SpvOpBitwiseAnd, u, wl, k(c, 2047)),
+                             sel(c, rc, op2(c, SpvOpISub, u, r, k(c, 1)), op2(c, SpvOpBitwiseAnd, u, rl, k(c, 2047)))));
+    uint32_t how = store ? sel(c, wc, k(c, 0), sel(c, wi, k(c, 3), sel(c, rc, k(c, 1), k(c, 4))))
+                         : sel(c, wc, k(c, 2), k(c, 5));
+    KV_INS(&c->fns, SpvOpFunctionCall, c->t_v, kv_spv_id(&c->m), c->f_note, k(c, KV_SAN_GLOBAL), p[4], p[1], how, other,
+           race);
     KV_INS(&c->fns, SpvOpBranch, lc);
     label(c, lc);
     KV_INS(&c->fns, SpvOpIAdd, u, jn, j, k(c, 1));

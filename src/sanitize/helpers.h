@@ -25,9 +25,10 @@ struct kv_san_ctx {
     uint32_t sh_base;   /* in a helper: the id of this workgroup's first storage-buffer shadow word */
     uint32_t f_note, f_read, f_write, f_atomic, f_flush, f_prologue;
     /* racecheck-global: its shadow (a storage buffer at global_binding:
-     * a writer and a reader word per unit), kv_gwrite and kv_gread, and the
-     * bytes a unit stands for (a power of two) */
+     * four words per unit), kv_gwrite and kv_gread, and the bytes a unit
+     * stands for (a power of two) */
     uint32_t gsh, global_binding, f_gwrite, f_gread, gunit;
+    int gintra; /* racecheck-global also between invocations of a workgroup (no subgroup operations, no atomics) */
     /* subgroup epochs: the subgroup barriers' count, the subgroup built-ins,
      * and the shadow of a cooperative matrix's load and store */
     uint32_t sepoch, sgsize, sgid, sglane, new_sgsize, new_sgid, new_sglane, f_cm_read, f_cm_write;

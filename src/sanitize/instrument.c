@@ -477,7 +477,7 @@ static void rewrite_functions(struct walk *x)
          * copy (lavapipe took 150 s to build gemm's tile so, 14 s without) */
         else kv_words_put_rolled(&x->body, w);
         uint32_t scope = op == SpvOpControlBarrier ? const_of(m, w[1], 0) : 0;
-        if (x->c.shared && (scope == SpvScopeWorkgroup || (scope == SpvScopeSubgroup && x->c.sg))) {
+        if ((x->c.shared || x->c.gintra) && (scope == SpvScopeWorkgroup || (scope == SpvScopeSubgroup && x->c.sg))) {
             uint32_t e = kv_spv_id(m), e1 = kv_spv_id(m), v = scope == SpvScopeWorkgroup ? x->c.epoch : x->c.sepoch;
             KV_INS(&x->body, SpvOpLoad, x->c.t_u, e, v);
             KV_INS(&x->body, SpvOpIAdd, x->c.t_u, e1, e, kv_spv_u32(m, 1));
@@ -516,6 +516,25 @@ static void walk_free(struct walk *x)
     kv_spv_free(&x->c.m);
 }
 
+/* Whether the module may use subgroup operations: a capability of them, the
+ * group and non-uniform group instructions, the KHR subgroup ones,
+ * cooperative matrices, or a barrier of subgroup scope. */
+static int subgroup_ops(const struct kv_spv *m)
+{
+    static const uint32_t caps[] = {18, 62, 63, 64, 65, 66, 67, 68, 4423, 4431, 5297, 5357, 5568, 6022, 6026};
+    for (size_t i = 5; i < m->first_type; i += kv_len(m->w[i]))
+        for (size_t c = 0; kv_op(m->w[i]) == SpvOpCapability && c < sizeof caps / sizeof *caps; c++)
+            if (m->w[i + 1] == caps[c]) return 1; /* a capability of subgroup (or group) operations */
+    for (size_t i = m->first_fn; i < m->n; i += kv_len(m->w[i])) {
+        const uint32_t op = kv_op(m->w[i]);
+        if ((op >= SpvOpGroupAll && op <= SpvOpGroupSMax) || (op >= SpvOpGroupNonUniformElect && op <= 366) ||
+            (op >= 4421 && op <= 4432) || (op >= 4456 && op <= 4460) || (op >= 5358 && op <= 5362))
+            return 1;
+        if (op == SpvOpControlBarrier && const_of(m, m->w[i + 1], 2) != SpvScopeWorkgroup) return 1;
+    }
+    return 0;
+}
+
 static void global_off(struct kv_san_module *o, const char *why)
 {
     size_t n = strlen(o->note);
@@ -531,11 +550,12 @@ static void plan_global(struct walk *x, uint32_t room)
 {
     const struct kv_spv *m = &x->c.m;
     struct kv_san_module *o = x->out;
-    int atomics = 0;
+    int atomics = 0, any_atomic = 0;
     for (size_t i = m->first_fn; i < m->n; i += kv_len(m->w[i])) {
         const uint32_t op = kv_op(m->w[i]), pos = ptr_pos(op), p = pos ? m->w[i + pos] : 0, r = p < m->bound ? x->root[p] : 0;
         const uint32_t rt = r ? kv_spv_type(m, r) : 0;
         if (is_atomic(op) && !(rt && m->w[m->def[rt] + 2] == SpvStorageClassWorkgroup)) atomics = 1;
+        any_atomic |= is_atomic(op);
         if (op == SpvOpStore && r && m->binding[r] >= 0 && m->binding[r] < KV_SAN_MAX_BINDINGS)
             x->g_stored |= 1u << m->binding[r];
     }
@@ -546,6 +566,12 @@ static void plan_global(struct walk *x, uint32_t room)
     snprintf(why, sizeof why, "%u bindings leave no room for its shadow", at);
     if (at + 1 > room) return global_off(o, why);
     o->global_binding = x->c.global_binding = at;
+    /* between invocations of a workgroup too, where nothing but its barriers
+     * can order them: no subgroup operation (a lane may load a word, hand it
+     * to another through a shuffle, which stores it: ordered, not a race), no
+     * cooperative matrix, no subgroup barrier, no atomic (a flag in shared
+     * memory may order two invocations) */
+    x->c.gintra = !subgroup_ops(m) && !any_atomic;
 }
 
 enum kv_status kv_san_instrument(const char *what, const uint32_t *words, size_t bytes, uint32_t binding,

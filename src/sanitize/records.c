@@ -19,7 +19,7 @@ uint32_t kv_san_buffer_init(const struct kv_san_module *m, uint32_t *buf, const 
         buf[KV_SAN_GBASE + b] = (uint32_t)units;
         units += ((uint64_t)logical + 64) / m->global_unit + 1;
     }
-    if (2 * units <= KV_SAN_GLOBAL_MAX) return (uint32_t)(2 * units);
+    if (4 * units <= KV_SAN_GLOBAL_MAX) return (uint32_t)(4 * units);
     for (int b = 0; b < KV_SAN_MAX_BINDINGS; b++) buf[KV_SAN_GBASE + b] = KV_SAN_GBASE_NONE;
     buf[KV_SAN_FLAGS] |= KV_SAN_FLAG_GLOBAL_OFF;
     return 0;
@@ -84,19 +84,25 @@ void kv_san_reason(const struct kv_san_module *m, const struct kv_san_result *r,
                                                 {"shared-memory race", "shared-memory races"},
                                                 {"read of shared memory never written",
                                                  "reads of shared memory never written"},
-                                                {"race between workgroups through a storage buffer",
-                                                 "races between workgroups through storage buffers"}};
+                                                {"race through a storage buffer", "races through storage buffers"}};
     int len = snprintf(out, size, "stage %s: %llu %s", stage, n, what[kind][n != 1]);
     if (!x || len < 0 || (size_t)len >= size) return;
     char arr[128];
     if (kind == KV_SAN_GLOBAL) {
         static const char *how[3][2] = {{"stored", "stored"}, {"stored", "loaded"}, {"loaded", "stored"}};
-        const int h = x->bound < 3 ? (int)x->bound : 0;
-        snprintf(out + len, size - (size_t)len,
-                 "; the first at %s: byte %u of %s (binding %d) %s by workgroup (%u,%u,%u) (invocation %u) where "
-                 "workgroup %u (linear index) %s it in the same dispatch, and no order holds between workgroups",
-                 x->site->where, x->index, binding_name ? binding_name(ctx, x->site->binding) : "buffer",
-                 x->site->binding, how[h][0], x->group[0], x->group[1], x->group[2], x->invocation, x->other, how[h][1]);
+        const int h = x->bound % 3, intra = x->bound >= 3 && x->bound < 6;
+        len += snprintf(out + len, size - (size_t)len, "; the first at %s: byte %u of %s (binding %d) %s by ",
+                        x->site->where, x->index, binding_name ? binding_name(ctx, x->site->binding) : "buffer",
+                        x->site->binding, how[h][0]);
+        if (len < 0 || (size_t)len >= size) return;
+        if (intra)
+            snprintf(out + len, size - (size_t)len, "invocation %u of workgroup (%u,%u,%u) where invocation %u %s it "
+                     "with no workgroup barrier between", x->invocation, x->group[0], x->group[1], x->group[2], x->other,
+                     how[h][1]);
+        else
+            snprintf(out + len, size - (size_t)len, "workgroup (%u,%u,%u) (invocation %u) where workgroup %u (linear "
+                     "index) %s it in the same dispatch, and no order holds between workgroups", x->group[0],
+                     x->group[1], x->group[2], x->invocation, x->other, how[h][1]);
         return;
     }
     if (kind == KV_SAN_MEMCHECK && x->site->binding >= 0)

@@ -45,9 +45,13 @@ caught racecheck 'rmsnorm_bwd_dw\.comp:38.*: shared part\[[0-9]+\]\[[0-9]+\] \(o
 # A grid-stride step one short: the workgroups' rows overlap, and two store the same
 # value to one r[row] (which no output shows: the value is right).
 plant rmsnorm_bwd_r.comp 's/row += gl_NumWorkGroups.x)/row += max(gl_NumWorkGroups.x - 1u, 1u))/'
-caught racecheck-global 'stage r: [0-9]+ races? between workgroups.*rmsnorm_bwd_r\.comp:30: byte [0-9]+ of tensor r \(binding 1\) stored by workgroup \([0-9],0,0\) \(invocation 0\) where workgroup [0-9] \(linear index\) stored it' \
+caught racecheck-global 'stage r: [0-9]+ races? through storage buffers?; .*rmsnorm_bwd_r\.comp:30: byte [0-9]+ of tensor r \(binding 1\) stored by workgroup \([0-9],0,0\) \(invocation 0\) where workgroup [0-9] \(linear index\) stored it' \
   $RMS --shader "r=$TMP/rmsnorm_bwd_r.comp"
 grep -E '^  r ' "$TMP/out" | grep -q FAIL && fail "racecheck-global: the output itself failed; the bug should reach only the sanitizer"
+# Two invocations of a workgroup store the row's sum (the same value) with no barrier between.
+plant rmsnorm_bwd_r.comp 's/if (gl_LocalInvocationID.x == 0u) R\[row\]/if (gl_LocalInvocationID.x < 2u) R[row]/'
+caught racecheck-global 'rmsnorm_bwd_r\.comp:30: byte [0-9]+ of tensor r \(binding 1\) stored by invocation 1 of workgroup \([0-9],0,0\) where invocation 0 stored it with no workgroup barrier between' \
+  $RMS --no-subgroup --shader "r=$TMP/rmsnorm_bwd_r.comp"
 # A read of what the next workgroup stores (a neighbour's row, its value unused):
 # workgroups run in order here, so the load comes first and the store finds it.
 plant rmsnorm_bwd_r.comp 's/if (gl_LocalInvocationID.x == 0u) R\[row\] = \(.*\);/if (gl_LocalInvocationID.x == 0u) { R[row] = \1; if (R[(row + 1u) % p.rows] == 1.0e30) R[row] = 0.0; }/'

@@ -116,13 +116,13 @@ static void global_parts(void **state)
     struct kv_san_module m = {.global_binding = 9, .global_unit = 2, .global_mask = (1u << 1) | (1u << 2)};
     uint32_t buf[KV_SAN_BUFFER_BYTES / 4];
     uint64_t bytes[3] = {8, 12, 100};
-    assert_int_equal(kv_san_buffer_init(&m, buf, bytes, 3), 2 * (39 + 83));
+    assert_int_equal(kv_san_buffer_init(&m, buf, bytes, 3), 4 * (39 + 83));
     assert_int_equal(buf[KV_SAN_GBASE + 0], KV_SAN_GBASE_NONE);
     assert_int_equal(buf[KV_SAN_GBASE + 1], 0);
     assert_int_equal(buf[KV_SAN_GBASE + 2], 39);
     assert_int_equal(buf[KV_SAN_GBASE + 3], KV_SAN_GBASE_NONE);
     assert_int_equal(buf[KV_SAN_FLAGS], 0);
-    bytes[2] = (uint64_t)1 << 24; /* 2^23 units, 2^24 words: past the limit */
+    bytes[2] = (uint64_t)1 << 23; /* 2^22 units, 2^24 words: past the limit */
     assert_int_equal(kv_san_buffer_init(&m, buf, bytes, 3), 0);
     for (int b = 0; b < KV_SAN_MAX_BINDINGS; b++) assert_int_equal(buf[KV_SAN_GBASE + b], KV_SAN_GBASE_NONE);
     assert_int_equal(buf[KV_SAN_FLAGS], KV_SAN_FLAG_GLOBAL_OFF);
@@ -139,13 +139,18 @@ static void global_parts(void **state)
     kv_san_read(&m, buf, &res);
     char why[400];
     kv_san_reason(&m, &res, KV_SAN_GLOBAL, "r", NULL, NULL, why, sizeof why);
-    assert_non_null(strstr(why, "stage r: 3 races between workgroups through storage buffers; the first at r.comp:30: "
+    assert_non_null(strstr(why, "stage r: 3 races through storage buffers; the first at r.comp:30: "
                                 "byte 8 of buffer (binding 1) stored by workgroup (2,0,0) (invocation 0) where workgroup 0 "
                                 "(linear index) stored it"));
     buf[KV_SAN_HEADER + 3] = 2; /* a load where another workgroup stored */
     kv_san_read(&m, buf, &res);
     kv_san_reason(&m, &res, KV_SAN_GLOBAL, "r", NULL, NULL, why, sizeof why);
     assert_non_null(strstr(why, "loaded by workgroup (2,0,0) (invocation 0) where workgroup 0 (linear index) stored it"));
+    buf[KV_SAN_HEADER + 3] = 4, buf[KV_SAN_HEADER + 4] = 7, buf[KV_SAN_HEADER + 5] = 9; /* one workgroup's invocations */
+    kv_san_read(&m, buf, &res);
+    kv_san_reason(&m, &res, KV_SAN_GLOBAL, "r", NULL, NULL, why, sizeof why);
+    assert_non_null(strstr(why, "stored by invocation 9 of workgroup (2,0,0) where invocation 7 loaded it with no "
+                                "workgroup barrier between"));
     assert_string_equal(kv_san_kind_name(KV_SAN_GLOBAL), "racecheck-global");
 }
 
