@@ -424,19 +424,15 @@ static enum kv_status san_upload(struct kv_runner *r, struct kv_case *c, struct 
         uint64_t logical[KV_SAN_MAX_BINDINGS];
         if (!r->san_mod[s]) continue;
         int n = san_logical(r, c, p, s, logical);
-        for (int pass = 0; pass < 2; pass++) {
-            /* racecheck-global's part of the stage and pass (at least a word, bound where none is made) */
-            uint32_t words = kv_san_buffer_init(r->san_mod[s], (uint32_t *)((char *)p->san_up.map +
-                                                                            (size_t)(2 * s + pass) * KV_SAN_SLOT),
-                                                logical, n);
+        for (int pass = 0; pass < 2; pass++) { /* and racecheck-global's part (a word where none is made) */
+            char *slot = (char *)p->san_up.map + (size_t)(2 * s + pass) * KV_SAN_SLOT;
+            uint32_t words = kv_san_buffer_init(r->san_mod[s], (uint32_t *)slot, logical, n);
             p->san_goff[s][pass] = gbytes, p->san_gbytes[s][pass] = 4 * (size_t)(words ? words : 1);
             gbytes += (p->san_gbytes[s][pass] + align - 1) / align * align;
         }
     }
-    if (gbytes && p->san_global.size < gbytes) {
-        kv_vk_buffer_destroy(r->d, &p->san_global);
-        KV_TRY(kv_vk_buffer_create(r->d, gbytes, KV_MEM_DEVICE, &p->san_global));
-    }
+    if (gbytes && p->san_global.size < gbytes) kv_vk_buffer_destroy(r->d, &p->san_global);
+    if (gbytes && !p->san_global.buf) KV_TRY(kv_vk_buffer_create(r->d, gbytes, KV_MEM_DEVICE, &p->san_global));
     if (gbytes) kv_vk_batch_fill(b, whole(&p->san_global, gbytes), 0);
     KV_TRY(san_shadow(r, c, p, cap));
     KV_TRY(kv_vk_buffer_flush(r->d, &p->san_up));

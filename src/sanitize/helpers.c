@@ -37,6 +37,35 @@ static uint32_t label(struct kv_san_ctx *c, uint32_t id)
     return id;
 }
 
+/* A counted loop, j = start, start + step, ... while j < end: loop_open ends
+ * the block labelled `from` and opens the body (returns j); loop_close ends
+ * the body and opens the block after the loop. */
+struct loop {
+    uint32_t from, head, cont, merge, j, next;
+};
+static uint32_t loop_open(struct kv_san_ctx *c, struct loop *L, uint32_t from, uint32_t start, uint32_t end)
+{
+    uint32_t body = kv_spv_id(&c->m);
+    *L = (struct loop){from, kv_spv_id(&c->m), kv_spv_id(&c->m), kv_spv_id(&c->m), kv_spv_id(&c->m), kv_spv_id(&c->m)};
+    KV_INS(&c->fns, SpvOpBranch, L->head);
+    label(c, L->head);
+    KV_INS(&c->fns, SpvOpPhi, c->t_u, L->j, start, from, L->next, L->cont);
+    uint32_t more = kv_spv_id(&c->m);
+    KV_INS(&c->fns, SpvOpULessThan, c->t_b, more, L->j, end);
+    KV_INS(&c->fns, SpvOpLoopMerge, L->merge, L->cont, SpvLoopControlMaskNone);
+    KV_INS(&c->fns, SpvOpBranchConditional, more, body, L->merge);
+    label(c, body);
+    return L->j;
+}
+static void loop_close(struct kv_san_ctx *c, const struct loop *L, uint32_t step)
+{
+    KV_INS(&c->fns, SpvOpBranch, L->cont);
+    label(c, L->cont);
+    KV_INS(&c->fns, SpvOpIAdd, c->t_u, L->next, L->j, step);
+    KV_INS(&c->fns, SpvOpBranch, L->head);
+    label(c, L->merge);
+}
+
 /* A pointer to the shadow's word of scalar u: the writer (which 0) or the
  * readers (1); in shared memory, or in this workgroup's part of the
  * storage-buffer shadow (c->sh_base: its first word, set at each helper's entry). */
@@ -263,28 +292,18 @@ static void gen_cm(struct kv_san_ctx *c, uint32_t fn, int mode)
 {
     uint32_t u = c->t_u, b = c->t_b, p[5];
     begin_uint_fn(c, fn, 5, p);
-    uint32_t l0 = label(c, kv_spv_id(&c->m)), lh = kv_spv_id(&c->m), lb = kv_spv_id(&c->m), lc = kv_spv_id(&c->m),
-             lm = kv_spv_id(&c->m), j = kv_spv_id(&c->m), jn = kv_spv_id(&c->m);
+    uint32_t l0 = label(c, kv_spv_id(&c->m));
     struct acc a;
+    struct loop L;
     prelude(c, &a);
     uint32_t lane = load(c, u, c->sglane), total = op2(c, SpvOpIMul, u, p[1], p[2]), step = load(c, u, c->sgsize);
-    KV_INS(&c->fns, SpvOpBranch, lh);
-    label(c, lh);
-    KV_INS(&c->fns, SpvOpPhi, u, j, lane, l0, jn, lc);
-    uint32_t more = op2(c, SpvOpULessThan, b, j, total);
-    KV_INS(&c->fns, SpvOpLoopMerge, lm, lc, SpvLoopControlMaskNone);
-    KV_INS(&c->fns, SpvOpBranchConditional, more, lb, lm);
-    label(c, lb);
+    uint32_t j = loop_open(c, &L, l0, lane, total);
     uint32_t line = op2(c, SpvOpUDiv, u, j, p[2]), q = op2(c, SpvOpUMod, u, j, p[2]);
     uint32_t u0 = op2(c, SpvOpIAdd, u, p[0], op2(c, SpvOpIAdd, u, op2(c, SpvOpIMul, u, line, p[3]), q));
     uint32_t inr = op2(c, SpvOpULessThan, b, u0, k(c, c->units)), at = sel(c, inr, u0, k(c, 0));
     if (mode == 0) shadow_read(c, p[4], at, &a, inr, 1);
     else shadow_write(c, p[4], at, &a, inr, 0, 1);
-    KV_INS(&c->fns, SpvOpBranch, lc);
-    label(c, lc);
-    KV_INS(&c->fns, SpvOpIAdd, u, jn, j, step);
-    KV_INS(&c->fns, SpvOpBranch, lh);
-    label(c, lm);
+    loop_close(c, &L, step);
     end_fn(c);
 }
 
@@ -293,26 +312,16 @@ static void gen_shadow(struct kv_san_ctx *c, uint32_t fn, int mode)
 {
     uint32_t u = c->t_u, b = c->t_b, p[3];
     begin_uint_fn(c, fn, 3, p);
-    uint32_t l0 = label(c, kv_spv_id(&c->m)), lh = kv_spv_id(&c->m), lb = kv_spv_id(&c->m), lc = kv_spv_id(&c->m),
-             lm = kv_spv_id(&c->m), j = kv_spv_id(&c->m), jn = kv_spv_id(&c->m);
+    uint32_t l0 = label(c, kv_spv_id(&c->m));
     struct acc a;
+    struct loop L;
     prelude(c, &a);
-    KV_INS(&c->fns, SpvOpBranch, lh);
-    label(c, lh);
-    KV_INS(&c->fns, SpvOpPhi, u, j, k(c, 0), l0, jn, lc);
-    uint32_t more = op2(c, SpvOpULessThan, b, j, p[1]);
-    KV_INS(&c->fns, SpvOpLoopMerge, lm, lc, SpvLoopControlMaskNone);
-    KV_INS(&c->fns, SpvOpBranchConditional, more, lb, lm);
-    label(c, lb);
+    uint32_t j = loop_open(c, &L, l0, k(c, 0), p[1]);
     uint32_t u0 = op2(c, SpvOpIAdd, u, p[0], j), inr = op2(c, SpvOpULessThan, b, u0, k(c, c->units));
     uint32_t at = sel(c, inr, u0, k(c, 0));
     if (mode == 0) shadow_read(c, p[2], at, &a, inr, 0);
     else shadow_write(c, p[2], at, &a, inr, mode == 2, 0);
-    KV_INS(&c->fns, SpvOpBranch, lc);
-    label(c, lc);
-    KV_INS(&c->fns, SpvOpIAdd, u, jn, j, k(c, 1));
-    KV_INS(&c->fns, SpvOpBranch, lh);
-    label(c, lm);
+    loop_close(c, &L, k(c, 1));
     end_fn(c);
 }
 
@@ -360,25 +369,15 @@ static void gen_prologue(struct kv_san_ctx *c)
 {
     uint32_t u = c->t_u, b = c->t_b;
     begin_fn(c, c->f_prologue, kv_spv_fn(&c->m, c->t_v, 0, NULL));
-    uint32_t l0 = label(c, kv_spv_id(&c->m)), lh = kv_spv_id(&c->m), lb = kv_spv_id(&c->m), lc = kv_spv_id(&c->m),
-             lm = kv_spv_id(&c->m), i = kv_spv_id(&c->m), in = kv_spv_id(&c->m);
+    uint32_t l0 = label(c, kv_spv_id(&c->m));
+    struct loop L;
     sh_base(c);
     uint32_t l = load(c, u, c->lid), start = l, step = k(c, c->local);
     if (!c->local) start = sel(c, op2(c, SpvOpIEqual, b, l, k(c, 0)), k(c, 0), k(c, c->units)), step = k(c, 1);
-    KV_INS(&c->fns, SpvOpBranch, lh);
-    label(c, lh);
-    KV_INS(&c->fns, SpvOpPhi, u, i, start, l0, in, lc);
-    uint32_t more = op2(c, SpvOpULessThan, b, i, k(c, c->units));
-    KV_INS(&c->fns, SpvOpLoopMerge, lm, lc, SpvLoopControlMaskNone);
-    KV_INS(&c->fns, SpvOpBranchConditional, more, lb, lm);
-    label(c, lb);
+    uint32_t i = loop_open(c, &L, l0, start, k(c, c->units));
     store(c, sh_at(c, 0, i), k(c, 0));
     store(c, sh_at(c, 1, i), k(c, 0));
-    KV_INS(&c->fns, SpvOpBranch, lc);
-    label(c, lc);
-    KV_INS(&c->fns, SpvOpIAdd, u, in, i, step);
-    KV_INS(&c->fns, SpvOpBranch, lh);
-    label(c, lm);
+    loop_close(c, &L, step);
     if (c->sg) { /* the subgroup epochs take a subgroup to be consecutive local indices: flag a device where not */
         uint32_t lin = op2(c, SpvOpIEqual, b, load(c, u, c->sgid), op2(c, SpvOpUDiv, u, l, load(c, u, c->sgsize)));
         uint32_t scope = c->m.vulkan_mm ? SCOPE_QUEUE_FAMILY : SCOPE_DEVICE;
@@ -421,8 +420,8 @@ static void gen_gaccess(struct kv_san_ctx *c, uint32_t fn, int store)
     uint32_t u = c->t_u, b = c->t_b, p[5], shift = 0;
     while ((1u << shift) < c->gunit) shift++;
     begin_uint_fn(c, fn, 5, p);
-    uint32_t l0 = label(c, kv_spv_id(&c->m)), lh = kv_spv_id(&c->m), lb = kv_spv_id(&c->m), lc = kv_spv_id(&c->m),
-             lm = kv_spv_id(&c->m), j = kv_spv_id(&c->m), jn = kv_spv_id(&c->m);
+    uint32_t l0 = label(c, kv_spv_id(&c->m));
+    struct loop lp;
     const uint32_t scope = c->m.vulkan_mm ? SCOPE_QUEUE_FAMILY : SCOPE_DEVICE;
     uint32_t base = load(c, u, rec_at(c, op2(c, SpvOpIAdd, u, p[0], k(c, KV_SAN_GBASE))));
     uint32_t on = op2(c, SpvOpLogicalAnd, b, op2(c, SpvOpINotEqual, b, base, k(c, KV_SAN_GBASE_NONE)),
@@ -434,13 +433,7 @@ static void gen_gaccess(struct kv_san_ctx *c, uint32_t fn, int store)
     uint32_t end = sel(c, on, op2(c, SpvOpIAdd, u, op2(c, SpvOpShiftRightLogical, u,
                                    op2(c, SpvOpISub, u, op2(c, SpvOpIAdd, u, p[1], p[2]), k(c, 1)), k(c, shift)), k(c, 1)),
                        first);
-    KV_INS(&c->fns, SpvOpBranch, lh);
-    label(c, lh);
-    KV_INS(&c->fns, SpvOpPhi, u, j, first, l0, jn, lc);
-    uint32_t more = op2(c, SpvOpULessThan, b, j, end);
-    KV_INS(&c->fns, SpvOpLoopMerge, lm, lc, SpvLoopControlMaskNone);
-    KV_INS(&c->fns, SpvOpBranchConditional, more, lb, lm);
-    label(c, lb);
+    uint32_t j = loop_open(c, &lp, l0, first, end);
     uint32_t at = op2(c, SpvOpShiftLeftLogical, u, op2(c, SpvOpIAdd, u, base, j), k(c, 2)), w4[4];
     for (uint32_t q = 0; q < 4; q++) {
         w4[q] = kv_spv_id(&c->m);
@@ -463,11 +456,7 @@ static void gen_gaccess(struct kv_san_ctx *c, uint32_t fn, int store)
                          : sel(c, wc, k(c, 2), k(c, 5));
     KV_INS(&c->fns, SpvOpFunctionCall, c->t_v, kv_spv_id(&c->m), c->f_note, k(c, KV_SAN_GLOBAL), p[4], p[1], how, other,
            race);
-    KV_INS(&c->fns, SpvOpBranch, lc);
-    label(c, lc);
-    KV_INS(&c->fns, SpvOpIAdd, u, jn, j, k(c, 1));
-    KV_INS(&c->fns, SpvOpBranch, lh);
-    label(c, lm);
+    loop_close(c, &lp, k(c, 1));
     end_fn(c);
 }
 

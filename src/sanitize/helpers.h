@@ -40,6 +40,20 @@ struct kv_san_ctx {
     int sb;             /* the shadow in a storage buffer at the record buffer's binding + 1 */
 };
 
+static inline int kv_san_is_atomic(uint32_t op)
+{
+    return (op >= SpvOpAtomicLoad && op <= SpvOpAtomicXor) || op == SpvOpAtomicFAddEXT || op == SpvOpAtomicFMinEXT ||
+           op == SpvOpAtomicFMaxEXT;
+}
+
+/* The word of an instruction's pointer operand that a shadowed use may hold (0: none). */
+static inline uint32_t kv_san_ptr_pos(uint32_t op)
+{
+    if (op == SpvOpLoad || op == SpvOpAccessChain || op == SpvOpInBoundsAccessChain) return 3;
+    if (op == SpvOpStore || op == SpvOpAtomicStore) return 1;
+    return kv_san_is_atomic(op) ? 3 : 0;
+}
+
 /* Declare the globals (binding: the record buffer's). */
 void kv_san_globals(struct kv_san_ctx *c, uint32_t binding);
 /* Write every helper function into c->fns (kv_gwrite where c->gunit is

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sanitize/global.h"
 #include "sanitize/helpers.h"
 #include "sanitize/san.h"
 
@@ -41,12 +42,6 @@ struct cm_op {
     uint32_t ptr, rows, cols, stride, cb, eb, ub;
     int load, colmajor;
 };
-
-static int is_atomic(uint32_t op)
-{
-    return (op >= SpvOpAtomicLoad && op <= SpvOpAtomicXor) || op == SpvOpAtomicFAddEXT || op == SpvOpAtomicFMinEXT ||
-           op == SpvOpAtomicFMaxEXT;
-}
 
 /* Bytes of a scalar or vector type, 0 for others. */
 static uint32_t type_bytes(const struct kv_spv *m, uint32_t t)
@@ -92,14 +87,6 @@ static int cm_info(const struct kv_spv *m, size_t i, uint32_t op, struct cm_op *
     return o->stride || (o->colmajor ? o->cols : o->rows) <= 1;
 }
 
-/* The word of an instruction's pointer operand that a shadowed use may hold. */
-static uint32_t ptr_pos(uint32_t op)
-{
-    if (op == SpvOpLoad || op == SpvOpAccessChain || op == SpvOpInBoundsAccessChain) return 3;
-    if (op == SpvOpStore || op == SpvOpAtomicStore) return 1;
-    return is_atomic(op) ? 3 : 0;
-}
-
 static uint32_t const_of(const struct kv_spv *m, uint32_t id, uint32_t dflt)
 {
     uint32_t v;
@@ -137,7 +124,7 @@ static void scan_uses(struct walk *x)
             continue;
         bool res, rt;
         kv_spv_result(op, &res, &rt);
-        uint32_t skip = (uint32_t)res + (uint32_t)rt, pos = ptr_pos(op);
+        uint32_t skip = (uint32_t)res + (uint32_t)rt, pos = kv_san_ptr_pos(op);
         for (uint32_t j = 1 + skip; j < len; j++)
             if (w[j] < m->bound && x->root[w[j]] && j != pos) x->opaque[x->root[w[j]]] = 1;
     }
@@ -287,16 +274,6 @@ static int checked_class(const struct kv_spv *m, uint32_t sc, uint32_t r)
            ((sc == SpvStorageClassStorageBuffer || sc == SpvStorageClassUniform) && r && m->binding[r] >= 0);
 }
 
-/* The Offset of member k of struct type st, or UINT32_MAX. */
-static uint32_t member_offset(const struct kv_spv *m, uint32_t st, uint32_t k)
-{
-    for (size_t i = m->after_ext; i < m->first_type; i += kv_len(m->w[i]))
-        if (kv_op(m->w[i]) == SpvOpMemberDecorate && kv_len(m->w[i]) >= 5 && m->w[i + 1] == st && m->w[i + 2] == k &&
-            m->w[i + 3] == SpvDecorationOffset)
-            return m->w[i + 4];
-    return UINT32_MAX;
-}
-
 /* racecheck-global: whether the access chain at i (its result's pointee t)
  * reaches a scalar or vector of a storage buffer's runtime array as
  * var.member[index] or var.member[index][component], its bound checked:
@@ -318,7 +295,7 @@ static void global_chain(struct walk *x, size_t i, uint32_t t)
         x->g_bind[w[2]] = 0;
         return;
     }
-    const uint32_t off = member_offset(m, m->w[m->def[vt] + 3], k), comp = op == SpvOpTypeVector ? type_bytes(m, m->w[m->def[t] + 2]) : size;
+    const uint32_t off = kv_san_member_offset(m, m->w[m->def[vt] + 3], k), comp = op == SpvOpTypeVector ? type_bytes(m, m->w[m->def[t] + 2]) : size;
     if (off == UINT32_MAX || !x->g_stride[w[2]]) return (void)(x->g_bind[w[2]] = 0);
     x->g_bind[w[2]] = (uint32_t)b + 1, x->g_off[w[2]] = off + c * size, x->g_size[w[2]] = comp;
     x->g_bytes[w[2]] = size;
@@ -434,11 +411,11 @@ static void coopmat_shadow(struct walk *x, size_t i, uint32_t op)
 static void shadow(struct walk *x, size_t i, uint32_t op)
 {
     struct kv_spv *m = &x->c.m;
-    uint32_t p = m->w[i + ptr_pos(op)], pt = kv_spv_type(m, p);
+    uint32_t p = m->w[i + kv_san_ptr_pos(op)], pt = kv_spv_type(m, p);
     if (!x->c.shared || p >= m->bound || !x->unit[p] || kv_spv_op(m, pt) != SpvOpTypePointer) return;
     uint32_t n = kv_spv_units(m, m->w[m->def[pt] + 3]);
     if (!n) return;
-    uint32_t fn = is_atomic(op) ? x->c.f_atomic : op == SpvOpLoad ? x->c.f_read : x->c.f_write;
+    uint32_t fn = kv_san_is_atomic(op) ? x->c.f_atomic : op == SpvOpLoad ? x->c.f_read : x->c.f_write;
     uint32_t site = add_site(x, KV_SAN_RACECHECK, -1, x->root[p], i, op == SpvOpLoad ? "OpLoad" : "OpStore");
     KV_INS(&x->body, SpvOpFunctionCall, x->c.t_v, kv_spv_id(m), fn, x->unit[p], kv_spv_u32(m, n), kv_spv_u32(m, site));
 }
@@ -467,7 +444,7 @@ static void rewrite_functions(struct walk *x)
             access_chain(x, i);
             continue;
         }
-        if (op == SpvOpLoad || op == SpvOpStore || is_atomic(op)) shadow(x, i, op);
+        if (op == SpvOpLoad || op == SpvOpStore || kv_san_is_atomic(op)) shadow(x, i, op);
         if (op == SpvOpStore || op == SpvOpLoad) global_access(x, i, op == SpvOpStore);
         if (is_coopmat_access(op)) coopmat_extent(x, i, op), coopmat_shadow(x, i, op);
         if ((op == SpvOpReturn || op == SpvOpReturnValue) && fn == m->entry_fn) call(x, x->c.f_flush);
@@ -516,64 +493,6 @@ static void walk_free(struct walk *x)
     kv_spv_free(&x->c.m);
 }
 
-/* Whether the module may use subgroup operations: a capability of them, the
- * group and non-uniform group instructions, the KHR subgroup ones,
- * cooperative matrices, or a barrier of subgroup scope. */
-static int subgroup_ops(const struct kv_spv *m)
-{
-    static const uint32_t caps[] = {18, 62, 63, 64, 65, 66, 67, 68, 4423, 4431, 5297, 5357, 5568, 6022, 6026};
-    for (size_t i = 5; i < m->first_type; i += kv_len(m->w[i]))
-        for (size_t c = 0; kv_op(m->w[i]) == SpvOpCapability && c < sizeof caps / sizeof *caps; c++)
-            if (m->w[i + 1] == caps[c]) return 1; /* a capability of subgroup (or group) operations */
-    for (size_t i = m->first_fn; i < m->n; i += kv_len(m->w[i])) {
-        const uint32_t op = kv_op(m->w[i]);
-        if ((op >= SpvOpGroupAll && op <= SpvOpGroupSMax) || (op >= SpvOpGroupNonUniformElect && op <= 366) ||
-            (op >= 4421 && op <= 4432) || (op >= 4456 && op <= 4460) || (op >= 5358 && op <= 5362))
-            return 1;
-        if (op == SpvOpControlBarrier && const_of(m, m->w[i + 1], 2) != SpvScopeWorkgroup) return 1;
-    }
-    return 0;
-}
-
-static void global_off(struct kv_san_module *o, const char *why)
-{
-    size_t n = strlen(o->note);
-    snprintf(o->note + n, sizeof o->note - n, "%sracecheck-global off: %s", n ? "; " : "", why);
-}
-
-/* racecheck-global's binding, past the record buffer and the shared shadow,
- * where a store may reach a storage buffer, room is left for it, and no
- * atomic outside shared memory could order two workgroups (an atomic is the
- * only way one workgroup may wait for another's stores: with none, any two
- * workgroups' accesses of one element of which one is a store race). */
-static void plan_global(struct walk *x, uint32_t room)
-{
-    const struct kv_spv *m = &x->c.m;
-    struct kv_san_module *o = x->out;
-    int atomics = 0, any_atomic = 0;
-    for (size_t i = m->first_fn; i < m->n; i += kv_len(m->w[i])) {
-        const uint32_t op = kv_op(m->w[i]), pos = ptr_pos(op), p = pos ? m->w[i + pos] : 0, r = p < m->bound ? x->root[p] : 0;
-        const uint32_t rt = r ? kv_spv_type(m, r) : 0;
-        if (is_atomic(op) && !(rt && m->w[m->def[rt] + 2] == SpvStorageClassWorkgroup)) atomics = 1;
-        any_atomic |= is_atomic(op);
-        if (op == SpvOpStore && r && m->binding[r] >= 0 && m->binding[r] < KV_SAN_MAX_BINDINGS)
-            x->g_stored |= 1u << m->binding[r];
-    }
-    const uint32_t at = o->binding + 1 + (o->shadow_binding ? 1 : 0);
-    char why[96];
-    if (!x->g_stored) return;
-    if (atomics) return global_off(o, "the shader's atomics may order its workgroups");
-    snprintf(why, sizeof why, "%u bindings leave no room for its shadow", at);
-    if (at + 1 > room) return global_off(o, why);
-    o->global_binding = x->c.global_binding = at;
-    /* between invocations of a workgroup too, where nothing but its barriers
-     * can order them: no subgroup operation (a lane may load a word, hand it
-     * to another through a shuffle, which stores it: ordered, not a race), no
-     * cooperative matrix, no subgroup barrier, no atomic (a flag in shared
-     * memory may order two invocations) */
-    x->c.gintra = !subgroup_ops(m) && !any_atomic;
-}
-
 enum kv_status kv_san_instrument(const char *what, const uint32_t *words, size_t bytes, uint32_t binding,
                                  uint32_t shared_limit, uint32_t room, struct kv_san_module *out)
 {
@@ -600,7 +519,8 @@ enum kv_status kv_san_instrument(const char *what, const uint32_t *words, size_t
     if (!st) {
         scan_uses(&x);
         plan_shadow(&x, shared_limit);
-        plan_global(&x, room);
+        if (kv_san_global_plan(&x.c.m, x.root, room, out, &x.g_stored, &x.c.gintra))
+            x.c.global_binding = out->global_binding;
         kv_san_globals(&x.c, binding);
         for (int g = 0; g < out->n_wg; g++)
             for (uint32_t id = 1; id < b; id++)
