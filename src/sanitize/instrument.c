@@ -521,6 +521,7 @@ enum kv_status kv_san_instrument(const char *what, const uint32_t *words, size_t
         plan_shadow(&x, shared_limit);
         if (kv_san_global_plan(&x.c.m, x.root, room, out, &x.g_stored, &x.c.gintra))
             x.c.global_binding = out->global_binding;
+        x.c.gintra &= x.c.local && x.c.local <= 2048; /* the shadow holds a local index in 11 bits */
         kv_san_globals(&x.c, binding);
         for (int g = 0; g < out->n_wg; g++)
             for (uint32_t id = 1; id < b; id++)
