@@ -56,8 +56,8 @@ static inline uint32_t kv_san_ptr_pos(uint32_t op)
 
 /* Declare the globals (binding: the record buffer's). */
 void kv_san_globals(struct kv_san_ctx *c, uint32_t binding);
-/* Write every helper function into c->fns (kv_gwrite where c->gunit is
- * set: the shadowed stores' smallest scalar is known only after the rewrite). */
+/* Write every helper function into c->fns (after the rewrite: kv_gwrite and
+ * kv_gread divide by c->gunit, the smallest scalar of the accesses it shadowed). */
 void kv_san_helpers(struct kv_san_ctx *c);
 
 #endif

@@ -13,7 +13,7 @@ uint32_t kv_san_buffer_init(const struct kv_san_module *m, uint32_t *buf, const 
         buf[KV_SAN_LOGICAL + b] = logical;
         buf[KV_SAN_GBASE + b] = KV_SAN_GBASE_NONE;
         if (!m->global_binding || !(m->global_mask >> b & 1u)) continue;
-        /* a unit (two words) per global_unit bytes of the tensor, and of the
+        /* a unit (four words) per global_unit bytes of the tensor, and of the
          * last element an access may cover past it (its index is below the
          * ceiling of the bytes over the array's stride, at most 64 bytes) */
         buf[KV_SAN_GBASE + b] = (uint32_t)units;

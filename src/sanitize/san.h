@@ -14,10 +14,13 @@
  *    is a race;
  *  - initcheck: a read of a workgroup scalar no invocation has written since
  *    the workgroup started;
- *  - racecheck-global: a shadow word per unit of each storage buffer the
- *    stage stores to (sanitize/global.c) remembers the workgroup that last
- *    stored there; a store where another workgroup of the dispatch stored
- *    is a race (no order holds between the workgroups of one dispatch).
+ *  - racecheck-global: shadow words per unit of each storage buffer the
+ *    stage stores to remember the workgroup (and invocation and epoch) that
+ *    last stored and last loaded it; a store where another workgroup of the
+ *    dispatch stored or loaded, or a load where another stored, is a race
+ *    (no order holds between the workgroups of one dispatch), and so between
+ *    two invocations of a workgroup in one epoch where sanitize/global.c
+ *    finds nothing else could order them.
  * Each invocation keeps its first record of each kind and a count in
  * private memory, and adds them to the buffer when it returns. */
 #ifndef KV_SAN_H
@@ -92,8 +95,8 @@ struct kv_san_module {
     int shared_checks;      /* racecheck and initcheck made */
     int racecheck;          /* races checked (0 where subgroup barriers cannot be followed) */
     /* racecheck-global: the shadow's binding (0: not made), the bytes a
-     * shadow word stands for (the smallest scalar a shadowed store writes),
-     * and the bindings (bit b) whose stores are shadowed */
+     * unit stands for (the smallest scalar a shadowed access reads or
+     * writes), and the bindings (bit b) whose accesses are shadowed */
     uint32_t global_binding, global_unit, global_mask;
     int subgroup_epochs;    /* the epochs also step at subgroup barriers, per subgroup */
     int coopmat;            /* cooperative matrices' loads and stores of shared memory shadowed */
