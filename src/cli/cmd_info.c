@@ -59,8 +59,10 @@ static void list_abi(const struct kv_kernel *k)
             printf("    set 0 binding %d: %-4s %s %s  storage buffer, %s; range: %s\n", b,
                    kv_dtype_info(td->dtype)->name, td->name, shape, writes ? "written" : "read-only",
                    td->role == KV_OUTPUT
-                       ? "its whole words, then 16 guard words (NaN) that must stay unwritten"
-                       : "its whole words, then a tail as long as the tensor (64 B..64 KiB) of NaN words");
+                       ? "its whole words, then 16 guard words (NaN) that must stay unwritten (as far as "
+                         "maxStorageBufferRange reaches)"
+                       : "its whole words, then a tail as long as the tensor (64 B..64 KiB) of NaN words (as far as "
+                         "maxStorageBufferRange reaches)");
         }
         printf("    push constants (%u bytes): %s\n", sd->push_size, sd->push_doc);
         printf("    dispatch: %s\n", sd->dispatch_doc);

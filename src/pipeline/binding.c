@@ -1,5 +1,6 @@
 #include "pipeline/binding.h"
 
+#include <stdint.h>
 #include <string.h>
 
 static size_t round4(size_t n) { return (n + 3) & ~(size_t)3; }
@@ -10,9 +11,15 @@ size_t kv_poison_bytes(size_t bytes)
     return n < KV_GUARD_BYTES ? KV_GUARD_BYTES : n > KV_POISON_MAX ? KV_POISON_MAX : n;
 }
 
-size_t kv_bound_bytes(const struct kv_tensor_def *td, size_t bytes)
+size_t kv_range_cut(size_t want, size_t words, uint64_t max_range)
 {
-    return round4(bytes) + (td->role == KV_OUTPUT ? KV_GUARD_BYTES : kv_poison_bytes(bytes));
+    return want > max_range && words <= max_range ? (size_t)max_range : want;
+}
+
+size_t kv_bound_bytes(const struct kv_tensor_def *td, size_t bytes, uint64_t max_range)
+{
+    size_t want = round4(bytes) + (td->role == KV_OUTPUT ? KV_GUARD_BYTES : kv_poison_bytes(bytes));
+    return kv_range_cut(want, round4(bytes), max_range);
 }
 
 uint64_t kv_window_row_bytes(const struct kv_case *c, int t)
@@ -29,7 +36,8 @@ static int fits(const struct kv_case *c, int s, uint64_t rows, uint64_t max_rang
     const struct kv_stage_def *sd = &c->k->stages[s];
     for (int i = 0; i < sd->n_bindings; i++) {
         int t = sd->bindings[i];
-        if (kv_bound_bytes(&c->k->tensors[t], (size_t)(rows * kv_window_row_bytes(c, t))) > max_range) return 0;
+        if (kv_bound_bytes(&c->k->tensors[t], (size_t)(rows * kv_window_row_bytes(c, t)), SIZE_MAX) > max_range)
+            return 0;
     }
     return 1;
 }
@@ -70,15 +78,16 @@ static enum kv_status check_offsets(const struct kv_case *c, int s, const struct
     return KV_OK;
 }
 
-/* The most bytes a binding of stage s covers, and (*worst_t) its tensor. */
-static uint64_t widest(const struct kv_case *c, int s, int *worst_t)
+/* The most bytes a binding of stage s covers where it is bound whole (a
+ * tail cut to max_range), and (*worst_t) its tensor. */
+static uint64_t widest(const struct kv_case *c, int s, uint64_t max_range, int *worst_t)
 {
     const struct kv_stage_def *sd = &c->k->stages[s];
     uint64_t worst = 0;
     *worst_t = sd->bindings[0];
     for (int i = 0; i < sd->n_bindings; i++) {
         int t = sd->bindings[i];
-        uint64_t b = kv_bound_bytes(&c->k->tensors[t], kv_tensor_bytes(&c->t[t]));
+        uint64_t b = kv_bound_bytes(&c->k->tensors[t], kv_tensor_bytes(&c->t[t]), max_range);
         if (b > worst) worst = b, *worst_t = t;
     }
     return worst;
@@ -88,7 +97,7 @@ enum kv_status kv_addr_plan(const struct kv_case *c, int s, uint64_t max_range, 
 {
     const struct kv_stage_def *sd = &c->k->stages[s];
     int worst_t;
-    uint64_t worst = widest(c, s, &worst_t);
+    uint64_t worst = widest(c, s, max_range, &worst_t);
     if (why)
         return kv_error(KV_EUSAGE, "%s: tensor %s needs %llu bytes, more than this device's "
                         "maxStorageBufferRange (%llu bytes), and stage %s cannot bind it in windows, nor by "
@@ -105,7 +114,9 @@ enum kv_status kv_windows_plan(const struct kv_case *c, int s, uint64_t max_rang
     memset(w, 0, sizeof *w);
     w->n = 1;
     int worst_t;
-    if (widest(c, s, &worst_t) <= max_range) return KV_OK;
+    /* whole, its tails cut where only they pass the range; a kernel with
+     * windows takes them instead, which keep every tail */
+    if (widest(c, s, k->window_chunk ? SIZE_MAX : max_range, &worst_t) <= max_range) return KV_OK;
     if (!k->window_chunk) { /* bound by address, where it can be: kv_addr_plan */
         w->addr = 1;
         return KV_OK;
@@ -123,7 +134,8 @@ enum kv_status kv_windows_plan(const struct kv_case *c, int s, uint64_t max_rang
     }
     for (int i = 0; lo == 0 && i < sd->n_bindings; i++) {
         int t = sd->bindings[i];
-        if (kv_bound_bytes(&k->tensors[t], (size_t)((uint64_t)chunk * kv_window_row_bytes(c, t))) > max_range)
+        if (kv_bound_bytes(&k->tensors[t], (size_t)((uint64_t)chunk * kv_window_row_bytes(c, t)), SIZE_MAX) >
+            max_range)
             return kv_error(KV_EUSAGE, "%s: one chunk of %lld rows of tensor %s, with its tail, passes this "
                             "device's maxStorageBufferRange (%llu bytes)", c->name, (long long)chunk,
                             k->tensors[t].name, (unsigned long long)max_range);

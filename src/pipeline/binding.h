@@ -18,8 +18,15 @@
 /* The poisoned tail of an input of `bytes`. */
 size_t kv_poison_bytes(size_t bytes);
 /* The range a stage's binding of tensor td sees: its whole words, then the
- * guard words of an output or the poisoned tail of an input (list --abi). */
-size_t kv_bound_bytes(const struct kv_tensor_def *td, size_t bytes);
+ * guard words of an output or the poisoned tail of an input (list --abi).
+ * Where the words fit max_range and the tail would not, the tail is cut to
+ * what the range leaves (none where the words fill it): a tensor of exactly
+ * maxStorageBufferRange bytes is bound, its accesses past the end then
+ * checked by the sanitizer's memcheck alone (SIZE_MAX: no cut). */
+size_t kv_bound_bytes(const struct kv_tensor_def *td, size_t bytes, uint64_t max_range);
+/* A binding of `words` bytes and a tail, `want` bytes in all, cut so (as
+ * kv_bound_bytes). */
+size_t kv_range_cut(size_t want, size_t words, uint64_t max_range);
 
 struct kv_windows {
     int64_t n;       /* dispatches; 1: the whole tensors are bound (no windows), or addressed */

@@ -236,18 +236,19 @@ static const struct kv_vk_buffer *tensor_buffer(const struct kv_kernel *k, struc
 /* An --abi stage's bindings: tensors and products at the file's binding
  * numbers; a number the file leaves out gets the first binding's range. */
 static void abi_bindings(const struct kv_abi *a, const struct kv_kernel *k, struct kv_case *c, struct kv_plan *p,
-                         int pass, struct kv_vk_range *bind)
+                         int pass, uint64_t max_range, struct kv_vk_range *bind)
 {
     for (int i = 0; i < a->n_bindings; i++) {
         const struct kv_abi_binding *b = &a->b[i];
         if (b->tensor < 0) {
-            bind[b->binding] = whole(&p->product[a->stage][i], round4(p->product_bytes[a->stage][i]) +
-                                                                   kv_poison_bytes(p->product_bytes[a->stage][i]));
+            const size_t pb = p->product_bytes[a->stage][i], want = round4(pb) + kv_poison_bytes(pb);
+            bind[b->binding] = whole(&p->product[a->stage][i], kv_range_cut(want, round4(pb), max_range));
             continue;
         }
         int t = kv_case_tensor(c, k->tensors[b->tensor].name);
         t = t < 0 ? b->tensor : t;
-        bind[b->binding] = whole(tensor_buffer(k, p, t, a->stage, pass), kv_bound_bytes(&k->tensors[t], kv_tensor_bytes(&c->t[t])));
+        bind[b->binding] = whole(tensor_buffer(k, p, t, a->stage, pass),
+                                 kv_bound_bytes(&k->tensors[t], kv_tensor_bytes(&c->t[t]), max_range));
     }
     for (uint32_t n = 0; n < kv_abi_slots(a); n++) {
         int mapped = 0;
@@ -258,7 +259,7 @@ static void abi_bindings(const struct kv_abi *a, const struct kv_kernel *k, stru
 
 /* The bindings of a window of `rows` rows from row row0 (rows 0: the whole tensors). */
 static void stage_bindings(const struct kv_kernel *k, const struct kv_case *c, int64_t row0, int64_t rows,
-                           struct kv_plan *p, int s, int pass, struct kv_vk_range *bind)
+                           struct kv_plan *p, int s, int pass, uint64_t max_range, struct kv_vk_range *bind)
 {
     const struct kv_stage_def *sd = &k->stages[s];
     for (int i = 0; i < sd->n_bindings; i++) {
@@ -272,11 +273,11 @@ static void stage_bindings(const struct kv_kernel *k, const struct kv_case *c, i
         /* Whole words (f16 and u8 tensors are read as packed uints), and the
          * guard words or poisoned tail after them (kv_bound_bytes): in a
          * window, the next window's rows where it is not the last. */
-        bind[i] = (struct kv_vk_range){tensor_buffer(k, p, t, s, pass), off, kv_bound_bytes(&k->tensors[t], bytes)};
+        bind[i] = (struct kv_vk_range){tensor_buffer(k, p, t, s, pass), off,
+                                       kv_bound_bytes(&k->tensors[t], bytes, max_range)};
     }
 }
 
-/* Record and run every stage once: isolated stages, then chained reruns. */
 /* The group-count limits a stage's launch rule sees: the device's, or at
  * most cap workgroups in all (cap 0: none). */
 static void group_limits(const struct kv_runner *r, int s, uint32_t cap, uint32_t max[3])
@@ -294,14 +295,15 @@ static enum kv_status stage_launch(struct kv_runner *r, struct kv_case *c, struc
                                    uint32_t cap, int64_t window, struct kv_vk_range *bind, void *push,
                                    uint32_t groups[3])
 {
+    const uint64_t range = r->d->info.max_storage_range;
     if (r->abi[s]) {
-        abi_bindings(r->abi[s], r->k, c, p, pass, bind);
+        abi_bindings(r->abi[s], r->k, c, p, pass, range, bind);
         return kv_abi_launch(c, r->abi[s], r->d->info.max_groups, push, groups);
     }
     uint32_t max[3];
     group_limits(r, s, cap, max);
     if (p->win[s].n == 1) {
-        stage_bindings(r->k, c, 0, 0, p, s, pass, bind);
+        stage_bindings(r->k, c, 0, 0, p, s, pass, range, bind);
         r->k->stages[s].launch(c, r->local[s], max, push, groups);
         return KV_OK;
     }
@@ -310,7 +312,7 @@ static enum kv_status stage_launch(struct kv_runner *r, struct kv_case *c, struc
     if (!wc) return kv_error(KV_EDEVICE, "out of host memory");
     *wc = *c;
     int64_t row0 = kv_window_at(c, &p->win[s], window, &wc->p[r->k->window_batch].i, &wc->p[r->k->window_seq].i);
-    stage_bindings(r->k, c, row0, wc->p[r->k->window_batch].i * wc->p[r->k->window_seq].i, p, s, pass, bind);
+    stage_bindings(r->k, c, row0, wc->p[r->k->window_batch].i * wc->p[r->k->window_seq].i, p, s, pass, range, bind);
     r->k->stages[s].launch(wc, r->local[s], max, push, groups);
     free(wc);
     return KV_OK;

@@ -151,4 +151,20 @@ if "$KV" devices | awk 'NR == 2 {exit $0 !~ / cpu /}'; then
   KVERIFY_TEST_MAX_STORAGE_RANGE=60000 expect_error 2 "stage r cannot bind it in windows, nor by address: on a CPU device an access past a tensor through an address would reach kverify's own memory" \
     "$KV" rmsnorm-bwd --rows 64 --dim 512 "${J[@]}"
 fi
+
+# A tensor of exactly the range is bound whole, its tail cut to none (binding.h):
+# rmsnorm-bwd's x, dy and dx at 4 x 64, gemm-bwd's A, B, dC, dA and dB at 16^3
+# (refused as longer than the range before), stressed and sanitized
+for args in "rmsnorm-bwd --rows 4 --dim 64" "gemm-bwd --m 16 --n 16 --k 16"; do
+  KVERIFY_TEST_MAX_STORAGE_RANGE=1024 expect_exit 0 "$KV" $args --stress --sanitize "${J[@]}"
+  grep -Eq "windows|bound by address" "$TMP/out" && fail "$args: a tensor of exactly the range was not bound whole"
+done
+# where no tail is poisoned a read past an input's end is the sanitizer's:
+# dw's read of x one past its end, its value discarded
+sed 's/acc += DY\[i\] \* X\[i\] \* R\[b\];/acc += DY[i] * X[i] * R[b]; if (X[i + 1u] == 1.0e30) acc = 0.0;/' \
+  "$KV_SRC/shaders/rmsnorm_bwd_dw.comp" > "$TMP/dw-past.comp"
+grep -qF 'X[i + 1u]' "$TMP/dw-past.comp" || fail "plant: dw's sum is not in rmsnorm_bwd_dw.comp (update the test)"
+KVERIFY_TEST_MAX_STORAGE_RANGE=1024 expect_exit 1 "$KV" rmsnorm-bwd --rows 4 --dim 64 --shader "dw=$TMP/dw-past.comp" \
+  --sanitize "${J[@]}"
+grep -Eq '^  memcheck .*dw-past\.comp:[0-9]+.*: index 256 of tensor x' "$TMP/out" || fail "the read past x's end was not memcheck's"
 exit 0
