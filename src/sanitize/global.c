@@ -3,6 +3,7 @@
 #include "sanitize/global.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sanitize/helpers.h"
@@ -43,18 +44,57 @@ static int global_off(struct kv_san_module *o, const char *why)
     return 0;
 }
 
+/* Whether a word of the module could make one workgroup wait for another:
+ * an atomic outside shared memory whose result is used (a counter or flag
+ * read back), or any such atomic where a load could see it without one (a
+ * Coherent or Volatile buffer, a load made volatile or visible). An atomic
+ * whose result nothing reads (adamw-step-bf16's atomicAnd and atomicOr,
+ * which set an invocation's own half of a word) orders nothing. A word that
+ * equals the result's id by chance counts as a use: the answer errs to 1. */
+static int atomics_order(const struct kv_spv *m, const uint32_t *root)
+{
+    int atomics = 0, seen = 0;
+    uint8_t *used = calloc(m->bound ? m->bound : 1, 1);
+    if (!used) return 1;
+    for (size_t i = m->first_fn; i < m->n; i += kv_len(m->w[i])) {
+        const uint32_t op = kv_op(m->w[i]), len = kv_len(m->w[i]);
+        bool res = false, rt = false;
+        kv_spv_result(op, &res, &rt);
+        for (uint32_t k = 1; k < len; k++)
+            if (!(res && k == (rt ? 2u : 1u)) && m->w[i + k] < m->bound) used[m->w[i + k]] = 1;
+        if (op == SpvOpLoad && len >= 5 && (m->w[i + 4] & (SpvMemoryAccessVolatileMask |
+                                                             SpvMemoryAccessMakePointerVisibleMask)))
+            seen = 1;
+    }
+    for (size_t i = 5; i < m->first_type; i += kv_len(m->w[i])) {
+        const uint32_t op = kv_op(m->w[i]), len = kv_len(m->w[i]), d = op == SpvOpDecorate ? 2 : 3;
+        if ((op == SpvOpDecorate || op == SpvOpMemberDecorate) && len > d &&
+            (m->w[i + d] == SpvDecorationCoherent || m->w[i + d] == SpvDecorationVolatile))
+            seen = 1;
+    }
+    int orders = 0;
+    for (size_t i = m->first_fn; i < m->n && !orders; i += kv_len(m->w[i])) {
+        const uint32_t op = kv_op(m->w[i]), pos = kv_san_ptr_pos(op), p = pos ? m->w[i + pos] : 0;
+        const uint32_t r = p < m->bound ? root[p] : 0, rt = r ? kv_spv_type(m, r) : 0;
+        if (!kv_san_is_atomic(op) || (rt && m->w[m->def[rt] + 2] == SpvStorageClassWorkgroup)) continue;
+        atomics = 1;
+        orders = op != SpvOpAtomicStore && used[m->w[i + 2]];
+    }
+    free(used);
+    return orders || (atomics && seen);
+}
+
 /* An atomic is the only way one workgroup may wait for another's stores:
- * with none outside shared memory, any two workgroups' accesses of one
+ * with none that can (atomics_order), any two workgroups' accesses of one
  * element, one of them a store, race. */
 int kv_san_global_plan(const struct kv_spv *m, const uint32_t *root, uint32_t room, struct kv_san_module *o,
                        uint32_t *stored, int *intra)
 {
-    int atomics = 0, any_atomic = 0;
+    int any_atomic = 0;
     *stored = 0, *intra = 0;
     for (size_t i = m->first_fn; i < m->n; i += kv_len(m->w[i])) {
         const uint32_t op = kv_op(m->w[i]), pos = kv_san_ptr_pos(op), p = pos ? m->w[i + pos] : 0;
-        const uint32_t r = p < m->bound ? root[p] : 0, rt = r ? kv_spv_type(m, r) : 0;
-        if (kv_san_is_atomic(op) && !(rt && m->w[m->def[rt] + 2] == SpvStorageClassWorkgroup)) atomics = 1;
+        const uint32_t r = p < m->bound ? root[p] : 0;
         any_atomic |= kv_san_is_atomic(op);
         if (op == SpvOpStore && r && m->binding[r] >= 0 && m->binding[r] < KV_SAN_MAX_BINDINGS)
             *stored |= 1u << m->binding[r];
@@ -62,7 +102,7 @@ int kv_san_global_plan(const struct kv_spv *m, const uint32_t *root, uint32_t ro
     const uint32_t at = o->binding + 1 + (o->shadow_binding ? 1 : 0);
     char why[96];
     if (!*stored) return 0;
-    if (atomics) return global_off(o, "the shader's atomics may order its workgroups");
+    if (any_atomic && atomics_order(m, root)) return global_off(o, "the shader's atomics may order its workgroups");
     snprintf(why, sizeof why, "%u bindings leave no room for its shadow", at);
     if (at + 1 > room) return global_off(o, why);
     o->global_binding = at;

@@ -10,7 +10,8 @@
 /* Decide for module m (root: each pointer id's variable) with room
  * bindings: o->global_binding past o's record buffer and shared shadow, or
  * 0 with a note in o->note where the module has atomics outside shared
- * memory (they may order workgroups) or no binding is left. *stored: the
+ * memory that may order workgroups (a result read back, or a buffer a plain
+ * load may see them through) or no binding is left. *stored: the
  * bindings (bit b) the module stores to; *intra: the check also between a
  * workgroup's invocations (no subgroup operation, no atomic). Returns 1
  * where the check is made. */
