@@ -53,7 +53,7 @@ static int global_off(struct kv_san_module *o, const char *why)
  * equals the result's id by chance counts as a use: the answer errs to 1. */
 static int atomics_order(const struct kv_spv *m, const uint32_t *root)
 {
-    int atomics = 0, seen = 0;
+    int atomics = 0, visible = 0; /* visible: a plain load may see an atomic */
     uint8_t *used = calloc(m->bound ? m->bound : 1, 1);
     if (!used) return 1;
     for (size_t i = m->first_fn; i < m->n; i += kv_len(m->w[i])) {
@@ -64,13 +64,13 @@ static int atomics_order(const struct kv_spv *m, const uint32_t *root)
             if (!(res && k == (rt ? 2u : 1u)) && m->w[i + k] < m->bound) used[m->w[i + k]] = 1;
         if (op == SpvOpLoad && len >= 5 && (m->w[i + 4] & (SpvMemoryAccessVolatileMask |
                                                              SpvMemoryAccessMakePointerVisibleMask)))
-            seen = 1;
+            visible = 1;
     }
     for (size_t i = 5; i < m->first_type; i += kv_len(m->w[i])) {
         const uint32_t op = kv_op(m->w[i]), len = kv_len(m->w[i]), d = op == SpvOpDecorate ? 2 : 3;
         if ((op == SpvOpDecorate || op == SpvOpMemberDecorate) && len > d &&
             (m->w[i + d] == SpvDecorationCoherent || m->w[i + d] == SpvDecorationVolatile))
-            seen = 1;
+            visible = 1;
     }
     int orders = 0;
     for (size_t i = m->first_fn; i < m->n && !orders; i += kv_len(m->w[i])) {
@@ -81,7 +81,7 @@ static int atomics_order(const struct kv_spv *m, const uint32_t *root)
         orders = op != SpvOpAtomicStore && used[m->w[i + 2]];
     }
     free(used);
-    return orders || (atomics && seen);
+    return orders || (atomics && visible);
 }
 
 /* An atomic is the only way one workgroup may wait for another's stores:
