@@ -104,10 +104,13 @@ static const struct kv_stage_def stages[] = {
 static enum kv_status validate(struct kv_case *c)
 {
     int64_t rows = c->p[P_ROWS].i, dim = c->p[P_DIM].i;
-    /* Shaders index with 32-bit unsigned integers: keep every flat index
-     * below 2^31 rather than let it wrap. */
-    if (rows > INT32_MAX / dim)
-        return kv_error(KV_EUSAGE, "--rows %lld x --dim %lld = %lld elements, more than 2^31-1",
+    /* Shaders index with 32-bit unsigned integers: every flat index (row x
+     * dim + column) below 2^32, and no grid-stride step past it (rows and
+     * dim are below 2^31, and so are the group counts). Past 2^31 elements
+     * a tensor is bound by address: a shader's int index that overflows
+     * there, or a 32-bit offset, is what such a case catches. */
+    if (rows > (int64_t)UINT32_MAX / dim)
+        return kv_error(KV_EUSAGE, "--rows %lld x --dim %lld = %lld elements, more than 2^32-1",
                         (long long)rows, (long long)dim, (long long)(rows * dim));
     return KV_OK;
 }
