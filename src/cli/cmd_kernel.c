@@ -15,7 +15,7 @@
 
 enum {
     OPT_SEED = 1000, OPT_SEEDS, OPT_SWEEP, OPT_REPEAT, OPT_JSON, OPT_DEVICE, OPT_SHADER, OPT_NO_SUBGROUP, OPT_NO_8BIT, OPT_JUNIT, OPT_MARKDOWN, OPT_HTML, OPT_NARROW, OPT_ABI, OPT_BASELINE, OPT_REGRESS, OPT_BENCH, OPT_BENCH_WARMUP,
-    OPT_LAMBDA, OPT_MAX_ULP, OPT_RTOL, OPT_ATOL, OPT_MAX_NMSE, OPT_VERBOSE, OPT_HELP, OPT_INPUTS,
+    OPT_LAMBDA, OPT_MAX_ULP, OPT_RTOL, OPT_ATOL, OPT_MAX_NMSE, OPT_VERBOSE, OPT_TIMEOUT, OPT_HELP, OPT_INPUTS,
     OPT_CANDIDATE, OPT_SAVE, OPT_NO_DEVICE, OPT_ORACLE, OPT_SAMPLE, OPT_MAX_GROUPS, OPT_STRESS, OPT_NO_STRESS, OPT_FAIL_FAST,
     OPT_SANITIZE, OPT_NO_SANITIZE, OPT_SAVE_FORMAT,
     OPT_PARAM = 2000,
@@ -46,6 +46,7 @@ static const struct option common_opts[] = {
     {"atol", required_argument, NULL, OPT_ATOL},
     {"max-nmse", required_argument, NULL, OPT_MAX_NMSE},
     {"verbose", no_argument, NULL, OPT_VERBOSE},
+    {"timeout", required_argument, NULL, OPT_TIMEOUT},
     {"inputs", required_argument, NULL, OPT_INPUTS},
     {"candidate", required_argument, NULL, OPT_CANDIDATE},
     {"save", required_argument, NULL, OPT_SAVE},
@@ -136,6 +137,9 @@ static void kernel_usage(const struct kv_kernel *k, FILE *f)
                "  --baseline PREV.json         compare with an earlier report; exit 1 on a regression\n"
                "  --regress-factor X           growth of max bound ratio or max ULP that regresses [default: 2]\n"
                "  --device N|NAME              pick a device (kverify devices) [default: best GPU, else CPU]\n"
+               "  --timeout S                  a submission the device has not finished after S seconds (a\n"
+               "                               shader that never ends) ends the run: exit 4, no report\n"
+               "                               [default: 600 on a GPU, none on a CPU device; 0: none]\n"
                "  --verbose                    print where the time went, to stderr\n"
                "  --help                       this help\n"
                "\nexit: 0 pass, 1 out of tolerance, 2 usage, 3 bad input data, 4 device error, 77 no device\n",
@@ -211,7 +215,13 @@ cleanup:
     return st;
 }
 
-/* The report files, the baseline, the device. */
+enum kv_status kv_timeout_option(const char *arg, struct kv_outputs *out)
+{
+    out->timeout_given = 1;
+    return kv_parse_f64("--timeout", arg, 0, 1e6, &out->timeout_s);
+}
+
+/* The report files, the baseline, the device, the timeout. */
 static enum kv_status output_option(int c, const char *arg, struct kv_outputs *out)
 {
     enum kv_status st = KV_OK;
@@ -235,6 +245,7 @@ static enum kv_status output_option(int c, const char *arg, struct kv_outputs *o
         break;
     case OPT_REGRESS: KV_TRY(kv_parse_f64("--regress-factor", arg, 1, 1e30, &out->regress_factor)); break;
     case OPT_DEVICE: KV_TRY(kv_device_option(arg, out)); break;
+    case OPT_TIMEOUT: KV_TRY(kv_timeout_option(arg, out)); break;
     }
 cleanup:
     return st;
@@ -356,7 +367,7 @@ static void repro_keep(int c, int argc, char **argv, int prev, struct kopts *o)
     /* the cases' choice, the reports and the device, which each case's command adds itself */
     static const int not_kept[] = {OPT_SEED, OPT_SEEDS, OPT_SWEEP, OPT_STRESS, OPT_NO_STRESS, OPT_FAIL_FAST,
                                    OPT_BENCH, OPT_BENCH_WARMUP, OPT_JSON, OPT_JUNIT, OPT_MARKDOWN, OPT_HTML,
-                                   OPT_NARROW, OPT_BASELINE, OPT_REGRESS, OPT_DEVICE, OPT_SAVE, OPT_SAVE_FORMAT, OPT_VERBOSE,
+                                   OPT_NARROW, OPT_BASELINE, OPT_REGRESS, OPT_DEVICE, OPT_SAVE, OPT_SAVE_FORMAT, OPT_VERBOSE, OPT_TIMEOUT,
                                    OPT_HELP, 'v', 'h', ':', '?'};
     for (size_t i = 0; i < sizeof not_kept / sizeof *not_kept; i++)
         if (c == not_kept[i]) return;
@@ -437,7 +448,8 @@ enum kv_status kv_kopts_parse(const struct kv_kernel *k, int argc, char **argv, 
         case OPT_NARROW:
         case OPT_BASELINE:
         case OPT_REGRESS:
-        case OPT_DEVICE: KV_TRY(output_option(c, arg, &o->out)); break;
+        case OPT_DEVICE:
+        case OPT_TIMEOUT: KV_TRY(output_option(c, arg, &o->out)); break;
         case OPT_SHADER: KV_TRY(kv_shader_option(k, arg, &o->run)); break;
         case OPT_ABI:
             KV_CHECK(*arg && o->n_abi < KV_MAX_STAGES, KV_EUSAGE, "--abi: %s", *arg ? "given too often" : "empty file name");

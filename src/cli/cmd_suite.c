@@ -273,6 +273,9 @@ static void run_usage(FILE *f)
                "  --baseline PREV.json         compare with an earlier report; exit 1 on a regression\n"
                "  --regress-factor X           growth of max bound ratio or max ULP that regresses [default: 2]\n"
                "  --device N|NAME              device index or name substring [default: a GPU, else a CPU device]\n"
+               "  --timeout S                  a submission the device has not finished after S seconds (a\n"
+               "                               shader that never ends) ends the run: exit 4, no report\n"
+               "                               [default: 600 on a GPU, none on a CPU device; 0: none]\n"
                "  --verbose                    print the time split to stderr\n"
                "  --help                       this help\n"
                "\nexit: 0 pass, 1 out of tolerance or regression, 2 usage, 3 bad input data, 4 device error, "
@@ -307,7 +310,7 @@ int cmd_run(int argc, char **argv)
     struct kv_job *jobs = NULL;
     size_t n = 0;
     enum { O_FILTER = 1000, O_SHARD, O_JSON, O_JUNIT, O_MD, O_HTML, O_NARROW, O_BASE, O_FACTOR, O_DEVICE, O_VERBOSE, O_HELP,
-           O_OFFSET };
+           O_OFFSET, O_TIMEOUT };
     static const struct option opts[] = {
         {"filter", required_argument, NULL, O_FILTER},   {"shard", required_argument, NULL, O_SHARD},
         {"json", required_argument, NULL, O_JSON},       {"junit", required_argument, NULL, O_JUNIT},
@@ -315,7 +318,7 @@ int cmd_run(int argc, char **argv)
         {"html", required_argument, NULL, O_HTML},       {"narrow", no_argument, NULL, O_NARROW},
         {"regress-factor", required_argument, NULL, O_FACTOR}, {"device", required_argument, NULL, O_DEVICE},
         {"verbose", no_argument, NULL, O_VERBOSE},       {"help", no_argument, NULL, O_HELP},
-        {"seed-offset", required_argument, NULL, O_OFFSET},
+        {"seed-offset", required_argument, NULL, O_OFFSET}, {"timeout", required_argument, NULL, O_TIMEOUT},
         {0, 0, 0, 0},
     };
     optind = 1;
@@ -340,6 +343,7 @@ int cmd_run(int argc, char **argv)
         case O_BASE: out.baseline = arg; break;
         case O_FACTOR: KV_TRY(kv_parse_f64("--regress-factor", arg, 1, 1e30, &out.regress_factor)); break;
         case O_DEVICE: KV_TRY(kv_device_option(arg, &out)); break;
+        case O_TIMEOUT: KV_TRY(kv_timeout_option(arg, &out)); break;
         case 'v':
         case O_VERBOSE: out.verbose = 1; break;
         case 'h':

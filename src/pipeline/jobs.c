@@ -490,6 +490,7 @@ int kv_run_jobs(struct kv_job *jobs, size_t n, const struct kv_outputs *out, con
     cJSON *base = NULL;
     const char *selectors[KV_MAX_DEVICES];
     KV_CHECK(x.runners && x.runner_of && x.ready && x.runner_err && x.runner_msg, KV_EDEVICE, "out of host memory");
+    kv_vk_set_timeout(out->timeout_given ? out->timeout_s : -1);
     if (out->baseline) KV_TRY(kv_report_read(out->baseline, &base));
     KV_TRY(device_list(out->device, selectors, &x.n_dev));
     for (int j = 0; j < (int)n; j++) jobs[j].o.run.keep_outputs = x.n_dev > 1;

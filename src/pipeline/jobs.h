@@ -17,6 +17,8 @@ struct kv_outputs {
     int narrow; /* --narrow: the narrow table */
     double regress_factor; /* default 2 */
     int verbose;
+    double timeout_s;  /* --timeout: the longest a submission may run (kv_vk_set_timeout) */
+    int timeout_given; /* else the device's default */
 };
 
 struct kopts {

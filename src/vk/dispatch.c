@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "vk/vk.h"
 
@@ -158,10 +159,33 @@ cleanup:
     return st;
 }
 
+static double timeout_s = -1;
+
+void kv_vk_set_timeout(double seconds) { timeout_s = seconds; }
+
+/* A submission the device has not finished in time (kv_vk_set_timeout). */
+static void hung(double s)
+{
+    fflush(stdout);
+    fprintf(stderr, "kverify: the device has not finished a submission after %g s (--timeout): a shader that never "
+            "ends (a loop whose step is 0, a wait on what no invocation writes) or a device fault the driver has not "
+            "reported; the run ends here, with no report written\n", s);
+    _exit((int)KV_EDEVICE);
+}
+
+/* vkWaitForFences on b's fence, for at most the timeout. */
+static VkResult fence_wait(struct kv_vk_batch *b)
+{
+    const double s = timeout_s >= 0 ? timeout_s : strcmp(b->d->info.type, "cpu") ? KV_VK_TIMEOUT_S : 0;
+    VkResult r = vkWaitForFences(b->d->dev, 1, &b->fence, VK_TRUE, s > 0 ? (uint64_t)(s * 1e9) : UINT64_MAX);
+    if (r == VK_TIMEOUT) hung(s);
+    return r;
+}
+
 enum kv_status kv_vk_batch_wait(struct kv_vk_batch *b)
 {
     enum kv_status st = KV_OK;
-    VK_TRY(vkWaitForFences(b->d->dev, 1, &b->fence, VK_TRUE, UINT64_MAX));
+    VK_TRY(fence_wait(b));
     b->in_flight = 0;
     if (b->queries && b->n_stamps)
         VK_TRY(vkGetQueryPoolResults(b->d->dev, b->queries, 0, b->n_stamps,

@@ -232,6 +232,14 @@ enum kv_status kv_vk_batch_dispatch(struct kv_vk_batch *b, const struct kv_vk_pi
                                     const uint32_t groups[3]);
 /* End, submit, wait for completion, read the timestamps. */
 enum kv_status kv_vk_batch_submit(struct kv_vk_batch *b);
+/* The longest a submission may run before the process ends (exit 4, with a
+ * line on stderr and no report): Vulkan cannot cancel it, and nothing it
+ * uses may be freed while it runs. seconds < 0: the default, KV_VK_TIMEOUT_S
+ * on a GPU and none on a CPU device (lavapipe ends every shader loop after
+ * 65535 iterations, and a large case may take long there); 0: none. Set
+ * before the runs; read at each wait. */
+#define KV_VK_TIMEOUT_S 600
+void kv_vk_set_timeout(double seconds);
 /* kv_vk_batch_submit in two halves: end and submit; wait for completion and
  * read the timestamps. Other work, and other batches, may come between. */
 enum kv_status kv_vk_batch_send(struct kv_vk_batch *b);

@@ -29,6 +29,13 @@ expect_error 2 "--rtol: 'x' is not a number" "$KV" rmsnorm-bwd --rtol x "${J[@]}
 expect_error 2 "--atol: -1 is out of range" "$KV" rmsnorm-bwd --atol -1 "${J[@]}"
 expect_error 2 "--max-nmse: 'nan' is not a finite number" "$KV" rmsnorm-bwd --max-nmse nan "${J[@]}"
 expect_error 2 "--device: empty" "$KV" rmsnorm-bwd --device "" "${J[@]}"
+expect_error 2 "--timeout: 'x' is not a number" "$KV" rmsnorm-bwd --timeout x "${J[@]}"
+expect_error 2 "--timeout: -1 is out of range" "$KV" rmsnorm-bwd --timeout -1 "${J[@]}"
+# a submission the device has not finished within --timeout ends the run: exit 4,
+# one line, no report (a shader that never ends would hang the run on a GPU)
+expect_error 4 "the device has not finished a submission after 1e-06 s \(--timeout\): a shader that never ends" \
+  "$KV" rmsnorm-bwd --rows 2048 --dim 4096 --timeout 0.000001 "${J[@]}"
+expect_exit 0 "$KV" rmsnorm-bwd --rows 64 --dim 64 --timeout 0 "${J[@]}" # 0: none
 expect_error 2 "--json: empty file name" "$KV" rmsnorm-bwd --json ""
 expect_error 2 "usage: kverify COMMAND" "$KV"
 expect_error 2 "--shader: 'r' is not STAGE=FILE" "$KV" rmsnorm-bwd --shader r "${J[@]}"

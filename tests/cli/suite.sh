@@ -135,6 +135,8 @@ expect_error 2 "--filter: '\(' is not a regular expression" "$KV" run "$S" --fil
 expect_error 2 "--regress-factor: 0.5 is out of range" "$KV" run "$S" --regress-factor 0.5 "${J[@]}"
 expect_error 2 "--seed-offset: -1 is out of range" "$KV" run "$S" --seed-offset -1 "${J[@]}"
 expect_error 2 "--seed-offset: 'x' is not an integer" "$KV" run "$S" --seed-offset x "${J[@]}"
+expect_error 2 "--timeout: 'x' is not a number" "$KV" run "$S" --timeout x "${J[@]}"
+expect_error 4 "the device has not finished a submission after 1e-06 s" "$KV" run "$S" --timeout 0.000001 "${J[@]}"
 printf '{"cases": [{"kernel": "rmsnorm-bwd", "seed": "9223372036854775000", "seeds": 3}]}' > "$TMP/big.json"
 expect_error 2 'cases\[0\]: --seed-offset 806 moves seed 9223372036854775000 past 2\^63-1' \
   "$KV" run "$TMP/big.json" --seed-offset 806 "${J[@]}"
