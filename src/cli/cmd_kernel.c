@@ -63,6 +63,28 @@ static const struct option common_opts[] = {
     {"help", no_argument, NULL, OPT_HELP},
 };
 
+/* kernel_usage's last part: the reports, the device, the run. */
+static void output_usage(FILE *f)
+{
+    fputs("\noutput:\n"
+          "  --json FILE                  write the JSON report (schema 2); - for stdout\n"
+          "  --junit FILE                 write a JUnit XML report (a testcase per case and output)\n"
+          "  --markdown FILE              write the table as Markdown (for pull-request comments)\n"
+          "  --html FILE                  write a self-contained HTML page: error histograms, error\n"
+          "                               maps, worst elements per output (no - : a file)\n"
+          "  --narrow                     a narrow table (also when the terminal is narrow)\n"
+          "  --baseline PREV.json         compare with an earlier report; exit 1 on a regression\n"
+          "  --regress-factor X           growth of max bound ratio or max ULP that regresses [default: 2]\n"
+          "  --device N|NAME              pick a device (kverify devices) [default: best GPU, else CPU]\n"
+          "  --timeout S                  a submission the device has not finished after S seconds (a\n"
+          "                               shader that never ends) ends the run: exit 4, no report\n"
+          "                               [default: 600 on a GPU, none on a CPU device; 0: none]\n"
+          "  --verbose                    print where the time went, to stderr\n"
+          "  --help                       this help\n"
+          "\nexit: 0 pass, 1 out of tolerance, 2 usage, 3 bad input data, 4 device error, 77 no device\n",
+          f);
+}
+
 static void kernel_usage(const struct kv_kernel *k, FILE *f)
 {
     fprintf(f, "usage: kverify %s [options]\n%s\n\nkernel parameters:\n", k->name, k->summary);
@@ -126,24 +148,9 @@ static void kernel_usage(const struct kv_kernel *k, FILE *f)
                "  --lambda X                   probabilistic bound factor [default: 8]\n"
                "  --max-ulp X                  pass when max ULP error <= X\n"
                "  --rtol X, --atol X           pass when |c-y| <= atol + rtol*|y|\n"
-               "  --max-nmse X                 pass when NMSE <= X\n"
-               "\noutput:\n"
-               "  --json FILE                  write the JSON report (schema 2); - for stdout\n"
-               "  --junit FILE                 write a JUnit XML report (a testcase per case and output)\n"
-               "  --markdown FILE              write the table as Markdown (for pull-request comments)\n"
-               "  --html FILE                  write a self-contained HTML page: error histograms, error\n"
-               "                               maps, worst elements per output (no - : a file)\n"
-               "  --narrow                     a narrow table (also when the terminal is narrow)\n"
-               "  --baseline PREV.json         compare with an earlier report; exit 1 on a regression\n"
-               "  --regress-factor X           growth of max bound ratio or max ULP that regresses [default: 2]\n"
-               "  --device N|NAME              pick a device (kverify devices) [default: best GPU, else CPU]\n"
-               "  --timeout S                  a submission the device has not finished after S seconds (a\n"
-               "                               shader that never ends) ends the run: exit 4, no report\n"
-               "                               [default: 600 on a GPU, none on a CPU device; 0: none]\n"
-               "  --verbose                    print where the time went, to stderr\n"
-               "  --help                       this help\n"
-               "\nexit: 0 pass, 1 out of tolerance, 2 usage, 3 bad input data, 4 device error, 77 no device\n",
+               "  --max-nmse X                 pass when NMSE <= X\n",
             k->sweep_seeds);
+    output_usage(f);
 }
 
 static enum kv_status oracle_option(const struct kv_kernel *k, const char *arg, struct kopts *o)
