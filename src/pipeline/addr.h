@@ -14,9 +14,14 @@
 #include "vk/vk.h"
 
 /* Why no stage reads its tensors through addresses on dev, as text, or
- * NULL where they can: the device lacks bufferDeviceAddress or shaderInt64,
- * or it is a CPU device (nothing checks an access there). */
+ * NULL where they can: the device lacks bufferDeviceAddress or shaderInt64. */
 const char *kv_addr_lacks(const struct kv_vk_info *dev);
+/* Whether dev's address builds are guarded (spirv_addr.h): on a CPU device
+ * an access past a tensor through an address would reach kverify's own
+ * memory, where a GPU faults (the device lost: exit 4). Such a device takes
+ * the bound build rewritten, never a KV_ADDR build (its pointers are its
+ * own, which no guard follows). */
+int kv_addr_guarded(const struct kv_vk_info *dev);
 /* Whether stage s of kernel k, run from shader (a --shader path, or NULL:
  * the built-in source), has a KV_ADDR build of its source. */
 int kv_addr_source(const struct kv_kernel *k, int s, const char *shader);

@@ -61,7 +61,9 @@ static const char *addr_lacks(const struct kv_vk_info *dev, const struct kv_kern
     const struct kv_stage_def *sd = &k->stages[s];
     const char *shader = o ? o->shader[s] : NULL, *lacks = kv_addr_lacks(dev);
     const struct kv_abi *abi = o ? o->abi[s] : NULL;
-    if (lacks || !o || !(shader || sd->source_disk) || (!abi && kv_addr_source(k, s, shader))) return lacks;
+    const int guard = kv_addr_guarded(dev);
+    if (lacks || !o || !(shader || sd->source_disk || guard) || (!abi && !guard && kv_addr_source(k, s, shader)))
+        return lacks;
     uint32_t *words = NULL, *out = NULL;
     size_t bytes = 0, n_out = 0;
     const unsigned defines = kv_stage_defines(dev, sd, o);
@@ -72,10 +74,16 @@ static const char *addr_lacks(const struct kv_vk_info *dev, const struct kv_kern
         st = kv_shader_load(shader, defines, kv_abi_glsl_extra(abi, &extra), &words, &bytes);
     } else {
         kv_stage_source(k, s, path, sizeof path);
-        st = kv_glsl_compile(&(struct kv_glsl_env){.defines = defines}, path, &words, &bytes);
+        st = kv_glsl_compile(&(struct kv_glsl_env){.builtin = !sd->source_disk, .defines = defines}, path, &words,
+                             &bytes);
     }
     const uint32_t n_bind = abi ? kv_abi_slots(abi) : (uint32_t)sd->n_bindings;
-    int bad = st == KV_OK && kv_spirv_addr(words, bytes / 4, n_bind, &out, &n_out, NULL, why, sizeof why);
+    int lengths = 0;
+    int bad = st == KV_OK && kv_spirv_addr(words, bytes / 4, n_bind, guard, &out, &n_out, &lengths, why, sizeof why);
+    const uint32_t push = 8u * n_bind * (lengths ? 2 : 1) + (abi ? kv_abi_push_size(abi) : sd->push_size);
+    if (st == KV_OK && !bad && push > dev->max_push)
+        bad = snprintf(why, sizeof why, "its %u bytes of addresses%s and push constants pass this device's "
+                       "maxPushConstantsSize (%u)", push, lengths ? ", ranges" : "", dev->max_push) > 0;
     kv_error_clear();
     free(words), free(out);
     return bad ? why : NULL;

@@ -196,8 +196,6 @@ cleanup:
     return st;
 }
 
-/* Vulkan's least maxPushConstantsSize: every device takes this many bytes. */
-#define KV_PUSH_MIN 128u
 
 /* At kv_runner_stage: what stage s's address build is made from (its
  * source's KV_ADDR build, where it has one: the built-in source, a
@@ -208,7 +206,8 @@ static void addr_source(struct kv_runner *r, int s, const struct kv_run_opts *o,
     const struct kv_stage_def *sd = &r->k->stages[s];
     const char *lacks = kv_addr_lacks(&r->d->info);
     snprintf(r->addr_why[s], sizeof r->addr_why[s], "%s", lacks ? lacks : "");
-    r->addr_glsl[s] = !o->abi[s] && kv_addr_source(r->k, s, o->shader[s]); /* (an --abi stage's own words) */
+    r->addr_glsl[s] = !o->abi[s] && !kv_addr_guarded(&r->d->info) && /* (an --abi stage's own words) */
+                      kv_addr_source(r->k, s, o->shader[s]);
     r->addr_env[s] = (struct kv_glsl_env){.builtin = !sd->source_disk && !o->shader[s], .defines = defines};
     if (o->src_env[s]) {
         r->addr_env[s] = *o->src_env[s];
@@ -255,7 +254,8 @@ static enum kv_status addr_words(struct kv_runner *r, int s, int reversed, const
     }
     const uint32_t *in = src ? src : r->addr_words[s][reversed != 0];
     const size_t n_in = (src ? n_src : r->addr_bytes[s][reversed != 0]) / 4;
-    KV_CHECK(!kv_spirv_addr(in, n_in, n_bind, &out, &n_out, lengths, err, sizeof err), KV_EUSAGE,
+    KV_CHECK(!kv_spirv_addr(in, n_in, n_bind, kv_addr_guarded(&r->d->info), &out, &n_out, lengths, err, sizeof err),
+             KV_EUSAGE,
              "%s: cannot be bound by address: %s", what, err);
     *words = out, *bytes = 4 * n_out;
     out = NULL;
@@ -289,8 +289,8 @@ enum kv_status kv_runner_addr(struct kv_runner *r, int s, int reversed, const st
     uint32_t n_bind, own;
     kv_runner_addr_layout(r, s, &n_bind, &own);
     const uint32_t push = 8u * n_bind * (*lengths ? 2 : 1) + own;
-    KV_CHECK(push <= KV_PUSH_MIN, KV_EDATA, "%s: %u bytes of addresses and push constants, more than the %u every "
-             "device takes", what, push, KV_PUSH_MIN);
+    KV_CHECK(push <= r->d->info.max_push, KV_EDATA, "%s: %u bytes of addresses and push constants, more than this "
+             "device's maxPushConstantsSize (%u)", what, push, r->d->info.max_push);
     KV_TRY(kv_spirv_check(what, &iface, 0, 0, push, NULL));
     KV_CHECK(!memcmp(iface.local, r->local[s], sizeof iface.local), KV_EDATA,
              "%s: its workgroup (%u, %u, %u) is not the bound build's (%u, %u, %u)", what, iface.local[0],

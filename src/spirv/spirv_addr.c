@@ -4,21 +4,27 @@
 
 static uint32_t get_aln(const struct ax *x, uint32_t id) { return id < x->n_aln ? x->aln[id] : 0; }
 
-static int set_aln(struct ax *x, uint32_t id, uint32_t a, uint32_t pt)
+/* id's alignment a, pointee pt and buffer variable root (1 + its index, 0: none). */
+static int set_aln(struct ax *x, uint32_t id, uint32_t a, uint32_t pt, int32_t root)
 {
     if (id >= x->n_aln) {
         size_t n = 2 * (size_t)id + 64;
         uint32_t *al = realloc(x->aln, n * sizeof *al), *p = al ? realloc(x->pty, n * sizeof *p) : NULL;
+        int32_t *r = p ? realloc(x->root, n * sizeof *r) : NULL;
         if (al) x->aln = al;
-        if (!p) return fail(x, "out of host memory");
-        x->pty = p;
+        if (p) x->pty = p;
+        if (!r) return fail(x, "out of host memory");
+        x->root = r;
         memset(x->aln + x->n_aln, 0, (n - x->n_aln) * sizeof *al);
         memset(x->pty + x->n_aln, 0, (n - x->n_aln) * sizeof *p);
+        memset(x->root + x->n_aln, 0, (n - x->n_aln) * sizeof *r);
         x->n_aln = n;
     }
-    x->aln[id] = a, x->pty[id] = pt;
+    x->aln[id] = a, x->pty[id] = pt, x->root[id] = root;
     return 0;
 }
+
+static int32_t get_root(const struct ax *x, uint32_t id) { return id < x->n_aln ? x->root[id] : 0; }
 
 /* The alignment a proves, after an offset of v bytes more (v = 0: none). */
 static uint32_t min_al(uint32_t a, uint64_t v)
@@ -101,6 +107,58 @@ static uint32_t add_scaled(struct ax *x, uint32_t addr, uint32_t idx, uint64_t s
     return sum;
 }
 
+/* The bytes an access through a pointer to t may touch: a scalar's, a
+ * vector's, an array's of fixed length, a struct's to its last member's
+ * end; 0 for a runtime array (each access through it is a chain of its
+ * own, kept in range there); UINT64_MAX where the rewrite cannot tell. */
+static uint64_t type_size(const struct ax *x, uint32_t t, int depth)
+{
+    const uint32_t *d = def_of(x, t), op = d ? kv_op(d[0]) : 0;
+    uint32_t c;
+    if (depth > 8 || !d) return UINT64_MAX;
+    if (op == SpvOpTypeInt || op == SpvOpTypeFloat) return d[2] / 8;
+    if (op == SpvOpTypeVector) return (uint64_t)d[3] * scalar_bytes(x, t);
+    if (op == SpvOpTypeRuntimeArray) return 0;
+    if (op == SpvOpTypeArray && x->m.stride[t] && kv_spv_const(&x->m, d[3], &c)) return (uint64_t)c * x->m.stride[t];
+    if (op != SpvOpTypeStruct) return UINT64_MAX;
+    uint64_t end = 0;
+    for (uint32_t k = 0; k + 2 < kv_len(d[0]); k++) {
+        uint32_t off;
+        const uint64_t s = type_size(x, d[2 + k], depth + 1);
+        if (!member_offset(x, t, k, &off) || s == UINT64_MAX) return UINT64_MAX;
+        end = off + s > end ? off + s : end;
+    }
+    return end;
+}
+
+/* guard: *addr, a pointer into buffer variable v to a pt aligned to a, kept
+ * within the variable's binding: its offset from the binding's address at
+ * most the byte range (from the push constants) less pt's bytes, rounded
+ * down to a. An index past the end (or below 0, as an unsigned offset)
+ * lands on the binding's last words, its guard words or poisoned tail,
+ * where the run sees it as on a bound binding; never past the buffer. */
+static int clamp(struct ax *x, int v, uint32_t pt, uint32_t a, uint32_t *addr)
+{
+    struct kv_spv *m = &x->m;
+    const uint64_t size = type_size(x, pt, 0);
+    if (size == UINT64_MAX) return fail(x, "it reaches a type (through an address) whose bytes it cannot tell");
+    const uint32_t b = kv_spv_bool(m), pp = kv_spv_id(m), rng = kv_spv_id(m), big = kv_spv_id(m), less = kv_spv_id(m);
+    const uint32_t lim = kv_spv_id(m), off = kv_spv_id(m), lt = kv_spv_id(m), keep = kv_spv_id(m), out = kv_spv_id(m);
+    const uint32_t lim0 = kv_spv_id(m);
+    KV_INS(&x->body, SpvOpAccessChain, x->pm_ptr, pp, x->V2, x->cb[x->n_bind + x->var[v].binding]);
+    KV_INS(&x->body, SpvOpLoad, x->u64, rng, pp);
+    KV_INS(&x->body, SpvOpUGreaterThanEqual, b, big, rng, c64(x, size));
+    KV_INS(&x->body, SpvOpISub, x->u64, less, rng, c64(x, size));
+    KV_INS(&x->body, SpvOpSelect, x->u64, lim0, big, less, c64(x, 0));
+    KV_INS(&x->body, SpvOpBitwiseAnd, x->u64, lim, lim0, c64(x, ~(uint64_t)(a ? a - 1 : 0)));
+    KV_INS(&x->body, SpvOpISub, x->u64, off, *addr, x->var[v].fn_u);
+    KV_INS(&x->body, SpvOpULessThanEqual, b, lt, off, lim);
+    KV_INS(&x->body, SpvOpSelect, x->u64, keep, lt, off, lim);
+    KV_INS(&x->body, SpvOpIAdd, x->u64, out, x->var[v].fn_u, keep);
+    *addr = out;
+    return 0;
+}
+
 /* An access chain through an address, made as the pointer arithmetic it
  * stands for, in 64 bits: the base as an integer, plus each index times its
  * ArrayStride (widened) and each member's Offset, made a pointer again.
@@ -159,8 +217,10 @@ static int chain(struct ax *x, const uint32_t *w, uint32_t len)
         addr = sum;
     }
     const uint32_t pt = pointee(x, w[1], NULL);
+    const int32_t root = a ? get_root(x, b) : 0;
+    if (x->guard && root && clamp(x, root - 1, pt, a, &addr)) return -1;
     KV_INS(&x->body, SpvOpConvertUToPtr, a ? kv_spv_ptr(&x->m, SC_PSB, pt) : w[1], w[2], addr);
-    return a ? set_aln(x, w[2], a, pt) : 0;
+    return a ? set_aln(x, w[2], a, pt, root) : 0;
 }
 
 /* A buffer's length(), as a binding reads it: (its byte range - the array's
@@ -193,6 +253,7 @@ static void find_lengths(struct ax *x)
     for (size_t i = x->m.first_fn; i < x->m.n; i += kv_len(x->m.w[i]))
         x->lengths |= kv_op(x->m.w[i]) == SpvOpArrayLength && kv_len(x->m.w[i]) >= 5 &&
                       x->m.w[i + 3] < x->m.bound && x->bind_of[x->m.w[i + 3]];
+    x->lengths |= x->guard && x->n_bind; /* the ranges the guard keeps accesses within */
     x->n_mem = x->n_bind * (x->lengths ? 2u : 1u);
 }
 
@@ -250,7 +311,7 @@ static int instruction(struct ax *x, const uint32_t *w, uint32_t len)
     case SpvOpCopyObject:
         if (len >= 4 && get_aln(x, sub(x, w[3]))) {
             const uint32_t p = sub(x, w[3]);
-            if (set_aln(x, w[2], get_aln(x, p), x->pty[p])) return -1;
+            if (set_aln(x, w[2], get_aln(x, p), x->pty[p], get_root(x, p))) return -1;
             KV_INS(&x->body, op, kv_spv_ptr(&x->m, SC_PSB, x->pty[p]), w[2], p);
             return 0;
         }
@@ -280,8 +341,8 @@ static int load_addresses(struct ax *x)
         KV_INS(&x->body, SpvOpAccessChain, x->pm_ptr, pp, x->V2, x->cb[x->var[v].binding]);
         KV_INS(&x->body, SpvOpLoad, x->u64, u, pp);
         KV_INS(&x->body, SpvOpConvertUToPtr, x->var[v].psb, p, u);
-        x->var[v].fn_ptr = p;
-        if (set_aln(x, p, TOP_ALIGN, x->var[v].block)) return -1;
+        x->var[v].fn_ptr = p, x->var[v].fn_u = u;
+        if (set_aln(x, p, TOP_ALIGN, x->var[v].block, v + 1)) return -1;
     }
     return 0;
 }
@@ -312,10 +373,10 @@ static int rewrite_functions(struct ax *x)
     return x->body.oom || x->m.globals.oom || x->m.annot.oom ? fail(x, "out of host memory") : 0;
 }
 
-int kv_spirv_addr(const uint32_t *in, size_t n_in, uint32_t n_bind, uint32_t **out, size_t *n_out, int *lengths,
-                  char *err, size_t err_size)
+int kv_spirv_addr(const uint32_t *in, size_t n_in, uint32_t n_bind, int guard, uint32_t **out, size_t *n_out,
+                  int *lengths, char *err, size_t err_size)
 {
-    struct ax x = {.n_bind = n_bind, .err = err, .err_size = err_size};
+    struct ax x = {.n_bind = n_bind, .guard = guard, .err = err, .err_size = err_size};
     *out = NULL, *n_out = 0;
     int rc = -1;
     if (n_bind > MAXB) return snprintf(err, err_size, "%u bindings, more than %d", n_bind, MAXB), -1;
@@ -333,7 +394,7 @@ int kv_spirv_addr(const uint32_t *in, size_t n_in, uint32_t n_bind, uint32_t **o
     rc = 0;
     if (lengths) *lengths = x.lengths;
 done:
-    free(x.bind_of), free(x.aln), free(x.pty), free(x.off), free(x.body.w);
+    free(x.bind_of), free(x.aln), free(x.pty), free(x.root), free(x.off), free(x.body.w);
     kv_spv_free(&x.m);
     return rc;
 }

@@ -24,11 +24,15 @@
 #include <stdint.h>
 
 /* Returns 0 and a malloc'd module in *out (n_out words), with *lengths (if
- * given) set where it reads a buffer's length(): then the push constants
- * hold each binding's byte range as a 64-bit word after the addresses (at
- * 8 (n_bind + b)), and the module's own follow at 16 n_bind. Or -1 with the
- * reason in err. */
-int kv_spirv_addr(const uint32_t *in, size_t n_in, uint32_t n_bind, uint32_t **out, size_t *n_out, int *lengths,
-                  char *err, size_t err_size);
+ * given) set where it reads a buffer's length() or guards: then the push
+ * constants hold each binding's byte range as a 64-bit word after the
+ * addresses (at 8 (n_bind + b)), and the module's own follow at 16 n_bind.
+ * Or -1 with the reason in err. guard (for a CPU device, where nothing else
+ * stops an access past a buffer): each access through a binding's address
+ * is kept within the binding's byte range, an offset past it (or below its
+ * start) taken as the range's last aligned place; a KV_ADDR build's own
+ * pointers (n_bind 0) are not guarded. */
+int kv_spirv_addr(const uint32_t *in, size_t n_in, uint32_t n_bind, int guard, uint32_t **out, size_t *n_out,
+                  int *lengths, char *err, size_t err_size);
 
 #endif

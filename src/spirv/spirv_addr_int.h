@@ -30,6 +30,7 @@ struct ax {
         uint32_t binding, block, psb; /* its block struct, and a PhysicalStorageBuffer pointer to it */
         uint8_t coherent, vol;
         uint32_t fn_ptr; /* the address the function loaded */
+        uint32_t fn_u;   /* the same as an integer (guard) */
     } var[MAXV];
     uint32_t pc_old, P;  /* the module's push-constant variable and struct (0: none) */
     uint32_t P2, V2, pm_ptr, cb[2 * MAXB], u64;
@@ -42,6 +43,8 @@ struct ax {
     uint64_t c64v[64];
     uint32_t c64id[64];
     uint32_t *aln, *pty;          /* id -> alignment (0: no address made here) and pointee type */
+    int32_t *root;                /* id -> 1 + the buffer variable it points into */
+    int guard;                    /* every access kept within its binding's range (kv_spirv_addr) */
     size_t n_aln;
     uint32_t (*off)[3];           /* Offset decorations: struct, member, offset */
     size_t n_off, cap_off;

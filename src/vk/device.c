@@ -248,6 +248,7 @@ static int describe(VkInstance inst, VkPhysicalDevice p, uint32_t index, struct 
     o->max_invocations = props.limits.maxComputeWorkGroupInvocations;
     o->max_shared = props.limits.maxComputeSharedMemorySize;
     o->max_stage_buffers = props.limits.maxPerStageDescriptorStorageBuffers;
+    o->max_push = props.limits.maxPushConstantsSize;
     o->timestamps = ts_bits > 0 && props.limits.timestampComputeAndGraphics;
     o->timestamp_ns = props.limits.timestampPeriod;
 

@@ -50,6 +50,7 @@ struct kv_vk_info {
     uint32_t max_invocations;
     uint32_t max_shared;
     uint32_t max_stage_buffers; /* maxPerStageDescriptorStorageBuffers */
+    uint32_t max_push;          /* maxPushConstantsSize */
     int timestamps;       /* compute queue has valid timestamp bits */
     double timestamp_ns;  /* nanoseconds per tick */
 };

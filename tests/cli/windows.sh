@@ -142,14 +142,34 @@ grep -q "bound by address (tensors longer than a binding reaches): r dx dw" "$TM
 grep -Eq '^  dx .* FAIL' "$TMP/out" || fail "the rewritten mutant's dx did not fail"
 
 # what cannot be bound by address is refused in one line, exit 2, nothing written:
-# a device without buffer addresses, and a CPU device without the test hook (the
-# shaders the rewrite cannot follow: unit.spirv_addr)
+# a device without buffer addresses (the shaders the rewrite cannot follow:
+# unit.spirv_addr)
 KVERIFY_TEST_NO_ADDR=1 KVERIFY_TEST_MAX_STORAGE_RANGE=60000 expect_error 2 "tensor x needs [0-9]+ bytes, more than this device's maxStorageBufferRange \(60000 bytes\), and stage r cannot bind it in windows, nor by address: this device lacks bufferDeviceAddress or shaderInt64" \
   "$KV" rmsnorm-bwd --rows 64 --dim 512 "${J[@]}"
 unset KVERIFY_TEST_ADDR_ON_CPU
+# On a CPU device nothing stops an access past a buffer (a GPU faults): without
+# the hook its address builds are the bound builds rewritten guarded, each access
+# kept within its binding's range (spirv/spirv_addr.h). The same reports and
+# device outputs as whole bindings; a store 400 MB past dx's end or before its
+# start, or a read 400 MB past x's, fails the case, where unguarded (the hook)
+# it reached kverify's own memory (SIGSEGV).
 if "$KV" devices | awk 'NR == 2 {exit $0 !~ / cpu /}'; then
-  KVERIFY_TEST_MAX_STORAGE_RANGE=60000 expect_error 2 "stage r cannot bind it in windows, nor by address: on a CPU device an access past a tensor through an address would reach kverify's own memory" \
-    "$KV" rmsnorm-bwd --rows 64 --dim 512 "${J[@]}"
+  same_run rms-guard 60000 "addressed:r dx dw" rmsnorm-bwd --rows 64 --dim 512 --stress
+  same_run qdq-guard 10000 "addressed:init forward bwd-scales bwd-biases" qdq-affine --groups 1000 --group-size 64
+  same_run gemm-guard 4000 "addressed:cast dA16 dB" gemm-bwd --m 100 --n 77 --k 64 --variant f16
+  for plant in 's/DX\[base + k\] = rb/DX[base + k + 100000000u] = rb/|written past its end' \
+               's/DX\[base + k\] = rb/DX[base + k - 100000000u] = rb/|written past its end' \
+               's/X\[base + i\] \* W\[i\];/X[base + i + 100000000u] * W[i];/|NaN where the oracle has none'; do
+    sed "${plant%%|*}" "$TMP/dx-bound.comp" > "$TMP/dx-far.comp"
+    cmp -s "$TMP/dx-bound.comp" "$TMP/dx-far.comp" && fail "plant: '${plant%%|*}' changed nothing (update the test)"
+    KVERIFY_TEST_MAX_STORAGE_RANGE=30000 expect_exit 1 "$KV" rmsnorm-bwd --rows 33 --dim 301 --shader "dx=$TMP/dx-far.comp" "${J[@]}"
+    grep -q "bound by address (tensors longer than a binding reaches): r dx dw" "$TMP/out" || fail "the plant was not bound by address"
+    grep -Eq "^  dx .* FAIL .*${plant#*|}" "$TMP/out" || { cat "$TMP/out" >&2; fail "'${plant%%|*}': dx did not fail as ${plant#*|}"; }
+  done
+  # a guarded build whose addresses, ranges and push constants pass the device's
+  # push-constant bytes is refused in one line
+  KVERIFY_TEST_MAX_STORAGE_RANGE=4000 expect_error 2 "stage step cannot bind it in windows, nor by address: its 164 bytes of addresses, ranges and push constants pass this device's maxPushConstantsSize \(128\)" \
+    "$KV" adamw-step --n 5000 "${J[@]}"
 fi
 
 # A tensor of exactly the range is bound whole, its tail cut to none (binding.h):

@@ -75,13 +75,21 @@ static void inspect(const uint32_t *m, size_t n, int *buffers, int *chains, int 
     free(type), free(ptr_sc);
 }
 
+/* How many instructions of opcode op module m has. */
+static int count_op(const uint32_t *m, size_t n, uint32_t op)
+{
+    int c = 0;
+    for (size_t i = 5; i < n && m[i] >> 16; i += m[i] >> 16) c += (m[i] & 0xffff) == op;
+    return c;
+}
+
 static void all_builtins_rewrite(void **state)
 {
     (void)state;
     static const unsigned defs[] = {0, KV_SHADER_SUBGROUP, KV_SHADER_SUBGROUP | KV_SHADER_INT8,
                                     KV_SHADER_SUBGROUP | KV_SHADER_CMEL, KV_SHADER_ABF16};
     spv_context ctx = spvContextCreate(SPV_ENV_VULKAN_1_2);
-    int modules = 0, addr_builds = 0, made = 0;
+    int modules = 0, addr_builds = 0, made = 0, guarded = 0;
     for (size_t i = 0; kv_glsl_builtin_at(i); i++) {
         const char *name = kv_glsl_builtin_at(i)->name;
         size_t len = strlen(name);
@@ -102,7 +110,7 @@ static void all_builtins_rewrite(void **state)
             for (int b = 0; b < iface.n_bindings; b++)
                 if (iface.b[b].binding + 1 > n_bind) n_bind = iface.b[b].binding + 1;
             char err[300], why[1024];
-            if (kv_spirv_addr(w, bytes / 4, n_bind, &out, &n_out, NULL, err, sizeof err))
+            if (kv_spirv_addr(w, bytes / 4, n_bind, 0, &out, &n_out, NULL, err, sizeof err))
                 fail_msg("%s (defines %u): refused: %s", name, env.defines, err);
             if (kv_spv_valid(ctx, w, bytes / 4, NULL, 0) && !kv_spv_valid(ctx, out, n_out, why, sizeof why))
                 fail_msg("%s (defines %u): the address build is invalid: %s", name, env.defines, why);
@@ -123,6 +131,22 @@ static void all_builtins_rewrite(void **state)
             assert_int_equal(kv_spirv_reflect(name, out, n_out, &after), KV_OK);
             assert_int_equal(after.n_bindings, 0);
             assert_int_equal(after.push_size, iface.push_size + 8 * n_bind);
+            if (!addr) { /* guarded (a CPU device's): valid too, each binding's range after the addresses */
+                uint32_t *g = NULL;
+                size_t n_g = 0;
+                int lengths = 0;
+                if (kv_spirv_addr(w, bytes / 4, n_bind, 1, &g, &n_g, &lengths, err, sizeof err))
+                    fail_msg("%s (defines %u): guarded, refused: %s", name, env.defines, err);
+                if (kv_spv_valid(ctx, w, bytes / 4, NULL, 0) && !kv_spv_valid(ctx, g, n_g, why, sizeof why))
+                    fail_msg("%s (defines %u): the guarded address build is invalid: %s", name, env.defines, why);
+                assert_int_equal(lengths, n_bind > 0);
+                assert_int_equal(kv_spirv_reflect(name, g, n_g, &after), KV_OK);
+                assert_int_equal(after.push_size, iface.push_size + 16 * n_bind);
+                /* a clamp (an unsigned <= of 64-bit offsets) for each pointer a chain made */
+                if (m > (int)n_bind) assert_true(count_op(g, n_g, 178) > count_op(out, n_out, 178));
+                guarded++;
+                free(g);
+            }
             modules++, addr_builds += addr;
             free(w), free(out);
         }
@@ -171,7 +195,7 @@ static void reads_lengths_from_the_push_constants(void **state)
                                "  if (i < min(p.n, uint(a.length()))) b[i] = a[i] + float(k); }\n",
                                &n);
     int lengths = 0, buffers, chains, unaligned, made;
-    assert_int_equal(kv_spirv_addr(w, n, 2, &out, &n_out, &lengths, err, sizeof err), 0);
+    assert_int_equal(kv_spirv_addr(w, n, 2, 0, &out, &n_out, &lengths, err, sizeof err), 0);
     assert_true(lengths);
     spv_context ctx = spvContextCreate(SPV_ENV_VULKAN_1_2);
     if (!kv_spv_valid(ctx, out, n_out, why, sizeof why)) fail_msg("invalid: %s", why);
@@ -190,7 +214,7 @@ static void reads_lengths_from_the_push_constants(void **state)
                      "layout(push_constant) uniform P { uint n; } p;\n"
                      "void main() { if (gl_GlobalInvocationID.x < p.n) b[gl_GlobalInvocationID.x] = 1.0; }\n",
                      &n);
-    assert_int_equal(kv_spirv_addr(w, n, 1, &out, &n_out, &lengths, err, sizeof err), 0);
+    assert_int_equal(kv_spirv_addr(w, n, 1, 0, &out, &n_out, &lengths, err, sizeof err), 0);
     assert_false(lengths);
     push_offsets(out, n_out, off, kind);
     assert_int_equal(off[1], 8);
@@ -208,7 +232,7 @@ static void refuses_what_it_cannot_follow(void **state)
                                "layout(std430, binding = 0) buffer A { float a[]; };\n"
                                "void main() { a[gl_GlobalInvocationID.x] = 1.0; }\n",
                                &n);
-    assert_int_not_equal(kv_spirv_addr(w, n, 0, &out, &n_out, NULL, err, sizeof err), 0);
+    assert_int_not_equal(kv_spirv_addr(w, n, 0, 0, &out, &n_out, NULL, err, sizeof err), 0);
     assert_non_null(strstr(err, "binding 0 of set 0 is none of the stage's 0"));
     free(w);
     /* a uniform buffer */
@@ -217,12 +241,12 @@ static void refuses_what_it_cannot_follow(void **state)
                      "layout(std430, binding = 1) buffer A { float a[]; };\n"
                      "void main() { a[gl_GlobalInvocationID.x] = s; }\n",
                      &n);
-    assert_int_not_equal(kv_spirv_addr(w, n, 2, &out, &n_out, NULL, err, sizeof err), 0);
+    assert_int_not_equal(kv_spirv_addr(w, n, 2, 0, &out, &n_out, NULL, err, sizeof err), 0);
     assert_non_null(strstr(err, "binding 0 is a uniform buffer"));
     free(w);
     /* not SPIR-V */
     uint32_t junk[8] = {0x12345678, 0, 0, 10, 0, 0, 0, 0};
-    assert_int_not_equal(kv_spirv_addr(junk, 8, 1, &out, &n_out, NULL, err, sizeof err), 0);
+    assert_int_not_equal(kv_spirv_addr(junk, 8, 1, 0, &out, &n_out, NULL, err, sizeof err), 0);
     assert_non_null(strstr(err, "not SPIR-V"));
 }
 
