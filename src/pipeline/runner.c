@@ -196,7 +196,6 @@ cleanup:
     return st;
 }
 
-
 /* At kv_runner_stage: what stage s's address build is made from (its
  * source's KV_ADDR build, where it has one: the built-in source, a
  * --shader's or the mutant o gives, with defines; else the bound build's
@@ -254,8 +253,8 @@ static enum kv_status addr_words(struct kv_runner *r, int s, int reversed, const
     }
     const uint32_t *in = src ? src : r->addr_words[s][reversed != 0];
     const size_t n_in = (src ? n_src : r->addr_bytes[s][reversed != 0]) / 4;
-    KV_CHECK(!kv_spirv_addr(in, n_in, n_bind, kv_addr_guarded(&r->d->info), &out, &n_out, lengths, err, sizeof err),
-             KV_EUSAGE,
+    const int guard = kv_addr_guarded(&r->d->info);
+    KV_CHECK(!kv_spirv_addr(in, n_in, n_bind, guard, &out, &n_out, lengths, err, sizeof err), KV_EUSAGE,
              "%s: cannot be bound by address: %s", what, err);
     *words = out, *bytes = 4 * n_out;
     out = NULL;
