@@ -30,7 +30,7 @@ int kv_addr_source(const struct kv_kernel *k, int s, const char *shader)
 int kv_addr_guarded(const struct kv_vk_info *dev)
 {
     const char *hook = getenv("KVERIFY_TEST_ADDR_ON_CPU");
-    return dev->type && !strcmp(dev->type, "cpu") && !(hook && !strcmp(hook, "1"));
+    return kv_vk_is_cpu(dev) && !(hook && !strcmp(hook, "1"));
 }
 
 const char *kv_addr_lacks(const struct kv_vk_info *dev)

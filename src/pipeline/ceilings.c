@@ -140,7 +140,7 @@ enum kv_status kv_ceilings_measure(struct kv_vk_device *d, struct kv_ceilings *o
     memset(out, 0, sizeof *out);
     /* Large enough to leave every cache behind on a GPU; small on a CPU
      * device (lavapipe), where the copy and products run in host memory. */
-    int cpu = !strcmp(d->info.type, "cpu");
+    int cpu = kv_vk_is_cpu(&d->info);
     out->copy_mib = cpu ? 64 : 1024;
     if (out->copy_mib * 1048576.0 > (double)d->info.max_storage_range)
         out->copy_mib = (double)(d->info.max_storage_range / 1048576);

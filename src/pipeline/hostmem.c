@@ -15,7 +15,7 @@
 uint64_t kv_case_host_floor(const struct kv_case *c, const struct kv_vk_info *dev)
 {
     const struct kv_kernel *k = c->k;
-    const int cpu = dev && dev->type && !strcmp(dev->type, "cpu");
+    const int cpu = kv_vk_is_cpu(dev);
     uint64_t in = 0, out = 0;
     for (int t = 0; t < k->n_tensors; t++) {
         if (!kv_tensor_on(c, t)) continue;

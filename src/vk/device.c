@@ -548,7 +548,7 @@ enum kv_status kv_vk_open(const char *selector, struct kv_vk_device **out)
     VK_TRY(vkCreateCommandPool(d->dev, &pi, NULL, &d->cmd_pool));
     KV_TRY(open_cache(d));
     if (d->info.coopmat_bf16) KV_TRY(kv_vk_cm_layout(d, &d->info.cm_layout));
-    if (!strcmp(d->info.type, "cpu")) KV_TRY(kv_vk_loop_cap(d, &d->info.loop_cap));
+    if (kv_vk_is_cpu(&d->info)) KV_TRY(kv_vk_loop_cap(d, &d->info.loop_cap));
     *out = d;
     d = NULL;
 cleanup:

@@ -176,7 +176,7 @@ static void hung(double s)
 /* vkWaitForFences on b's fence, for at most the timeout. */
 static VkResult fence_wait(struct kv_vk_batch *b)
 {
-    const double s = timeout_s >= 0 ? timeout_s : strcmp(b->d->info.type, "cpu") ? KV_VK_TIMEOUT_S : 0;
+    const double s = timeout_s >= 0 ? timeout_s : !kv_vk_is_cpu(&b->d->info) ? KV_VK_TIMEOUT_S : 0;
     VkResult r = vkWaitForFences(b->d->dev, 1, &b->fence, VK_TRUE, s > 0 ? (uint64_t)(s * 1e9) : UINT64_MAX);
     if (r == VK_TIMEOUT) hung(s);
     return r;

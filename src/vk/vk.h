@@ -13,6 +13,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <vulkan/vulkan.h>
 
 #include "core/status.h"
@@ -54,6 +55,10 @@ struct kv_vk_info {
     int timestamps;       /* compute queue has valid timestamp bits */
     double timestamp_ns;  /* nanoseconds per tick */
 };
+
+/* Whether the device runs on the host's CPU (lavapipe): its memory is the
+ * host's, and it ends every shader loop after a cap (info.loop_cap). */
+static inline int kv_vk_is_cpu(const struct kv_vk_info *i) { return i && i->type && !strcmp(i->type, "cpu"); }
 
 struct kv_vk_device {
     VkInstance instance;
@@ -233,6 +238,10 @@ enum kv_status kv_vk_batch_dispatch(struct kv_vk_batch *b, const struct kv_vk_pi
                                     const uint32_t groups[3]);
 /* End, submit, wait for completion, read the timestamps. */
 enum kv_status kv_vk_batch_submit(struct kv_vk_batch *b);
+/* kv_vk_batch_submit in two halves: end and submit; wait for completion and
+ * read the timestamps. Other work, and other batches, may come between. */
+enum kv_status kv_vk_batch_send(struct kv_vk_batch *b);
+enum kv_status kv_vk_batch_wait(struct kv_vk_batch *b);
 /* The longest a submission may run before the process ends (exit 4, with a
  * line on stderr and no report): Vulkan cannot cancel it, and nothing it
  * uses may be freed while it runs. seconds < 0: the default, KV_VK_TIMEOUT_S
@@ -241,10 +250,6 @@ enum kv_status kv_vk_batch_submit(struct kv_vk_batch *b);
  * before the runs; read at each wait. */
 #define KV_VK_TIMEOUT_S 600
 void kv_vk_set_timeout(double seconds);
-/* kv_vk_batch_submit in two halves: end and submit; wait for completion and
- * read the timestamps. Other work, and other batches, may come between. */
-enum kv_status kv_vk_batch_send(struct kv_vk_batch *b);
-enum kv_status kv_vk_batch_wait(struct kv_vk_batch *b);
 /* A batch waited for, recorded anew (its dispatches' and stamps' room kept):
  * cheaper than destroy and begin, which cost some drivers a millisecond. */
 enum kv_status kv_vk_batch_restart(struct kv_vk_batch *b);

@@ -75,6 +75,8 @@ static void inspect(const uint32_t *m, size_t n, int *buffers, int *chains, int 
     free(type), free(ptr_sc);
 }
 
+enum { OP_ULESS_EQUAL = 178 }; /* OpULessThanEqual */
+
 /* How many instructions of opcode op module m has. */
 static int count_op(const uint32_t *m, size_t n, uint32_t op)
 {
@@ -143,7 +145,7 @@ static void all_builtins_rewrite(void **state)
                 assert_int_equal(kv_spirv_reflect(name, g, n_g, &after), KV_OK);
                 assert_int_equal(after.push_size, iface.push_size + 16 * n_bind);
                 /* a clamp (an unsigned <= of 64-bit offsets) for each pointer a chain made */
-                if (m > (int)n_bind) assert_true(count_op(g, n_g, 178) > count_op(out, n_out, 178));
+                if (m > (int)n_bind) assert_true(count_op(g, n_g, OP_ULESS_EQUAL) > count_op(out, n_out, OP_ULESS_EQUAL));
                 guarded++;
                 free(g);
             }
@@ -152,9 +154,10 @@ static void all_builtins_rewrite(void **state)
         }
     }
     spvContextDestroy(ctx);
-    print_message("%d modules rewritten (%d KV_ADDR builds), %d pointers made by 64-bit arithmetic\n", modules,
-                  addr_builds, made);
+    print_message("%d modules rewritten (%d KV_ADDR builds, %d bound builds guarded too), %d pointers made by "
+                  "64-bit arithmetic\n", modules, addr_builds, guarded, made);
     assert_true(modules >= 40);
+    assert_int_equal(guarded, modules - addr_builds);
     assert_true(addr_builds >= 8);
     assert_true(made >= 4 * modules);
 }
