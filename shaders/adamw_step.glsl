@@ -14,10 +14,12 @@
 //   p  = p - lr * weight_decay * p,  m' = beta1 m + (1 - beta1) g,
 //   v' = beta2 v + (1 - beta2) g g,  p' = p - step_size_d * m' / (sqrt(v') / bc2_sqrt_d + eps)
 // with the bias corrections from pow(beta, step) in f32. Elementwise, grid-strided.
+#include "grid.glsl"
+
 void adamw()
 {
     const uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
-    for (uint i = gl_GlobalInvocationID.x; i < p.n; i += stride) {
+    for (uint i = gl_GlobalInvocationID.x; i < p.n; i = kv_next(i, stride, p.n)) {
         const float gi = g[i];
         if (p.coefficients == 0u) {
             const float mi = m[i] + p.omb1 * (gi - m[i]);

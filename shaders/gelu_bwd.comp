@@ -10,6 +10,8 @@ layout(local_size_x = 256) in;
 layout(std430, set = 0, binding = 0) readonly buffer X { float x[]; };
 layout(std430, set = 0, binding = 1) readonly buffer DY { float dy[]; };
 layout(std430, set = 0, binding = 2) writeonly buffer DX { float dx[]; };
+#include "grid.glsl"
+
 layout(push_constant) uniform Push { uint n; uint approximate; } p;
 
 float erf_as(float v)
@@ -22,7 +24,7 @@ float erf_as(float v)
 void main()
 {
     const uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
-    for (uint i = gl_GlobalInvocationID.x; i < p.n; i += stride) {
+    for (uint i = gl_GlobalInvocationID.x; i < p.n; i = kv_next(i, stride, p.n)) {
         float v = x[i], g;
         if (p.approximate == 1u) {
             float x2 = v * v;

@@ -13,13 +13,15 @@ layout(std430, set = 0, binding = 0) readonly buffer DY { float dy[]; };
 layout(std430, set = 0, binding = 1) readonly buffer C { float cosv[]; };
 layout(std430, set = 0, binding = 2) readonly buffer S { float sinv[]; };
 layout(std430, set = 0, binding = 3) writeonly buffer DX { float dx[]; };
+#include "grid.glsl"
+
 layout(push_constant) uniform Push { uint seq; uint heads; uint half_; uint layout_; uint angles; float base; } p;
 
 void main()
 {
     const uint d = 2u * p.half_, n = p.seq * p.heads * d;
     const uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
-    for (uint e = gl_GlobalInvocationID.x; e < n; e += stride) {
+    for (uint e = gl_GlobalInvocationID.x; e < n; e = kv_next(e, stride, n)) {
         const uint j = e % d, s = e / (p.heads * d), row = e - j;
         uint i, partner;
         float sgn;

@@ -159,15 +159,30 @@ KV_CLONES void kv_load_f64_n(enum kv_dtype t, const void *data, size_t at, doubl
     }
 }
 
-int kv_same_values(enum kv_dtype t, const void *a, const void *b, size_t n)
+/* Whether elements [i0, i0 + n) of a and b differ only where both are NaN
+ * or both are zeros (floats). */
+static int same_floats(enum kv_dtype t, const void *a, const void *b, size_t i0, size_t n)
 {
-    size_t es = kv_dtype_info(t)->size;
-    if (!memcmp(a, b, n * es)) return 1;
-    if (!kv_dtype_info(t)->is_float) return 0;
-    for (size_t i = 0; i < n; i++) {
+    const size_t es = kv_dtype_info(t)->size;
+    for (size_t i = i0; i < i0 + n; i++) {
         if (!memcmp((const char *)a + i * es, (const char *)b + i * es, es)) continue;
         double x = kv_load_f64(t, a, i), y = kv_load_f64(t, b, i);
         if (!((x != x && y != y) || (x == 0 && y == 0))) return 0;
     }
     return 1;
+}
+
+int kv_same_values(enum kv_dtype t, const void *a, const void *b, size_t n)
+{
+    enum { B = 1 << 18 }; /* elements a block: a thread's memcmp, the element walk only where it differs */
+    const size_t es = kv_dtype_info(t)->size, nb = (n + B - 1) / B;
+    const int fl = kv_dtype_info(t)->is_float;
+    int same = 1;
+#pragma omp parallel for schedule(static) reduction(&& : same) if (nb > 1)
+    for (size_t k = 0; k < nb; k++) {
+        const size_t i0 = k * B, m = n - i0 < B ? n - i0 : B;
+        if (same && memcmp((const char *)a + i0 * es, (const char *)b + i0 * es, m * es))
+            same = fl && same_floats(t, a, b, i0, m);
+    }
+    return same;
 }

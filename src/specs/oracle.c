@@ -246,8 +246,8 @@ enum kv_status kv_spec_validate(struct kv_case *c)
 {
     const struct kv_spec *s = kv_spec_of(c->k);
     for (int t = 0; t < s->k.n_tensors; t++)
-        if (c->t[t].count > INT32_MAX)
-            return kv_error(KV_EUSAGE, "%s: tensor %s has %zu elements, more than 2^31-1", s->name, s->tensors[t].name,
+        if (c->t[t].count > UINT32_MAX) /* the shaders' indices are 32-bit unsigned */
+            return kv_error(KV_EUSAGE, "%s: tensor %s has %zu elements, more than 2^32-1", s->name, s->tensors[t].name,
                             c->t[t].count);
     for (int i = 0; i < s->k.n_params; i++) {
         const int sgn = s->params[i].min < 0; /* a signed push constant */

@@ -119,8 +119,9 @@ enum kv_status kv_spec_oracle(struct kv_case *c);
  * from what kv_spec_oracle kept in c->state. */
 enum kv_status kv_spec_block(const struct kv_case *c, int t, size_t lo, size_t hi, int chained,
                              const struct kv_oracle_block *b);
-void kv_spec_launch(const struct kv_case *c, const uint32_t local[3], const uint32_t max_groups[3], void *push,
-                    uint32_t groups[3]);
+/* The launch rule's cap on groups.x: the device's max_x, and at most 2^31
+ * invocations along x, so that a grid-stride step fits 32 bits (stages.c). */
+uint32_t kv_spec_max_x(uint32_t max_x, uint32_t local_x);
 double kv_spec_flops(const struct kv_case *c);
 
 /* The parameter of k named name, where a dash of its flag may be written as

@@ -152,8 +152,10 @@ static enum kv_status shader(struct kv_spec *s, const cJSON *o, const char *f, i
 }
 
 /* groups: one expression per axis over the parameters and local_x/y/z, each
- * capped at the device's limit (the shader grid-strides past it). Default:
- * one invocation per element of the stage's first output. */
+ * capped at the device's limit (the shader grid-strides past it), and x at
+ * 2^31 invocations, so that a grid-stride step (gl_NumWorkGroups.x x
+ * local_x) fits 32 bits. Default: one invocation per element of the stage's
+ * first output. */
 static enum kv_status groups(struct kv_spec *s, const cJSON *o, const char *f, int st)
 {
     const cJSON *g = cJSON_GetObjectItemCaseSensitive(o, "groups"), *x;
@@ -182,12 +184,18 @@ static enum kv_status groups(struct kv_spec *s, const cJSON *o, const char *f, i
         }
     }
     char line[sizeof s->stage_text[st][3]]; /* (written apart: doc and the groups share s) */
-    snprintf(line, sizeof line, "groups = (min(%s, maxComputeWorkGroupCount.x), min(%s, .y), min(%s, .z)); the "
-             "shader grid-strides over what the capped counts leave", s->groups[st][0], s->groups[st][1],
+    snprintf(line, sizeof line, "groups = (min(%s, maxComputeWorkGroupCount.x, 2^31 / local_x), min(%s, .y), min(%s, .z)); "
+             "the shader grid-strides over what the capped counts leave", s->groups[st][0], s->groups[st][1],
              s->groups[st][2]);
     memcpy(doc, line, sizeof line);
     s->stages[st].dispatch_doc = doc;
     return kv_spec_text(s, o, "flops", f, 0, s->flops[st], sizeof s->flops[st]);
+}
+
+uint32_t kv_spec_max_x(uint32_t max_x, uint32_t local_x)
+{
+    const uint32_t top = (uint32_t)((1u << 31) / (local_x ? local_x : 1));
+    return max_x < top ? max_x : top;
 }
 
 static void launch_at(const struct kv_case *c, int st, const uint32_t local[3], const uint32_t max[3], void *push,
@@ -215,7 +223,8 @@ static void launch_at(const struct kv_case *c, int st, const uint32_t local[3], 
         char what[1200];
         snprintf(what, sizeof what, "%s: stages[%d].groups", s->path, st);
         if (kv_spec_groups(c, what, s->groups[st][a], local, &v)) v = 1; /* checked in validate */
-        groups_out[a] = v < 1 ? 1 : v > max[a] ? max[a] : (uint32_t)v;
+        const uint32_t top = a ? max[a] : kv_spec_max_x(max[0], local[0]);
+        groups_out[a] = v < 1 ? 1 : v > top ? top : (uint32_t)v;
     }
 }
 

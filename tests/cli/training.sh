@@ -1,5 +1,5 @@
 # The training spec kernels (shaders/*.kernel.json): each one's sweep (one
-# seed) and fixtures pass; a planted one-line bug in each one's shader fails
+# seed) and fixtures pass; a tensor past 2^32-1 elements is refused; a planted one-line bug in each one's shader fails
 # with its worst element named; a case saved with --save is judged again from
 # its files, the device's outputs given as candidates.
 . "$(dirname "$0")/lib.bash"
@@ -13,6 +13,21 @@ for k in $kernels; do
     expect_exit 0 "$KV" "$k" --inputs "$f"
     grep -Eq '\.expected .* pass  \(expected\)' "$TMP/out" || fail "$f: expected outputs not judged"
   done
+done
+
+# sizes: a tensor holds up to 2^32-1 elements (the shaders' unsigned indices;
+# their grid-stride step ends the loop where it would wrap past 2^32), one more
+# is refused; 2^31 and 2^32-1 elements pass the size check and meet the next
+# one: the device's largest buffer (lavapipe's is 4 GiB - 1), or where a device
+# has larger ones, the memory check (the memory available replaced by the test hook)
+J=(--json "$TMP/report.json")
+expect_error 2 "cross-entropy-bwd-bf16: tensor logits has 4294967296 elements, more than 2\^32-1" \
+  "$KV" cross-entropy-bwd-bf16 --rows 16384 --classes 262144 "${J[@]}"
+expect_error 2 "--n: 4294967296 is out of range \[1, 4294967295\]" "$KV" gelu-bwd --n 4294967296 "${J[@]}"
+for big in "cross-entropy-bwd-bf16 --rows 16384 --classes 131072" "gelu-bwd --n 4294967295" "swiglu-bwd --n 3000000000"; do
+  KVERIFY_TEST_MEM_AVAILABLE=10000000 expect_error 2 \
+    "needs a buffer of [0-9]+ bytes or more, more than this device's largest buffer|needs at least [0-9.]+ GB of host memory .*, more than the 0\.01 GB available" \
+    "$KV" $big "${J[@]}"
 done
 
 # bug FILE SED KERNEL ARGS...: the shader FILE with one line changed by SED fails.

@@ -177,6 +177,24 @@ static void same_values(void **state)
     assert_false(kv_same_values(KV_BF16, h, g, 2));
     int32_t i[1] = {0}, j[1] = {(int32_t)0x80000000u};
     assert_false(kv_same_values(KV_I32, i, j, 1)); /* integers: bits */
+    /* in blocks on every thread (2^18 elements a block): a difference in any
+     * block, the last partial one too, is found; NaNs and zeros in several are not */
+    const size_t n = 3 * ((size_t)1 << 18) + 5;
+    float *x = calloc(n, sizeof *x), *y = calloc(n, sizeof *y);
+    assert_true(x && y);
+    for (size_t k = 0; k < n; k++) x[k] = y[k] = (float)k;
+    memcpy(&x[7], &qnan, 4), memcpy(&y[7], &other, 4);
+    x[0] = 0.0f, y[0] = -0.0f, x[n - 1] = y[n - 1] = 0.0f, y[n - 1] = -0.0f;
+    memcpy(&x[(1 << 18) + 3], &qnan, 4), memcpy(&y[(1 << 18) + 3], &other, 4);
+    assert_true(kv_same_values(KV_F32, x, y, n));
+    const size_t at[3] = {(1 << 18) + 9, 2 * ((size_t)1 << 18), n - 2};
+    for (int k = 0; k < 3; k++) {
+        y[at[k]] = 0.5f;
+        assert_false(kv_same_values(KV_F32, x, y, n));
+        assert_true(kv_same_values(KV_F32, x, y, at[k])); /* the elements before it */
+        y[at[k]] = x[at[k]];
+    }
+    free(x), free(y);
 }
 
 /* kv_store_f64_n (a loop per dtype, vectorized where the CPU can) stores
