@@ -77,7 +77,7 @@ static void output_usage(FILE *f)
           "  --regress-factor X           growth of max bound ratio or max ULP that regresses [default: 2]\n"
           "  --device N|NAME              pick a device (kverify devices) [default: best GPU, else CPU]\n"
           "  --timeout S                  a submission the device has not finished after S seconds (a\n"
-          "                               shader that never ends) ends the run: exit 4, no report\n"
+          "                               shader that never ends) ends the run: exit 4, the case an error\n"
           "                               [default: 600 on a GPU, none on a CPU device; 0: none]\n"
           "  --verbose                    print where the time went, to stderr\n"
           "  --help                       this help\n"

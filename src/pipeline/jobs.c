@@ -96,6 +96,9 @@ struct jobs_run {
     pthread_t opener;   /* the thread that opened the device, joined as the device closes */
     int opener_running; /* it signalled its end, and may still be exiting */
     int released;       /* devices released while their last case was judged (release_after_last) */
+    struct kv_case_result *cur; /* the case running, its job and name (on_hang) */
+    const struct kv_job *cur_job;
+    const char *cur_name;
 };
 
 /* Whether a selected case needs the device. */
@@ -257,7 +260,9 @@ static enum kv_status run_all(struct jobs_run *x)
             KV_CHECK(res, KV_EDEVICE, "out of host memory for the report");
             res->index = index;
             progress_show(x, case_name(&x->jobs[j], i));
+            x->cur = res, x->cur_job = &x->jobs[j], x->cur_name = case_name(&x->jobs[j], i);
             KV_TRY(run_one(x, j, i, res, &stopped));
+            x->cur = NULL;
             x->done++;
         }
 cleanup:
@@ -278,6 +283,40 @@ static enum kv_status write_html(struct jobs_run *x)
     enum kv_status st = kv_html_write(root, x->out->html);
     cJSON_Delete(root);
     return st;
+}
+
+/* The reports asked for (--json, --junit, --markdown, --html). */
+static enum kv_status write_reports(struct jobs_run *x)
+{
+    enum kv_status st = KV_OK;
+    const struct kv_outputs *out = x->out;
+    if (out->json) KV_TRY(kv_report_write_json(&x->report, out->json));
+    if (out->junit) KV_TRY(kv_report_write_junit(&x->report, out->junit));
+    if (out->markdown) KV_TRY(kv_report_write_markdown(&x->report, out->markdown));
+    if (out->html) KV_TRY(write_html(x));
+cleanup:
+    return st;
+}
+
+/* A submission the device has not finished within --timeout, after which
+ * the process ends (kv_vk_set_hang_hook): a case in flight becomes an error
+ * row, then the table's summary and the reports of the cases so far are
+ * written, and its name is returned. None (the device opening): NULL, and
+ * nothing is written. */
+static const char *on_hang(double s, void *ctx)
+{
+    struct jobs_run *x = ctx;
+    if (!x->cur) return NULL;
+    char msg[256];
+    snprintf(msg, sizeof msg, "the device has not finished a submission after %g s (--timeout); the run ended here, "
+             "and the cases after it were not run", s);
+    error_row(x->cur, x->cur_job, x->cur_name, KV_EDEVICE, msg);
+    progress_clear(x);
+    kv_table_case(x->tab, x->cur);
+    kv_table_summary(x->tab, &x->report);
+    fflush(x->tab);
+    if (write_reports(x)) fprintf(stderr, "kverify: %s\n", kv_error_msg());
+    return x->cur->name;
 }
 
 /* The regressions against --baseline, counted. */
@@ -491,6 +530,7 @@ int kv_run_jobs(struct kv_job *jobs, size_t n, const struct kv_outputs *out, con
     const char *selectors[KV_MAX_DEVICES];
     KV_CHECK(x.runners && x.runner_of && x.ready && x.runner_err && x.runner_msg, KV_EDEVICE, "out of host memory");
     kv_vk_set_timeout(out->timeout_given ? out->timeout_s : -1);
+    kv_vk_set_hang_hook(on_hang, &x);
     if (out->baseline) KV_TRY(kv_report_read(out->baseline, &base));
     KV_TRY(device_list(out->device, selectors, &x.n_dev));
     for (int j = 0; j < (int)n; j++) jobs[j].o.run.keep_outputs = x.n_dev > 1;
@@ -528,12 +568,11 @@ int kv_run_jobs(struct kv_job *jobs, size_t n, const struct kv_outputs *out, con
                 x.early ? " (the first case's made beside its inputs)" : "", x.sum[2], x.sum[3], x.sum[8],
                 x.sum[4], x.sum[5], x.sum[7], x.released ? " (the device released while the last case was judged)" : "",
                 kv_now_ms() - t_start);
-    if (out->json) KV_TRY(kv_report_write_json(&x.report, out->json));
-    if (out->junit) KV_TRY(kv_report_write_junit(&x.report, out->junit));
-    if (out->markdown) KV_TRY(kv_report_write_markdown(&x.report, out->markdown));
-    if (out->html) KV_TRY(write_html(&x));
+    kv_vk_set_hang_hook(NULL, NULL);
+    KV_TRY(write_reports(&x));
     if (base) KV_TRY(against_baseline(&x, base, &regress));
 cleanup:
+    kv_vk_set_hang_hook(NULL, NULL);
     free_runners(&x);
     if (!st && kv_vk_validation_errors())
         st = kv_error(KV_EDEVICE, "the validation layer reported %u errors", kv_vk_validation_errors());

@@ -160,16 +160,23 @@ cleanup:
 }
 
 static double timeout_s = -1;
+static kv_vk_hang_fn *hang_hook;
+static void *hang_ctx;
 
 void kv_vk_set_timeout(double seconds) { timeout_s = seconds; }
 
-/* A submission the device has not finished in time (kv_vk_set_timeout). */
+void kv_vk_set_hang_hook(kv_vk_hang_fn *fn, void *ctx) { hang_hook = fn, hang_ctx = ctx; }
+
+/* A submission the device has not finished in time (kv_vk_set_timeout): the
+ * hook's reports where a case was in flight, one line, and the process ends. */
 static void hung(double s)
 {
+    const char *name = hang_hook ? hang_hook(s, hang_ctx) : NULL;
     fflush(stdout);
-    fprintf(stderr, "kverify: the device has not finished a submission after %g s (--timeout): a shader that never "
+    fprintf(stderr, "kverify: %s%sthe device has not finished a submission after %g s (--timeout): a shader that never "
             "ends (a loop whose step is 0, a wait on what no invocation writes) or a device fault the driver has not "
-            "reported; the run ends here, with no report written\n", s);
+            "reported; the run ends here, %s\n", name ? name : "", name ? ": " : "", s,
+            name ? "the reports holding the cases before it and this one as an error" : "with no report written");
     _exit((int)KV_EDEVICE);
 }
 

@@ -250,6 +250,12 @@ enum kv_status kv_vk_batch_wait(struct kv_vk_batch *b);
  * before the runs; read at each wait. */
 #define KV_VK_TIMEOUT_S 600
 void kv_vk_set_timeout(double seconds);
+/* Called once where a wait passes the timeout, before the process ends
+ * (exit 4): the run's reports written where a case was in flight, and its
+ * name returned (NULL: none, nothing written). Nothing the submission uses
+ * may be freed. fn NULL: no hook. */
+typedef const char *kv_vk_hang_fn(double seconds, void *ctx);
+void kv_vk_set_hang_hook(kv_vk_hang_fn *fn, void *ctx);
 /* A batch waited for, recorded anew (its dispatches' and stamps' room kept):
  * cheaper than destroy and begin, which cost some drivers a millisecond. */
 enum kv_status kv_vk_batch_restart(struct kv_vk_batch *b);

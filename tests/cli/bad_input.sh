@@ -32,9 +32,25 @@ expect_error 2 "--device: empty" "$KV" rmsnorm-bwd --device "" "${J[@]}"
 expect_error 2 "--timeout: 'x' is not a number" "$KV" rmsnorm-bwd --timeout x "${J[@]}"
 expect_error 2 "--timeout: -1 is out of range" "$KV" rmsnorm-bwd --timeout -1 "${J[@]}"
 # a submission the device has not finished within --timeout ends the run: exit 4,
-# one line, no report (a shader that never ends would hang the run on a GPU)
-expect_error 4 "the device has not finished a submission after 1e-06 s \(--timeout\): a shader that never ends" \
+# one line (a shader that never ends would hang the run on a GPU). While the
+# device opens (its probes), no case is in flight and no report is written;
+expect_error 4 "the device has not finished a submission after 1e-06 s \(--timeout\): a shader that never ends.*with no report written$" \
   "$KV" rmsnorm-bwd --rows 2048 --dim 4096 --timeout 0.000001 "${J[@]}"
+# in a case's stage (a shader that runs for minutes here), the line names the
+# case, and the reports hold it as an error
+expect_exit 4 "$KV" rmsnorm-bwd --rows 16384 --dim 64 --shader r="$KV_SRC/tests/shaders/spin_r.comp" --timeout 3 \
+  "${J[@]}" --junit "$TMP/hang.xml"
+[ "$(wc -l < "$TMP/err")" = 1 ] || fail "--timeout in a case: not one line on stderr"
+grep -Eq '^kverify: rmsnorm-bwd\[rows=16384,dim=64,eps=1e-06,seed=1\]: the device has not finished a submission after 3 s .*the reports holding the cases before it and this one as an error$' \
+  "$TMP/err" || fail "--timeout in a case: $(cat "$TMP/err")"
+python3 - "$TMP/report.json" <<'PY' || fail "--timeout in a case: the report"
+import json, sys
+r = json.load(open(sys.argv[1]))
+c = r["cases"]
+assert r["summary"]["errors"] == 1 and len(c) == 1 and c[0]["status"] == "error", r["summary"]
+assert c[0]["error"].startswith("the device has not finished a submission after 3 s (--timeout)"), c[0]["error"]
+PY
+grep -q '<error message="the device has not finished a submission after 3 s' "$TMP/hang.xml" || fail "--timeout: JUnit"
 expect_exit 0 "$KV" rmsnorm-bwd --rows 64 --dim 64 --timeout 0 "${J[@]}" # 0: none
 expect_error 2 "--json: empty file name" "$KV" rmsnorm-bwd --json ""
 expect_error 2 "usage: kverify COMMAND" "$KV"

@@ -137,6 +137,24 @@ expect_error 2 "--seed-offset: -1 is out of range" "$KV" run "$S" --seed-offset 
 expect_error 2 "--seed-offset: 'x' is not an integer" "$KV" run "$S" --seed-offset x "${J[@]}"
 expect_error 2 "--timeout: 'x' is not a number" "$KV" run "$S" --timeout x "${J[@]}"
 expect_error 4 "the device has not finished a submission after 1e-06 s" "$KV" run "$S" --timeout 0.000001 "${J[@]}"
+# a case whose stage runs past --timeout ends the run: the reports hold the
+# cases before it and it, an error; the case after it is not run
+cat > "$TMP/hang.json" <<JSON
+{"cases": [
+  {"kernel": "rmsnorm-bwd", "params": {"rows": 3, "dim": 7}},
+  {"kernel": "rmsnorm-bwd", "name": "spin", "params": {"rows": 16384, "dim": 64},
+   "shader": {"r": "$KV_SRC/tests/shaders/spin_r.comp"}},
+  {"kernel": "qdq-affine", "params": {"groups": 4}}
+]}
+JSON
+expect_exit 4 "$KV" run "$TMP/hang.json" --timeout 3 --json "$TMP/hang_r.json"
+grep -q '^kverify: rmsnorm-bwd\[rows=16384,dim=64,eps=1e-06,seed=1\]: the device has not finished a submission after 3 s' "$TMP/err" || fail "run --timeout: $(cat "$TMP/err")"
+python3 - "$TMP/hang_r.json" <<'PY' || fail "run --timeout: the report"
+import json, sys
+c = json.load(open(sys.argv[1]))["cases"]
+assert [x["status"] for x in c] == ["pass", "error"], [x["status"] for x in c]
+assert c[1]["name"] == "rmsnorm-bwd[rows=16384,dim=64,eps=1e-06,seed=1]" and "--timeout" in c[1]["error"], c[1]
+PY
 printf '{"cases": [{"kernel": "rmsnorm-bwd", "seed": "9223372036854775000", "seeds": 3}]}' > "$TMP/big.json"
 expect_error 2 'cases\[0\]: --seed-offset 806 moves seed 9223372036854775000 past 2\^63-1' \
   "$KV" run "$TMP/big.json" --seed-offset 806 "${J[@]}"
