@@ -62,7 +62,7 @@ caught racecheck-global 'rmsnorm_bwd_r\.comp:30: byte [0-9]+ of tensor r \(bindi
 # each bf16 half with atomicAnd and atomicOr): its grid-stride step one short
 # (elements updated twice, to the same values) is a race through m_out.
 AW="adamw-step-bf16 --n 3000 --max-groups 3"
-plant adamw_step.glsl 's/i += stride)/i += stride - 1u)/'
+plant adamw_step.glsl 's/i = kv_next(i, stride, p.n))/i = kv_next(i, stride - 1u, p.n))/'
 cp "$S/adamw_step_bf16.comp" "$TMP/"
 caught racecheck-global 'stage step: [0-9]+ races? through storage buffers?; .*adamw_step\.glsl:[0-9]+: byte [0-9]+ of tensor (m_out|v_out) \(binding [56]\) stored by workgroup \([0-9],0,0\) \(invocation [0-9]+\) where workgroup [0-9] \(linear index\) stored it' \
   $AW --shader "step=$TMP/adamw_step_bf16.comp"

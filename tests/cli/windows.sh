@@ -131,7 +131,7 @@ done
 # a buffer's length() by address is its binding's byte range (after the addresses in
 # the push constants) as a bound binding's is: here exactly 2n (x's words and its
 # tail), or the shader writes nothing
-sed 's/i < p.n; i += stride/i < p.n \&\& uint(x.length()) == 2u * p.n; i += stride/' "$KV_SRC/shaders/silu_bwd.comp" > "$TMP/silu-len.comp"
+sed 's/i < p.n; i = kv_next/i < p.n \&\& uint(x.length()) == 2u * p.n; i = kv_next/' "$KV_SRC/shaders/silu_bwd.comp" > "$TMP/silu-len.comp"
 grep -qF 'x.length()' "$TMP/silu-len.comp" || fail "plant: silu_bwd.comp's loop changed (update the test)"
 same_run silu-len 4000 "addressed:dx" silu-bwd --n 5000 --shader "dx=$TMP/silu-len.comp"
 # the planted bug in it, rewritten, fails
