@@ -49,6 +49,8 @@ static const uint32_t dbi_sh[] =
 enum { P_GROUPS, P_GS, P_BITS, P_DIST, P_SCALE };
 enum { T_W, T_DY, T_S, T_B, T_Q, T_QDQ, T_DS, T_DB };
 enum { S_INIT, S_FWD, S_DSC, S_DBI };
+/* The most elements a case may have (2^32 - 1024): see validate. */
+#define KV_QDQ_MAX_N 4294966272u
 
 static const struct kv_param_def params[] = {
     {"groups", KV_PARAM_INT, "4096", 1, 2147483647, NULL, "number of groups", 1},
@@ -134,10 +136,24 @@ static enum kv_status validate(struct kv_case *c)
     int64_t g = c->p[P_GROUPS].i, gs = c->p[P_GS].i;
     if (gs & (gs - 1))
         return kv_error(KV_EUSAGE, "--group-size %lld is not a power of two (2, 4, ..., 1024)", (long long)gs);
-    if (g > INT32_MAX / gs)
-        return kv_error(KV_EUSAGE, "--groups %lld x --group-size %lld = %lld elements, more than 2^31-1",
+    /* The shaders' flat indices are 32-bit unsigned, and the furthest any
+     * reaches is its last tile's: element n - 1 + 1020 in init ((n + 1023) /
+     * 1024 tiles of 1024), n + 3 in the others' quads. Up to 2^32 - 1024
+     * elements none wraps. */
+    if (g > (int64_t)KV_QDQ_MAX_N / gs)
+        return kv_error(KV_EUSAGE, "--groups %lld x --group-size %lld = %lld elements, more than 2^32-1024",
                         (long long)g, (long long)gs, (long long)(g * gs));
     return KV_OK;
+}
+
+/* What oracle() allocates beyond y and S: per group, the slack of scales,
+ * biases, d_scales and d_biases, d_scales' chained slack and the scales'
+ * alternative; per element, q's tie and flush codes. Sampled: the two of a
+ * group's length alone. */
+static uint64_t oracle_host(const struct kv_case *c, int sampled)
+{
+    const uint64_t g = (uint64_t)c->p[P_GROUPS].i, n = g * (uint64_t)c->p[P_GS].i;
+    return sampled ? 2 * sizeof(double) * g : 6 * sizeof(double) * g + 2 * sizeof(int16_t) * n;
 }
 
 /* ---- inputs (qdq_inputs.c) ---- */
@@ -513,6 +529,7 @@ const struct kv_kernel kv_kernel_qdq_affine = {
     .sweep = sweep,
     .sweep_seeds = 8,
     .validate = validate,
+    .oracle_host = oracle_host,
     .inputs = inputs,
     .oracle = oracle,
     .sample_outputs = 1ull << T_Q | 1ull << T_QDQ,

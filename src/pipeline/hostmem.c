@@ -7,16 +7,17 @@
 #include "pipeline/abi_stage.h"
 #include "pipeline/addr.h"
 #include "pipeline/binding.h"
+#include "pipeline/row.h"
 #include "pipeline/runner.h"
 #include "pipeline/stream.h"
 #include "spirv/shader.h"
 #include "spirv/spirv_addr.h"
 
-uint64_t kv_case_host_floor(const struct kv_case *c, const struct kv_vk_info *dev)
+uint64_t kv_case_host_floor(const struct kv_case *c, const struct kv_vk_info *dev, const struct kv_run_opts *o)
 {
     const struct kv_kernel *k = c->k;
     const int cpu = kv_vk_is_cpu(dev);
-    uint64_t in = 0, out = 0;
+    uint64_t in = 0, out = 0, oracle = 0;
     for (int t = 0; t < k->n_tensors; t++) {
         if (!kv_tensor_on(c, t)) continue;
         uint64_t n = 1;
@@ -24,14 +25,19 @@ uint64_t kv_case_host_floor(const struct kv_case *c, const struct kv_vk_info *de
         uint64_t bytes = n * kv_dtype_info(c->t[t].dtype)->size;
         if (k->tensors[t].role == KV_INPUT) in += bytes;
         else out += bytes;
+        /* an output's oracle not made block by block: its float64 values and
+         * scales held whole, or its sample's (kv_case_alloc) */
+        if (o && k->tensors[t].role == KV_OUTPUT && !kv_output_blocked(c, t, o))
+            oracle += 2 * sizeof(double) * (kv_output_compact(c, t, o) ? (uint64_t)o->sample : n);
     }
+    if (o && k->oracle_host) oracle += k->oracle_host(c, o->sample > 0);
     if (!dev) return in;
     /* on a CPU device: generated, then in the device's buffers (host memory
      * too), where the outputs are judged in place (plan.h, direct);
      * elsewhere generated and downloaded, and staged whole too where the plan
      * is not streamed (stream.h) */
-    if (cpu) return 2 * in + out;
-    return in + out + (in + out > kv_stream_threshold() ? 0 : in);
+    if (cpu) return 2 * in + out + oracle;
+    return in + out + oracle + (in + out > kv_stream_threshold() ? 0 : in);
 }
 
 uint64_t kv_host_available(void)
@@ -119,9 +125,9 @@ enum kv_status kv_case_check(struct kv_case *c, const struct kv_vk_info *dev, co
                             dev->max_buffer ? "maxBufferSize" : "maxMemoryAllocationSize", (unsigned long long)most);
     }
     /* refused in one line rather than killed for memory half-way */
-    uint64_t need = dev && host ? kv_case_host_floor(c, dev) : 0, avail = need ? kv_host_available() : 0;
+    uint64_t need = dev && host ? kv_case_host_floor(c, dev, o) : 0, avail = need ? kv_host_available() : 0;
     if (avail && need > avail)
-        return kv_error(KV_EUSAGE, "%s: needs at least %.2f GB of host memory (its inputs and outputs), more "
+        return kv_error(KV_EUSAGE, "%s: needs at least %.2f GB of host memory (its inputs, outputs and whole oracles), more "
                         "than the %.2f GB available", c->name, (double)need / 1e9, (double)avail / 1e9);
     return KV_OK;
 }

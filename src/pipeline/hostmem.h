@@ -14,8 +14,12 @@ struct kv_run_opts;
 /* A lower bound of the host memory case c holds at its peak on device dev
  * (NULL: none): each input generated (and staged for upload where the plan
  * is not streamed), each output downloaded; on a CPU device (lavapipe) each
- * input generated and, with the outputs, in the device's buffers. */
-uint64_t kv_case_host_floor(const struct kv_case *c, const struct kv_vk_info *dev);
+ * input generated and, with the outputs, in the device's buffers. With the
+ * run's options o (NULL: not counted), the oracle of each output not made
+ * block by block: its float64 values and scales, 16 bytes an element (or a
+ * sampled element, where it holds its sample alone), and what else the
+ * kernel's oracle holds (kernel.oracle_host). */
+uint64_t kv_case_host_floor(const struct kv_case *c, const struct kv_vk_info *dev, const struct kv_run_opts *o);
 
 /* The memory available to a new allocation: /proc/meminfo's MemAvailable
  * (KVERIFY_TEST_MEM_AVAILABLE, bytes, in its place for the tests); 0 where

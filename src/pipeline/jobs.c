@@ -382,7 +382,7 @@ static struct kv_case *case_to_prepare(const struct jobs_run *x, size_t *job)
             if (kv_case_check(&jb->cases[i], NULL, NULL, 0) != KV_OK) return NULL; /* its error comes when it runs */
             const struct kv_vk_info cpu = {.type = "cpu"};
             uint64_t avail = kv_host_available();
-            if (avail && kv_case_host_floor(&jb->cases[i], &cpu) > avail) return NULL;
+            if (avail && kv_case_host_floor(&jb->cases[i], &cpu, &jb->o.run) > avail) return NULL;
             *job = j;
             return &x->jobs[j].cases[i];
         }

@@ -17,6 +17,11 @@ struct kv_oracle_ref {
 /* KVERIFY_TEST_FULL_ORACLE=1: every oracle whole, none made block by block
  * or holding only the sampled elements (tests compare the two). */
 int kv_test_full_oracle(void);
+/* Whether output t of case c is judged, in a run with options o, against an
+ * oracle made block by block (never held whole), and whether its oracle holds
+ * its sampled elements alone (compact; --sample). */
+int kv_output_blocked(const struct kv_case *c, int t, const struct kv_run_opts *o);
+int kv_output_compact(const struct kv_case *c, int t, const struct kv_run_opts *o);
 /* Compare data (output t, from `source`) against ref and append a row named
  * <output><suffix> to res. chained adds the allowance for device intermediates. */
 enum kv_status kv_compare_row(struct kv_case *c, int t, const struct kv_oracle_ref *ref, const void *data,

@@ -97,18 +97,13 @@ static enum kv_status make_inputs(struct case_run *x)
      * oracle of a whole output is not held (not saved or exact); sampled,
      * only the sampled elements are made (pipeline/row.c), unless the oracle
      * can hold them alone (compact, below: one pass over the sample) */
-    const int sampled = x->o->sample > 0;
-    for (int t = 0; k->oracle_block && t < k->n_tensors; t++)
-        c->blocked[t] = (k->block_outputs >> t & 1) && kv_tensor_on(c, t) &&
-                        (!kv_is_intermediate(c, t) || (k->block_iso >> t & 1)) &&
-                        x->o->oracle == KV_ORACLE_SPEC && !x->o->save_dir && !kv_test_full_oracle() &&
-                        !(sampled && (size_t)x->o->sample < c->t[t].count && (k->sample_outputs >> t & 1));
+    for (int t = 0; t < k->n_tensors; t++) c->blocked[t] = kv_output_blocked(c, t, x->o);
     /* --sample: every output's sample, intermediates included; an oracle
      * that can holds only the sampled elements (compact) */
-    for (int t = 0; sampled && t < k->n_tensors; t++)
+    for (int t = 0; x->o->sample > 0 && t < k->n_tensors; t++)
         if (k->tensors[t].role == KV_OUTPUT && kv_tensor_on(c, t) && (size_t)x->o->sample < c->t[t].count) {
             KV_TRY(kv_make_sample(c, t, x->o->sample));
-            c->compact[t] = (k->sample_outputs >> t & 1) && !x->o->save_dir && !kv_test_full_oracle();
+            c->compact[t] = kv_output_compact(c, t, x->o);
         }
     KV_TRY(kv_case_alloc(c));
     x->all_inputs_given = 1;

@@ -116,7 +116,17 @@ expect_error 2 "--group-size: 1 is out of range" "$KV" qdq-affine --group-size 1
 expect_error 2 "--bits: 0 is out of range" "$KV" qdq-affine --bits 0 "${J[@]}"
 expect_error 2 "--bits: 9 is out of range" "$KV" qdq-affine --bits 9 "${J[@]}"
 expect_error 2 "--dist: 'cauchy' is not one of" "$KV" qdq-affine --dist cauchy "${J[@]}"
-expect_error 2 "more than 2\^31-1" "$KV" qdq-affine --groups 4194304 --group-size 1024 "${J[@]}"
+# up to 2^32 - 1024 elements (the shaders' unsigned indices with a last tile's
+# 1020 past the end): 2^32 and 2^32 - 1022 are refused; 2^31 and 2^32 - 1024 pass
+# the size check and meet the next one (lavapipe's largest buffer is 4 GiB - 1)
+expect_error 2 "--groups 4194304 x --group-size 1024 = 4294967296 elements, more than 2\^32-1024" \
+  "$KV" qdq-affine --groups 4194304 --group-size 1024 "${J[@]}"
+expect_error 2 "= 4294966274 elements, more than 2\^32-1024" "$KV" qdq-affine --groups 2147483137 --group-size 2 "${J[@]}"
+for big in "--groups 33554432 --group-size 64" "--groups 4194303 --group-size 1024" "--groups 2147483136 --group-size 2"; do
+  KVERIFY_TEST_MEM_AVAILABLE=10000000 expect_error 2 \
+    "needs a buffer of [0-9]+ bytes or more, more than this device's largest buffer|needs at least [0-9.]+ GB of host memory .*, more than the 0\.01 GB available" \
+    "$KV" qdq-affine $big "${J[@]}"
+done
 mkdir -p "$TMP/odd"
 cp "$d/inputs/w.npy" "$d/inputs/dy.npy" "$TMP/odd/"   # 12 elements
 expect_error 2 "w has 12 elements, not a multiple of --group-size 8" "$KV" qdq-affine --inputs "$TMP/odd" --group-size 8 "${J[@]}"
