@@ -158,11 +158,13 @@ struct kv_kernel {
     /* Validate the parameters beyond their ranges (the shapes are already
      * set from dims in c->t, and are >= 1 and free of overflow). */
     enum kv_status (*validate)(struct kv_case *c);
-    /* Optional: the host bytes oracle() holds beyond each whole output's y
-     * and S (its slack, codes, per-group state), a lower bound, for the check
-     * that a case fits the host's memory (pipeline/hostmem.h); sampled: with
-     * --sample, where what is sampled is not counted. */
-    uint64_t (*oracle_host)(const struct kv_case *c, int sampled);
+    /* Optional: the host bytes oracle() holds beyond the y and S of the
+     * outputs it holds whole (their slack, flags, per-group state), a lower
+     * bound, for the check that a case fits the host's memory
+     * (pipeline/hostmem.h). whole: the mask of those outputs (the others made
+     * block by block); len[t]: output t's oracle length (its elements, or its
+     * sample's where the oracle holds the sample alone). */
+    uint64_t (*oracle_host)(const struct kv_case *c, uint32_t whole, const uint64_t *len);
     /* Fill the input tensors (already allocated) from c->seed. */
     enum kv_status (*inputs)(struct kv_case *c);
     /* Fill c->y, c->S (allocated, one per element) and c->bound for every

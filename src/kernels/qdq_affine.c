@@ -146,14 +146,16 @@ static enum kv_status validate(struct kv_case *c)
     return KV_OK;
 }
 
-/* What oracle() allocates beyond y and S: per group, the slack of scales,
- * biases, d_scales and d_biases, d_scales' chained slack and the scales'
- * alternative; per element, q's tie and flush codes. Sampled: the two of a
- * group's length alone. */
-static uint64_t oracle_host(const struct kv_case *c, int sampled)
+/* What oracle() allocates beyond y and S: the slack of scales, biases,
+ * d_scales, d_biases and qdq (where qdq is whole); d_scales' chained slack
+ * and the scales' alternative, a group each; qdq's chained slack (whole) or
+ * each group's state (in blocks); q's tie and flush codes. */
+static uint64_t oracle_host(const struct kv_case *c, uint32_t whole, const uint64_t *len)
 {
-    const uint64_t g = (uint64_t)c->p[P_GROUPS].i, n = g * (uint64_t)c->p[P_GS].i;
-    return sampled ? 2 * sizeof(double) * g : 6 * sizeof(double) * g + 2 * sizeof(int16_t) * n;
+    const uint64_t g = (uint64_t)c->p[P_GROUPS].i, qdq = whole >> T_QDQ & 1;
+    return sizeof(double) * (len[T_S] + len[T_B] + len[T_DS] + len[T_DB] + 2 * g +
+                             (qdq ? 2 * len[T_QDQ] : 3 * g)) +
+           2 * sizeof(int16_t) * len[T_Q];
 }
 
 /* ---- inputs (qdq_inputs.c) ---- */

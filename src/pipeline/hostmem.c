@@ -17,7 +17,8 @@ uint64_t kv_case_host_floor(const struct kv_case *c, const struct kv_vk_info *de
 {
     const struct kv_kernel *k = c->k;
     const int cpu = kv_vk_is_cpu(dev);
-    uint64_t in = 0, out = 0, oracle = 0;
+    uint64_t in = 0, out = 0, oracle = 0, len[KV_MAX_TENSORS] = {0};
+    uint32_t whole = 0;
     for (int t = 0; t < k->n_tensors; t++) {
         if (!kv_tensor_on(c, t)) continue;
         uint64_t n = 1;
@@ -27,10 +28,13 @@ uint64_t kv_case_host_floor(const struct kv_case *c, const struct kv_vk_info *de
         else out += bytes;
         /* an output's oracle not made block by block: its float64 values and
          * scales held whole, or its sample's (kv_case_alloc) */
-        if (o && k->tensors[t].role == KV_OUTPUT && !kv_output_blocked(c, t, o))
-            oracle += 2 * sizeof(double) * (kv_output_compact(c, t, o) ? (uint64_t)o->sample : n);
+        if (!o || k->tensors[t].role != KV_OUTPUT) continue;
+        len[t] = kv_output_compact(c, t, o) ? (uint64_t)o->sample : n;
+        if (kv_output_blocked(c, t, o)) continue;
+        whole |= 1u << t;
+        oracle += 2 * sizeof(double) * len[t];
     }
-    if (o && k->oracle_host) oracle += k->oracle_host(c, o->sample > 0);
+    if (o && k->oracle_host) oracle += k->oracle_host(c, whole, len);
     if (!dev) return in;
     /* on a CPU device: generated, then in the device's buffers (host memory
      * too), where the outputs are judged in place (plan.h, direct);

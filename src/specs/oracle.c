@@ -437,6 +437,17 @@ enum kv_status kv_spec_block(const struct kv_case *c, int t, size_t lo, size_t h
     return kv_ev_range(x, x->s->sym[t].stmt, lo, hi, block_lanes, (void *)&o);
 }
 
+/* What kv_spec_oracle keeps beyond y and S for an output held whole: its
+ * bound's lam, fix and chained slack and its overflow flags (case_arrays),
+ * 25 bytes an element. */
+static uint64_t oracle_host(const struct kv_case *c, uint32_t whole, const uint64_t *len)
+{
+    uint64_t b = 0;
+    for (int t = 0; t < c->k->n_tensors; t++)
+        if (whole >> t & 1) b += (3 * sizeof(double) + 1) * len[t];
+    return b;
+}
+
 enum kv_status kv_spec_check(struct kv_spec *s)
 {
     kv_spec_storage(s);
@@ -444,6 +455,7 @@ enum kv_status kv_spec_check(struct kv_spec *s)
     s->k.validate = kv_spec_validate;
     s->k.inputs = kv_spec_inputs;
     s->k.oracle = kv_spec_oracle;
+    s->k.oracle_host = oracle_host;
     s->k.oracle_block = kv_spec_block;
     s->k.block_outputs = s->k.block_slack = s->k.block_bound = s->k.sample_outputs; /* the outputs no statement reads */
     s->k.block_pair = s->k.block_outputs;
