@@ -527,8 +527,8 @@ int cmd_kernel(const struct kv_kernel *k, int argc, char **argv)
         kv_job_free(&job);
         return 0;
     }
-    if (!st) st = kv_job_build(&job); /* bad files stop here, before --save's folder is made */
-    if (!st && job.o.run.save_dir) st = kv_mkdir_p(job.o.run.save_dir);
+    if (!st) st = kv_job_build(&job); /* bad files stop here, before --save's folder is checked */
+    if (!st && job.o.run.save_dir) st = kv_dir_makeable(job.o.run.save_dir);
     if (st) {
         fprintf(stderr, "kverify: %s\n", kv_error_msg());
         kv_job_free(&job);

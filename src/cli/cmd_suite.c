@@ -224,7 +224,7 @@ static enum kv_status load_suite(const char *path, uint64_t seed_offset, struct 
             goto cleanup;
         }
         KV_TRY(offset_seeds(&j->o, j->k, seed_offset, what));
-        if (j->o.run.save_dir) st = kv_mkdir_p(j->o.run.save_dir);
+        if (j->o.run.save_dir) st = kv_dir_makeable(j->o.run.save_dir);
         if (!st) st = kv_job_build(j);
         if (st == KV_EUSAGE) { /* a bad value is the suite's usage error, before anything runs */
             char msg[600];

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/files.h"
 #include "formats/npy.h"
@@ -39,6 +40,27 @@ enum kv_status kv_mkdir_p(const char *dir)
     struct stat sb;
     if (stat(buf, &sb) != 0 || !S_ISDIR(sb.st_mode)) return kv_error(KV_EUSAGE, "%s: not a directory", buf);
     return KV_OK;
+}
+
+enum kv_status kv_dir_makeable(const char *dir)
+{
+    char buf[4096];
+    if ((size_t)snprintf(buf, sizeof buf, "%s", dir) >= sizeof buf) return kv_error(KV_EUSAGE, "%s: path too long", dir);
+    for (;;) { /* the deepest part of the path that exists */
+        struct stat sb;
+        if (stat(buf, &sb) == 0) {
+            if (!S_ISDIR(sb.st_mode)) return kv_error(KV_EUSAGE, "%s: not a directory", buf);
+            if (access(buf, W_OK | X_OK) != 0)
+                return kv_error(KV_EUSAGE, "%s: cannot create %s in it: %s", buf, dir, strerror(errno));
+            return KV_OK;
+        }
+        if (errno != ENOENT) return kv_error(KV_EUSAGE, "%s: cannot create: %s", buf, strerror(errno));
+        char *slash = strrchr(buf, '/');
+        while (slash && slash > buf && slash[1] == '\0') *slash = '\0', slash = strrchr(buf, '/'); /* "a/b/" */
+        if (!slash) snprintf(buf, sizeof buf, "."); /* a relative name: the working folder */
+        else if (slash == buf) buf[1] = '\0';      /* "/x": the root */
+        else *slash = '\0';
+    }
 }
 
 static enum kv_status write_tensor(const char *dir, const char *name, const char *suffix, enum kv_dtype t,

@@ -24,6 +24,11 @@ enum { KV_SAVE_NPY, KV_SAVE_SAFETENSORS };
 void kv_safe_name(const char *name, char *out, size_t size);
 /* Create dir (and its parent) if missing; KV_EUSAGE when it cannot be made. */
 enum kv_status kv_mkdir_p(const char *dir);
+/* Whether dir exists as a folder or can be made (the deepest part of its
+ * path that exists is a folder kverify may write): KV_EUSAGE, naming the
+ * part, where not. Nothing is created: a case's files make it (kv_save_case),
+ * so a run refused before its first case leaves nothing behind. */
+enum kv_status kv_dir_makeable(const char *dir);
 /* chained[t] is the chained device output of t or NULL; ran[t] says whether
  * the device produced t. Sets res->saved. */
 enum kv_status kv_save_case(const char *dir, int format, const struct kv_case *c, void *const *chained, const int *ran,

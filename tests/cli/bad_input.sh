@@ -87,7 +87,9 @@ KVERIFY_TEST_MEM_AVAILABLE=13300000 expect_exit 0 "$KV" qdq-affine --groups 6553
 # element: silu-bwd 65536 holds 1.31 MB of tensors on lavapipe and 2.69 MB of oracle
 KVERIFY_TEST_MEM_AVAILABLE=3900000 expect_error 2 "needs at least 0\.00 GB of host memory .*whole oracles" \
   "$KV" silu-bwd --n 65536 --save "$TMP/mem_saved" "${J[@]}"
+[ ! -e "$TMP/mem_saved" ] || fail "a case refused for memory made its --save folder"
 KVERIFY_TEST_MEM_AVAILABLE=4100000 expect_exit 0 "$KV" silu-bwd --n 65536 --save "$TMP/mem_saved" "${J[@]}"
+[ -d "$TMP/mem_saved" ] || fail "a saved case did not make its --save folder"
 # bad shader files: exit 3
 expect_error 3 "$TMP/missing.comp: cannot open" "$KV" rmsnorm-bwd --shader r="$TMP/missing.comp" "${J[@]}"
 printf '#version 450\nlayout(local_size_x = 64) in;\nvoid main() { undeclared = 1; }\n' > "$TMP/broken.comp"
