@@ -1,7 +1,8 @@
 # The training spec kernels (shaders/*.kernel.json): each one's sweep (one
-# seed) and fixtures pass; a tensor past 2^32-1 elements is refused; a planted one-line bug in each one's shader fails
-# with its worst element named; a case saved with --save is judged again from
-# its files, the device's outputs given as candidates.
+# seed) and fixtures pass; a tensor past 2^32-1 elements is refused; a planted
+# one-line bug in each one's shader fails with its worst element named; a case
+# saved with --save is judged again from its files, the device's outputs given
+# as candidates.
 . "$(dirname "$0")/lib.bash"
 S="$KV_SRC/shaders"
 kernels="silu-bwd swiglu-bwd gelu-bwd cross-entropy-bwd cross-entropy-bwd-bf16 layernorm-bwd layernorm-bwd-recompute rope-bwd adamw-step adamw-step-bf16"
