@@ -1,6 +1,7 @@
 #include "kernels/blas_core.h"
 
 #include <cblas.h>
+#include <omp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,6 +91,12 @@ void kv_dgemm_rows(int transx, int transy, int rows, int cols, int red, const do
         cblas_dgemm(CblasRowMajor, transx ? CblasTrans : CblasNoTrans, transy ? CblasTrans : CblasNoTrans, r1 - r0,
                     cols, red, 1.0, xb, ldx, y, ldy, 0.0, c + (size_t)r0 * ldc, ldc);
     }
+}
+
+unsigned long long kv_dgemm_rows_t2_host(int rows, int red)
+{
+    const unsigned long long width = rows < ROWS_A_CALL ? (unsigned long long)rows : ROWS_A_CALL;
+    return (unsigned long long)omp_get_max_threads() * 2 * sizeof(double) * (unsigned long long)red * width;
 }
 
 enum kv_status kv_dgemm_rows_t2(int rows, int cols, int red, void (*widen)(const void *ctx, int r0, int r1, double *v,

@@ -58,5 +58,7 @@ enum kv_status kv_dgemm_rows_t2(int rows, int cols, int red, void (*widen)(const
                                                                            double *a),
                                 const void *ctx, const double *y1, const double *y2, int ldy, double *c1,
                                 double *c2, int ldc);
+/* The bytes kv_dgemm_rows_t2's blocks hold at once: every thread's. */
+unsigned long long kv_dgemm_rows_t2_host(int rows, int red);
 
 #endif

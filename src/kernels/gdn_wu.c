@@ -465,6 +465,13 @@ static size_t oracle_sampled(struct kv_case *c, const struct dims *d, int out, i
     return ambiguous;
 }
 
+/* What oracle() holds beyond y and S: w's slack. */
+static uint64_t oracle_host(const struct kv_case *c, uint32_t whole, uint32_t sampled, const uint64_t *len)
+{
+    (void)whole, (void)sampled;
+    return sizeof(double) * len[is_cm(c) ? T_W_CM : is_ab(c) ? T_W_AB : T_W];
+}
+
 /* Tolerances (metrics.md): n = rows of the chunk (<= 64), S = sum_j |A*staged|,
  * the products 1u (k_op = 1), u = 2^-24 (f32 accumulation), and the final
  * round to bf16: 0.5 ulp_bf16(y). Staging: u's bf16(v*beta) is one f32
@@ -544,6 +551,7 @@ const struct kv_kernel kv_kernel_gdn_wu = {
     .validate = validate,
     .inputs = inputs,
     .oracle = oracle,
+    .oracle_host = oracle_host,
     .sample_outputs = 1ull << T_W | 1ull << T_U | 1ull << T_W_CM | 1ull << T_U_CM | 1ull << T_W_AB | 1ull << T_U_AB,
     .window_batch = P_B, .window_seq = P_T, .window_chunk = BT,
 };

@@ -292,6 +292,7 @@ const struct kv_kernel kv_kernel_gdn_wy_bwd = {
     .validate = validate,
     .inputs = inputs,
     .oracle = kv_gdn_wy_oracle,
+    .oracle_host = kv_gdn_wy_oracle_host,
     .oracle_block = kv_gdn_wy_dv_block,
     .block_outputs = 1ull << T_DV | 1ull << T_DV_AB | 1ull << T_DV_CM,
     .sample_outputs = (1ull << T_DKH | 1ull << T_DV | 1ull << T_DB | 1ull << T_DG | 1ull << T_DK) * (1ull | 1ull << (T_DKH_AB - T_DKH) | 1ull << 2 * (T_DKH_AB - T_DKH)),

@@ -39,6 +39,10 @@ static inline struct dims dims_of(const struct kv_case *c)
 /* The oracle (kernel.h's oracle): the spec's float64 gradient chunk by
  * chunk, or with c->exact the exact one, and every output's allowances. */
 enum kv_status kv_gdn_wy_oracle(struct kv_case *c);
+/* What the oracle holds beyond y and S (kernel.h's oracle_host): the slack
+ * of dk_head, dbeta and dg, dk's chained slack, and every output's overflow
+ * flags, dv's too where it is made in blocks. */
+uint64_t kv_gdn_wy_oracle_host(const struct kv_case *c, uint32_t whole, uint32_t sampled, const uint64_t *len);
 /* dv's oracle in blocks (kernel.h's oracle_block): dv is judged block by
  * block, its rows made again from A and du, and oracle() leaves its y and S
  * alone (its overflow flags stay whole). */

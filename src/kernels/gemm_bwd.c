@@ -173,9 +173,11 @@ static const struct kv_stage_def stages[] = {
 static enum kv_status validate(struct kv_case *c)
 {
     int64_t m = c->p[P_M].i, n = c->p[P_N].i, k = c->p[P_K].i;
-    /* 32-bit flat indices in the shaders: every tensor below 2^31 elements. */
-    if (m > INT32_MAX / n || m > INT32_MAX / k || k > INT32_MAX / n)
-        return kv_error(KV_EUSAGE, "--m %lld --n %lld --k %lld: a tensor has more than 2^31-1 elements",
+    /* The shaders' flat indices are 32-bit unsigned: row * columns + column
+     * of a tensor, taken only inside it (the tiles' tails are masked before
+     * an index is formed), so every tensor up to 2^32-1 elements. */
+    if (m > UINT32_MAX / n || m > UINT32_MAX / k || k > UINT32_MAX / n)
+        return kv_error(KV_EUSAGE, "--m %lld --n %lld --k %lld: a tensor has more than 2^32-1 elements",
                         (long long)m, (long long)n, (long long)k);
     return KV_OK;
 }
@@ -274,6 +276,22 @@ static void widen_cols(const void *ctx, int k0, int k1, double *v, double *a)
             const double x = kv_load_f64(A->dtype, A->data, (size_t)(i * k + k0 + j));
             v[i * w + j] = x, a[i * w + j] = fabs(x);
         }
+}
+
+/* What oracle() holds beyond y and S: unsampled, dA's operands widened
+ * (dC's values and magnitudes in scratch slots 0 and 1, B's in 2 and 3),
+ * and for dB dC's (slots 0 and 1 again, where dA was sampled) and the
+ * blocks of A's columns on each thread. Sampled outputs are dots straight
+ * from the inputs. */
+static uint64_t oracle_host(const struct kv_case *c, uint32_t whole, uint32_t sampled, const uint64_t *len)
+{
+    (void)whole, (void)len;
+    const uint64_t m = (uint64_t)c->p[P_M].i, n = (uint64_t)c->p[P_N].i, k = (uint64_t)c->p[P_K].i;
+    const int tda = is_cm(c) ? T_DA_CM : is_f16(c) ? T_DA16 : is_acc(c) ? T_DA_ACC : T_DA;
+    const int da = !(sampled >> tda & 1), db = !(sampled >> T_DB & 1);
+    uint64_t b = 2 * sizeof(double) * ((da || db ? m * n : 0) + (da ? k * n : 0));
+    if (db) b += kv_dgemm_rows_t2_host((int)k, (int)m);
+    return b;
 }
 
 /* Sampled elements, straight from the inputs: the dot of row i of X
@@ -428,6 +446,7 @@ const struct kv_kernel kv_kernel_gemm_bwd = {
     .validate = validate,
     .inputs = inputs,
     .oracle = oracle,
+    .oracle_host = oracle_host,
     .oracle_block = oracle_block,
     .block_outputs = 1ull << T_DC16,
     .block_iso = 1ull << T_DC16,

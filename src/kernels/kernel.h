@@ -162,9 +162,11 @@ struct kv_kernel {
      * outputs it holds whole (their slack, flags, per-group state), a lower
      * bound, for the check that a case fits the host's memory
      * (pipeline/hostmem.h). whole: the mask of those outputs (the others made
-     * block by block); len[t]: output t's oracle length (its elements, or its
-     * sample's where the oracle holds the sample alone). */
-    uint64_t (*oracle_host)(const struct kv_case *c, uint32_t whole, const uint64_t *len);
+     * block by block); sampled: the outputs verified at a sample of their
+     * elements (--sample below their count); len[t]: output t's oracle
+     * length (its elements, or its sample's where the oracle holds the
+     * sample alone). */
+    uint64_t (*oracle_host)(const struct kv_case *c, uint32_t whole, uint32_t sampled, const uint64_t *len);
     /* Fill the input tensors (already allocated) from c->seed. */
     enum kv_status (*inputs)(struct kv_case *c);
     /* Fill c->y, c->S (allocated, one per element) and c->bound for every

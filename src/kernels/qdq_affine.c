@@ -150,8 +150,9 @@ static enum kv_status validate(struct kv_case *c)
  * d_scales, d_biases and qdq (where qdq is whole); d_scales' chained slack
  * and the scales' alternative, a group each; qdq's chained slack (whole) or
  * each group's state (in blocks); q's tie and flush codes. */
-static uint64_t oracle_host(const struct kv_case *c, uint32_t whole, const uint64_t *len)
+static uint64_t oracle_host(const struct kv_case *c, uint32_t whole, uint32_t sampled, const uint64_t *len)
 {
+    (void)sampled;
     const uint64_t g = (uint64_t)c->p[P_GROUPS].i, qdq = whole >> T_QDQ & 1;
     return sizeof(double) * (len[T_S] + len[T_B] + len[T_DS] + len[T_DB] + 2 * g +
                              (qdq ? 2 * len[T_QDQ] : 3 * g)) +

@@ -7,41 +7,67 @@
 #include "pipeline/abi_stage.h"
 #include "pipeline/addr.h"
 #include "pipeline/binding.h"
+#include "pipeline/plan.h"
 #include "pipeline/row.h"
 #include "pipeline/runner.h"
 #include "pipeline/stream.h"
 #include "spirv/shader.h"
 #include "spirv/spirv_addr.h"
 
+/* Whether output t comes back twice: its stage reads an intermediate that
+ * an earlier stage of the case makes, so it runs again fed the device's
+ * own (the chained rerun, kv_case_stages), into a buffer of its own. */
+static int chained_output(const struct kv_case *c, int t, const struct kv_run_opts *o)
+{
+    const struct kv_kernel *k = c->k;
+    const int s = k->tensors[t].stage;
+    if (c->given[t] || !kv_consumes_intermediate(k, s) || (o && o->abi[s])) return 0;
+    for (int b = 0; b < k->stages[s].n_bindings; b++) {
+        const int u = k->stages[s].bindings[b];
+        if (k->tensors[u].role == KV_OUTPUT && k->tensors[u].stage != s && (!kv_tensor_on(c, u) || c->given[u]))
+            return 0;
+    }
+    return 1;
+}
+
 uint64_t kv_case_host_floor(const struct kv_case *c, const struct kv_vk_info *dev, const struct kv_run_opts *o)
 {
     const struct kv_kernel *k = c->k;
     const int cpu = kv_vk_is_cpu(dev);
-    uint64_t in = 0, out = 0, oracle = 0, len[KV_MAX_TENSORS] = {0};
-    uint32_t whole = 0;
+    uint64_t in = 0, out = 0, oracle = 0, iso = 0, iso_dev = 0, len[KV_MAX_TENSORS] = {0};
+    uint32_t whole = 0, sampled = 0;
     for (int t = 0; t < k->n_tensors; t++) {
         if (!kv_tensor_on(c, t)) continue;
         uint64_t n = 1;
         for (int d = 0; d < c->t[t].ndim; d++) n *= (uint64_t)c->t[t].shape[d];
         uint64_t bytes = n * kv_dtype_info(c->t[t].dtype)->size;
         if (k->tensors[t].role == KV_INPUT) in += bytes;
-        else out += bytes;
+        else out += (dev && chained_output(c, t, o) ? 2 : 1) * bytes;
+        /* an intermediate's rounded oracle, which the isolated stage reads:
+         * in the device's buffer on a CPU device, and in host memory, made
+         * whole unless the oracle holds its sample alone (then it writes
+         * what the sample needs: gdn-wy-bwd's dk_head, the sampled chunks) */
+        if (k->tensors[t].role == KV_OUTPUT && kv_is_intermediate(c, t)) {
+            iso_dev += bytes;
+            if (!(o && kv_output_compact(c, t, o))) iso += bytes;
+        }
         /* an output's oracle not made block by block: its float64 values and
          * scales held whole, or its sample's (kv_case_alloc) */
         if (!o || k->tensors[t].role != KV_OUTPUT) continue;
         len[t] = kv_output_compact(c, t, o) ? (uint64_t)o->sample : n;
+        if (kv_output_sampled(c, t, o)) sampled |= 1u << t;
         if (kv_output_blocked(c, t, o)) continue;
         whole |= 1u << t;
         oracle += 2 * sizeof(double) * len[t];
     }
-    if (o && k->oracle_host) oracle += k->oracle_host(c, whole, len);
+    if (o && k->oracle_host) oracle += k->oracle_host(c, whole, sampled, len);
     if (!dev) return in;
     /* on a CPU device: generated, then in the device's buffers (host memory
      * too), where the outputs are judged in place (plan.h, direct);
      * elsewhere generated and downloaded, and staged whole too where the plan
      * is not streamed (stream.h) */
-    if (cpu) return 2 * in + out + oracle;
-    return in + out + oracle + (in + out > kv_stream_threshold() ? 0 : in);
+    if (cpu) return 2 * in + iso + iso_dev + out + oracle;
+    return in + iso + out + oracle + (in + out > kv_stream_threshold() ? 0 : in);
 }
 
 uint64_t kv_host_available(void)
@@ -128,10 +154,13 @@ enum kv_status kv_case_check(struct kv_case *c, const struct kv_vk_info *dev, co
                             "device's largest buffer (%s %llu bytes)", c->name, k->tensors[t].name, bytes,
                             dev->max_buffer ? "maxBufferSize" : "maxMemoryAllocationSize", (unsigned long long)most);
     }
-    /* refused in one line rather than killed for memory half-way */
+    /* refused in one line rather than killed for memory half-way; in GB, or
+     * in MB where the case needs less than 1 GB */
     uint64_t need = dev && host ? kv_case_host_floor(c, dev, o) : 0, avail = need ? kv_host_available() : 0;
+    const double unit = need < 1000000000 ? 1e6 : 1e9;
     if (avail && need > avail)
-        return kv_error(KV_EUSAGE, "%s: needs at least %.2f GB of host memory (its inputs, outputs and whole oracles), more "
-                        "than the %.2f GB available", c->name, (double)need / 1e9, (double)avail / 1e9);
+        return kv_error(KV_EUSAGE, "%s: needs at least %.2f %s of host memory (its inputs, outputs and whole oracles), "
+                        "more than the %.2f %s available", c->name, (double)need / unit, unit < 1e9 ? "MB" : "GB",
+                        (double)avail / unit, unit < 1e9 ? "MB" : "GB");
     return KV_OK;
 }

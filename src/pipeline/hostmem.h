@@ -13,8 +13,10 @@ struct kv_run_opts;
 
 /* A lower bound of the host memory case c holds at its peak on device dev
  * (NULL: none): each input generated (and staged for upload where the plan
- * is not streamed), each output downloaded; on a CPU device (lavapipe) each
- * input generated and, with the outputs, in the device's buffers. With the
+ * is not streamed), each output downloaded (twice where a chained rerun
+ * makes it again), each intermediate's rounded oracle (what its isolated
+ * stage reads) where it is made whole; on a CPU device (lavapipe) each input
+ * and intermediate also in the device's buffers, with the outputs. With the
  * run's options o (NULL: not counted), the oracle of each output not made
  * block by block: its float64 values and scales, 16 bytes an element (or a
  * sampled element, where it holds its sample alone), and what else the

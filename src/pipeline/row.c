@@ -15,8 +15,7 @@ int kv_test_full_oracle(void)
     return e && *e == '1';
 }
 
-/* Sampled, with fewer elements than output t has. */
-static int sampled(const struct kv_case *c, int t, const struct kv_run_opts *o)
+int kv_output_sampled(const struct kv_case *c, int t, const struct kv_run_opts *o)
 {
     return o->sample > 0 && (size_t)o->sample < c->t[t].count;
 }
@@ -26,12 +25,12 @@ int kv_output_blocked(const struct kv_case *c, int t, const struct kv_run_opts *
     const struct kv_kernel *k = c->k;
     return k->oracle_block && (k->block_outputs >> t & 1) && kv_tensor_on(c, t) &&
            (!kv_is_intermediate(c, t) || (k->block_iso >> t & 1)) && o->oracle == KV_ORACLE_SPEC && !o->save_dir &&
-           !kv_test_full_oracle() && !(sampled(c, t, o) && (k->sample_outputs >> t & 1));
+           !kv_test_full_oracle() && !(kv_output_sampled(c, t, o) && (k->sample_outputs >> t & 1));
 }
 
 int kv_output_compact(const struct kv_case *c, int t, const struct kv_run_opts *o)
 {
-    return c->k->tensors[t].role == KV_OUTPUT && kv_tensor_on(c, t) && sampled(c, t, o) &&
+    return c->k->tensors[t].role == KV_OUTPUT && kv_tensor_on(c, t) && kv_output_sampled(c, t, o) &&
            (c->k->sample_outputs >> t & 1) && !o->save_dir && !kv_test_full_oracle();
 }
 

@@ -22,6 +22,8 @@ int kv_test_full_oracle(void);
  * its sampled elements alone (compact; --sample). */
 int kv_output_blocked(const struct kv_case *c, int t, const struct kv_run_opts *o);
 int kv_output_compact(const struct kv_case *c, int t, const struct kv_run_opts *o);
+/* Whether --sample verifies output t at fewer elements than it has. */
+int kv_output_sampled(const struct kv_case *c, int t, const struct kv_run_opts *o);
 /* Compare data (output t, from `source`) against ref and append a row named
  * <output><suffix> to res. chained adds the allowance for device intermediates. */
 enum kv_status kv_compare_row(struct kv_case *c, int t, const struct kv_oracle_ref *ref, const void *data,

@@ -440,8 +440,9 @@ enum kv_status kv_spec_block(const struct kv_case *c, int t, size_t lo, size_t h
 /* What kv_spec_oracle keeps beyond y and S for an output held whole: its
  * bound's lam, fix and chained slack and its overflow flags (case_arrays),
  * 25 bytes an element. */
-static uint64_t oracle_host(const struct kv_case *c, uint32_t whole, const uint64_t *len)
+static uint64_t oracle_host(const struct kv_case *c, uint32_t whole, uint32_t sampled, const uint64_t *len)
 {
+    (void)sampled;
     uint64_t b = 0;
     for (int t = 0; t < c->k->n_tensors; t++)
         if (whole >> t & 1) b += (3 * sizeof(double) + 1) * len[t];

@@ -130,7 +130,24 @@ expect_lower_peak KVERIFY_TEST_FULL_ORACLE $((12 * 1024)) "$KV" gemm-bwd --varia
 expect_error 2 "--m: 0 is out of range" "$KV" gemm-bwd --m 0 "${J[@]}"
 expect_error 2 "--k: -3 is out of range" "$KV" gemm-bwd --k -3 "${J[@]}"
 expect_error 2 "--variant: 'bf16' is not one of f32\|accumulate\|f16\|f16-coopmat" "$KV" gemm-bwd --variant bf16 "${J[@]}"
-expect_error 2 "a tensor has more than 2\^31-1 elements" "$KV" gemm-bwd --m 65536 --n 65536 "${J[@]}"
+# every tensor up to 2^32-1 elements (32-bit unsigned flat indices): dC at 2^32 is
+# refused by kverify, at 2^32-1 (65537 x 65535, 16 GiB of f32) it meets the device's
+# largest buffer (lavapipe's 4 GiB - 1) or the host's memory
+expect_error 2 "--m 65536 --n 65536 --k 512: a tensor has more than 2\^32-1 elements" "$KV" gemm-bwd --m 65536 --n 65536 "${J[@]}"
+expect_error 2 "a tensor has more than 2\^32-1 elements" "$KV" gemm-bwd --m 1 --n 65537 --k 65536 "${J[@]}"
+for v in f32 f16; do
+  KVERIFY_TEST_MEM_AVAILABLE=10000000 expect_error 2 \
+    "needs a buffer of [0-9]+ bytes or more, more than this device's largest buffer|needs at least [0-9.]+ [GM]B of host memory .*, more than the [0-9.]+ [GM]B available" \
+    "$KV" gemm-bwd --m 65537 --n 65535 --k 16 --variant $v --sample 1000 "${J[@]}"
+done
+# the oracle's widened operands count toward the host memory a case needs: 512^3
+# unsampled holds 16 bytes an element of dC and B (8.39 MB) and, for dB, 96 columns
+# of A a thread (0.79 MB each), beside 16.78 MB of tensors and y and S: 26.74 MB on
+# two threads. Sampled, none of them: 8.42 MB
+OMP_NUM_THREADS=2 KVERIFY_TEST_MEM_AVAILABLE=26500000 expect_error 2 \
+  "needs at least 26\.74 MB of host memory \(its inputs, outputs and whole oracles\)" "$KV" gemm-bwd "${J[@]}"
+OMP_NUM_THREADS=2 KVERIFY_TEST_MEM_AVAILABLE=27000000 expect_exit 0 "$KV" gemm-bwd "${J[@]}"
+OMP_NUM_THREADS=2 KVERIFY_TEST_MEM_AVAILABLE=8600000 expect_exit 0 "$KV" gemm-bwd --sample 1000 "${J[@]}"
 expect_error 2 "--n: '1e9' is not an integer" "$KV" gemm-bwd --n 1e9 "${J[@]}"
 # an 8 GiB A and B: past a binding's range, so refused where the device has no addresses; on
 # lavapipe, which binds it by address (guarded), past its largest buffer (4 GiB)
