@@ -381,6 +381,16 @@ static enum kv_status alloc_allow(struct kv_case *c, double **p, int t)
     return *p ? KV_OK : kv_error(KV_EDEVICE, "out of host memory for the oracle");
 }
 
+/* alloc_allow's slack arrays and the overflow flags (gdn_wy_bwd.h) */
+uint64_t kv_gdn_wy_oracle_host(const struct kv_case *c, uint32_t whole, uint32_t sampled, const uint64_t *len)
+{
+    (void)whole, (void)sampled;
+    uint64_t b = sizeof(double) * (len[out_of(c, T_DKH)] + len[out_of(c, T_DB)] + len[out_of(c, T_DG)] +
+                                   len[out_of(c, T_DK)]);
+    for (int t = T_DKH; t <= T_DK; t++) b += len[out_of(c, t)];
+    return b;
+}
+
 /* Tolerances (metrics.md), u = 2^-24, with S and slack from the spec
  * (kv_gdn_chunk_backward_spec: slack is the legal error of the
  * intermediates, the flips of their bf16 casts included):
@@ -391,15 +401,6 @@ static enum kv_status alloc_allow(struct kv_case *c, double **p, int t)
  *     n = 2K + V, k_op = 2 (each term's products).
  *   dg: K terms of pass 1 and 2 x 64 of U * M: n = K + 128, k_op = 2.
  *   dk: the f32 sum of heads/kv-heads bf16 terms: n = ratio, k_op = 0. */
-uint64_t kv_gdn_wy_oracle_host(const struct kv_case *c, uint32_t whole, uint32_t sampled, const uint64_t *len)
-{
-    (void)whole, (void)sampled;
-    uint64_t b = sizeof(double) * (len[out_of(c, T_DKH)] + len[out_of(c, T_DB)] + len[out_of(c, T_DG)] +
-                                   len[out_of(c, T_DK)]);
-    for (int t = T_DKH; t <= T_DK; t++) b += len[out_of(c, t)];
-    return b;
-}
-
 enum kv_status kv_gdn_wy_oracle(struct kv_case *c)
 {
     const struct dims d = dims_of(c);
