@@ -101,6 +101,16 @@ struct jobs_run {
     const char *cur_name;
 };
 
+/* A row's device; on several devices, the same case is named by its device. */
+static void by_device(const struct jobs_run *x, struct kv_case_result *res)
+{
+    res->device = x->dev_pos;
+    if (x->n_dev > 1 && x->dev) {
+        size_t used = strlen(res->name);
+        snprintf(res->name + used, sizeof res->name - used, "@%u", x->dev->info.index);
+    }
+}
+
 /* Whether a selected case needs the device. */
 static int need_device(const struct jobs_run *x)
 {
@@ -232,11 +242,7 @@ static enum kv_status run_one(struct jobs_run *x, size_t j, size_t i, struct kv_
         case_command(x, jb, res);
     }
     progress_clear(x);
-    res->device = x->dev_pos;
-    if (x->n_dev > 1 && x->dev) { /* the same case on several devices: name it by device */
-        size_t used = strlen(res->name);
-        snprintf(res->name + used, sizeof res->name - used, "@%u", x->dev->info.index);
-    }
+    by_device(x, res);
     kv_table_case(x->tab, res);
     *stop = jb->o.run.fail_fast && (res->status == KV_CASE_FAIL || res->status == KV_CASE_ERROR);
     fflush(x->tab);
@@ -311,6 +317,7 @@ static const char *on_hang(double s, void *ctx)
     snprintf(msg, sizeof msg, "the device has not finished a submission after %g s (--timeout); the run ended here, "
              "and the cases after it were not run", s);
     error_row(x->cur, x->cur_job, x->cur_name, KV_EDEVICE, msg);
+    by_device(x, x->cur);
     progress_clear(x);
     kv_table_case(x->tab, x->cur);
     kv_table_summary(x->tab, &x->report);

@@ -51,6 +51,14 @@ assert r["summary"]["errors"] == 1 and len(c) == 1 and c[0]["status"] == "error"
 assert c[0]["error"].startswith("the device has not finished a submission after 3 s (--timeout)"), c[0]["error"]
 PY
 grep -q '<error message="the device has not finished a submission after 3 s' "$TMP/hang.xml" || fail "--timeout: JUnit"
+# on several devices, the hung row is named by its device as the others are
+expect_exit 4 "$KV" rmsnorm-bwd --rows 16384 --dim 64 --shader r="$KV_SRC/tests/shaders/spin_r.comp" --timeout 3 \
+  --device 0 --device 0 "${J[@]}"
+python3 - "$TMP/report.json" <<'PY' || fail "--timeout on several devices: the hung row's name"
+import json, sys
+c = json.load(open(sys.argv[1]))["cases"]
+assert len(c) == 1 and c[0]["status"] == "error" and c[0]["name"].endswith("]@0"), c
+PY
 expect_exit 0 "$KV" rmsnorm-bwd --rows 64 --dim 64 --timeout 0 "${J[@]}" # 0: none
 expect_error 2 "--json: empty file name" "$KV" rmsnorm-bwd --json ""
 expect_error 2 "usage: kverify COMMAND" "$KV"
