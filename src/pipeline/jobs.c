@@ -318,6 +318,8 @@ static const char *on_hang(double s, void *ctx)
              "and the cases after it were not run", s);
     error_row(x->cur, x->cur_job, x->cur_name, KV_EDEVICE, msg);
     by_device(x, x->cur);
+    /* its device time: the submission's, at least the time waited for it */
+    if (x->cur->ms.device < s * 1e3) x->cur->ms.device = s * 1e3;
     progress_clear(x);
     kv_table_case(x->tab, x->cur);
     kv_table_summary(x->tab, &x->report);

@@ -49,6 +49,7 @@ r = json.load(open(sys.argv[1]))
 c = r["cases"]
 assert r["summary"]["errors"] == 1 and len(c) == 1 and c[0]["status"] == "error", r["summary"]
 assert c[0]["error"].startswith("the device has not finished a submission after 3 s (--timeout)"), c[0]["error"]
+assert c[0]["time_ms"]["device"] >= 3000, c[0]["time_ms"]  # the time waited for it, at least
 PY
 grep -q '<error message="the device has not finished a submission after 3 s' "$TMP/hang.xml" || fail "--timeout: JUnit"
 # on several devices, the hung row is named by its device as the others are
