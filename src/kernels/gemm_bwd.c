@@ -294,29 +294,69 @@ static uint64_t oracle_host(const struct kv_case *c, uint32_t whole, uint32_t sa
     return b;
 }
 
-/* Sampled elements, straight from the inputs: the dot of row i of X
- * (length n, stride sx along it) with row j of Y; cast16 rounds X's f32
- * values to f16 first (the spec cast). */
-static void dot(const struct kv_tensor *X, size_t x0, size_t sx, const struct kv_tensor *Y, size_t y0, size_t sy,
-                int64_t n, int cast16, double *y, double *S)
+/* dA's sampled elements, dA[i, kk] = sum over l of dC[i, l] B[kk, l] (cast16:
+ * dC's f32 values rounded to f16 first, the spec cast), straight from the
+ * inputs: the sample (sorted) in runs of one row of dC, at most DA_RUN
+ * elements each, and the row walked in pieces of DA_PIECE, each piece of
+ * dC widened (and cast) once for the run, not once an element (9.2e9 casts
+ * at m = 65537, n = 65535 on an H200). Each element's terms are summed in
+ * order, l from 0. */
+#define DA_RUN 256
+#define DA_PIECE 4096
+static enum kv_status sampled_da(struct kv_case *c, int tda, int cast16, const struct kv_tensor *B)
 {
-    double acc = 0, abs_acc = 0;
-    for (int64_t l = 0; l < n; l++) {
-        double a = kv_load_f64(X->dtype, X->data, x0 + (size_t)l * sx);
-        if (cast16) a = kv_f16_to_f32(kv_f32_to_f16((float)a));
-        double t = a * kv_load_f64(Y->dtype, Y->data, y0 + (size_t)l * sy);
-        acc += t;
-        abs_acc += fabs(t);
+    const struct kv_tensor *DC = &c->t[T_DC];
+    const size_t n = (size_t)c->p[P_N].i, k = (size_t)c->p[P_K].i, ns = c->n_sample[tda];
+    const size_t *smp = c->sample[tda];
+    size_t runs = 0, *first = malloc((ns + 1) * sizeof *first);
+    if (!first) return kv_error(KV_EDEVICE, "out of host memory for dA's sample");
+    for (size_t s = 0; s < ns; s++)
+        if (!runs || smp[s] / k != smp[first[runs - 1]] / k || s - first[runs - 1] == DA_RUN) first[runs++] = s;
+    first[runs] = ns;
+    int oom = 0;
+#pragma omp parallel
+    {
+        double *x = malloc(sizeof(double) * (2 * DA_PIECE + 2 * DA_RUN)), *y = x + DA_PIECE, *acc = y + DA_PIECE,
+               *mag = acc + DA_RUN;
+        if (!x) {
+#pragma omp atomic write
+            oom = 1;
+        }
+#pragma omp for schedule(dynamic, 8)
+        for (size_t r = 0; r < runs; r++) {
+            if (!x) continue;
+            const size_t s0 = first[r], w = first[r + 1] - s0, i = smp[s0] / k;
+            memset(acc, 0, 2 * DA_RUN * sizeof *acc); /* acc and mag */
+            for (size_t l0 = 0; l0 < n; l0 += DA_PIECE) {
+                const size_t len = n - l0 < DA_PIECE ? n - l0 : DA_PIECE;
+                kv_load_f64_n(DC->dtype, DC->data, i * n + l0, x, len);
+                for (size_t l = 0; cast16 && l < len; l++) x[l] = kv_f16_to_f32(kv_f32_to_f16((float)x[l]));
+                for (size_t q = 0; q < w; q++) {
+                    kv_load_f64_n(B->dtype, B->data, smp[s0 + q] % k * n + l0, y, len);
+                    double a = acc[q], b = mag[q];
+                    for (size_t l = 0; l < len; l++) {
+                        const double t = x[l] * y[l];
+                        a += t, b += fabs(t);
+                    }
+                    acc[q] = a, mag[q] = b;
+                }
+            }
+            for (size_t q = 0; q < w; q++) {
+                const size_t o = c->compact[tda] ? s0 + q : smp[s0 + q];
+                c->y[tda][o] = acc[q], c->S[tda][o] = mag[q];
+            }
+        }
+        free(x);
     }
-    *y = acc, *S = abs_acc;
+    free(first);
+    return oom ? kv_error(KV_EDEVICE, "out of host memory for dA's sample") : KV_OK;
 }
 
 /* dB's sampled elements, dB[kk, j] = sum over l of A[l, kk] dC[l, j]: a
  * chunk of the sample at a time, row l of A and dC read once for all of
  * the chunk's elements (a dot of its own would read each term from a
  * different row, a cache miss each: 35 s of a 43 s case on an H200 at m =
- * 65537). Each element's terms are summed in dot()'s order, l from 0: the
- * same values. */
+ * 65537). Each element's terms are summed in order, l from 0. */
 #define DB_CHUNK 1024
 static void sampled_db(struct kv_case *c)
 {
@@ -368,11 +408,7 @@ static enum kv_status oracle(struct kv_case *c)
     const int tda = is_cm(c) ? T_DA_CM : f16 ? T_DA16 : is_acc(c) ? T_DA_ACC : T_DA;
     double *dc = NULL, *dca = NULL, *b = NULL, *ba = NULL, *dc32 = NULL, *dc32a = NULL;
     if (c->sample[tda]) {
-#pragma omp parallel for schedule(dynamic, 64)
-        for (size_t s = 0; s < c->n_sample[tda]; s++) {
-            size_t e = c->sample[tda][s], i = e / (size_t)k, kk = e % (size_t)k, q = c->compact[tda] ? s : e;
-            dot(DC, i * (size_t)n, 1, B, kk * (size_t)n, 1, n, cast, &c->y[tda][q], &c->S[tda][q]);
-        }
+        KV_TRY(sampled_da(c, tda, cast, B));
     } else {
         KV_TRY(widen(DC, cast, 0, &dc, &dca));
         KV_TRY(widen(B, 0, 1, &b, &ba));
