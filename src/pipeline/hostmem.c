@@ -14,35 +14,25 @@
 #include "spirv/shader.h"
 #include "spirv/spirv_addr.h"
 
-/* Whether output t comes back twice: its stage reads an intermediate that
- * an earlier stage of the case makes, so it runs again fed the device's
- * own (the chained rerun, kv_case_stages), into a buffer of its own. */
-static int chained_output(const struct kv_case *c, int t, const struct kv_run_opts *o)
-{
-    const struct kv_kernel *k = c->k;
-    const int s = k->tensors[t].stage;
-    if (c->given[t] || !kv_consumes_intermediate(k, s) || (o && o->abi[s])) return 0;
-    for (int b = 0; b < k->stages[s].n_bindings; b++) {
-        const int u = k->stages[s].bindings[b];
-        if (k->tensors[u].role == KV_OUTPUT && k->tensors[u].stage != s && (!kv_tensor_on(c, u) || c->given[u]))
-            return 0;
-    }
-    return 1;
-}
-
 uint64_t kv_case_host_floor(const struct kv_case *c, const struct kv_vk_info *dev, const struct kv_run_opts *o)
 {
     const struct kv_kernel *k = c->k;
     const int cpu = kv_vk_is_cpu(dev);
     uint64_t in = 0, out = 0, oracle = 0, iso = 0, iso_dev = 0, len[KV_MAX_TENSORS] = {0};
     uint32_t whole = 0, sampled = 0;
+    /* the stages rerun chained, as the run decides (an output of one comes
+     * back twice, into a buffer of its own) */
+    const struct kv_abi *abi[KV_MAX_STAGES] = {0};
+    int run_stage[KV_MAX_STAGES] = {0}, chain_stage[KV_MAX_STAGES] = {0};
+    for (int s = 0; o && s < k->n_stages; s++) abi[s] = o->shader[s] ? o->abi[s] : NULL; /* as the runner has them */
+    kv_case_chains(c, abi, run_stage, chain_stage);
     for (int t = 0; t < k->n_tensors; t++) {
         if (!kv_tensor_on(c, t)) continue;
         uint64_t n = 1;
         for (int d = 0; d < c->t[t].ndim; d++) n *= (uint64_t)c->t[t].shape[d];
         uint64_t bytes = n * kv_dtype_info(c->t[t].dtype)->size;
         if (k->tensors[t].role == KV_INPUT) in += bytes;
-        else out += (dev && chained_output(c, t, o) ? 2 : 1) * bytes;
+        else out += (dev && chain_stage[k->tensors[t].stage] ? 2 : 1) * bytes;
         /* an intermediate's rounded oracle, which the isolated stage reads:
          * in the device's buffer on a CPU device, and in host memory, made
          * whole unless the oracle holds its sample alone (then it writes

@@ -30,6 +30,20 @@ int kv_is_intermediate(const struct kv_case *c, int t)
     return 0;
 }
 
+void kv_case_chains(const struct kv_case *c, const struct kv_abi *const *abi, int *run_stage, int *chain_stage)
+{
+    const struct kv_kernel *k = c->k;
+    for (int t = 0; t < k->n_tensors; t++)
+        if (kv_tensor_on(c, t) && k->tensors[t].role == KV_OUTPUT && !c->given[t]) run_stage[k->tensors[t].stage] = 1;
+    for (int s = 0; s < k->n_stages; s++) {
+        chain_stage[s] = run_stage[s] && kv_consumes_intermediate(k, s) && !abi[s]; /* --abi: its own inputs */
+        for (int b = 0; chain_stage[s] && b < k->stages[s].n_bindings; b++) {
+            const struct kv_tensor_def *td = &k->tensors[k->stages[s].bindings[b]];
+            if (td->role == KV_OUTPUT && td->stage != s && !run_stage[td->stage]) chain_stage[s] = 0;
+        }
+    }
+}
+
 static size_t round4(size_t n) { return (n + 3) & ~(size_t)3; }
 
 /* Whether every tensor is staged whole in up and down (neither streamed nor direct). */

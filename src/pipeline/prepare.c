@@ -8,21 +8,12 @@
 enum kv_status kv_case_stages(const struct kv_runner *r, const struct kv_case *c, int *run_stage, int *chain_stage,
                               int *any)
 {
-    const struct kv_kernel *k = c->k;
-    for (int t = 0; t < k->n_tensors; t++)
-        if (kv_tensor_on(c, t) && k->tensors[t].role == KV_OUTPUT && !c->given[t])
-            run_stage[k->tensors[t].stage] = r->d != NULL;
-    for (int s = 0; s < k->n_stages; s++) {
+    if (r->d) kv_case_chains(c, r->abi, run_stage, chain_stage);
+    else /* none runs without a device */
+        for (int s = 0; s < c->k->n_stages; s++) run_stage[s] = chain_stage[s] = 0;
+    for (int s = 0; s < c->k->n_stages; s++) {
         *any |= run_stage[s];
-        chain_stage[s] = run_stage[s] && kv_consumes_intermediate(k, s);
-        for (int b = 0; chain_stage[s] && b < k->stages[s].n_bindings; b++) {
-            const struct kv_tensor_def *td = &k->tensors[k->stages[s].bindings[b]];
-            if (td->role == KV_OUTPUT && td->stage != s && !run_stage[td->stage]) chain_stage[s] = 0;
-        }
-    }
-    for (int s = 0; s < k->n_stages; s++) {
         if (run_stage[s] && r->missing[s][0]) return kv_error(KV_ENODEV, "%s", r->missing[s]);
-        if (r->abi[s]) chain_stage[s] = 0; /* a foreign shader's own inputs: no chained rerun */
     }
     return KV_OK;
 }
