@@ -2,9 +2,10 @@
 
 #include <omp.h>
 
+static _Thread_local int saved; /* this thread's team size before beside(1); 0: none */
+
 void kv_threads_beside(int beside)
 {
-    static _Thread_local int saved; /* this thread's team size before beside(1); 0: none */
     if (beside && !saved) {
         saved = omp_get_max_threads();
         if (saved >= 4) omp_set_num_threads(saved - 1);
@@ -12,4 +13,10 @@ void kv_threads_beside(int beside)
         omp_set_num_threads(saved);
         saved = 0;
     }
+}
+
+int kv_threads_least(void)
+{
+    const int n = saved ? saved : omp_get_max_threads();
+    return n >= 4 ? n - 1 : n;
 }

@@ -12,5 +12,10 @@
  * smaller, where they have 4 or more), 0 once it is done (their size as it
  * was). A second 1 before the 0 changes nothing. */
 void kv_threads_beside(int beside);
+/* The smallest team the calling thread's parallel regions run with: its
+ * size as OpenMP sets it (before any beside(1)), one fewer where that is 4
+ * or more. A count of per-thread memory that must not exceed what a run
+ * holds (the host-memory floor) takes this one. */
+int kv_threads_least(void);
 
 #endif

@@ -8,6 +8,8 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "core/threads.h"
+
 /* Set for the second start: the kernels OpenBLAS chose at the first, and
  * the threads its pthreads build would have run each call on. */
 #define REPLACED "KVERIFY_BLAS_REPLACED"
@@ -95,8 +97,13 @@ void kv_dgemm_rows(int transx, int transy, int rows, int cols, int red, const do
 
 unsigned long long kv_dgemm_rows_t2_host(int rows, int red)
 {
+    /* a thread's arrays are written only where it takes a block: at most one
+     * thread a block, and at least the smallest team's threads where there
+     * are more blocks (the team is one smaller beside the device's opening) */
     const unsigned long long width = rows < ROWS_A_CALL ? (unsigned long long)rows : ROWS_A_CALL;
-    return (unsigned long long)omp_get_max_threads() * 2 * sizeof(double) * (unsigned long long)red * width;
+    const unsigned long long blocks = ((unsigned long long)rows + ROWS_A_CALL - 1) / ROWS_A_CALL;
+    const unsigned long long team = (unsigned long long)kv_threads_least();
+    return (blocks < team ? blocks : team) * 2 * sizeof(double) * (unsigned long long)red * width;
 }
 
 enum kv_status kv_dgemm_rows_t2(int rows, int cols, int red, void (*widen)(const void *ctx, int r0, int r1, double *v,

@@ -58,7 +58,8 @@ enum kv_status kv_dgemm_rows_t2(int rows, int cols, int red, void (*widen)(const
                                                                            double *a),
                                 const void *ctx, const double *y1, const double *y2, int ldy, double *c1,
                                 double *c2, int ldc);
-/* The bytes kv_dgemm_rows_t2's blocks hold at once: every thread's. */
+/* The bytes kv_dgemm_rows_t2's blocks hold at once, at least: a block on each
+ * thread that takes one (core/threads.h, kv_threads_least). */
 unsigned long long kv_dgemm_rows_t2_host(int rows, int red);
 
 #endif

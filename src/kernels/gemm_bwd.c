@@ -278,18 +278,28 @@ static void widen_cols(const void *ctx, int k0, int k1, double *v, double *a)
         }
 }
 
+/* The bytes scratch slot `slot` grows by to hold n doubles: what the process
+ * does not hold already (an earlier case's slots are kept, and an earlier
+ * case's share of the host's memory is no longer available). */
+static uint64_t scratch_growth(int slot, uint64_t n)
+{
+    return n > scratch_cap[slot] ? (n - scratch_cap[slot]) * sizeof(double) : 0;
+}
+
 /* What oracle() holds beyond y and S: unsampled, dA's operands widened
  * (dC's values and magnitudes in scratch slots 0 and 1, B's in 2 and 3),
  * and for dB dC's (slots 0 and 1 again, where dA was sampled) and the
- * blocks of A's columns on each thread. Sampled outputs are dots straight
- * from the inputs. */
+ * blocks of A's columns on each thread, less what the slots hold already.
+ * Sampled outputs are dots straight from the inputs. */
 static uint64_t oracle_host(const struct kv_case *c, uint32_t whole, uint32_t sampled, const uint64_t *len)
 {
     (void)whole, (void)len;
     const uint64_t m = (uint64_t)c->p[P_M].i, n = (uint64_t)c->p[P_N].i, k = (uint64_t)c->p[P_K].i;
     const int tda = is_cm(c) ? T_DA_CM : is_f16(c) ? T_DA16 : is_acc(c) ? T_DA_ACC : T_DA;
     const int da = !(sampled >> tda & 1), db = !(sampled >> T_DB & 1);
-    uint64_t b = 2 * sizeof(double) * ((da || db ? m * n : 0) + (da ? k * n : 0));
+    uint64_t b = 0;
+    for (int slot = 0; slot < 4; slot++)
+        b += scratch_growth(slot, slot < 2 ? (da || db ? m * n : 0) : (da ? k * n : 0));
     if (db) b += kv_dgemm_rows_t2_host((int)k, (int)m);
     return b;
 }
