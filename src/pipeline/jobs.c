@@ -567,6 +567,10 @@ int kv_run_jobs(struct kv_job *jobs, size_t n, const struct kv_outputs *out, con
     }
     kv_table_summary(x.tab, &x.report);
     fflush(x.tab);
+    char early[64] = "";
+    if (x.early)
+        snprintf(early, sizeof early, " (%zu case%s made beside %s inputs)", x.early, x.early == 1 ? "'s" : "s'",
+                 x.early == 1 ? "its" : "their");
     if (out->verbose)
         fprintf(stderr,
                 "kverify: time: start-up %.1f ms, pipelines %.1f ms, inputs %.1f ms, oracle %.1f ms%s, buffers %.1f ms%s, "
@@ -574,7 +578,7 @@ int kv_run_jobs(struct kv_job *jobs, size_t n, const struct kv_outputs *out, con
                 "total %.1f ms\n",
                 x.open_ms, x.pipeline_ms, x.sum[0], x.sum[1],
                 x.oracle_beside ? " (the first case's made while the device opened)" : "", x.sum[6],
-                x.early ? " (the first case's made beside its inputs)" : "", x.sum[2], x.sum[3], x.sum[8],
+                early, x.sum[2], x.sum[3], x.sum[8],
                 x.sum[4], x.sum[5], x.sum[7], x.released ? " (the device released while the last case was judged)" : "",
                 kv_now_ms() - t_start);
     kv_vk_set_hang_hook(NULL, NULL);

@@ -1,9 +1,12 @@
 #include "pipeline/prepare.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/threads.h"
 #include "pipeline/hostmem.h"
+#include "pipeline/stream.h"
 
 enum kv_status kv_case_stages(const struct kv_runner *r, const struct kv_case *c, int *run_stage, int *chain_stage,
                               int *any)
@@ -53,4 +56,49 @@ int kv_early_plan_take(struct kv_early_plan *e, const struct kv_runner *r, const
     else kv_plan_free(r->d, &e->p);
     free(e);
     return fits;
+}
+
+struct kv_plan_beside {
+    pthread_t th;
+    struct kv_runner *r;
+    struct kv_case shape; /* the thread's own copy: the main thread allocates the case's tensors meanwhile */
+    struct kv_early_plan *early;
+};
+
+static void *beside_thread(void *arg)
+{
+    struct kv_plan_beside *b = arg;
+    b->early = kv_early_plan(b->r, &b->shape);
+    return NULL;
+}
+
+struct kv_plan_beside *kv_plan_beside_start(struct kv_runner *r, const struct kv_case *c, int any_stage)
+{
+    const char *off = getenv("KVERIFY_TEST_NO_OVERLAP");
+    if (!r->d || !any_stage || (off && *off == '1')) return NULL;
+    size_t bytes = 0;
+    for (int s = 0; s < c->k->n_stages; s++)
+        if (r->abi[s]) return NULL;
+    for (int t = 0; t < c->k->n_tensors; t++)
+        if (kv_tensor_on(c, t)) bytes += kv_tensor_bytes(&c->t[t]);
+    if (bytes <= kv_stream_threshold()) return NULL;
+    struct kv_plan_beside *b = calloc(1, sizeof *b);
+    if (!b) return NULL;
+    b->r = r, b->shape = *c;
+    if (pthread_create(&b->th, NULL, beside_thread, b) != 0) {
+        free(b);
+        return NULL;
+    }
+    kv_threads_beside(1); /* a core to the thread */
+    return b;
+}
+
+struct kv_early_plan *kv_plan_beside_join(struct kv_plan_beside *b)
+{
+    if (!b) return NULL;
+    pthread_join(b->th, NULL);
+    kv_threads_beside(0);
+    struct kv_early_plan *e = b->early;
+    free(b);
+    return e;
 }

@@ -1,7 +1,9 @@
 /* A case made ready before it runs: which of its stages run on the device
- * and which rerun on the device's intermediates (kv_case_stages), and the
- * first case's device buffers, made on the thread that opens the device
- * while the main thread makes the case's inputs (kv_early_plan; jobs.c). */
+ * and which rerun on the device's intermediates (kv_case_stages), and its
+ * device buffers made on another thread while the main thread makes the
+ * case's inputs: the first case's on the thread that opens the device
+ * (kv_early_plan; jobs.c), a later large case's on one of its own
+ * (kv_plan_beside). */
 #ifndef KV_PIPELINE_PREPARE_H
 #define KV_PIPELINE_PREPARE_H
 
@@ -36,5 +38,19 @@ struct kv_early_plan *kv_early_plan(struct kv_runner *r, struct kv_case *c);
 int kv_early_plan_take(struct kv_early_plan *e, const struct kv_runner *r, const struct kv_case *c,
                        struct kv_plan *p);
 void kv_early_plan_free(struct kv_vk_device *d, struct kv_early_plan *e);
+
+/* A later case's device buffers made on a thread of their own while the
+ * calling thread makes its inputs (the first case's are made as the device
+ * opens, jobs.c): started only where that pays, a case with a stage to run
+ * on r's device, no --abi stage, and more than kv_stream_threshold() of
+ * inputs and outputs (a driver takes tens of ms to make their buffers: 70 ms
+ * a case on an H200 host at 1.5 GB); NULL otherwise, and under
+ * KVERIFY_TEST_NO_OVERLAP=1. c: the case, its shapes made (kv_case_check).
+ * The calling thread's teams are one thread smaller until the join. */
+struct kv_plan_beside;
+struct kv_plan_beside *kv_plan_beside_start(struct kv_runner *r, const struct kv_case *c, int any_stage);
+/* The buffers the thread made (kv_early_plan: NULL where it made none), once
+ * it is done; b is freed. NULL for a NULL b. */
+struct kv_early_plan *kv_plan_beside_join(struct kv_plan_beside *b);
 
 #endif

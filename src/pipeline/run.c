@@ -51,6 +51,7 @@ struct case_run {
     const struct kv_run_opts *o;
     struct kv_case_result *res;
     struct kv_case_prep *pre; /* its inputs (and device buffers) made before (kv_case_prepare), or NULL */
+    struct kv_early_plan *early; /* else its device buffers made beside its inputs (kv_plan_beside), or NULL */
     struct kv_plan p;
     void *first[KV_MAX_TENSORS][2];
     int first_mapped; /* first[][] are where run 0's downloads landed (kv_plan_download), which no later run writes */
@@ -233,9 +234,11 @@ static enum kv_status run_device(struct case_run *x)
     const struct kv_kernel *k = x->c->k;
     struct kv_case_result *res = x->res;
     double t0 = kv_now_ms();
-    if (x->pre && x->pre->early) /* the device buffers made while the inputs were (jobs.c) */
-        res->early_buffers = kv_early_plan_take(x->pre->early, x->r, x->c, &x->p);
+    struct kv_early_plan *early = x->pre ? x->pre->early : x->early;
+    if (early) /* the device buffers made while the inputs were (jobs.c, kv_plan_beside) */
+        res->early_buffers = kv_early_plan_take(early, x->r, x->c, &x->p);
     if (x->pre) x->pre->early = NULL;
+    x->early = NULL;
     KV_TRY(kv_plan_make(x->r, x->c, x->chain_stage, &x->p));
     res->ms.buffers = kv_now_ms() - t0;
     for (int s = 0; s < k->n_stages; s++) res->windows[s] = x->p.win[s].n, res->addressed[s] = x->p.win[s].addr;
@@ -478,7 +481,10 @@ static enum kv_status run_case(struct case_run *x)
         res->ms.inputs = x->pre->inputs_ms;
     } else {
         double t0 = kv_now_ms();
-        KV_TRY(make_inputs(x));
+        struct kv_plan_beside *beside = kv_plan_beside_start(x->r, c, x->any_stage);
+        st = make_inputs(x);
+        x->early = kv_plan_beside_join(beside);
+        if (st) goto cleanup;
         res->ms.inputs = kv_now_ms() - t0;
     }
     double t1 = kv_now_ms();
@@ -571,6 +577,7 @@ void kv_run_case(struct kv_runner *r, struct kv_case *c, const struct kv_run_opt
         for (int t = 0; t < KV_MAX_TENSORS; t++) /* a chained row judged, an error before its turn */
             if (x->paired[t]) free(x->paired[t]->dist), free(x->paired[t]);
         kv_plan_free(x->r->d, &x->p); /* x->r: r itself may be freed until the retire thread is joined here */
+        kv_early_plan_free(r->d, x->early); /* an error before the device ran */
         free(x);
         kv_case_free(c);
         res->ms.teardown = kv_now_ms() - t0;

@@ -5,6 +5,7 @@
 # a blocked and a sampled oracle, --oracle both, a spec kernel, a suite whose
 # later cases are not prepared, a suite's later job first, two devices, and a
 # failing case; and with the oracle made beside (KVERIFY_TEST_ORACLE_BESIDE=1).
+# A later large case's device buffers are made beside its inputs.
 . "$(dirname "$0")/lib.bash"
 expect_same_report 0 KVERIFY_TEST_NO_OVERLAP "$KV" rmsnorm-bwd --rows 33 --dim 1000 --seeds 2
 expect_same_report 0 KVERIFY_TEST_NO_OVERLAP "$KV" rmsnorm-bwd --rows 64 --dim 4096 --sample 500
@@ -76,8 +77,22 @@ expect_exit 0 "$KV" rmsnorm-bwd --rows 64 --dim 1000 --verbose
 grep -Eq "start-up [0-9.]+ ms, pipelines [0-9.]+ ms, inputs [0-9.]+ ms" "$TMP/err" || fail "--verbose: no time split"
 # the prepared case's device buffers were made on the opening thread, and
 # taken by its run; not where the device opens first
-grep -q "buffers [0-9.]* ms (the first case's made beside its inputs)" "$TMP/err" ||
+grep -q "buffers [0-9.]* ms (1 case's made beside its inputs)" "$TMP/err" ||
     fail "--verbose: the prepared case's device buffers were not made beside its inputs"
 KVERIFY_TEST_NO_OVERLAP=1 expect_exit 0 "$KV" rmsnorm-bwd --rows 64 --dim 1000 --verbose
 grep -q "beside its inputs" "$TMP/err" && fail "--verbose: device buffers made early where the device opened first"
+# a later case past 64 MB of inputs and outputs (75.5 MB) has its device
+# buffers made on a thread of their own while its inputs are made; a small
+# one (gemm-bwd) not: the same reports as without
+cat > "$TMP/suite4.json" <<'JSON'
+{"name": "overlap4", "cases": [
+  {"kernel": "qdq-affine", "params": {"groups": 12, "group-size": 8, "bits": 4}},
+  {"kernel": "rmsnorm-bwd", "params": {"rows": 1024, "dim": 6144}},
+  {"kernel": "gemm-bwd", "params": {"m": 64, "n": 32, "k": 16}}
+]}
+JSON
+expect_same_report 0 KVERIFY_TEST_NO_OVERLAP "$KV" run "$TMP/suite4.json"
+expect_exit 0 "$KV" run "$TMP/suite4.json" --verbose
+grep -q "buffers [0-9.]* ms (2 cases' made beside their inputs)" "$TMP/err" ||
+    fail "--verbose: a later large case's device buffers were not made beside its inputs"
 echo "overlap: ok"
