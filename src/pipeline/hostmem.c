@@ -7,6 +7,7 @@
 #include "pipeline/abi_stage.h"
 #include "pipeline/addr.h"
 #include "pipeline/binding.h"
+#include "pipeline/chains.h"
 #include "pipeline/plan.h"
 #include "pipeline/row.h"
 #include "pipeline/runner.h"

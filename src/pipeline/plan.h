@@ -61,16 +61,6 @@ struct kv_plan {
     size_t up_bytes, down_bytes;
 };
 
-/* Whether stage s reads an output of another stage; whether output t feeds
- * another active stage. */
-int kv_consumes_intermediate(const struct kv_kernel *k, int s);
-int kv_is_intermediate(const struct kv_case *c, int t);
-/* The stages of case c that run on a device (not every output a
- * candidate) and those rerun chained (fed intermediates whose producers
- * ran; not an --abi stage: abi[s] its interface, NULL: none), into
- * run_stage and chain_stage: kv_case_stages's rule, and what the host-memory
- * check counts (a chained stage's outputs come back twice). */
-void kv_case_chains(const struct kv_case *c, const struct kv_abi *const *abi, int *run_stage, int *chain_stage);
 /* Buffers for case c; chain_stage[s] marks stages rerun on device
  * intermediates. kv_plan_alloc makes the device's buffers and the staging
  * alone, from the case's shapes: it needs neither inputs nor oracle (jobs.c

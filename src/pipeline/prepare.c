@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/threads.h"
+#include "pipeline/chains.h"
 #include "pipeline/hostmem.h"
 #include "pipeline/stream.h"
 

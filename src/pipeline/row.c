@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/judge.h"
+#include "pipeline/chains.h"
 #include "pipeline/plan.h"
 
 int kv_test_full_oracle(void)

@@ -8,6 +8,7 @@
 #include "core/clock.h"
 #include "core/threads.h"
 #include "formats/save.h"
+#include "pipeline/chains.h"
 #include "pipeline/hostmem.h"
 #include "pipeline/loops.h"
 #include "pipeline/bench.h"
