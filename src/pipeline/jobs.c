@@ -15,6 +15,7 @@
 #include "core/threads.h"
 #include "pipeline/ceilings.h"
 #include "pipeline/hostmem.h"
+#include "pipeline/prepare.h"
 #include "reports/html.h"
 #include "reports/regress.h"
 
@@ -378,8 +379,7 @@ static void free_runners(struct jobs_run *x)
 static struct kv_case *case_to_prepare(const struct jobs_run *x, size_t *job)
 {
     size_t seen = 0, index;
-    const char *off = getenv("KVERIFY_TEST_NO_OVERLAP");
-    if (off && *off == '1') return NULL;
+    if (kv_overlap_off()) return NULL;
     for (size_t j = 0; j < x->n; j++)
         for (size_t i = 0; i < (x->jobs[j].error ? 1 : x->jobs[j].n_cases); i++) {
             if (!selected(x->sel, case_name(&x->jobs[j], i), &seen, &index)) continue;
@@ -569,8 +569,8 @@ int kv_run_jobs(struct kv_job *jobs, size_t n, const struct kv_outputs *out, con
     fflush(x.tab);
     char early[64] = "";
     if (x.early)
-        snprintf(early, sizeof early, " (%zu case%s made beside %s inputs)", x.early, x.early == 1 ? "'s" : "s'",
-                 x.early == 1 ? "its" : "their");
+        snprintf(early, sizeof early, " (%zu %s inputs)", x.early,
+                 x.early == 1 ? "case's made beside its" : "cases' made beside their");
     if (out->verbose)
         fprintf(stderr,
                 "kverify: time: start-up %.1f ms, pipelines %.1f ms, inputs %.1f ms, oracle %.1f ms%s, buffers %.1f ms%s, "

@@ -73,10 +73,15 @@ static void *beside_thread(void *arg)
     return NULL;
 }
 
-struct kv_plan_beside *kv_plan_beside_start(struct kv_runner *r, const struct kv_case *c, int any_stage)
+int kv_overlap_off(void)
 {
     const char *off = getenv("KVERIFY_TEST_NO_OVERLAP");
-    if (!r->d || !any_stage || (off && *off == '1')) return NULL;
+    return off && *off == '1';
+}
+
+struct kv_plan_beside *kv_plan_beside_start(struct kv_runner *r, const struct kv_case *c, int any_stage)
+{
+    if (!r->d || !any_stage || kv_overlap_off()) return NULL;
     size_t bytes = 0;
     for (int s = 0; s < c->k->n_stages; s++)
         if (r->abi[s]) return NULL;

@@ -48,6 +48,10 @@ void kv_early_plan_free(struct kv_vk_device *d, struct kv_early_plan *e);
  * KVERIFY_TEST_NO_OVERLAP=1. c: the case, its shapes made (kv_case_check).
  * The calling thread's teams are one thread smaller until the join. */
 struct kv_plan_beside;
+/* KVERIFY_TEST_NO_OVERLAP=1: no case is prepared before the device opens and
+ * no device buffers are made beside inputs (the tests' way to compare a run
+ * without either). */
+int kv_overlap_off(void);
 struct kv_plan_beside *kv_plan_beside_start(struct kv_runner *r, const struct kv_case *c, int any_stage);
 /* The buffers the thread made (kv_early_plan: NULL where it made none), once
  * it is done; b is freed. NULL for a NULL b. */
