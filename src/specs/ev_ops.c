@@ -51,7 +51,12 @@ int kv_ev_ctx_init(struct kv_ev_ctx *c, const struct kv_ev *x, const struct kv_s
     c->stmt_pos = st->pos;
     c->stage = stage;
     const size_t nodes = st->rhs ? (size_t)st->n_nodes : 1;
-    c->scr = malloc(nodes * KV_EV_PARTS * KV_EV_STRIDE * sizeof(double));
+    /* 0 from the start: the parts known to be 0 are never written (c->zero) */
+    c->scr = calloc(nodes * KV_EV_PARTS * KV_EV_STRIDE, sizeof(double));
+    c->zero = calloc(nodes, 1);
+    if (c->zero) kv_ev_zero_parts(x, st, stage, c->zero);
+    const char *check = getenv("KVERIFY_TEST_EV_ZEROS");
+    if (c->zero && check && *check == '1') c->zero_want = c->zero, c->zero = calloc(nodes, 1); /* all written */
     c->kept = calloc(nodes, sizeof *c->kept);
     c->key = malloc(nodes * KV_SX_MAX_VARS * sizeof *c->key);
     c->pool = malloc((size_t)(KV_SX_MAX_VARS + 1) * KV_SX_MAX_VARS * LANES * sizeof(int64_t));
@@ -59,7 +64,7 @@ int kv_ev_ctx_init(struct kv_ev_ctx *c, const struct kv_ev *x, const struct kv_s
     c->depth = 1;
     /* a context for each virtual temp the statement reads, made here */
     const struct kv_spec *s = x->s;
-    int bad = !c->scr || !c->pool || !c->kept || !c->key;
+    int bad = !c->scr || !c->zero || !c->pool || !c->kept || !c->key;
     for (int y = 0; y < s->n_syms && !bad; y++) {
         if (!s->sym[y].virt || !kv_sx_reads(st->rhs, y)) continue;
         if (!c->sub && !(c->sub = calloc((size_t)s->n_syms, sizeof *c->sub))) bad = 1;
@@ -89,10 +94,13 @@ void kv_ev_ctx_free(struct kv_ev_ctx *c)
     free(c->sub);
     c->sub = NULL;
     free(c->scr);
+    free(c->zero);
+    free(c->zero_want);
     free(c->pool);
     free(c->kept);
     free(c->key);
     c->scr = NULL;
+    c->zero = c->zero_want = NULL;
     c->pool = NULL;
     c->kept = NULL;
     c->key = NULL;
@@ -343,9 +351,11 @@ KV_CLONES static void binary_values(const struct kv_ev_ctx *c, const struct kv_s
  * compiler vectorises): r with derivative d, the operand's errors scaled by
  * |d|, plus own (and the flush of a subnormal result); S, the magnitudes. */
 KV_CLONES static void unary_parts(struct parts *o, const struct parts *a, int nl, const double *restrict r,
-                                  const double *restrict d, const double *restrict own, const double *restrict S)
+                                  const double *restrict d, const double *restrict own, const double *restrict S,
+                                  unsigned zero)
 {
     for (int k = KV_EV_LAM; k <= KV_EV_CHN; k++) {
+        if ((k == KV_EV_LAM && (zero & KV_EV_ZLAM)) || (k == KV_EV_CHN && (zero & KV_EV_ZCHN))) continue; /* 0 */
         const double *restrict ea = a->p[k];
         double *restrict eo = o->p[k];
         if (k == KV_EV_FIX)
@@ -380,7 +390,7 @@ void kv_ev_unary(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
     } else {
         function(c, e->ref, &a, nl, r, d, own, S);
     }
-    unary_parts(&o, &a, nl, r, d, own, S);
+    unary_parts(&o, &a, nl, r, d, own, S, c->zero[e->id]);
     if (e->op != KV_SX_ROUND || c->x->exact) return;
     for (int l = 0; l < nl; l++) {
         const double ulp = kv_ulp((enum kv_dtype)e->ref, x[l]);
@@ -422,7 +432,8 @@ KV_CLONES static void compare(const struct kv_sx *e, struct parts *o, const stru
  * wrote the derivatives and fix out and read them back (the evaluator's
  * stores bound it). The same operations in the same order per lane. */
 static inline __attribute__((always_inline)) void arith_lanes(int op, double u, const struct parts *a,
-                                                             const struct parts *b, struct parts *o, int nl)
+                                                             const struct parts *b, struct parts *o, int nl,
+                                                             unsigned zero)
 {
     const double *restrict x = a->p[KV_EV_V], *restrict y = b->p[KV_EV_V], *restrict Sa = a->p[KV_EV_S],
                  *restrict Sb = b->p[KV_EV_S], *restrict la = a->p[KV_EV_LAM], *restrict lb = b->p[KV_EV_LAM],
@@ -451,25 +462,35 @@ static inline __attribute__((always_inline)) void arith_lanes(int op, double u, 
             break;
         }
         rv[l] = r, S[l] = s;
-        lo[l] = mulE(da, la[l]) + mulE(db, lb[l]);
+        if (!(zero & KV_EV_ZLAM)) lo[l] = mulE(da, la[l]) + mulE(db, lb[l]); /* else 0, as both operands' */
         fo[l] = (mulE(da, fa[l]) + mulE(db, fb[l])) + (own + flush(r));
-        co[l] = mulE(da, ca[l]) + mulE(db, cb[l]);
+        if (!(zero & KV_EV_ZCHN)) co[l] = mulE(da, ca[l]) + mulE(db, cb[l]);
         po[l] = kv_maxd(kv_maxd(pa[l], pb[l]), fabs(r));
     }
 }
 
+/* The operation and the parts known to be 0 (c->zero), constants in each
+ * loop: an element-wise statement's (both 0) reads 8 parts and writes 4. */
+#define ARITH(Z)                                                                                                       \
+    switch (e->op) {                                                                                                   \
+    case KV_SX_ADD: arith_lanes(KV_SX_ADD, u, a, b, o, nl, Z); break;                                                  \
+    case KV_SX_SUB: arith_lanes(KV_SX_SUB, u, a, b, o, nl, Z); break;                                                  \
+    case KV_SX_MUL: arith_lanes(KV_SX_MUL, u, a, b, o, nl, Z); break;                                                  \
+    case KV_SX_DIV: arith_lanes(KV_SX_DIV, u, a, b, o, nl, Z); break;                                                  \
+    default: arith_lanes(KV_SX_MOD, u, a, b, o, nl, Z); break;                                                         \
+    }
 KV_CLONES static void arith(const struct kv_ev_ctx *c, const struct kv_sx *e, struct parts *o,
                             const struct parts *a, const struct parts *b, int nl)
 {
     const double u = c->x->u;
-    switch (e->op) {
-    case KV_SX_ADD: arith_lanes(KV_SX_ADD, u, a, b, o, nl); break;
-    case KV_SX_SUB: arith_lanes(KV_SX_SUB, u, a, b, o, nl); break;
-    case KV_SX_MUL: arith_lanes(KV_SX_MUL, u, a, b, o, nl); break;
-    case KV_SX_DIV: arith_lanes(KV_SX_DIV, u, a, b, o, nl); break;
-    default: arith_lanes(KV_SX_MOD, u, a, b, o, nl); break;
+    switch (c->zero[e->id]) {
+    case KV_EV_ZALL: ARITH(KV_EV_ZALL) break;
+    case KV_EV_ZLAM: ARITH(KV_EV_ZLAM) break;
+    case KV_EV_ZCHN: ARITH(KV_EV_ZCHN) break;
+    default: ARITH(0) break;
     }
 }
+#undef ARITH
 
 /* pow(a, b), as GLSL defines it: exp2(b * log2(a)), with their budgets
  * (exp2: 3 + 2|x| ulp; log2: 3 ulp outside [0.5, 2], 2^-21 absolute inside),
@@ -490,7 +511,7 @@ static void power(const struct kv_ev_ctx *c, struct parts *o, const struct parts
 /* min and max of two: the chosen operand's parts, the larger error (part
  * by part over the lanes) */
 KV_CLONES static void minmax(const struct kv_sx *e, struct parts *o, const struct parts *a, const struct parts *b,
-                             int nl)
+                             int nl, unsigned zero)
 {
     const double *restrict x = a->p[KV_EV_V], *restrict y = b->p[KV_EV_V];
     const double *restrict Sa = a->p[KV_EV_S], *restrict Sb = b->p[KV_EV_S];
@@ -502,6 +523,7 @@ KV_CLONES static void minmax(const struct kv_sx *e, struct parts *o, const struc
         v[l] = pick_a ? x[l] : y[l], S[l] = pick_a ? sa : sb;
     }
     for (int k = KV_EV_LAM; k <= KV_EV_PK; k++) { /* S is not among them */
+        if ((k == KV_EV_LAM && (zero & KV_EV_ZLAM)) || (k == KV_EV_CHN && (zero & KV_EV_ZCHN))) continue; /* 0 */
         const double *restrict pa = a->p[k], *restrict pb = b->p[k];
         double *restrict po = o->p[k];
         for (int l = 0; l < nl; l++) po[l] = kv_maxd(pa[l], pb[l]);
@@ -518,7 +540,7 @@ void kv_ev_binary(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
     if (e->op == KV_SX_FUNC && e->ref == KV_FN_POW) {
         for (int l = 0; l < nl; l++) power(c, &o, &a, &b, l);
     } else if (e->op == KV_SX_FUNC) {
-        minmax(e, &o, &a, &b, nl);
+        minmax(e, &o, &a, &b, nl, c->zero[e->id]);
     } else if (e->op >= KV_SX_EQ && e->op <= KV_SX_OR) {
         compare(e, &o, &a, &b, nl);
     } else {
@@ -533,12 +555,13 @@ void kv_ev_binary(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
  * are copied; otherwise both are, and each lane picks (loads of both, then
  * a select: no masked loads, which a page never touched makes slow). */
 KV_CLONES static void where_parts(struct parts *o, const struct parts *q, const struct parts *a,
-                                  const struct parts *b, int nl)
+                                  const struct parts *b, int nl, unsigned zero)
 {
     const double *restrict qv = q->p[KV_EV_V];
     int n_a = 0;
     for (int l = 0; l < nl; l++) n_a += qv[l] != 0;
     for (int k = 0; k < KV_EV_PARTS; k++) {
+        if ((k == KV_EV_LAM && (zero & KV_EV_ZLAM)) || (k == KV_EV_CHN && (zero & KV_EV_ZCHN))) continue; /* 0 */
         const double *restrict pa = a->p[k], *restrict pb = b->p[k];
         double *restrict po = o->p[k];
         if (n_a == nl || n_a == 0) {
@@ -564,5 +587,5 @@ void kv_ev_where(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
 {
     struct parts o = parts_of(c, e), q = parts_of(c, e->kid[0]), a = parts_of(c, e->kid[1]),
                  b = parts_of(c, e->kid[2]);
-    where_parts(&o, &q, &a, &b, nl);
+    where_parts(&o, &q, &a, &b, nl, c->zero[e->id]);
 }

@@ -11,6 +11,10 @@
 
 enum { KV_EV_V, KV_EV_S, KV_EV_LAM, KV_EV_FIX, KV_EV_CHN, KV_EV_PK, KV_EV_PARTS };
 
+/* A node's parts known to be 0 on every lane before it is evaluated
+ * (ev_zero.c): its lam, its chn, or both. */
+enum { KV_EV_ZLAM = 1, KV_EV_ZCHN = 2, KV_EV_ZALL = 3 };
+
 /* A symbol's storage for one case. */
 struct kv_ev_arr {
     int ndim;
@@ -73,6 +77,10 @@ struct kv_ev_ctx {
     int slot; /* its slot in x->pool + 1; 0: made for one caller */
     int values; /* for a values_only target: only the values must be right (its errors are nobody's) */
     int *kept;  /* per node id: the lanes its scratch holds from once (eval.c), 0: none */
+    /* per node id: its parts known to be 0 (KV_EV_Z*, ev_zero.c), which the
+     * operations leave unwritten: the scratch holds 0 there from the start */
+    unsigned char *zero;
+    unsigned char *zero_want; /* KVERIFY_TEST_EV_ZEROS=1: the analysis, checked (zero then all 0); else NULL */
     int64_t *key; /* per node id, KV_SX_MAX_VARS each: the values of its variables they were made at */
 };
 
@@ -87,6 +95,13 @@ static inline double *kv_ev_part(const struct kv_ev_ctx *c, const struct kv_sx *
     return c->scr + ((size_t)e->id * KV_EV_PARTS + (size_t)part) * KV_EV_STRIDE;
 }
 
+/* Whether node e's part is written when it is evaluated (not known 0). */
+static inline int kv_ev_live(const struct kv_ev_ctx *c, const struct kv_sx *e, int part)
+{
+    const unsigned z = c->zero[e->id];
+    return !((part == KV_EV_LAM && (z & KV_EV_ZLAM)) || (part == KV_EV_CHN && (z & KV_EV_ZCHN)));
+}
+
 /* A context for statement i of x (at st, for stage) from x->pool where one
  * is free (made there on first use), else made for the caller alone; NULL
  * when out of memory. kv_ev_ctx_give hands it back: to the pool unless it
@@ -98,6 +113,20 @@ void kv_ev_ctx_give(const struct kv_ev *x, struct kv_ev_ctx *c);
 /* x->pool made (0), or -1 when out of memory; kv_ev_pool_free frees it and its contexts. */
 int kv_ev_pool_new(struct kv_ev *x);
 void kv_ev_pool_free(struct kv_ev *x);
+
+/* out[id] for each node of st's expression, evaluated for stage: the parts
+ * (KV_EV_ZLAM, KV_EV_ZCHN) that are 0 on every lane whatever the inputs. A
+ * node's lam and chn are first-order sums of its operands' (an error of 0
+ * scaled stays +0), so they are 0 where its operands' are: leaves and
+ * inputs carry neither, a comparison neither, a sum makes lam, another
+ * stage's output read isolated brings chn, and an array stored whole is
+ * taken to bring both. KVERIFY_TEST_EV_ZEROS=1: no part is left unwritten,
+ * and each one called 0 is checked to be (kv_ev_zero_check). */
+void kv_ev_zero_parts(const struct kv_ev *x, const struct kv_spec_stmt *st, int stage, unsigned char *out);
+/* Under KVERIFY_TEST_EV_ZEROS=1, node e's parts that its analysis calls 0
+ * (c->zero_want) checked over nl lanes: a message and abort() where one is
+ * not. */
+void kv_ev_zero_check(const struct kv_ev_ctx *c, const struct kv_sx *e, int nl);
 
 /* 0, or -1 when out of memory. */
 int kv_ev_ctx_init(struct kv_ev_ctx *c, const struct kv_ev *x, const struct kv_spec_stmt *st, int i, int stage);

@@ -111,7 +111,7 @@ static int eval_virtual(struct kv_ev_ctx *c, const struct kv_sx *e, const struct
     memcpy(v->memo, flat, (size_t)nl * sizeof *flat);
 copy:
     for (int k = 0; k < (c->values ? 1 : KV_EV_PARTS); k++) /* values alone: v made its value alone */
-        memcpy(kv_ev_part(c, e, k), kv_ev_part(v, st->rhs, k), (size_t)nl * sizeof(double));
+        if (kv_ev_live(c, e, k)) memcpy(kv_ev_part(c, e, k), kv_ev_part(v, st->rhs, k), (size_t)nl * sizeof(double));
     return 0;
 }
 
@@ -128,14 +128,21 @@ static inline int consecutive(const int64_t *restrict flat, int nl)
  * restrict: GCC keeps no restrict of a local pointer, and with six arrays
  * that may alias it leaves the loop scalar. */
 static inline __attribute__((always_inline)) void exact_parts(const double *restrict v, double *restrict S,
-                                                              double *restrict pk, double *restrict lam,
-                                                              double *restrict chn, double *restrict fix, int nl)
+                                                              double *restrict pk, double *restrict fix, int nl)
 {
     for (int l = 0; l < nl; l++) {
         const double m = fabs(v[l]);
-        S[l] = pk[l] = m, lam[l] = chn[l] = 0;
+        S[l] = pk[l] = m;
         fix[l] = m < 0x1p-126 ? m : 0;
     }
+}
+
+/* A leaf's lam and chn, 0: written only where not known to be (never, but
+ * under KVERIFY_TEST_EV_ZEROS=1, which writes every part). */
+static void exact_errors(const struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
+{
+    for (int k = KV_EV_LAM; k <= KV_EV_CHN; k += KV_EV_CHN - KV_EV_LAM)
+        if (kv_ev_live(c, e, k)) memset(kv_ev_part(c, e, k), 0, (size_t)nl * sizeof(double));
 }
 
 /* An f32 input's elements at flat[0..nl) into a leaf's parts (values: the
@@ -151,7 +158,7 @@ KV_CLONES static void load_f32(double *const p[KV_EV_PARTS], const float *restri
     } else {
         for (int l = 0; l < nl; l++) v[l] = raw[flat[l]];
     }
-    if (!values) exact_parts(v, p[KV_EV_S], p[KV_EV_PK], p[KV_EV_LAM], p[KV_EV_CHN], p[KV_EV_FIX], nl);
+    if (!values) exact_parts(v, p[KV_EV_S], p[KV_EV_PK], p[KV_EV_FIX], nl);
 }
 
 /* dst[l] = src[flat[l]]: a loop that vectorizes. */
@@ -172,11 +179,12 @@ static int eval_access(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
     for (int k = 0; k < KV_EV_PARTS; k++) p[k] = kv_ev_part(c, e, k);
     if (a->raw && a->dtype == KV_F32) {
         load_f32(p, a->raw, flat, nl, c->values);
+        if (!c->values) exact_errors(c, e, nl);
         return 0;
     }
     if (a->raw) { /* an input: exact as the device sees it */
         for (int l = 0; l < nl; l++) p[KV_EV_V][l] = kv_load_f64(a->dtype, a->raw, (size_t)flat[l]);
-        if (!c->values) exact_parts(p[KV_EV_V], p[KV_EV_S], p[KV_EV_PK], p[KV_EV_LAM], p[KV_EV_CHN], p[KV_EV_FIX], nl);
+        if (!c->values) exact_parts(p[KV_EV_V], p[KV_EV_S], p[KV_EV_PK], p[KV_EV_FIX], nl), exact_errors(c, e, nl);
         return 0;
     }
     /* another stage's output: the device is fed the oracle's value rounded to
@@ -184,6 +192,7 @@ static int eval_access(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
      * allowed error (iso, made once per array: kv_ev_isolate) */
     const int iso = a->output && a->stage != c->stage;
     for (int k = 0; k < (c->values ? 1 : KV_EV_PARTS); k++) { /* values: a prepare statement's array */
+        if (!kv_ev_live(c, e, k)) continue; /* known 0 (iso's lam) */
         const double *src = !iso || k == KV_EV_S || k == KV_EV_PK ? a->part[k]
                             : k == KV_EV_V                          ? a->iso[0]
                             : k == KV_EV_CHN                        ? a->iso[1]
@@ -206,12 +215,12 @@ KV_CLONES static void leaf(struct kv_ev_ctx *c, const struct kv_sx *e, int nl, c
         for (int l = 0; l < nl; l++) val[l] = v;
     if (c->values) return;
     double *restrict S = kv_ev_part(c, e, KV_EV_S), *restrict pk = kv_ev_part(c, e, KV_EV_PK);
-    double *restrict lam = kv_ev_part(c, e, KV_EV_LAM), *restrict chn = kv_ev_part(c, e, KV_EV_CHN);
     double *restrict fix = kv_ev_part(c, e, KV_EV_FIX);
     for (int l = 0; l < nl; l++) {
         const double m = fabs(val[l]);
-        S[l] = pk[l] = m, lam[l] = chn[l] = 0, fix[l] = fix_rel * m;
+        S[l] = pk[l] = m, fix[l] = fix_rel * m;
     }
+    exact_errors(c, e, nl);
 }
 
 static int eval_leaf(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
@@ -273,7 +282,8 @@ static int once(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
         if (same) return 0;
     }
     if (kv_ev_node(c, e, 1)) return -1; /* clears kept (a node with variables) */
-    for (int k = 0; k < (c->values ? 1 : KV_EV_PARTS); k++) copy_lane0(kv_ev_part(c, e, k), nl);
+    for (int k = 0; k < (c->values ? 1 : KV_EV_PARTS); k++)
+        if (kv_ev_live(c, e, k)) copy_lane0(kv_ev_part(c, e, k), nl);
     if (!keep) return 0;
     for (unsigned m = e->vars; m; m &= m - 1) key[__builtin_ctz(m)] = c->var[__builtin_ctz(m)][0];
     c->kept[e->id] = nl;
@@ -334,7 +344,16 @@ static int eval_logic(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
     return 0;
 }
 
+static int node(struct kv_ev_ctx *c, const struct kv_sx *e, int nl);
+
 int kv_ev_node(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
+{
+    const int rc = node(c, e, nl);
+    if (!rc && c->zero_want && !c->values) kv_ev_zero_check(c, e, nl);
+    return rc;
+}
+
+static int node(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
 {
     if (nl > 1 && !(e->vars & ~c->uni)) return once(c, e, nl);
     if (e->vars) c->kept[e->id] = 0; /* its scratch written below: once's lanes gone */
