@@ -402,7 +402,7 @@ void kv_ev_unary(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
 /* A comparison's result and whether the operands' errors could flip it,
  * part by part over the lanes (loops the compiler vectorises). */
 KV_CLONES static void compare(const struct kv_sx *e, struct parts *o, const struct parts *a, const struct parts *b,
-                              int nl)
+                              int nl, unsigned zero)
 {
     const double *restrict x = a->p[KV_EV_V], *restrict y = b->p[KV_EV_V];
     double *restrict r = o->p[KV_EV_V], *restrict fix = o->p[KV_EV_FIX];
@@ -421,7 +421,9 @@ KV_CLONES static void compare(const struct kv_sx *e, struct parts *o, const stru
     double *restrict S = o->p[KV_EV_S], *restrict lam = o->p[KV_EV_LAM], *restrict chn = o->p[KV_EV_CHN];
     double *restrict pk = o->p[KV_EV_PK];
     const double *restrict pa = a->p[KV_EV_PK], *restrict pb = b->p[KV_EV_PK];
-    for (int l = 0; l < nl; l++) S[l] = 1, lam[l] = chn[l] = 0, pk[l] = kv_maxd(pa[l], pb[l]);
+    for (int l = 0; l < nl; l++) S[l] = 1, pk[l] = kv_maxd(pa[l], pb[l]);
+    if (zero != KV_EV_ZALL) /* known 0 (ev_zero.c), but where every part is written */
+        for (int l = 0; l < nl; l++) lam[l] = chn[l] = 0;
 }
 
 /* + - * / % on every lane, all of a lane's parts in one pass (op is a
@@ -542,7 +544,7 @@ void kv_ev_binary(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
     } else if (e->op == KV_SX_FUNC) {
         minmax(e, &o, &a, &b, nl, c->zero[e->id]);
     } else if (e->op >= KV_SX_EQ && e->op <= KV_SX_OR) {
-        compare(e, &o, &a, &b, nl);
+        compare(e, &o, &a, &b, nl, c->zero[e->id]);
     } else {
         arith(c, e, &o, &a, &b, nl);
     }

@@ -183,7 +183,9 @@ static int eval_access(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
         return 0;
     }
     if (a->raw) { /* an input: exact as the device sees it */
-        for (int l = 0; l < nl; l++) p[KV_EV_V][l] = kv_load_f64(a->dtype, a->raw, (size_t)flat[l]);
+        if (consecutive(flat, nl)) kv_load_f64_n(a->dtype, a->raw, (size_t)flat[0], p[KV_EV_V], (size_t)nl);
+        else
+            for (int l = 0; l < nl; l++) p[KV_EV_V][l] = kv_load_f64(a->dtype, a->raw, (size_t)flat[l]);
         if (!c->values) exact_parts(p[KV_EV_V], p[KV_EV_S], p[KV_EV_PK], p[KV_EV_FIX], nl), exact_errors(c, e, nl);
         return 0;
     }
