@@ -119,8 +119,8 @@ void kv_ev_pool_free(struct kv_ev *x);
  * node's lam and chn are first-order sums of its operands' (an error of 0
  * scaled stays +0), so they are 0 where its operands' are: leaves and
  * inputs carry neither, a comparison neither, a sum makes lam, another
- * stage's output read isolated brings chn, and an array stored whole is
- * taken to bring both. KVERIFY_TEST_EV_ZEROS=1: no part is left unwritten,
+ * stage's output read isolated brings chn, and a temp brings its
+ * statement's. KVERIFY_TEST_EV_ZEROS=1: no part is left unwritten,
  * and each one called 0 is checked to be (kv_ev_zero_check). */
 void kv_ev_zero_parts(const struct kv_ev *x, const struct kv_spec_stmt *st, int stage, unsigned char *out);
 /* Under KVERIFY_TEST_EV_ZEROS=1, node e's parts that its analysis calls 0
