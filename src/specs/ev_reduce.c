@@ -174,14 +174,65 @@ static void value_terms(struct acc *a, enum kv_sx_op op, const double *restrict 
     a->p[KV_EV_V] = cur, a->n += m;
 }
 
-/* Terms 0..m of b into a, in order: values alone, a sum's, or a max's or min's. */
+/* The largest (smallest) of r0, not NaN, and x[0..m), as one term after
+ * another replaces the running value where past it (kv_maxd's rule, NaN
+ * never): in eight lanes, each from r0 and replaced only by a term past it,
+ * so that the lanes' largest is that value (a term equal to it, +0 to -0
+ * included, replaces nothing). Loops that vectorize. */
+#define EXTREME(NAME, PAST)                                                                                            \
+    KV_CLONES static double NAME(double r0, const double *restrict x, int m)                                           \
+    {                                                                                                                  \
+        double p[8];                                                                                                   \
+        for (int l = 0; l < 8; l++) p[l] = r0;                                                                         \
+        int j = 0;                                                                                                     \
+        for (; j + 8 <= m; j += 8)                                                                                     \
+            for (int l = 0; l < 8; l++) p[l] = x[j + l] PAST p[l] ? x[j + l] : p[l];                                   \
+        for (; j < m; j++) p[0] = x[j] PAST p[0] ? x[j] : p[0];                                                        \
+        double r = p[0];                                                                                               \
+        for (int l = 1; l < 8; l++) r = p[l] PAST r ? p[l] : r;                                                        \
+        return r;                                                                                                      \
+    }
+EXTREME(largest, >)
+EXTREME(smallest, <)
+#undef EXTREME
+
+/* Terms 0..m of b into a max's or min's state, as acc_extreme adds them one
+ * at a time: the largest magnitude and errors (those known to be 0 stay
+ * so), and the value (with its S): the first NaN term, else the first term
+ * at the extreme, where that is past the running value; a NaN running
+ * value stays. */
+static void extreme_terms(struct acc *a, enum kv_sx_op op, const double *const b[KV_EV_PARTS], int m, unsigned zero)
+{
+    for (int k = KV_EV_LAM; k <= KV_EV_PK; k++) {
+        if ((k == KV_EV_LAM && (zero & KV_EV_ZLAM)) || (k == KV_EV_CHN && (zero & KV_EV_ZCHN))) continue;
+        if (isnan(a->p[k])) { /* never, from acc_init's 0: kv_maxd's own order then */
+            for (int j = 0; j < m; j++) a->p[k] = kv_maxd(a->p[k], b[k][j]);
+            continue;
+        }
+        a->p[k] = largest(a->p[k], b[k], m);
+    }
+    a->n += m;
+    const double cur = a->p[KV_EV_V], *v = b[KV_EV_V];
+    if (isnan(cur)) return;
+    int nan = 0;
+    for (int j = 0; j < m; j++) nan |= isnan(v[j]);
+    const double best = nan ? NAN : op == KV_SX_RMAX ? largest(cur, v, m) : smallest(cur, v, m);
+    if (!nan && best == cur) return; /* no term past it */
+    for (int j = 0; j < m; j++)
+        if (nan ? isnan(v[j]) : v[j] == best) {
+            a->p[KV_EV_V] = v[j], a->p[KV_EV_S] = b[KV_EV_S][j];
+            return;
+        }
+}
+
+/* Terms 0..m of b into a, in order: values alone, a sum's, or a max's or min's
+ * (zero: the terms' parts known to be 0). */
 static void add_terms(const struct kv_ev_ctx *c, struct acc *a, enum kv_sx_op op, const double *const b[KV_EV_PARTS],
-                      int m)
+                      int m, unsigned zero)
 {
     if (c->values) value_terms(a, op, b[KV_EV_V], m);
     else if (op == KV_SX_SUM) sum_terms(a, b, m);
-    else
-        for (int j = 0; j < m; j++) acc_extreme(a, op, b, j);
+    else extreme_terms(a, op, b, m, zero);
 }
 
 /* One outer element at a time, lanes across the range: for few outer
@@ -209,7 +260,7 @@ static int reduce_inner(struct kv_ev_ctx *c, const struct kv_sx *e, int nl, cons
             }
             c->uni = m > 1 ? ~(1u << e->ref) : ~0u; /* the others are copies of lane l's */
             rc = node(c, e->kid[2], m);
-            if (!rc) add_terms(c, &a, e->op, b, m);
+            if (!rc) add_terms(c, &a, e->op, b, m, c->zero[e->kid[2]->id]);
             memcpy(c->var, saved, sizeof saved);
         }
         if (!rc) acc_done(c, e, &a, l);

@@ -17,69 +17,7 @@
 #include "core/rng.h"
 #include "specs/spec.h"
 #include "specs/sx.h"
-
-static const double u = 0x1p-24;
-
-/* A spec with inputs a, b, c (f32[n]), lab (i32[n]), and the outputs and math
- * given; every output in the one stage. */
-static struct kv_spec *make(const char *outputs, const char *math, enum kv_status want)
-{
-    char text[4096];
-    snprintf(text, sizeof text,
-             "{\"kernel\": \"t\", \"params\": [{\"name\": \"n\", \"type\": \"int\", \"default\": 4},"
-             " {\"name\": \"eps\", \"type\": \"float\", \"default\": 0.1}],"
-             " \"tensors\": [{\"name\": \"a\", \"role\": \"input\", \"dtype\": \"f32\", \"shape\": \"n\", \"dist\": \"normal\"},"
-             " {\"name\": \"b\", \"role\": \"input\", \"dtype\": \"f32\", \"shape\": \"n\", \"dist\": \"normal\"},"
-             " {\"name\": \"c\", \"role\": \"input\", \"dtype\": \"f32\", \"shape\": \"n\", \"dist\": \"normal\"},"
-             " {\"name\": \"lab\", \"role\": \"input\", \"dtype\": \"i32\", \"shape\": \"n\","
-             "  \"dist\": {\"gen\": \"randint\", \"lo\": 0, \"hi\": \"n\"}}, %s],"
-             " \"math\": [%s], \"stages\": [{\"name\": \"s\", \"shader\": \"none.comp\"}]}",
-             outputs, math);
-    struct kv_spec *s = NULL;
-    enum kv_status st = kv_spec_parse("t.kernel.json", text, strlen(text), 1, &s);
-    if (st != want) fprintf(stderr, "%s\n", kv_error_msg());
-    assert_int_equal(st, want);
-    return s;
-}
-
-/* A case of s with n elements, inputs a, b, c and lab as given, the oracle
- * run; output `blocked` (>= 0) made in blocks (kv_spec_block), as the
- * pipeline asks where it judges an output block by block. */
-static void run_blocked(struct kv_spec *s, struct kv_case *c, int n, const float *a, const float *b, const float *cc,
-                        const int32_t *lab, int exact, int blocked)
-{
-    char p[32];
-    snprintf(p, sizeof p, "n=%d", n);
-    assert_int_equal(kv_case_init(c, &s->k, 1), KV_OK);
-    assert_int_equal(kv_param_apply(c, p), KV_OK);
-    assert_int_equal(kv_case_shapes(c), KV_OK);
-    assert_int_equal(kv_case_alloc(c), KV_OK);
-    memcpy(c->t[0].data, a, (size_t)n * 4);
-    memcpy(c->t[1].data, b, (size_t)n * 4);
-    memcpy(c->t[2].data, cc, (size_t)n * 4);
-    memcpy(c->t[3].data, lab, (size_t)n * 4);
-    c->exact = exact;
-    if (blocked >= 0) c->blocked[blocked] = 1;
-    enum kv_status st = s->k.oracle(c);
-    if (st) fprintf(stderr, "%s\n", kv_error_msg());
-    assert_int_equal(st, KV_OK);
-}
-
-static void run(struct kv_spec *s, struct kv_case *c, int n, const float *a, const float *b, const float *cc,
-                const int32_t *lab, int exact)
-{
-    run_blocked(s, c, n, a, b, cc, lab, exact, -1);
-}
-
-/* A case of s at its parameters' defaults, its tensors allocated. */
-static void new_case(struct kv_spec *s, struct kv_case *c, uint64_t seed)
-{
-    assert_int_equal(kv_case_init(c, &s->k, seed), KV_OK);
-    assert_int_equal(kv_case_shapes(c), KV_OK);
-    assert_int_equal(kv_case_alloc(c), KV_OK);
-}
-
-#define OUT(name, shape) "{\"name\": \"" name "\", \"role\": \"output\", \"dtype\": \"f32\", \"shape\": \"" shape "\"}"
+#include "spec_make.h"
 
 static const float A[4] = {0.5f, -1.25f, 3.0f, 0.0078125f}, B[4] = {2.0f, 0.75f, -0.5f, 1.5f},
                    C[4] = {1.0f, -0.9375f, -1.5f, 4.0f};
@@ -104,10 +42,6 @@ static struct kv_spec *prep_spec(int dflt, const char *names, const char *prepar
     return kv_spec_parse("p.kernel.json", text, strlen(text), 1, &s) == KV_OK ? s : NULL;
 }
 
-static void near(double got, double want, double rel)
-{
-    if (!(fabs(got - want) <= rel * fabs(want) + 1e-300)) fail_msg("%.17g, expected %.17g", got, want);
-}
 
 static void test_parse(void **st)
 {
@@ -193,38 +127,6 @@ static void test_reductions(void **st)
         near(c.fix[4][i], u * absum, 1e-12);
         near(c.y[5][i], 3.0 - (-1.5) + (1.0 - 0.9375 - 1.5 + 4.0), 0);
         for (int k = 0; k < 4; k++) near(c.y[6][i * 4 + k], LAB[i] == k ? (double)A[i] : 0, 0);
-    }
-    kv_case_free(&c);
-    kv_spec_free(s);
-}
-
-/* A long reduction over the arrays' last index with many outer elements at
- * once, the outer index read only through an expression (32 lanes, 300
- * terms: walked with its lanes across the range, which reads memory in
- * order): each element's terms in order, as a short one's. */
-static void test_long_reduction(void **st)
-{
-    (void)st;
-    enum { N = 300 };
-    float a[N], b[N], cc[N];
-    int32_t lab[N];
-    for (int i = 0; i < N; i++)
-        a[i] = (float)((i % 7) - 3) * 0.37f + 0.001f * (float)i, b[i] = 1.0f / (float)(i + 3),
-        cc[i] = (float)((i * 13) % 11) - 5.5f, lab[i] = i;
-    struct kv_spec *s = make(OUT("o", "n") "," OUT("q", "n"),
-                             "\"o[i] = sum(j in 0..n, a[j] * b[n - 1 - i])\","
-                             "\"q[i] = sum(j in 0..n, a[n - 1 - i] * c[j] + b[j])\"",
-                             KV_OK);
-    struct kv_case c;
-    run(s, &c, N, a, b, cc, lab, 0);
-    for (int i = 0; i < N; i++) {
-        double o = 0, oa = 0, q = 0;
-        for (int j = 0; j < N; j++) {
-            const double t = (double)a[j] * b[N - 1 - i];
-            o += t, oa += fabs(t), q += (double)a[N - 1 - i] * cc[j] + b[j];
-        }
-        near(c.y[4][i], o, 0), near(c.y[5][i], q, 0);
-        near(c.lam[4][i], sqrt((double)N) * u * oa, 1e-12);
     }
     kv_case_free(&c);
     kv_spec_free(s);
@@ -587,7 +489,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse),     cmocka_unit_test(test_functions),   cmocka_unit_test(test_reductions),
-        cmocka_unit_test(test_long_reduction), cmocka_unit_test(test_uniform_blocks), cmocka_unit_test(test_draws),
+        cmocka_unit_test(test_uniform_blocks), cmocka_unit_test(test_draws),
         cmocka_unit_test(test_rounding),  cmocka_unit_test(test_ieee),        cmocka_unit_test(test_flip),
         cmocka_unit_test(test_rules), cmocka_unit_test(test_peaks),
         cmocka_unit_test(test_stages),    cmocka_unit_test(test_index_error), cmocka_unit_test(test_where_lazy),
