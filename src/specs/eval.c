@@ -387,6 +387,28 @@ static int node(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
     }
 }
 
+/* A block of nl consecutive elements from lo that lies within one row of
+ * the target (its last index steps, the others stay): each lane's flat
+ * index and index variables, in loops that vectorize; 0 where the block
+ * crosses a row (eval_block carries lane by lane then). */
+KV_CLONES static int block_in_row(struct kv_ev_ctx *c, const struct kv_ev_arr *t, size_t lo, int nl,
+                                  int64_t *restrict flat)
+{
+    const int last = t->ndim - 1;
+    if (last < 0) return 0;
+    size_t i = lo;
+    int64_t v0[KV_MAX_DIMS];
+    for (int d = last; d >= 0; d--) v0[d] = (int64_t)(i % (size_t)t->shape[d]), i /= (size_t)t->shape[d];
+    if (v0[last] + nl > t->shape[last]) return 0;
+    for (int d = 0; d < last; d++) {
+        int64_t *restrict v = c->var[d];
+        for (int l = 0; l < nl; l++) v[l] = v0[d];
+    }
+    int64_t *restrict v = c->var[last];
+    for (int l = 0; l < nl; l++) v[l] = v0[last] + l, flat[l] = (int64_t)lo + l;
+    return 1;
+}
+
 /* Elements [lo, hi) of statement st's target, one block, into dst[k][0..hi-lo)
  * (dst NULL: left in the statement's scratch, kv_ev_part of its rhs). */
 static int eval_block(struct kv_ev_ctx *c, const struct kv_ev_arr *t, size_t lo, size_t hi,
@@ -394,6 +416,7 @@ static int eval_block(struct kv_ev_ctx *c, const struct kv_ev_arr *t, size_t lo,
 {
     const int nl = (int)(hi - lo);
     int64_t flat[LANES];
+    if (!t->at && block_in_row(c, t, lo, nl, flat)) goto vars_made;
     for (int l = 0; l < nl; l++) {
         size_t i = t->at ? t->at[lo + (size_t)l] : lo + (size_t)l;
         flat[l] = (int64_t)i;
@@ -409,6 +432,7 @@ static int eval_block(struct kv_ev_ctx *c, const struct kv_ev_arr *t, size_t lo,
             i /= (size_t)t->shape[d];
         }
     }
+vars_made:
     c->flat = flat;
     c->uni = 0;
     for (int v = 0; v < c->st->n_target; v++) {
