@@ -416,8 +416,8 @@ static int eval_block(struct kv_ev_ctx *c, const struct kv_ev_arr *t, size_t lo,
 {
     const int nl = (int)(hi - lo);
     int64_t flat[LANES];
-    if (!t->at && block_in_row(c, t, lo, nl, flat)) goto vars_made;
-    for (int l = 0; l < nl; l++) {
+    const int in_row = !t->at && block_in_row(c, t, lo, nl, flat);
+    for (int l = 0; l < nl && !in_row; l++) {
         size_t i = t->at ? t->at[lo + (size_t)l] : lo + (size_t)l;
         flat[l] = (int64_t)i;
         if (!t->at && l > 0) { /* the next element: the last index up by one, carried */
@@ -432,7 +432,6 @@ static int eval_block(struct kv_ev_ctx *c, const struct kv_ev_arr *t, size_t lo,
             i /= (size_t)t->shape[d];
         }
     }
-vars_made:
     c->flat = flat;
     c->uni = 0;
     for (int v = 0; v < c->st->n_target; v++) {
