@@ -355,7 +355,7 @@ KV_CLONES static void unary_parts(struct parts *o, const struct parts *a, int nl
                                   unsigned zero)
 {
     for (int k = KV_EV_LAM; k <= KV_EV_CHN; k++) {
-        if ((k == KV_EV_LAM && (zero & KV_EV_ZLAM)) || (k == KV_EV_CHN && (zero & KV_EV_ZCHN))) continue; /* 0 */
+        if (kv_ev_known_zero(zero, k)) continue;
         const double *restrict ea = a->p[k];
         double *restrict eo = o->p[k];
         if (k == KV_EV_FIX)
@@ -525,7 +525,7 @@ KV_CLONES static void minmax(const struct kv_sx *e, struct parts *o, const struc
         v[l] = pick_a ? x[l] : y[l], S[l] = pick_a ? sa : sb;
     }
     for (int k = KV_EV_LAM; k <= KV_EV_PK; k++) { /* S is not among them */
-        if ((k == KV_EV_LAM && (zero & KV_EV_ZLAM)) || (k == KV_EV_CHN && (zero & KV_EV_ZCHN))) continue; /* 0 */
+        if (kv_ev_known_zero(zero, k)) continue;
         const double *restrict pa = a->p[k], *restrict pb = b->p[k];
         double *restrict po = o->p[k];
         for (int l = 0; l < nl; l++) po[l] = kv_maxd(pa[l], pb[l]);
@@ -563,7 +563,7 @@ KV_CLONES static void where_parts(struct parts *o, const struct parts *q, const 
     int n_a = 0;
     for (int l = 0; l < nl; l++) n_a += qv[l] != 0;
     for (int k = 0; k < KV_EV_PARTS; k++) {
-        if ((k == KV_EV_LAM && (zero & KV_EV_ZLAM)) || (k == KV_EV_CHN && (zero & KV_EV_ZCHN))) continue; /* 0 */
+        if (kv_ev_known_zero(zero, k)) continue;
         const double *restrict pa = a->p[k], *restrict pb = b->p[k];
         double *restrict po = o->p[k];
         if (n_a == nl || n_a == 0) {

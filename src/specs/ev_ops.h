@@ -95,11 +95,16 @@ static inline double *kv_ev_part(const struct kv_ev_ctx *c, const struct kv_sx *
     return c->scr + ((size_t)e->id * KV_EV_PARTS + (size_t)part) * KV_EV_STRIDE;
 }
 
+/* Whether part is among those a KV_EV_Z* mask calls 0. */
+static inline int kv_ev_known_zero(unsigned zero, int part)
+{
+    return (part == KV_EV_LAM && (zero & KV_EV_ZLAM)) || (part == KV_EV_CHN && (zero & KV_EV_ZCHN));
+}
+
 /* Whether node e's part is written when it is evaluated (not known 0). */
 static inline int kv_ev_live(const struct kv_ev_ctx *c, const struct kv_sx *e, int part)
 {
-    const unsigned z = c->zero[e->id];
-    return !((part == KV_EV_LAM && (z & KV_EV_ZLAM)) || (part == KV_EV_CHN && (z & KV_EV_ZCHN)));
+    return !kv_ev_known_zero(c->zero[e->id], part);
 }
 
 /* A context for statement i of x (at st, for stage) from x->pool where one

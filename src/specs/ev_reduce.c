@@ -204,7 +204,7 @@ EXTREME(smallest, <)
 static void extreme_terms(struct acc *a, enum kv_sx_op op, const double *const b[KV_EV_PARTS], int m, unsigned zero)
 {
     for (int k = KV_EV_LAM; k <= KV_EV_PK; k++) {
-        if ((k == KV_EV_LAM && (zero & KV_EV_ZLAM)) || (k == KV_EV_CHN && (zero & KV_EV_ZCHN))) continue;
+        if (kv_ev_known_zero(zero, k)) continue;
         if (isnan(a->p[k])) { /* never, from acc_init's 0: kv_maxd's own order then */
             for (int j = 0; j < m; j++) a->p[k] = kv_maxd(a->p[k], b[k][j]);
             continue;

@@ -21,9 +21,11 @@ static unsigned access_zero(const struct kv_ev *x, const struct kv_sx *e, int st
     const struct kv_spec *s = x->s;
     const struct kv_ev_arr *a = &x->arr[e->ref];
     const int st = s->sym[e->ref].stmt;
-    if (!s->sym[e->ref].virt && a->raw) return KV_EV_ZALL;
-    if (!s->sym[e->ref].virt && a->output && a->stage != stage) return KV_EV_ZLAM;
-    if (!s->sym[e->ref].virt && a->values_only) return KV_EV_ZALL;
+    if (!s->sym[e->ref].virt) { /* eval_access's order: a virtual temp is evaluated before any of these */
+        if (a->raw) return KV_EV_ZALL;
+        if (a->output && a->stage != stage) return KV_EV_ZLAM;
+        if (a->values_only) return KV_EV_ZALL;
+    }
     return st >= 0 ? node_zero(x, s->stmt[st].rhs, a->stage, NULL) : 0;
 }
 
@@ -57,9 +59,8 @@ void kv_ev_zero_parts(const struct kv_ev *x, const struct kv_spec_stmt *st, int 
 
 void kv_ev_zero_check(const struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
 {
-    const unsigned z = c->zero_want[e->id];
     for (int part = KV_EV_LAM; part <= KV_EV_CHN; part++) {
-        if (!(part == KV_EV_LAM ? z & KV_EV_ZLAM : part == KV_EV_CHN ? z & KV_EV_ZCHN : 0)) continue;
+        if (!kv_ev_known_zero(c->zero_want[e->id], part)) continue;
         const double *p = kv_ev_part(c, e, part);
         for (int l = 0; l < nl; l++)
             if (p[l] != 0) {
