@@ -1,6 +1,7 @@
 /* The evaluator's reductions (eval.h): sum, max and min over a range, each
  * lane's terms in the range's order, with a sum's accumulation error. */
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "core/clones.h"
@@ -141,24 +142,6 @@ static int reduce_outer(struct kv_ev_ctx *c, const struct kv_sx *e, int nl, int6
     return 0;
 }
 
-/* Terms 0..m of b added into one sum in order, as sum_lanes adds each
- * lane's (the same operations in the same order), the running sums held in
- * registers. */
-static void sum_terms(struct acc *a, const double *const b[KV_EV_PARTS], int m)
-{
-    double v = a->p[KV_EV_V], S = a->p[KV_EV_S], lam = a->p[KV_EV_LAM], fix = a->p[KV_EV_FIX];
-    double chn = a->p[KV_EV_CHN], pk = a->p[KV_EV_PK], ab = a->abs;
-    const double *bv = b[KV_EV_V], *bs = b[KV_EV_S], *bl = b[KV_EV_LAM], *bf = b[KV_EV_FIX], *bc = b[KV_EV_CHN];
-    const double *bp = b[KV_EV_PK];
-    for (int j = 0; j < m; j++) {
-        pk = kv_maxd(pk, bp[j]);
-        v += bv[j], S += bs[j], lam += bl[j], fix += bf[j], chn += bc[j];
-        ab += fabs(bv[j]);
-    }
-    a->p[KV_EV_V] = v, a->p[KV_EV_S] = S, a->p[KV_EV_LAM] = lam, a->p[KV_EV_FIX] = fix;
-    a->p[KV_EV_CHN] = chn, a->p[KV_EV_PK] = pk, a->abs = ab, a->n += m;
-}
-
 /* Terms 0..m of v into a's value alone (c->values: a prepare statement's),
  * in order: a sum adds each, a max or min takes it where it replaces the
  * running value (the running value in a register, a loop per operation). */
@@ -196,6 +179,43 @@ EXTREME(largest, >)
 EXTREME(smallest, <)
 #undef EXTREME
 
+/* isnan(x) on its bits: loops that take it vectorize. */
+static inline int nan_bits(double x)
+{
+    int64_t b;
+    memcpy(&b, &x, sizeof b);
+    return (b & INT64_MAX) > 0x7ff0000000000000;
+}
+
+/* The peak part's fold over terms 0..m of x from r0: kv_maxd's, one term
+ * after another (a NaN term replaces nothing, a NaN running value is
+ * replaced), as largest's lanes make it where r0 is not NaN, which it never
+ * is from acc_init's 0: out of the sum's serial chain of adds, whose
+ * latency it lengthened (a compare and a select a term). */
+static double peak_of(double r0, const double *x, int m)
+{
+    if (!isnan(r0)) return largest(r0, x, m);
+    for (int j = 0; j < m; j++) r0 = kv_maxd(r0, x[j]);
+    return r0;
+}
+
+/* Terms 0..m of b added into one sum in order, as sum_lanes adds each
+ * lane's (the same operations in the same order), the running sums held in
+ * registers. */
+static void sum_terms(struct acc *a, const double *const b[KV_EV_PARTS], int m)
+{
+    double v = a->p[KV_EV_V], S = a->p[KV_EV_S], lam = a->p[KV_EV_LAM], fix = a->p[KV_EV_FIX];
+    double chn = a->p[KV_EV_CHN], ab = a->abs;
+    const double *bv = b[KV_EV_V], *bs = b[KV_EV_S], *bl = b[KV_EV_LAM], *bf = b[KV_EV_FIX], *bc = b[KV_EV_CHN];
+    for (int j = 0; j < m; j++) {
+        v += bv[j], S += bs[j], lam += bl[j], fix += bf[j], chn += bc[j];
+        ab += fabs(bv[j]);
+    }
+    a->p[KV_EV_V] = v, a->p[KV_EV_S] = S, a->p[KV_EV_LAM] = lam, a->p[KV_EV_FIX] = fix;
+    a->p[KV_EV_CHN] = chn, a->abs = ab, a->n += m;
+    a->p[KV_EV_PK] = peak_of(a->p[KV_EV_PK], b[KV_EV_PK], m);
+}
+
 /* Terms 0..m of b into a max's or min's state, as acc_extreme adds them one
  * at a time: the largest magnitude and errors (those known to be 0 stay
  * so), and the value (with its S): the first NaN term, else the first term
@@ -204,18 +224,13 @@ EXTREME(smallest, <)
 static void extreme_terms(struct acc *a, enum kv_sx_op op, const double *const b[KV_EV_PARTS], int m, unsigned zero)
 {
     for (int k = KV_EV_LAM; k <= KV_EV_PK; k++) {
-        if (kv_ev_known_zero(zero, k)) continue;
-        if (isnan(a->p[k])) { /* never, from acc_init's 0: kv_maxd's own order then */
-            for (int j = 0; j < m; j++) a->p[k] = kv_maxd(a->p[k], b[k][j]);
-            continue;
-        }
-        a->p[k] = largest(a->p[k], b[k], m);
+        if (!kv_ev_known_zero(zero, k)) a->p[k] = peak_of(a->p[k], b[k], m);
     }
     a->n += m;
     const double cur = a->p[KV_EV_V], *v = b[KV_EV_V];
     if (isnan(cur)) return;
     int nan = 0;
-    for (int j = 0; j < m; j++) nan |= isnan(v[j]);
+    for (int j = 0; j < m; j++) nan |= nan_bits(v[j]);
     const double best = nan ? NAN : op == KV_SX_RMAX ? largest(cur, v, m) : smallest(cur, v, m);
     if (!nan && best == cur) return; /* no term past it */
     for (int j = 0; j < m; j++)
@@ -255,8 +270,13 @@ static int reduce_inner(struct kv_ev_ctx *c, const struct kv_sx *e, int nl, cons
         for (int64_t k0 = lo[l]; k0 < hi[l] && !rc; k0 += LANES) {
             const int m = hi[l] - k0 < LANES ? (int)(hi[l] - k0) : LANES;
             for (int v = 0; v < c->st->n_vars; v++) {
-                c->var[v] = mine + (size_t)v * LANES;
-                for (int j = 0; j < m; j++) c->var[v][j] = v == e->ref ? k0 + j : saved[v][l];
+                int64_t *restrict to = c->var[v] = mine + (size_t)v * LANES;
+                if (v == e->ref) {
+                    for (int j = 0; j < m; j++) to[j] = k0 + j;
+                } else { /* lane l's, read once (a store may alias it): a loop that vectorizes */
+                    const int64_t at = saved[v][l];
+                    for (int j = 0; j < m; j++) to[j] = at;
+                }
             }
             c->uni = m > 1 ? ~(1u << e->ref) : ~0u; /* the others are copies of lane l's */
             rc = node(c, e->kid[2], m);

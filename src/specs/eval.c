@@ -145,6 +145,20 @@ static void exact_errors(const struct kv_ev_ctx *c, const struct kv_sx *e, int n
         if (kv_ev_live(c, e, k)) memset(kv_ev_part(c, e, k), 0, (size_t)nl * sizeof(double));
 }
 
+/* Another dtype's input elements at flat[0..nl) into a leaf's parts (values:
+ * the value alone), as load_f32 does: the consecutive elements' test and
+ * the parts in loops that vectorize (in the clones: the baseline has no
+ * 64-bit integer compare). */
+KV_CLONES static void load_raw(double *const p[KV_EV_PARTS], enum kv_dtype t, const void *raw,
+                               const int64_t *restrict flat, int nl, int values)
+{
+    double *restrict v = p[KV_EV_V];
+    if (consecutive(flat, nl)) kv_load_f64_n(t, raw, (size_t)flat[0], v, (size_t)nl);
+    else
+        for (int l = 0; l < nl; l++) v[l] = kv_load_f64(t, raw, (size_t)flat[l]);
+    if (!values) exact_parts(v, p[KV_EV_S], p[KV_EV_PK], p[KV_EV_FIX], nl);
+}
+
 /* An f32 input's elements at flat[0..nl) into a leaf's parts (values: the
  * value alone): exact as the device sees them; a subnormal may be flushed.
  * Loops that vectorize. */
@@ -183,10 +197,8 @@ static int eval_access(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
         return 0;
     }
     if (a->raw) { /* an input: exact as the device sees it */
-        if (consecutive(flat, nl)) kv_load_f64_n(a->dtype, a->raw, (size_t)flat[0], p[KV_EV_V], (size_t)nl);
-        else
-            for (int l = 0; l < nl; l++) p[KV_EV_V][l] = kv_load_f64(a->dtype, a->raw, (size_t)flat[l]);
-        if (!c->values) exact_parts(p[KV_EV_V], p[KV_EV_S], p[KV_EV_PK], p[KV_EV_FIX], nl), exact_errors(c, e, nl);
+        load_raw(p, a->dtype, a->raw, flat, nl, c->values);
+        if (!c->values) exact_errors(c, e, nl);
         return 0;
     }
     /* another stage's output: the device is fed the oracle's value rounded to

@@ -50,6 +50,29 @@ static void test_long_reduction(void **st)
     kv_spec_free(s);
 }
 
+/* A long sum's peak, seen in its overflow flag: the largest peak of any
+ * term, wherever in the range it lies. The one product past f32's range is
+ * a[270] * b[i] (past the first block of 256 terms), in the rows where
+ * b[i] = 1e10; times c[270] = 1e-20 the term, and so the sum, is back in
+ * range, and only the term's peak tells. Elsewhere every product is in
+ * range. */
+static void test_long_sum_peak(void **st)
+{
+    (void)st;
+    enum { N = 300 };
+    float a[N], b[N], cc[N];
+    int32_t lab[N];
+    for (int i = 0; i < N; i++)
+        a[i] = (float)((i * 5) % 9) - 4.0f, b[i] = i % 3 ? (float)(i % 3) : 1e10f, cc[i] = 1, lab[i] = 0;
+    a[270] = 1e30f, cc[270] = 1e-20f;
+    struct kv_spec *s = make(OUT("o", "n"), "\"o[i] = sum(j in 0..n, a[j] * b[i] * c[j])\"", KV_OK);
+    struct kv_case c;
+    run(s, &c, N, a, b, cc, lab, 0);
+    for (int i = 0; i < N; i++) assert_int_equal(c.ovf[4][i] != 0, i % 3 == 0);
+    kv_case_free(&c);
+    kv_spec_free(s);
+}
+
 /* max and min of a[j] * b[i] over j: rows with ties (a holds 13 values), +0
  * and -0 terms (b[i] = 0 or -0: every term a zero, the first one's sign
  * kept; a[j] = -0), and NaN terms (0 * Inf, where b[i] is Inf: the first
@@ -91,6 +114,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_long_reduction),
+        cmocka_unit_test(test_long_sum_peak),
         cmocka_unit_test(test_long_extremes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
