@@ -23,6 +23,7 @@
 #include "core/clones.h"
 #include "core/dtype.h"
 #include "core/judge_tile.h" /* kv_bits_of, kv_double_of */
+#include "core/mathfn.h"
 #include "specs/ev_ops.h"
 
 #define LANES KV_EV_LANES
@@ -230,12 +231,12 @@ static void unary_value_lanes(const struct kv_ev_ctx *c, const struct kv_sx *e, 
         return;
     }
     switch (e->ref) {
-    case KV_FN_EXP: for (int l = 0; l < nl; l++) r[l] = exp(x[l]); break;
-    case KV_FN_LOG: for (int l = 0; l < nl; l++) r[l] = log(x[l]); break;
+    case KV_FN_EXP: for (int l = 0; l < nl; l++) r[l] = kv_exp(x[l]); break;
+    case KV_FN_LOG: for (int l = 0; l < nl; l++) r[l] = kv_log(x[l]); break;
     case KV_FN_SQRT: for (int l = 0; l < nl; l++) r[l] = sqrt(x[l]); break;
     case KV_FN_RSQRT: for (int l = 0; l < nl; l++) r[l] = 1 / sqrt(x[l]); break;
     case KV_FN_TANH: for (int l = 0; l < nl; l++) r[l] = tanh(x[l]); break;
-    case KV_FN_SIGMOID: for (int l = 0; l < nl; l++) r[l] = 1 / (1 + exp(-x[l])); break;
+    case KV_FN_SIGMOID: for (int l = 0; l < nl; l++) r[l] = 1 / (1 + kv_exp(-x[l])); break;
     case KV_FN_ERF: for (int l = 0; l < nl; l++) r[l] = erf(x[l]); break;
     case KV_FN_SIN: for (int l = 0; l < nl; l++) r[l] = sin(x[l]); break;
     case KV_FN_COS: for (int l = 0; l < nl; l++) r[l] = cos(x[l]); break;
@@ -272,7 +273,7 @@ static void function(const struct kv_ev_ctx *c, int fn, const struct parts *a, i
             d[l] = r[l] * (1 - r[l]), own[l] = 2 * u * (3 + 2 * fabs(x[l])) * d[l] + 6 * u * r[l];
         break;
     case KV_FN_ERF:
-        for (int l = 0; l < nl; l++) d[l] = 1.1283791670955126 * exp(-x[l] * x[l]), own[l] = 16 * u;
+        for (int l = 0; l < nl; l++) d[l] = 1.1283791670955126 * kv_exp(-x[l] * x[l]), own[l] = 16 * u;
         break;
     case KV_FN_SIN:
         for (int l = 0; l < nl; l++) d[l] = cos(x[l]), own[l] = 0x1p-11;
