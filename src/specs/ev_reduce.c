@@ -1,10 +1,10 @@
 /* The evaluator's reductions (eval.h): sum, max and min over a range, each
  * lane's terms in the range's order, with a sum's accumulation error. */
 #include <math.h>
-#include <stdint.h>
 #include <string.h>
 
 #include "core/clones.h"
+#include "core/judge_tile.h" /* kv_bits_of */
 #include "specs/ev_ops.h"
 
 #define LANES KV_EV_LANES
@@ -179,14 +179,6 @@ EXTREME(largest, >)
 EXTREME(smallest, <)
 #undef EXTREME
 
-/* isnan(x) on its bits: loops that take it vectorize. */
-static inline int nan_bits(double x)
-{
-    int64_t b;
-    memcpy(&b, &x, sizeof b);
-    return (b & INT64_MAX) > 0x7ff0000000000000;
-}
-
 /* The peak part's fold over terms 0..m of x from r0: kv_maxd's, one term
  * after another (a NaN term replaces nothing, a NaN running value is
  * replaced), as largest's lanes make it where r0 is not NaN, which it never
@@ -230,7 +222,7 @@ static void extreme_terms(struct acc *a, enum kv_sx_op op, const double *const b
     const double cur = a->p[KV_EV_V], *v = b[KV_EV_V];
     if (isnan(cur)) return;
     int nan = 0;
-    for (int j = 0; j < m; j++) nan |= nan_bits(v[j]);
+    for (int j = 0; j < m; j++) nan |= (kv_bits_of(v[j]) & INT64_MAX) > 0x7ff0000000000000; /* isnan, on the bits: vectorizes */
     const double best = nan ? NAN : op == KV_SX_RMAX ? largest(cur, v, m) : smallest(cur, v, m);
     if (!nan && best == cur) return; /* no term past it */
     for (int j = 0; j < m; j++)

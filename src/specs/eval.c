@@ -145,33 +145,21 @@ static void exact_errors(const struct kv_ev_ctx *c, const struct kv_sx *e, int n
         if (kv_ev_live(c, e, k)) memset(kv_ev_part(c, e, k), 0, (size_t)nl * sizeof(double));
 }
 
-/* Another dtype's input elements at flat[0..nl) into a leaf's parts (values:
- * the value alone), as load_f32 does: the consecutive elements' test and
- * the parts in loops that vectorize (in the clones: the baseline has no
- * 64-bit integer compare). */
-KV_CLONES static void load_raw(double *const p[KV_EV_PARTS], enum kv_dtype t, const void *raw,
-                               const int64_t *restrict flat, int nl, int values)
+/* An input's elements at flat[0..nl) into a leaf's parts (values: the
+ * value alone): exact as the device sees them; a subnormal may be flushed.
+ * The consecutive elements' test, an f32 gather and the parts in loops
+ * that vectorize (in the clones: the baseline has no 64-bit integer
+ * compare); consecutive elements by their dtype's typed loop. */
+KV_CLONES static void load_input(double *const p[KV_EV_PARTS], enum kv_dtype t, const void *raw,
+                                 const int64_t *restrict flat, int nl, int values)
 {
     double *restrict v = p[KV_EV_V];
+    const float *restrict f32 = raw;
     if (consecutive(flat, nl)) kv_load_f64_n(t, raw, (size_t)flat[0], v, (size_t)nl);
+    else if (t == KV_F32)
+        for (int l = 0; l < nl; l++) v[l] = f32[flat[l]];
     else
         for (int l = 0; l < nl; l++) v[l] = kv_load_f64(t, raw, (size_t)flat[l]);
-    if (!values) exact_parts(v, p[KV_EV_S], p[KV_EV_PK], p[KV_EV_FIX], nl);
-}
-
-/* An f32 input's elements at flat[0..nl) into a leaf's parts (values: the
- * value alone): exact as the device sees them; a subnormal may be flushed.
- * Loops that vectorize. */
-KV_CLONES static void load_f32(double *const p[KV_EV_PARTS], const float *restrict raw, const int64_t *restrict flat,
-                               int nl, int values)
-{
-    double *restrict v = p[KV_EV_V];
-    if (consecutive(flat, nl)) {
-        const float *restrict r = raw + flat[0];
-        for (int l = 0; l < nl; l++) v[l] = r[l];
-    } else {
-        for (int l = 0; l < nl; l++) v[l] = raw[flat[l]];
-    }
     if (!values) exact_parts(v, p[KV_EV_S], p[KV_EV_PK], p[KV_EV_FIX], nl);
 }
 
@@ -191,13 +179,8 @@ static int eval_access(struct kv_ev_ctx *c, const struct kv_sx *e, int nl)
     if (c->x->s->sym[e->ref].virt) return eval_virtual(c, e, a, nl, flat);
     double *p[KV_EV_PARTS];
     for (int k = 0; k < KV_EV_PARTS; k++) p[k] = kv_ev_part(c, e, k);
-    if (a->raw && a->dtype == KV_F32) {
-        load_f32(p, a->raw, flat, nl, c->values);
-        if (!c->values) exact_errors(c, e, nl);
-        return 0;
-    }
     if (a->raw) { /* an input: exact as the device sees it */
-        load_raw(p, a->dtype, a->raw, flat, nl, c->values);
+        load_input(p, a->dtype, a->raw, flat, nl, c->values);
         if (!c->values) exact_errors(c, e, nl);
         return 0;
     }
